@@ -1,1 +1,24 @@
-//! placeholder
+//! The linad compiler core: a typed Linear-A IR with arrays and the passes that
+//! turn a primal program into forward and reverse derivatives.
+//!
+//! Pipeline: a non-linear [`ir::Func`] goes through JVP (Linear A: primal and
+//! tangent, tangent provably linear), unzip (a primal function returning
+//! residuals and a Linear-B linear function reading them) and transpose (the
+//! linear function run backwards), with the simplifier between passes. The
+//! [`interp`] module is the reference semantics every pass is tested against.
+#![warn(missing_docs)]
+
+pub mod build;
+pub mod check;
+pub mod driver;
+pub mod interp;
+pub mod ir;
+pub mod jvp;
+pub mod parse;
+pub mod pretty;
+pub mod simplify;
+pub mod transpose;
+pub mod types;
+pub mod typing;
+pub mod unzip;
+pub mod visit;

@@ -1,0 +1,854 @@
+//! The IR: typed, first-order, A-normal form, with the non-linear / linear split
+//! of Linear A visible in the syntax.
+//!
+//! A [`Program`] is a list of [`Func`]s. A function body is a [`Block`]: a list of
+//! [`Stmt`]s followed by its results. Every statement binds *non-linear* results
+//! and *linear* results separately, printed `let (a, b ; da) = e`. Every operand
+//! is an [`Atom`] (a variable or a literal) or, for linear operands, a [`Var`].
+//! Variables are function-local indices into the function's [`VarTable`]; each
+//! variable is bound exactly once in the whole function (nested blocks included)
+//! and is either linear or non-linear for its whole life.
+//!
+//! # Semantics (the interpreter in [`crate::interp`] is normative)
+//!
+//! Arrays are regular and row-major. Integers used as sizes or indices are `i64`
+//! and must be in range at run time (out-of-range is an error, never a wrap).
+//! Linear values are ordinary values (`f64`, `[f64]`, tuples of these); linearity
+//! is a static discipline checked by [`crate::check`]: every linear variable is
+//! consumed exactly once (use [`LinOp::Dup`] to share and [`LinOp::Drop`] to
+//! discard), and nothing non-linear is ever computed from a linear value.
+//!
+//! Compound expressions ([`Call`], [`If`], [`Loop`], [`Build`], [`Map`]) may bind
+//! both kinds of results: that is Linear A. After unzip every statement is all
+//! non-linear or all linear: that is Linear B.
+//!
+//! *Stacking.* [`Loop`] per-iteration outputs and [`Build`]/[`Map`] element
+//! results are *stacked*: a result of type `t` produced for every index of an
+//! index space of shape `s` becomes an array of type `t` with `s` prepended to
+//! its shape. All the stacked values must have the same shape (checked at run
+//! time). This is how unzip stores residuals: loops stack per-iteration
+//! residuals (struct of arrays, one array per residual), maps per-element ones.
+
+use crate::types::Ty;
+use std::fmt;
+
+/// A variable: an index into the function's [`VarTable`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Var(pub u32);
+
+/// A source location handle: the macro front end keeps a side table from these
+/// ids to spans, so checker and pass errors can point at user code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SrcId(pub u32);
+
+/// What the function knows about one variable.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VarInfo {
+    /// A readable name hint (not unique; the printer appends the index).
+    pub name: String,
+    /// Its type.
+    pub ty: Ty,
+    /// Linear (a tangent or cotangent) or non-linear (a primal value).
+    pub linear: bool,
+}
+
+/// The variables of one function.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct VarTable {
+    /// Indexed by [`Var`].
+    pub vars: Vec<VarInfo>,
+}
+
+impl VarTable {
+    /// Creates a fresh variable.
+    pub fn fresh(&mut self, name: impl Into<String>, ty: Ty, linear: bool) -> Var {
+        let v = Var(self.vars.len() as u32);
+        self.vars.push(VarInfo {
+            name: name.into(),
+            ty,
+            linear,
+        });
+        v
+    }
+
+    /// The info of a variable. Panics on a variable of another function.
+    pub fn info(&self, v: Var) -> &VarInfo {
+        &self.vars[v.0 as usize]
+    }
+
+    /// The type of a variable.
+    pub fn ty(&self, v: Var) -> &Ty {
+        &self.info(v).ty
+    }
+
+    /// Whether a variable is linear.
+    pub fn is_linear(&self, v: Var) -> bool {
+        self.info(v).linear
+    }
+
+    /// Number of variables.
+    pub fn len(&self) -> usize {
+        self.vars.len()
+    }
+
+    /// Whether the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.vars.is_empty()
+    }
+}
+
+/// An operand: a variable or a literal.
+#[derive(Clone, Copy, Debug)]
+pub enum Atom {
+    /// A variable (non-linear when used as a non-linear operand).
+    Var(Var),
+    /// A float literal.
+    F64(f64),
+    /// An integer literal.
+    I64(i64),
+    /// A boolean literal.
+    Bool(bool),
+}
+
+impl PartialEq for Atom {
+    /// Literals compare by bits, so `NaN == NaN` and `0.0 != -0.0` (what CSE needs).
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Atom::Var(a), Atom::Var(b)) => a == b,
+            (Atom::F64(a), Atom::F64(b)) => a.to_bits() == b.to_bits(),
+            (Atom::I64(a), Atom::I64(b)) => a == b,
+            (Atom::Bool(a), Atom::Bool(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+impl Eq for Atom {}
+impl std::hash::Hash for Atom {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            Atom::Var(v) => v.hash(state),
+            Atom::F64(x) => x.to_bits().hash(state),
+            Atom::I64(x) => x.hash(state),
+            Atom::Bool(x) => x.hash(state),
+        }
+    }
+}
+
+impl Atom {
+    /// The variable, if the atom is one.
+    pub fn var(&self) -> Option<Var> {
+        match self {
+            Atom::Var(v) => Some(*v),
+            _ => None,
+        }
+    }
+}
+
+impl From<Var> for Atom {
+    fn from(v: Var) -> Atom {
+        Atom::Var(v)
+    }
+}
+impl From<f64> for Atom {
+    fn from(x: f64) -> Atom {
+        Atom::F64(x)
+    }
+}
+impl From<i64> for Atom {
+    fn from(x: i64) -> Atom {
+        Atom::I64(x)
+    }
+}
+impl From<bool> for Atom {
+    fn from(x: bool) -> Atom {
+        Atom::Bool(x)
+    }
+}
+
+/// One size of a [`ShapeTree`]: a non-linear `i64` atom, or `shape(v, axis)` of a
+/// non-linear array variable (kept symbolic so that unzip can store the size as
+/// an `i64` residual instead of keeping the whole array alive).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dim {
+    /// An `i64` atom.
+    Atom(Atom),
+    /// `shape(v, axis)` of a non-linear array variable `v`.
+    Of(Var, usize),
+}
+
+/// The run-time shape of a (linear) value: what is needed to materialise a zero
+/// of it. Used where a pass cannot derive shapes from operands: linear results of
+/// [`Call`] and [`If`], and the linear parameters of a function.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ShapeTree {
+    /// A scalar.
+    Scalar,
+    /// An array with these sizes.
+    Array(Vec<Dim>),
+    /// A tuple.
+    Tuple(Vec<ShapeTree>),
+}
+
+/// Scalar primitives. Arithmetic, `Neg`, `Abs`, `Max`, `Min` and comparisons are
+/// polymorphic over `f64` and `i64` (all operands of one type); the others take
+/// `f64` unless stated. Semantics are those of Rust's `f64` / `i64` methods of the
+/// same name (`i64` division truncates; division by zero is an error).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Prim {
+    /// `a + b`
+    Add,
+    /// `a - b`
+    Sub,
+    /// `a * b`
+    Mul,
+    /// `a / b`
+    Div,
+    /// `a % b` (`i64` only)
+    Rem,
+    /// `-a`
+    Neg,
+    /// `|a|`
+    Abs,
+    /// `max(a, b)` (for `f64`: `f64::max`)
+    Max,
+    /// `min(a, b)`
+    Min,
+    /// `sin a`
+    Sin,
+    /// `cos a`
+    Cos,
+    /// `tan a`
+    Tan,
+    /// `e^a`
+    Exp,
+    /// `ln a`
+    Ln,
+    /// `log2 a`
+    Log2,
+    /// `log10 a`
+    Log10,
+    /// `sqrt a`
+    Sqrt,
+    /// `tanh a`
+    Tanh,
+    /// `sinh a`
+    Sinh,
+    /// `cosh a`
+    Cosh,
+    /// `atan a`
+    Atan,
+    /// `e^a - 1`
+    ExpM1,
+    /// `ln(1 + a)`
+    Ln1p,
+    /// `a.powi(n)`: `a: f64`, `n: i64` (must fit in `i32`)
+    Powi,
+    /// `a.powf(b)`
+    Powf,
+    /// `a.atan2(b)` (`atan(a / b)` with quadrant)
+    Atan2,
+    /// `a.hypot(b)` = `sqrt(a² + b²)`
+    Hypot,
+    /// `a < b` → bool
+    Lt,
+    /// `a <= b` → bool
+    Le,
+    /// `a > b` → bool
+    Gt,
+    /// `a >= b` → bool
+    Ge,
+    /// `a == b` → bool (also on bools)
+    Eq,
+    /// `a != b` → bool (also on bools)
+    Ne,
+    /// `a && b` (bools; both operands are evaluated)
+    And,
+    /// `a || b` (bools; both operands are evaluated)
+    Or,
+    /// `!a` (bool)
+    Not,
+    /// `a as f64` (from i64)
+    ToF64,
+    /// `a as i64` (from f64, truncating, saturating like Rust's `as`)
+    ToI64,
+    /// `if c { a } else { b }` on scalars: `c: bool`, `a`, `b` of one type
+    Select,
+}
+
+impl Prim {
+    /// Every primitive, for tables and tests.
+    pub const ALL: [Prim; 39] = [
+        Prim::Add,
+        Prim::Sub,
+        Prim::Mul,
+        Prim::Div,
+        Prim::Rem,
+        Prim::Neg,
+        Prim::Abs,
+        Prim::Max,
+        Prim::Min,
+        Prim::Sin,
+        Prim::Cos,
+        Prim::Tan,
+        Prim::Exp,
+        Prim::Ln,
+        Prim::Log2,
+        Prim::Log10,
+        Prim::Sqrt,
+        Prim::Tanh,
+        Prim::Sinh,
+        Prim::Cosh,
+        Prim::Atan,
+        Prim::ExpM1,
+        Prim::Ln1p,
+        Prim::Powi,
+        Prim::Powf,
+        Prim::Atan2,
+        Prim::Hypot,
+        Prim::Lt,
+        Prim::Le,
+        Prim::Gt,
+        Prim::Ge,
+        Prim::Eq,
+        Prim::Ne,
+        Prim::And,
+        Prim::Or,
+        Prim::Not,
+        Prim::ToF64,
+        Prim::ToI64,
+        Prim::Select,
+    ];
+
+    /// The name used by the printer (and the parser).
+    pub fn name(self) -> &'static str {
+        match self {
+            Prim::Add => "add",
+            Prim::Sub => "sub",
+            Prim::Mul => "mul",
+            Prim::Div => "div",
+            Prim::Rem => "rem",
+            Prim::Neg => "neg",
+            Prim::Abs => "abs",
+            Prim::Max => "max",
+            Prim::Min => "min",
+            Prim::Sin => "sin",
+            Prim::Cos => "cos",
+            Prim::Tan => "tan",
+            Prim::Exp => "exp",
+            Prim::Ln => "ln",
+            Prim::Log2 => "log2",
+            Prim::Log10 => "log10",
+            Prim::Sqrt => "sqrt",
+            Prim::Tanh => "tanh",
+            Prim::Sinh => "sinh",
+            Prim::Cosh => "cosh",
+            Prim::Atan => "atan",
+            Prim::ExpM1 => "exp_m1",
+            Prim::Ln1p => "ln_1p",
+            Prim::Powi => "powi",
+            Prim::Powf => "powf",
+            Prim::Atan2 => "atan2",
+            Prim::Hypot => "hypot",
+            Prim::Lt => "lt",
+            Prim::Le => "le",
+            Prim::Gt => "gt",
+            Prim::Ge => "ge",
+            Prim::Eq => "eq",
+            Prim::Ne => "ne",
+            Prim::And => "and",
+            Prim::Or => "or",
+            Prim::Not => "not",
+            Prim::ToF64 => "to_f64",
+            Prim::ToI64 => "to_i64",
+            Prim::Select => "select",
+        }
+    }
+
+    /// Number of operands.
+    pub fn arity(self) -> usize {
+        match self {
+            Prim::Neg
+            | Prim::Abs
+            | Prim::Sin
+            | Prim::Cos
+            | Prim::Tan
+            | Prim::Exp
+            | Prim::Ln
+            | Prim::Log2
+            | Prim::Log10
+            | Prim::Sqrt
+            | Prim::Tanh
+            | Prim::Sinh
+            | Prim::Cosh
+            | Prim::Atan
+            | Prim::ExpM1
+            | Prim::Ln1p
+            | Prim::Not
+            | Prim::ToF64
+            | Prim::ToI64 => 1,
+            Prim::Add
+            | Prim::Sub
+            | Prim::Mul
+            | Prim::Div
+            | Prim::Rem
+            | Prim::Max
+            | Prim::Min
+            | Prim::Powi
+            | Prim::Powf
+            | Prim::Atan2
+            | Prim::Hypot
+            | Prim::Lt
+            | Prim::Le
+            | Prim::Gt
+            | Prim::Ge
+            | Prim::Eq
+            | Prim::Ne
+            | Prim::And
+            | Prim::Or => 2,
+            Prim::Select => 3,
+        }
+    }
+}
+
+/// A reduction operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    /// Sum (0 for an empty array).
+    Sum,
+    /// Product (1 for an empty array).
+    Prod,
+    /// Maximum (`-inf` for an empty array).
+    Max,
+    /// Minimum (`+inf` for an empty array).
+    Min,
+}
+
+/// Non-linear array operations. `idx` lists are non-linear `i64` atoms.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArrayOp {
+    /// `arr[i0, .., ik]` with `k <= rank`: an element (`k == rank`) or the
+    /// sub-array with the leading `k` axes fixed.
+    Index {
+        /// The array.
+        arr: Atom,
+        /// Leading indices.
+        idx: Vec<Atom>,
+    },
+    /// `arr with [idx] = val` (or `+= val` when `add`): a new array equal to `arr`
+    /// except at `idx` (an element or a sub-array, as for `Index`).
+    Update {
+        /// The array.
+        arr: Atom,
+        /// Leading indices.
+        idx: Vec<Atom>,
+        /// The new (or added) element / sub-array.
+        val: Atom,
+        /// Add instead of overwrite.
+        add: bool,
+    },
+    /// `out[k, ..] = arr[idx[k], ..]` for an `[i64]` index array.
+    Gather {
+        /// The source array.
+        arr: Atom,
+        /// `[i64]` indices into axis 0.
+        idx: Atom,
+    },
+    /// `out = zeros([len, ..rest]); out[idx[k], ..] += vals[k, ..]` (duplicates summed).
+    ScatterAdd {
+        /// Length of axis 0 of the result.
+        len: Atom,
+        /// `[i64]` indices, one per row of `vals`.
+        idx: Atom,
+        /// The values, `[f64]` of rank >= 1.
+        vals: Atom,
+    },
+    /// Reduction of the whole array (`axis: None`, a scalar) or along one axis.
+    Reduce {
+        /// The operator.
+        op: ReduceOp,
+        /// The array (`f64` or `i64`).
+        arr: Atom,
+        /// `None` for all elements, `Some(a)` to remove axis `a`.
+        axis: Option<usize>,
+    },
+    /// Position of the first maximum (`op = Max`) or minimum (`op = Min`).
+    /// Whole array: binds `rank` `i64` results (the multi-index; all 0 for an
+    /// empty array). Along `axis`: one `[i64]` array of the reduced shape.
+    ArgReduce {
+        /// `Max` or `Min`.
+        op: ReduceOp,
+        /// The array.
+        arr: Atom,
+        /// As for `Reduce`.
+        axis: Option<usize>,
+    },
+    /// Inclusive prefix sum along axis 0 (`reverse`: suffix sum,
+    /// `out[i] = sum_{j >= i} arr[j]`).
+    Scan {
+        /// The array.
+        arr: Atom,
+        /// Suffix instead of prefix.
+        reverse: bool,
+    },
+    /// Matrix product by ranks: (1,1) dot, (2,1) mat·vec, (1,2) vec·mat, (2,2) mat·mat.
+    MatMul {
+        /// Left operand.
+        a: Atom,
+        /// Right operand.
+        b: Atom,
+    },
+    /// Transpose of a rank-2 array.
+    Transpose {
+        /// The matrix.
+        arr: Atom,
+    },
+    /// Broadcast to `shape`: `out[j] = arr[j restricted to axes]`; `axes` lists,
+    /// increasing, the output axes that `arr`'s axes map to (`arr` may be a
+    /// scalar: `axes = []`, a fill). Sizes along `axes` must equal `arr`'s.
+    Broadcast {
+        /// The value to repeat.
+        arr: Atom,
+        /// The output shape.
+        shape: Vec<Atom>,
+        /// Output axes carrying `arr`'s axes, increasing, `len = rank(arr)`.
+        axes: Vec<usize>,
+    },
+    /// Size of axis `axis` (an `i64`).
+    Shape {
+        /// The array.
+        arr: Atom,
+        /// Which axis.
+        axis: usize,
+    },
+}
+
+/// Linear operations: every operand in a `Var` position is linear, every `Atom`
+/// non-linear. Each is linear in its linear operands jointly.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LinOp {
+    /// The zero of the given shape (never materialised by the simplifier unless
+    /// a result needs it).
+    Zero(ShapeTree),
+    /// `x + y` (same shapes).
+    Add(Var, Var),
+    /// `-x`.
+    Neg(Var),
+    /// `s * x`: `s` non-linear f64 scalar or array; same shapes, or one side a scalar.
+    Scale {
+        /// Non-linear factor.
+        s: Atom,
+        /// Linear operand.
+        x: Var,
+    },
+    /// Fan-out: binds two copies of `x`. Transposes to addition.
+    Dup(Var),
+    /// Discard `x`. Transposes to a zero.
+    Drop(Var),
+    /// Tuple construction.
+    Tuple(Vec<Var>),
+    /// Tuple destructuring: binds one linear variable per component.
+    Untuple(Var),
+    /// `x[idx]` as in [`ArrayOp::Index`].
+    Index {
+        /// Linear array.
+        x: Var,
+        /// Leading indices.
+        idx: Vec<Atom>,
+    },
+    /// `x with [idx] = val` / `+= val`, as [`ArrayOp::Update`].
+    Update {
+        /// Linear array.
+        x: Var,
+        /// Leading indices.
+        idx: Vec<Atom>,
+        /// Linear element or sub-array.
+        val: Var,
+        /// Add instead of overwrite.
+        add: bool,
+    },
+    /// As [`ArrayOp::Gather`].
+    Gather {
+        /// Linear array.
+        x: Var,
+        /// `[i64]` indices.
+        idx: Atom,
+    },
+    /// As [`ArrayOp::ScatterAdd`].
+    ScatterAdd {
+        /// Length of axis 0 of the result.
+        len: Atom,
+        /// `[i64]` indices.
+        idx: Atom,
+        /// Linear values.
+        x: Var,
+    },
+    /// Sum of all elements (`axis: None`) or along one axis.
+    Sum {
+        /// Linear array.
+        x: Var,
+        /// As for [`ArrayOp::Reduce`].
+        axis: Option<usize>,
+    },
+    /// As [`ArrayOp::Broadcast`].
+    Broadcast {
+        /// Linear value.
+        x: Var,
+        /// Output shape.
+        shape: Vec<Atom>,
+        /// Output axes carrying `x`'s axes.
+        axes: Vec<usize>,
+    },
+    /// Transpose of a rank-2 linear array.
+    Transpose(Var),
+    /// `a · x` (`lin_left = false`) or `x · a` (`lin_left = true`), ranks as for
+    /// [`ArrayOp::MatMul`].
+    MatMul {
+        /// Non-linear operand.
+        a: Atom,
+        /// Linear operand.
+        x: Var,
+        /// Whether the linear operand is on the left.
+        lin_left: bool,
+    },
+    /// Outer product of two vectors, one linear: `out[i, j] = x[i] * b[j]`
+    /// (`lin_left`) or `b[i] * x[j]`.
+    Outer {
+        /// Linear vector.
+        x: Var,
+        /// Non-linear vector.
+        b: Atom,
+        /// Whether the linear operand gives the rows.
+        lin_left: bool,
+    },
+    /// As [`ArrayOp::Scan`].
+    Scan {
+        /// Linear array.
+        x: Var,
+        /// Suffix instead of prefix.
+        reverse: bool,
+    },
+}
+
+/// A function of the program, called by name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+    /// Callee name.
+    pub func: String,
+    /// Non-linear arguments.
+    pub args: Vec<Atom>,
+    /// Linear arguments.
+    pub lin_args: Vec<Var>,
+    /// Shapes of the linear results (one per linear result).
+    pub lin_shapes: Vec<ShapeTree>,
+}
+
+/// `if cond { then_ } else { else_ }`: both blocks return the same types.
+#[derive(Clone, Debug, PartialEq)]
+pub struct If {
+    /// A non-linear bool.
+    pub cond: Atom,
+    /// Taken when `cond`.
+    pub then_: Block,
+    /// Taken otherwise.
+    pub else_: Block,
+    /// Shapes of the linear results (one per linear result); atoms may refer to
+    /// the non-linear results of this same statement.
+    pub lin_shapes: Vec<ShapeTree>,
+}
+
+/// A counted loop with loop-carried state, `i` running `0..n` (or `n-1` down to
+/// `0` when `rev`).
+///
+/// `body.params = [i, s_1..s_k]`, `body.lin_params = [ls_1..ls_m]` where `k =
+/// init.len()`, `m = lin_init.len()`. `body.results = [s'_1..s'_k, y_1..y_p]`,
+/// `body.lin_results = [ls'_1..ls'_m]`. The statement binds `[s_final.., Y_1..Y_p ;
+/// ls_final..]` where `Y_j` stacks `y_j` by the value of `i`: `Y_j[i] = y_j` at
+/// iteration `i` (so forward and reversed loops index residuals the same way).
+/// With `n = 0` the state is returned unchanged and each `Y_j` has all sizes 0.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Loop {
+    /// Trip count, a non-linear i64 (negative counts as 0).
+    pub n: Atom,
+    /// Run `i = n-1, .., 0`.
+    pub rev: bool,
+    /// Initial non-linear state.
+    pub init: Vec<Atom>,
+    /// Initial linear state.
+    pub lin_init: Vec<Var>,
+    /// The body.
+    pub body: Lambda,
+}
+
+/// `build(shape, |i_1..i_r| body)`: for every multi-index of `shape` (in any
+/// order; the body must not depend on order), run the body and stack its
+/// results, non-linear and linear. `body.params` are the `r` i64 indices,
+/// `body.lin_params` is empty. Linear variables of the enclosing scope may be
+/// read inside (captured); the whole Build counts as their one use.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Build {
+    /// The index space (non-linear i64 atoms, at least one).
+    pub shape: Vec<Atom>,
+    /// The element function.
+    pub body: Lambda,
+}
+
+/// `map(|x_1.. ; dx_1..| body, arrs ; lin_arrs)`: elementwise over arrays of one
+/// shape; `body.params` are the elements of `arrs`, `body.lin_params` those of
+/// `lin_arrs`; results are stacked to that shape. At least one array.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Map {
+    /// Non-linear arrays.
+    pub arrs: Vec<Atom>,
+    /// Linear arrays.
+    pub lin_arrs: Vec<Var>,
+    /// The element function.
+    pub body: Lambda,
+}
+
+/// `fold(init, |acc_1.., x| body, arr)`: sequential left fold over axis 0 of
+/// `arr` (`x` is an element or a row). Non-linear only; JVP first lowers it to a
+/// [`Loop`] with [`ArrayOp::Index`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fold {
+    /// Initial accumulators.
+    pub init: Vec<Atom>,
+    /// The array folded over.
+    pub arr: Atom,
+    /// `params = [acc.., x]`, `results = [acc'..]`.
+    pub body: Lambda,
+}
+
+/// An expression: the right-hand side of a statement.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// A copy of a non-linear atom.
+    Atom(Atom),
+    /// A scalar primitive applied to non-linear atoms.
+    Prim(Prim, Vec<Atom>),
+    /// A non-linear array operation.
+    Array(ArrayOp),
+    /// Tuple construction (non-linear).
+    Tuple(Vec<Atom>),
+    /// Tuple destructuring: binds one variable per component (non-linear).
+    Untuple(Atom),
+    /// A linear operation.
+    Lin(LinOp),
+    /// A call of another function of the program.
+    Call(Call),
+    /// A conditional.
+    If(If),
+    /// A counted loop.
+    Loop(Loop),
+    /// An array built from an index function.
+    Build(Build),
+    /// An elementwise map.
+    Map(Map),
+    /// A sequential fold.
+    Fold(Fold),
+}
+
+/// A statement: `let (binds ; lin_binds) = expr`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stmt {
+    /// Non-linear results.
+    pub binds: Vec<Var>,
+    /// Linear results.
+    pub lin_binds: Vec<Var>,
+    /// The expression.
+    pub expr: Expr,
+    /// Where it came from, if known.
+    pub src: Option<SrcId>,
+}
+
+/// A block: statements then results.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Block {
+    /// Statements, in order.
+    pub stmts: Vec<Stmt>,
+    /// Non-linear results.
+    pub results: Vec<Atom>,
+    /// Linear results.
+    pub lin_results: Vec<Var>,
+}
+
+/// A block with parameters: the body of a loop, build, map or fold.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Lambda {
+    /// Non-linear parameters.
+    pub params: Vec<Var>,
+    /// Linear parameters.
+    pub lin_params: Vec<Var>,
+    /// The body.
+    pub body: Block,
+}
+
+/// A function: `def name(params ; lin_params) -> (results ; lin_results)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Func {
+    /// Name (unique in the program).
+    pub name: String,
+    /// Non-linear parameters.
+    pub params: Vec<Var>,
+    /// Linear parameters.
+    pub lin_params: Vec<Var>,
+    /// Shapes of the linear parameters, one per linear parameter, in terms of
+    /// the non-linear parameters (needed to materialise zero cotangents). May be
+    /// empty for functions that are never transposed.
+    pub lin_param_shapes: Vec<ShapeTree>,
+    /// The body; its results are the function's results.
+    pub body: Block,
+    /// All variables of the function.
+    pub vars: VarTable,
+}
+
+/// A program: functions that may call each other (no recursion).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Program {
+    /// The functions, callees before callers.
+    pub funcs: Vec<Func>,
+}
+
+impl Program {
+    /// Looks up a function by name.
+    pub fn func(&self, name: &str) -> Option<&Func> {
+        self.funcs.iter().find(|f| f.name == name)
+    }
+
+    /// Looks up a function by name, mutably.
+    pub fn func_mut(&mut self, name: &str) -> Option<&mut Func> {
+        self.funcs.iter_mut().find(|f| f.name == name)
+    }
+
+    /// Adds or replaces a function of the same name.
+    pub fn insert(&mut self, f: Func) {
+        match self.func_mut(&f.name) {
+            Some(old) => *old = f,
+            None => self.funcs.push(f),
+        }
+    }
+}
+
+impl Func {
+    /// Types of the non-linear parameters.
+    pub fn param_tys(&self) -> Vec<Ty> {
+        self.params
+            .iter()
+            .map(|v| self.vars.ty(*v).clone())
+            .collect()
+    }
+
+    /// Types of the linear parameters.
+    pub fn lin_param_tys(&self) -> Vec<Ty> {
+        self.lin_params
+            .iter()
+            .map(|v| self.vars.ty(*v).clone())
+            .collect()
+    }
+}
+
+impl fmt::Display for Var {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "%{}", self.0)
+    }
+}

@@ -1,0 +1,449 @@
+//! Generic traversals: operands of a statement, nested blocks, free variables,
+//! substitution. Every pass uses these instead of matching on every construct.
+//!
+//! Terminology: the *direct operands* of an expression are the atoms and linear
+//! variables it reads itself (not those read inside its lambdas or branches);
+//! the *free variables* of a block are the variables it reads that it does not
+//! bind (lambda parameters count as bound).
+
+use crate::ir::*;
+use std::collections::{BTreeSet, HashMap};
+
+fn dims_atoms<'a>(s: &'a ShapeTree, out: &mut Vec<&'a Atom>, of: &mut Vec<Var>) {
+    match s {
+        ShapeTree::Scalar => {}
+        ShapeTree::Array(ds) => {
+            for d in ds {
+                match d {
+                    Dim::Atom(a) => out.push(a),
+                    Dim::Of(v, _) => of.push(*v),
+                }
+            }
+        }
+        ShapeTree::Tuple(ts) => ts.iter().for_each(|t| dims_atoms(t, out, of)),
+    }
+}
+
+/// Calls `nl` on every non-linear operand atom and `lin` on every linear operand
+/// variable that the expression reads directly (not inside nested blocks).
+/// Variables named by `Dim::Of` in shape trees are passed to `nl` as atoms.
+pub fn for_each_operand(e: &Expr, nl: &mut dyn FnMut(&Atom), lin: &mut dyn FnMut(Var)) {
+    let mut atoms: Vec<&Atom> = vec![];
+    let mut of: Vec<Var> = vec![];
+    match e {
+        Expr::Atom(a) | Expr::Untuple(a) => atoms.push(a),
+        Expr::Prim(_, xs) | Expr::Tuple(xs) => atoms.extend(xs),
+        Expr::Array(op) => match op {
+            ArrayOp::Index { arr, idx } => {
+                atoms.push(arr);
+                atoms.extend(idx);
+            }
+            ArrayOp::Update { arr, idx, val, .. } => {
+                atoms.push(arr);
+                atoms.extend(idx);
+                atoms.push(val);
+            }
+            ArrayOp::Gather { arr, idx } => atoms.extend([arr, idx]),
+            ArrayOp::ScatterAdd { len, idx, vals } => atoms.extend([len, idx, vals]),
+            ArrayOp::Reduce { arr, .. }
+            | ArrayOp::ArgReduce { arr, .. }
+            | ArrayOp::Scan { arr, .. }
+            | ArrayOp::Transpose { arr }
+            | ArrayOp::Shape { arr, .. } => atoms.push(arr),
+            ArrayOp::MatMul { a, b } => atoms.extend([a, b]),
+            ArrayOp::Broadcast { arr, shape, .. } => {
+                atoms.push(arr);
+                atoms.extend(shape);
+            }
+        },
+        Expr::Lin(op) => match op {
+            LinOp::Zero(s) => dims_atoms(s, &mut atoms, &mut of),
+            LinOp::Add(x, y) => {
+                lin(*x);
+                lin(*y);
+            }
+            LinOp::Neg(x)
+            | LinOp::Dup(x)
+            | LinOp::Drop(x)
+            | LinOp::Untuple(x)
+            | LinOp::Transpose(x) => lin(*x),
+            LinOp::Scale { s, x } => {
+                atoms.push(s);
+                lin(*x);
+            }
+            LinOp::Tuple(xs) => xs.iter().for_each(|x| lin(*x)),
+            LinOp::Index { x, idx } => {
+                lin(*x);
+                atoms.extend(idx);
+            }
+            LinOp::Update { x, idx, val, .. } => {
+                lin(*x);
+                atoms.extend(idx);
+                lin(*val);
+            }
+            LinOp::Gather { x, idx } => {
+                lin(*x);
+                atoms.push(idx);
+            }
+            LinOp::ScatterAdd { len, idx, x } => {
+                atoms.extend([len, idx]);
+                lin(*x);
+            }
+            LinOp::Sum { x, .. } | LinOp::Scan { x, .. } => lin(*x),
+            LinOp::Broadcast { x, shape, .. } => {
+                lin(*x);
+                atoms.extend(shape);
+            }
+            LinOp::MatMul { a, x, .. } => {
+                atoms.push(a);
+                lin(*x);
+            }
+            LinOp::Outer { x, b, .. } => {
+                lin(*x);
+                atoms.push(b);
+            }
+        },
+        Expr::Call(c) => {
+            atoms.extend(&c.args);
+            c.lin_args.iter().for_each(|x| lin(*x));
+            c.lin_shapes
+                .iter()
+                .for_each(|s| dims_atoms(s, &mut atoms, &mut of));
+        }
+        Expr::If(i) => {
+            atoms.push(&i.cond);
+            i.lin_shapes
+                .iter()
+                .for_each(|s| dims_atoms(s, &mut atoms, &mut of));
+        }
+        Expr::Loop(l) => {
+            atoms.push(&l.n);
+            atoms.extend(&l.init);
+            l.lin_init.iter().for_each(|x| lin(*x));
+        }
+        Expr::Build(b) => atoms.extend(&b.shape),
+        Expr::Map(m) => {
+            atoms.extend(&m.arrs);
+            m.lin_arrs.iter().for_each(|x| lin(*x));
+        }
+        Expr::Fold(fd) => {
+            atoms.extend(&fd.init);
+            atoms.push(&fd.arr);
+        }
+    }
+    for a in atoms {
+        nl(a);
+    }
+    for v in of {
+        nl(&Atom::Var(v));
+    }
+}
+
+/// Mutable version of [`for_each_operand`]: rewrites operands in place.
+pub fn map_operands(e: &mut Expr, nl: &mut dyn FnMut(&mut Atom), lin: &mut dyn FnMut(&mut Var)) {
+    // `Dim::Of` variables are non-linear: rewrite them through `nl` when it maps
+    // them to another variable (a literal cannot stand in a `Dim::Of`, so the dim
+    // becomes that atom instead).
+    fn dims(s: &mut ShapeTree, nl: &mut dyn FnMut(&mut Atom)) {
+        match s {
+            ShapeTree::Scalar => {}
+            ShapeTree::Array(ds) => {
+                for d in ds {
+                    match d {
+                        Dim::Atom(a) => nl(a),
+                        Dim::Of(v, _) => {
+                            let mut a = Atom::Var(*v);
+                            nl(&mut a);
+                            match a {
+                                Atom::Var(w) => *v = w,
+                                other => panic!("map_operands: array variable {v} replaced by literal {other:?}"),
+                            }
+                        }
+                    }
+                }
+            }
+            ShapeTree::Tuple(ts) => ts.iter_mut().for_each(|t| dims(t, nl)),
+        }
+    }
+    match e {
+        Expr::Atom(a) | Expr::Untuple(a) => nl(a),
+        Expr::Prim(_, xs) | Expr::Tuple(xs) => xs.iter_mut().for_each(nl),
+        Expr::Array(op) => match op {
+            ArrayOp::Index { arr, idx } => {
+                nl(arr);
+                idx.iter_mut().for_each(nl);
+            }
+            ArrayOp::Update { arr, idx, val, .. } => {
+                nl(arr);
+                idx.iter_mut().for_each(&mut *nl);
+                nl(val);
+            }
+            ArrayOp::Gather { arr, idx } => {
+                nl(arr);
+                nl(idx);
+            }
+            ArrayOp::ScatterAdd { len, idx, vals } => {
+                nl(len);
+                nl(idx);
+                nl(vals);
+            }
+            ArrayOp::Reduce { arr, .. }
+            | ArrayOp::ArgReduce { arr, .. }
+            | ArrayOp::Scan { arr, .. }
+            | ArrayOp::Transpose { arr }
+            | ArrayOp::Shape { arr, .. } => nl(arr),
+            ArrayOp::MatMul { a, b } => {
+                nl(a);
+                nl(b);
+            }
+            ArrayOp::Broadcast { arr, shape, .. } => {
+                nl(arr);
+                shape.iter_mut().for_each(nl);
+            }
+        },
+        Expr::Lin(op) => match op {
+            LinOp::Zero(s) => dims(s, nl),
+            LinOp::Add(x, y) => {
+                lin(x);
+                lin(y);
+            }
+            LinOp::Neg(x)
+            | LinOp::Dup(x)
+            | LinOp::Drop(x)
+            | LinOp::Untuple(x)
+            | LinOp::Transpose(x) => lin(x),
+            LinOp::Scale { s, x } => {
+                nl(s);
+                lin(x);
+            }
+            LinOp::Tuple(xs) => xs.iter_mut().for_each(lin),
+            LinOp::Index { x, idx } => {
+                lin(x);
+                idx.iter_mut().for_each(nl);
+            }
+            LinOp::Update { x, idx, val, .. } => {
+                lin(x);
+                idx.iter_mut().for_each(nl);
+                lin(val);
+            }
+            LinOp::Gather { x, idx } => {
+                lin(x);
+                nl(idx);
+            }
+            LinOp::ScatterAdd { len, idx, x } => {
+                nl(len);
+                nl(idx);
+                lin(x);
+            }
+            LinOp::Sum { x, .. } | LinOp::Scan { x, .. } => lin(x),
+            LinOp::Broadcast { x, shape, .. } => {
+                lin(x);
+                shape.iter_mut().for_each(nl);
+            }
+            LinOp::MatMul { a, x, .. } => {
+                nl(a);
+                lin(x);
+            }
+            LinOp::Outer { x, b, .. } => {
+                lin(x);
+                nl(b);
+            }
+        },
+        Expr::Call(c) => {
+            c.args.iter_mut().for_each(&mut *nl);
+            c.lin_args.iter_mut().for_each(lin);
+            c.lin_shapes.iter_mut().for_each(|s| dims(s, nl));
+        }
+        Expr::If(i) => {
+            nl(&mut i.cond);
+            i.lin_shapes.iter_mut().for_each(|s| dims(s, nl));
+        }
+        Expr::Loop(l) => {
+            nl(&mut l.n);
+            l.init.iter_mut().for_each(nl);
+            l.lin_init.iter_mut().for_each(lin);
+        }
+        Expr::Build(b) => b.shape.iter_mut().for_each(nl),
+        Expr::Map(m) => {
+            m.arrs.iter_mut().for_each(nl);
+            m.lin_arrs.iter_mut().for_each(lin);
+        }
+        Expr::Fold(fd) => {
+            fd.init.iter_mut().for_each(&mut *nl);
+            nl(&mut fd.arr);
+        }
+    }
+}
+
+/// The lambdas of an expression (bodies of loops, builds, maps, folds).
+pub fn lambdas(e: &Expr) -> Vec<&Lambda> {
+    match e {
+        Expr::Loop(l) => vec![&l.body],
+        Expr::Build(b) => vec![&b.body],
+        Expr::Map(m) => vec![&m.body],
+        Expr::Fold(f) => vec![&f.body],
+        _ => vec![],
+    }
+}
+
+/// The nested blocks of an expression: lambda bodies and `If` branches.
+pub fn blocks(e: &Expr) -> Vec<&Block> {
+    match e {
+        Expr::If(i) => vec![&i.then_, &i.else_],
+        _ => lambdas(e).into_iter().map(|l| &l.body).collect(),
+    }
+}
+
+/// Mutable nested blocks of an expression.
+pub fn blocks_mut(e: &mut Expr) -> Vec<&mut Block> {
+    match e {
+        Expr::If(i) => vec![&mut i.then_, &mut i.else_],
+        Expr::Loop(l) => vec![&mut l.body.body],
+        Expr::Build(b) => vec![&mut b.body.body],
+        Expr::Map(m) => vec![&mut m.body.body],
+        Expr::Fold(f) => vec![&mut f.body.body],
+        _ => vec![],
+    }
+}
+
+/// Free variables of a block: `(non-linear, linear)` variables read and not bound in it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FreeVars {
+    /// Non-linear free variables.
+    pub nl: BTreeSet<Var>,
+    /// Linear free variables.
+    pub lin: BTreeSet<Var>,
+}
+
+impl FreeVars {
+    /// Adds another set.
+    pub fn extend(&mut self, o: FreeVars) {
+        self.nl.extend(o.nl);
+        self.lin.extend(o.lin);
+    }
+}
+
+/// Free variables of a block.
+pub fn free_vars_block(b: &Block) -> FreeVars {
+    let mut fv = FreeVars::default();
+    let mut bound: BTreeSet<Var> = BTreeSet::new();
+    for s in &b.stmts {
+        let sf = free_vars_stmt(s);
+        fv.nl
+            .extend(sf.nl.into_iter().filter(|v| !bound.contains(v)));
+        fv.lin
+            .extend(sf.lin.into_iter().filter(|v| !bound.contains(v)));
+        bound.extend(s.binds.iter().chain(&s.lin_binds));
+    }
+    for a in &b.results {
+        if let Atom::Var(v) = a {
+            if !bound.contains(v) {
+                fv.nl.insert(*v);
+            }
+        }
+    }
+    for v in &b.lin_results {
+        if !bound.contains(v) {
+            fv.lin.insert(*v);
+        }
+    }
+    fv
+}
+
+/// Free variables of a lambda (its parameters are bound).
+pub fn free_vars_lambda(l: &Lambda) -> FreeVars {
+    let mut fv = free_vars_block(&l.body);
+    for p in l.params.iter().chain(&l.lin_params) {
+        fv.nl.remove(p);
+        fv.lin.remove(p);
+    }
+    fv
+}
+
+/// Free variables of a statement: its direct operands plus the free variables
+/// of its nested blocks.
+pub fn free_vars_stmt(s: &Stmt) -> FreeVars {
+    let mut fv = FreeVars::default();
+    for_each_operand(
+        &s.expr,
+        &mut |a| {
+            if let Atom::Var(v) = a {
+                fv.nl.insert(*v);
+            }
+        },
+        &mut |v| {
+            fv.lin.insert(v);
+        },
+    );
+    match &s.expr {
+        Expr::If(i) => {
+            fv.extend(free_vars_block(&i.then_));
+            fv.extend(free_vars_block(&i.else_));
+        }
+        e => {
+            for l in lambdas(e) {
+                fv.extend(free_vars_lambda(l));
+            }
+        }
+    }
+    fv
+}
+
+/// Substitutes variables everywhere in a block (operands, results, nested
+/// blocks): non-linear uses through `nl`, linear uses through `lin`. Binders
+/// are not renamed.
+pub fn substitute_block(b: &mut Block, nl: &HashMap<Var, Atom>, lin: &HashMap<Var, Var>) {
+    for s in &mut b.stmts {
+        substitute_stmt(s, nl, lin);
+    }
+    for a in &mut b.results {
+        if let Atom::Var(v) = a {
+            if let Some(r) = nl.get(v) {
+                *a = *r;
+            }
+        }
+    }
+    for v in &mut b.lin_results {
+        if let Some(r) = lin.get(v) {
+            *v = *r;
+        }
+    }
+}
+
+/// Substitutes variables in one statement (operands and nested blocks).
+pub fn substitute_stmt(s: &mut Stmt, nl: &HashMap<Var, Atom>, lin: &HashMap<Var, Var>) {
+    if nl.is_empty() && lin.is_empty() {
+        return;
+    }
+    map_operands(
+        &mut s.expr,
+        &mut |a| {
+            if let Atom::Var(v) = a {
+                if let Some(r) = nl.get(v) {
+                    *a = *r;
+                }
+            }
+        },
+        &mut |v| {
+            if let Some(r) = lin.get(v) {
+                *v = *r;
+            }
+        },
+    );
+    for blk in blocks_mut(&mut s.expr) {
+        substitute_block(blk, nl, lin);
+    }
+}
+
+/// Number of statements in a block, nested blocks included (program size).
+pub fn size_block(b: &Block) -> usize {
+    b.stmts
+        .iter()
+        .map(|s| 1 + blocks(&s.expr).into_iter().map(size_block).sum::<usize>())
+        .sum()
+}
+
+/// Number of statements in a function, nested blocks included.
+pub fn size_func(f: &Func) -> usize {
+    size_block(&f.body)
+}
