@@ -386,6 +386,10 @@ pub fn free_vars_stmt(s: &Stmt) -> FreeVars {
             }
         }
     }
+    // `lin_shapes` of calls and ifs may name the statement's own results.
+    for b in &s.binds {
+        fv.nl.remove(b);
+    }
     fv
 }
 
