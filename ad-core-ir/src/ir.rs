@@ -662,10 +662,13 @@ pub struct If {
 ///
 /// `body.params = [i, s_1..s_k]`, `body.lin_params = [ls_1..ls_m]` where `k =
 /// init.len()`, `m = lin_init.len()`. `body.results = [s'_1..s'_k, y_1..y_p]`,
-/// `body.lin_results = [ls'_1..ls'_m]`. The statement binds `[s_final.., Y_1..Y_p ;
-/// ls_final..]` where `Y_j` stacks `y_j` by the value of `i`: `Y_j[i] = y_j` at
-/// iteration `i` (so forward and reversed loops index residuals the same way).
+/// `body.lin_results = [ls'_1..ls'_m, ly_1..ly_q]`. The statement binds
+/// `[s_final.., Y_1..Y_p ; ls_final.., LY_1..LY_q]` where `Y_j` stacks `y_j` by the
+/// value of `i`: `Y_j[i] = y_j` at iteration `i` (so forward and reversed loops
+/// index residuals the same way), and likewise `LY_j` for linear outputs.
 /// With `n = 0` the state is returned unchanged and each `Y_j` has all sizes 0.
+/// A linear variable of the enclosing scope read in the body (captured) is
+/// consumed once per iteration; the whole loop counts as its one use.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Loop {
     /// Trip count, a non-linear i64 (negative counts as 0).

@@ -574,16 +574,21 @@ pub fn expr_types(e: &Expr, vars: &VarTable, prog: &Program) -> Result<ExprTys, 
             want(r.len() >= init.len() && r[..init.len()] == init[..], || {
                 format!("loop body returns {} for state {}", show(&r), show(&init))
             })?;
-            want(lr == linit, || {
-                format!(
-                    "loop body returns linear {} for linear state {}",
-                    show(&lr),
-                    show(&linit)
-                )
-            })?;
+            want(
+                lr.len() >= linit.len() && lr[..linit.len()] == linit[..],
+                || {
+                    format!(
+                        "loop body returns linear {} for linear state {}",
+                        show(&lr),
+                        show(&linit)
+                    )
+                },
+            )?;
             let mut out = init.clone();
             out.extend(stack_all(&r[init.len()..], 1, "a loop")?);
-            Ok((out, lr))
+            let mut lout = linit.clone();
+            lout.extend(stack_all(&lr[linit.len()..], 1, "a loop")?);
+            Ok((out, lout))
         }
         Expr::Build(b) => {
             want(!b.shape.is_empty(), || {
