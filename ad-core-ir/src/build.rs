@@ -30,6 +30,7 @@ use crate::types::Ty;
 use crate::typing::expr_types;
 
 /// Builds one function.
+#[derive(Clone)]
 pub struct FuncBuilder<'p> {
     prog: &'p Program,
     name: String,

@@ -1,0 +1,227 @@
+//! JVP rules of the scalar primitives: one place states the derivative of
+//! every [`Prim`].
+//!
+//! Most rules are given as partial derivatives (`∂f/∂x_k` as non-linear
+//! expressions of the operands `x` and the result `y`), combined as
+//! `dy = Σ_k lscale(∂f/∂x_k, dx_k)` over the operands with non-zero tangents.
+//! Linear primitives (`neg`, `add`, `sub`) and selections (`max`, `min`,
+//! `select`) have direct rules.
+
+use super::Jvp;
+use crate::ir::*;
+
+/// How a primitive differentiates.
+enum Rule {
+    /// No tangent (integer, boolean and comparison results; casts from i64).
+    None,
+    /// Linear in its operands: `neg`, `add`, `sub`.
+    Linear,
+    /// Chooses one operand's tangent: `select(c, a, b)`, `max`, `min`.
+    Choice,
+    /// Partial derivatives with respect to each operand.
+    Partials,
+}
+
+fn rule(p: Prim) -> Rule {
+    match p {
+        Prim::Neg | Prim::Add | Prim::Sub => Rule::Linear,
+        Prim::Select | Prim::Max | Prim::Min => Rule::Choice,
+        Prim::Mul
+        | Prim::Div
+        | Prim::Abs
+        | Prim::Sin
+        | Prim::Cos
+        | Prim::Tan
+        | Prim::Exp
+        | Prim::Ln
+        | Prim::Log2
+        | Prim::Log10
+        | Prim::Sqrt
+        | Prim::Tanh
+        | Prim::Sinh
+        | Prim::Cosh
+        | Prim::Atan
+        | Prim::ExpM1
+        | Prim::Ln1p
+        | Prim::Powi
+        | Prim::Powf
+        | Prim::Atan2
+        | Prim::Hypot => Rule::Partials,
+        Prim::Rem
+        | Prim::Lt
+        | Prim::Le
+        | Prim::Gt
+        | Prim::Ge
+        | Prim::Eq
+        | Prim::Ne
+        | Prim::And
+        | Prim::Or
+        | Prim::Not
+        | Prim::ToF64
+        | Prim::ToI64 => Rule::None,
+    }
+}
+
+impl<'p> Jvp<'p> {
+    /// The tangent of `y = p(args)` given the operand tangents (`None` = zero).
+    pub(super) fn prim_jvp(
+        &mut self,
+        p: Prim,
+        args: &[Atom],
+        y: Var,
+        dargs: &[Option<Var>],
+    ) -> Option<Var> {
+        match rule(p) {
+            Rule::None => None,
+            Rule::Linear => match p {
+                Prim::Neg => dargs[0].map(|d| self.lin(LinOp::Neg(d))),
+                Prim::Add => self.ladd(dargs[0], dargs[1]),
+                Prim::Sub => {
+                    let nb = dargs[1].map(|d| self.lin(LinOp::Neg(d)));
+                    self.ladd(dargs[0], nb)
+                }
+                _ => unreachable!("not a linear primitive: {p:?}"),
+            },
+            Rule::Choice => {
+                let (cond, a, b) = match p {
+                    Prim::Select => (args[0], 1, 2),
+                    Prim::Max => (self.nl(Prim::Ge, &[args[0], args[1]]), 0, 1),
+                    Prim::Min => (self.nl(Prim::Le, &[args[0], args[1]]), 0, 1),
+                    _ => unreachable!("not a choice primitive: {p:?}"),
+                };
+                Some(self.choose(cond, dargs[a], dargs[b]))
+            }
+            Rule::Partials => {
+                let mut acc = None;
+                for (k, d) in dargs.iter().enumerate() {
+                    if let Some(d) = d {
+                        let g = self.partial(p, k, args, Atom::Var(y));
+                        let t = self.lscale(g, Some(*d));
+                        acc = self.ladd(acc, t);
+                    }
+                }
+                acc
+            }
+        }
+    }
+
+    /// A scalar linear `if cond { da } else { db }` (zeros where absent).
+    fn choose(&mut self, cond: Atom, da: Option<Var>, db: Option<Var>) -> Var {
+        let branch = |j: &mut Self, d: Option<Var>| {
+            j.b.open();
+            let v = match d {
+                Some(v) => v,
+                None => j.lin(LinOp::Zero(ShapeTree::Scalar)),
+            };
+            j.b.close(vec![], vec![v])
+        };
+        let then_ = branch(self, da);
+        let else_ = branch(self, db);
+        self.b.emit1(Expr::If(If {
+            cond,
+            then_,
+            else_,
+            lin_shapes: vec![ShapeTree::Scalar],
+        }))
+    }
+
+    /// `∂p/∂x_k` at `args` (with result `y`), emitted as non-linear statements.
+    fn partial(&mut self, p: Prim, k: usize, args: &[Atom], y: Atom) -> Atom {
+        use Prim::*;
+        let x = args[0];
+        let one = Atom::F64(1.0);
+        match (p, k) {
+            (Mul, 0) => args[1],
+            (Mul, _) => args[0],
+            // d(a/b) = da / b - (y / b) db
+            (Div, 0) => self.nl(Div, &[one, args[1]]),
+            (Div, _) => {
+                let q = self.nl(Div, &[y, args[1]]);
+                self.nl(Neg, &[q])
+            }
+            (Abs, _) => {
+                let c = self.nl(Ge, &[x, Atom::F64(0.0)]);
+                self.nl(Select, &[c, one, Atom::F64(-1.0)])
+            }
+            (Sin, _) => self.nl(Cos, &[x]),
+            (Cos, _) => {
+                let s = self.nl(Sin, &[x]);
+                self.nl(Neg, &[s])
+            }
+            // tan' = 1 + tan²
+            (Tan, _) => {
+                let y2 = self.nl(Mul, &[y, y]);
+                self.nl(Add, &[one, y2])
+            }
+            (Exp, _) => y,
+            (Ln, _) => self.nl(Div, &[one, x]),
+            (Log2, _) => {
+                let d = self.nl(Mul, &[x, Atom::F64(std::f64::consts::LN_2)]);
+                self.nl(Div, &[one, d])
+            }
+            (Log10, _) => {
+                let d = self.nl(Mul, &[x, Atom::F64(std::f64::consts::LN_10)]);
+                self.nl(Div, &[one, d])
+            }
+            // sqrt' = 0.5 / sqrt
+            (Sqrt, _) => self.nl(Div, &[Atom::F64(0.5), y]),
+            // tanh' = 1 - tanh²
+            (Tanh, _) => {
+                let y2 = self.nl(Mul, &[y, y]);
+                self.nl(Sub, &[one, y2])
+            }
+            (Sinh, _) => self.nl(Cosh, &[x]),
+            (Cosh, _) => self.nl(Sinh, &[x]),
+            // atan' = 1 / (1 + x²)
+            (Atan, _) => {
+                let x2 = self.nl(Mul, &[x, x]);
+                let d = self.nl(Add, &[one, x2]);
+                self.nl(Div, &[one, d])
+            }
+            // exp_m1' = exp = y + 1
+            (ExpM1, _) => self.nl(Add, &[y, one]),
+            // ln_1p' = 1 / (1 + x)
+            (Ln1p, _) => {
+                let d = self.nl(Add, &[one, x]);
+                self.nl(Div, &[one, d])
+            }
+            // powi(x, n)' = n x^(n-1)
+            (Powi, _) => {
+                let nm1 = self.nl(Sub, &[args[1], Atom::I64(1)]);
+                let pw = self.nl(Powi, &[x, nm1]);
+                let nf = self.nl(ToF64, &[args[1]]);
+                self.nl(Mul, &[nf, pw])
+            }
+            // ∂x powf(x, e) = e x^(e-1)
+            (Powf, 0) => {
+                let em1 = self.nl(Sub, &[args[1], one]);
+                let pw = self.nl(Powf, &[x, em1]);
+                self.nl(Mul, &[args[1], pw])
+            }
+            // ∂e powf(x, e) = y ln x
+            (Powf, _) => {
+                let l = self.nl(Ln, &[x]);
+                self.nl(Mul, &[y, l])
+            }
+            // atan2(a, b): ∂a = b / (a² + b²), ∂b = -a / (a² + b²)
+            (Atan2, k) => {
+                let a2 = self.nl(Mul, &[args[0], args[0]]);
+                let b2 = self.nl(Mul, &[args[1], args[1]]);
+                let den = self.nl(Add, &[a2, b2]);
+                if k == 0 {
+                    self.nl(Div, &[args[1], den])
+                } else {
+                    let q = self.nl(Div, &[args[0], den]);
+                    self.nl(Neg, &[q])
+                }
+            }
+            // hypot(a, b): ∂a = a / y, ∂b = b / y
+            (Hypot, k) => self.nl(Div, &[args[k], y]),
+            (
+                Add | Sub | Neg | Rem | Max | Min | Lt | Le | Gt | Ge | Eq | Ne | And | Or | Not
+                | ToF64 | ToI64 | Select,
+                _,
+            ) => unreachable!("{p:?} has no partials rule"),
+        }
+    }
+}
