@@ -24,3 +24,11 @@ pub(crate) fn index_in_range(kernel: &str, index: usize, len: usize) {
         panic!("ad_runtime::{kernel}: index {index} out of range for length {len}");
     }
 }
+
+/// Panic unless row index `index` is below `len`, the length of axis 0.
+#[track_caller]
+pub(crate) fn row_in_range(kernel: &str, index: usize, len: usize) {
+    if index >= len {
+        panic!("ad_runtime::{kernel}: index {index} out of range for axis 0 of length {len}");
+    }
+}

@@ -7,6 +7,17 @@
 //! `ad_runtime::<kernel>: ...`), and runs on rayon's current pool above
 //! [`par_threshold`] elements of work.
 //!
+//! | group | kernels |
+//! |---|---|
+//! | elementwise | [`build`], [`map`], [`zip_map`], [`zip3_map`] |
+//! | reductions | [`sum`], [`sum_axis`], [`product`], [`product_axis`], [`max_arg`], [`min_arg`], [`max_arg_axis`], [`min_arg_axis`], [`logsumexp`], [`logsumexp_axis`], [`unravel_index`] |
+//! | scans | [`scan_inclusive`], [`scan_exclusive`], [`scan_reverse`], [`scan_axis`] |
+//! | indexing | [`gather`], [`scatter_add`], [`add_at`], [`add_row_at`] |
+//! | products | [`dot`], [`matvec`], [`matvec_t`], [`vecmat`], [`matmul`], [`matmul_tn`], [`matmul_nt`], [`outer`] |
+//! | broadcasting | [`broadcast_to`], [`broadcast_axis`], [`sum_to_shape`] |
+//! | accumulation | [`add_scaled`], [`add_assign`], [`zeros_like`] |
+//! | loop residuals | [`ResidualStack`], [`ArrayResidualStack`] |
+//!
 //! **Determinism**: every kernel returns bit-identical results for any
 //! number of threads and across runs. Reductions, scans, scatter-add and
 //! matrix products use chunk boundaries fixed by the shapes and constants of
@@ -16,17 +27,29 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+mod accumulate;
+mod broadcast;
 mod check;
 mod elem;
 mod fold;
+mod gather;
 mod map;
+mod matmul;
 pub mod par;
 mod reduce;
+mod scan;
+mod stack;
 
+pub use accumulate::{add_assign, add_scaled, zeros_like};
+pub use broadcast::{broadcast_axis, broadcast_to, outer, sum_to_shape};
 pub use elem::Elem;
+pub use gather::{add_at, add_row_at, gather, scatter_add};
 pub use map::{build, map, zip3_map, zip_map};
+pub use matmul::{dot, matmul, matmul_nt, matmul_tn, matvec, matvec_t, vecmat};
 pub use par::{in_parallel_kernel, par_threshold, set_par_threshold, PAR_THRESHOLD};
 pub use reduce::{
     logsumexp, logsumexp_axis, max_arg, max_arg_axis, min_arg, min_arg_axis, product, product_axis,
     sum, sum_axis, unravel_index,
 };
+pub use scan::{scan_axis, scan_exclusive, scan_inclusive, scan_reverse, ScanKind};
+pub use stack::{ArrayResidualStack, ResidualStack};

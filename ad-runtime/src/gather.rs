@@ -1,0 +1,252 @@
+//! Indexing kernels: gather rows by an index array, scatter-add (its
+//! transpose), and one-hot accumulation.
+//!
+//! Indices are `usize` (rank-1 arrays of `usize`), always along axis 0.
+//! An out-of-range index panics with the kernel name, the index and the
+//! axis length.
+
+use crate::check;
+use crate::elem::Elem;
+use crate::fold::{standard, CHUNK};
+use crate::par;
+use ndarray::{Array, ArrayBase, Axis, Data, DataMut, Dimension, Ix1, NdIndex, RemoveAxis, Zip};
+use rayon::prelude::*;
+use std::fmt::Debug;
+
+/// Largest output (in elements) for which scatter-add uses per-chunk private
+/// accumulators (`Note [scatter order]`).
+const SCATTER_PRIVATE_MAX: usize = 1 << 15;
+
+/// `out[i, ..] = a[idx[i], ..]`: rows of `a` (axis 0) picked by `idx`; the
+/// output has `idx.len()` rows. Work: the number of output elements.
+#[track_caller]
+pub fn gather<T, S, SI, D>(a: &ArrayBase<S, D>, idx: &ArrayBase<SI, Ix1>) -> Array<T, D>
+where
+    T: Copy + Default + Send + Sync,
+    S: Data<Elem = T>,
+    SI: Data<Elem = usize>,
+    D: Dimension + RemoveAxis,
+{
+    let n0 = a.len_of(Axis(0));
+    let mut dim = a.raw_dim();
+    dim[0] = idx.len();
+    let mut out = Array::from_elem(dim, T::default());
+    let parallel = par::go_parallel(out.len());
+    if let (Ok(a1), Ok(mut o1)) = (
+        a.view().into_dimensionality::<Ix1>(),
+        out.view_mut().into_dimensionality::<Ix1>(),
+    ) {
+        let f = |o: &mut T, &j: &usize| {
+            check::row_in_range("gather", j, n0);
+            *o = a1[j];
+        };
+        let z = Zip::from(&mut o1).and(idx);
+        if parallel {
+            z.par_for_each(f);
+        } else {
+            z.for_each(f);
+        }
+        return out;
+    }
+    let a = a.view();
+    let copy_row = |(mut o, &j): (ndarray::ArrayViewMut<'_, T, D::Smaller>, &usize)| {
+        check::row_in_range("gather", j, n0);
+        o.assign(&a.index_axis(Axis(0), j));
+    };
+    let idx = idx.to_vec();
+    if parallel {
+        out.outer_iter_mut()
+            .into_par_iter()
+            .zip(idx.par_iter())
+            .for_each(copy_row);
+    } else {
+        out.outer_iter_mut().zip(idx.iter()).for_each(copy_row);
+    }
+    out
+}
+
+/// Scatter-add, the transpose of [`gather`]: `out` has `len` rows and
+/// `out[r, ..] = Σ_{i : idx[i] = r} src[i, ..]`; duplicate indices are
+/// summed, rows never indexed are 0. Work: the number of source elements.
+///
+/// `Note [scatter order]`: when the output has at most 2^15 elements, the
+/// source rows are cut into fixed chunks of `max(⌈8192 / row⌉, 4·len)`
+/// rows, each chunk adds its rows in order into a private zero accumulator,
+/// and the accumulators are added into the output in chunk order. Larger
+/// outputs are split by output row among the threads and every output row
+/// adds its sources in increasing `i`, the bits of the plain sequential loop.
+/// Either way the bits depend only on the inputs, never on the threads.
+#[track_caller]
+pub fn scatter_add<T, S, SI, D>(
+    src: &ArrayBase<S, D>,
+    idx: &ArrayBase<SI, Ix1>,
+    len: usize,
+) -> Array<T, D>
+where
+    T: Elem,
+    S: Data<Elem = T>,
+    SI: Data<Elem = usize>,
+    D: Dimension + RemoveAxis,
+{
+    let n = src.len_of(Axis(0));
+    if idx.len() != n {
+        panic!(
+            "ad_runtime::scatter_add: shape mismatch: {} indices vs source shape {:?}",
+            idx.len(),
+            src.shape()
+        );
+    }
+    let row: usize = src.shape()[1..].iter().product();
+    let mut dim = src.raw_dim();
+    dim[0] = len;
+    let xs = standard(src);
+    let xs = xs.as_slice().expect("standard layout");
+    let idx_owned;
+    let idx = match idx.as_slice() {
+        Some(s) => s,
+        None => {
+            idx_owned = idx.to_vec();
+            &idx_owned[..]
+        }
+    };
+    let parallel = par::go_parallel(src.len());
+    let out = if row == 0 {
+        idx.iter()
+            .for_each(|&j| check::row_in_range("scatter_add", j, len));
+        vec![T::ZERO; 0]
+    } else if len * row <= SCATTER_PRIVATE_MAX {
+        scatter_private(xs, idx, len, row, parallel)
+    } else {
+        scatter_owner(xs, idx, len, row, parallel)
+    };
+    Array::from_shape_vec(dim, out).expect("scatter_add output shape")
+}
+
+/// Per-chunk private accumulators, merged in chunk order.
+fn scatter_private<T: Elem>(
+    xs: &[T],
+    idx: &[usize],
+    len: usize,
+    row: usize,
+    parallel: bool,
+) -> Vec<T> {
+    let n = idx.len();
+    let chunk = CHUNK.div_ceil(row).max(4 * len).max(1);
+    let parts = par::map_tasks(n.div_ceil(chunk), parallel, |c| {
+        let lo = c * chunk;
+        let hi = n.min(lo + chunk);
+        let mut acc = vec![T::ZERO; len * row];
+        add_rows(
+            &mut acc,
+            0,
+            len,
+            &xs[lo * row..hi * row],
+            &idx[lo..hi],
+            len,
+            row,
+        );
+        acc
+    });
+    let mut out = vec![T::ZERO; len * row];
+    for p in parts {
+        for (o, x) in out.iter_mut().zip(p) {
+            *o = *o + x;
+        }
+    }
+    out
+}
+
+/// Output rows split among threads; every output row sums its sources in
+/// increasing source order, like the sequential loop.
+fn scatter_owner<T: Elem>(
+    xs: &[T],
+    idx: &[usize],
+    len: usize,
+    row: usize,
+    parallel: bool,
+) -> Vec<T> {
+    let mut out = vec![T::ZERO; len * row];
+    let parts = if parallel {
+        rayon::current_num_threads().min(len)
+    } else {
+        1
+    };
+    if parts <= 1 {
+        add_rows(&mut out, 0, len, xs, idx, len, row);
+        return out;
+    }
+    let rows_per = len.div_ceil(parts);
+    out.par_chunks_mut(rows_per * row)
+        .enumerate()
+        .for_each(|(p, dst)| {
+            let lo = p * rows_per;
+            add_rows(dst, lo, lo + dst.len() / row, xs, idx, len, row);
+        });
+    out
+}
+
+/// `dst[(j - lo)·row ..] += src row i` for every `i` with `lo ≤ idx[i] < hi`,
+/// in increasing `i`; checks every index against `len`.
+fn add_rows<T: Elem>(
+    dst: &mut [T],
+    lo: usize,
+    hi: usize,
+    xs: &[T],
+    idx: &[usize],
+    len: usize,
+    row: usize,
+) {
+    let all = lo == 0 && hi == len;
+    if row == 1 {
+        for (&j, &x) in idx.iter().zip(xs) {
+            check::row_in_range("scatter_add", j, len);
+            if all || (lo..hi).contains(&j) {
+                dst[j - lo] = dst[j - lo] + x;
+            }
+        }
+        return;
+    }
+    for (&j, x) in idx.iter().zip(xs.chunks_exact(row)) {
+        check::row_in_range("scatter_add", j, len);
+        if all || (lo..hi).contains(&j) {
+            let d = &mut dst[(j - lo) * row..(j - lo + 1) * row];
+            for (d, &x) in d.iter_mut().zip(x) {
+                *d = *d + x;
+            }
+        }
+    }
+}
+
+/// One-hot accumulation of a single element: `acc[index] += v`.
+/// `index` is any ndarray index of the array's rank (`usize`, `(i, j)`,
+/// `[i, j, k]`, ...).
+#[track_caller]
+pub fn add_at<T, S, D, I>(acc: &mut ArrayBase<S, D>, index: I, v: T)
+where
+    T: Elem,
+    S: DataMut<Elem = T>,
+    D: Dimension,
+    I: NdIndex<D> + Debug,
+{
+    let shape = acc.shape().to_vec();
+    let msg = format!("{index:?}");
+    match acc.get_mut(index) {
+        Some(x) => *x = *x + v,
+        None => panic!("ad_runtime::add_at: index {msg} out of range for shape {shape:?}"),
+    }
+}
+
+/// One-hot accumulation of a row: `acc[i, ..] += row` (axis 0).
+#[track_caller]
+pub fn add_row_at<T, S, SR, D>(acc: &mut ArrayBase<S, D>, i: usize, row: &ArrayBase<SR, D::Smaller>)
+where
+    T: Elem,
+    S: DataMut<Elem = T>,
+    SR: Data<Elem = T>,
+    D: Dimension + RemoveAxis,
+{
+    check::row_in_range("add_row_at", i, acc.len_of(Axis(0)));
+    let mut dst = acc.index_axis_mut(Axis(0), i);
+    check::same_shape("add_row_at", dst.shape(), row.shape());
+    Zip::from(&mut dst).and(row).for_each(|d, &x| *d = *d + x);
+}

@@ -1,0 +1,210 @@
+//! Vector and matrix products, including transposed-operand forms that read
+//! the operand through a transposed view instead of copying it.
+//!
+//! Vector results (`dot`, `matvec`, `matvec_t`, `vecmat`) sum in the fixed
+//! lane order of `Note [lane order]` (fold.rs), so they are bit-identical for
+//! any thread count and for any memory layout of the matrix.
+//! Matrix-matrix products call ndarray's `general_mat_mul` (the
+//! `matrixmultiply` kernels, single-threaded) on blocks of 64 output rows (or
+//! columns when the output is wider than tall); the blocks are fixed by the
+//! shapes and each output element is computed by one call, so the result
+//! does not depend on the thread count. Work for the parallel threshold:
+//! `m·k·n / 8` multiply-adds for matrix-matrix products, the number of
+//! matrix elements for matrix-vector products.
+
+use crate::check;
+use crate::elem::Elem;
+use crate::fold::{reduce_axis, reduce_flat, LaneOp};
+use crate::par;
+use ndarray::linalg::general_mat_mul;
+use ndarray::{arr0, Array1, Array2, ArrayBase, ArrayView2, Axis, Data, Ix1, Ix2};
+use rayon::prelude::*;
+
+/// Rows (or columns) of the output per matrix-multiply task.
+const MM_BLOCK: usize = 64;
+
+/// `acc + x · v[j]`: dot product with a fixed second operand.
+struct Dot<'a, T>(&'a [T]);
+
+impl<T: Elem> LaneOp<T> for Dot<'_, T> {
+    type Acc = T;
+    type P = ();
+    #[inline(always)]
+    fn init(&self) -> T {
+        T::ZERO
+    }
+    #[inline(always)]
+    fn step(&self, acc: T, x: T, j: usize, _: ()) -> T {
+        acc + x * self.0[j]
+    }
+    #[inline(always)]
+    fn merge(&self, a: T, b: T) -> T {
+        a + b
+    }
+}
+
+fn contiguous<T: Elem, S: Data<Elem = T>>(v: &ArrayBase<S, Ix1>) -> std::borrow::Cow<'_, [T]> {
+    match v.as_slice() {
+        Some(s) => s.into(),
+        None => v.to_vec().into(),
+    }
+}
+
+/// Vector dot product `uᵀv = Σᵢ u[i]·v[i]`.
+#[track_caller]
+pub fn dot<T, S1, S2>(u: &ArrayBase<S1, Ix1>, v: &ArrayBase<S2, Ix1>) -> T
+where
+    T: Elem,
+    S1: Data<Elem = T>,
+    S2: Data<Elem = T>,
+{
+    check::same_shape("dot", u.shape(), v.shape());
+    let v = contiguous(v);
+    reduce_flat(&Dot(&v), u, ())
+}
+
+/// Matrix-vector product `(A v)[i] = Σⱼ A[i, j]·v[j]`.
+#[track_caller]
+pub fn matvec<T, SA, SV>(a: &ArrayBase<SA, Ix2>, v: &ArrayBase<SV, Ix1>) -> Array1<T>
+where
+    T: Elem,
+    SA: Data<Elem = T>,
+    SV: Data<Elem = T>,
+{
+    if a.ncols() != v.len() {
+        panic!(
+            "ad_runtime::matvec: shape mismatch: {:?} vs {:?}",
+            a.shape(),
+            v.shape()
+        );
+    }
+    let v = contiguous(v);
+    let unit = arr0(());
+    reduce_axis(
+        &Dot(&v),
+        a,
+        1,
+        unit.broadcast(a.nrows()).expect("0-d broadcasts"),
+    )
+}
+
+/// Transposed matrix-vector product `(Aᵀ v)[j] = Σᵢ A[i, j]·v[i]`, without
+/// forming `Aᵀ`.
+#[track_caller]
+pub fn matvec_t<T, SA, SV>(a: &ArrayBase<SA, Ix2>, v: &ArrayBase<SV, Ix1>) -> Array1<T>
+where
+    T: Elem,
+    SA: Data<Elem = T>,
+    SV: Data<Elem = T>,
+{
+    if a.nrows() != v.len() {
+        panic!(
+            "ad_runtime::matvec_t: shape mismatch: {:?} vs {:?}",
+            a.shape(),
+            v.shape()
+        );
+    }
+    let v = contiguous(v);
+    let unit = arr0(());
+    reduce_axis(
+        &Dot(&v),
+        a,
+        0,
+        unit.broadcast(a.ncols()).expect("0-d broadcasts"),
+    )
+}
+
+/// Row vector times matrix `(vᵀ A)[j] = Σᵢ v[i]·A[i, j]` (the same numbers
+/// as [`matvec_t`]).
+#[track_caller]
+pub fn vecmat<T, SV, SA>(v: &ArrayBase<SV, Ix1>, a: &ArrayBase<SA, Ix2>) -> Array1<T>
+where
+    T: Elem,
+    SV: Data<Elem = T>,
+    SA: Data<Elem = T>,
+{
+    if a.nrows() != v.len() {
+        panic!(
+            "ad_runtime::vecmat: shape mismatch: {:?} vs {:?}",
+            v.shape(),
+            a.shape()
+        );
+    }
+    matvec_t(a, v)
+}
+
+/// Matrix product `C = A B`, `C[i, j] = Σₖ A[i, k]·B[k, j]`.
+#[track_caller]
+pub fn matmul<T, SA, SB>(a: &ArrayBase<SA, Ix2>, b: &ArrayBase<SB, Ix2>) -> Array2<T>
+where
+    T: Elem,
+    SA: Data<Elem = T>,
+    SB: Data<Elem = T>,
+{
+    gemm("matmul", a.view(), b.view())
+}
+
+/// `C = Aᵀ B`, `C[i, j] = Σₖ A[k, i]·B[k, j]`, reading `A` through a
+/// transposed view.
+#[track_caller]
+pub fn matmul_tn<T, SA, SB>(a: &ArrayBase<SA, Ix2>, b: &ArrayBase<SB, Ix2>) -> Array2<T>
+where
+    T: Elem,
+    SA: Data<Elem = T>,
+    SB: Data<Elem = T>,
+{
+    gemm("matmul_tn", a.t(), b.view())
+}
+
+/// `C = A Bᵀ`, `C[i, j] = Σₖ A[i, k]·B[j, k]`, reading `B` through a
+/// transposed view.
+#[track_caller]
+pub fn matmul_nt<T, SA, SB>(a: &ArrayBase<SA, Ix2>, b: &ArrayBase<SB, Ix2>) -> Array2<T>
+where
+    T: Elem,
+    SA: Data<Elem = T>,
+    SB: Data<Elem = T>,
+{
+    gemm("matmul_nt", a.view(), b.t())
+}
+
+#[track_caller]
+fn gemm<T: Elem>(kernel: &str, a: ArrayView2<'_, T>, b: ArrayView2<'_, T>) -> Array2<T> {
+    let (m, k) = a.dim();
+    let (k2, n) = b.dim();
+    if k != k2 {
+        panic!(
+            "ad_runtime::{kernel}: shape mismatch: {:?} vs {:?} (operands as multiplied)",
+            a.shape(),
+            b.shape()
+        );
+    }
+    let mut c = Array2::from_elem((m, n), T::ZERO);
+    if m == 0 || n == 0 {
+        return c;
+    }
+    let parallel = par::go_parallel((m * n).saturating_mul(k) / 8);
+    let mm = |a: ArrayView2<'_, T>, b: ArrayView2<'_, T>, mut c: ndarray::ArrayViewMut2<'_, T>| {
+        general_mat_mul(T::ONE, &a, &b, T::ZERO, &mut c)
+    };
+    let rows = m >= n;
+    let ax = if rows { Axis(0) } else { Axis(1) };
+    let c_blocks = c.axis_chunks_iter_mut(ax, MM_BLOCK);
+    match (parallel, rows) {
+        (true, true) => c_blocks
+            .into_par_iter()
+            .zip(a.axis_chunks_iter(Axis(0), MM_BLOCK))
+            .for_each(|(c, a)| mm(a, b, c)),
+        (true, false) => c_blocks
+            .into_par_iter()
+            .zip(b.axis_chunks_iter(Axis(1), MM_BLOCK))
+            .for_each(|(c, b)| mm(a, b, c)),
+        (false, true) => c_blocks
+            .zip(a.axis_chunks_iter(Axis(0), MM_BLOCK))
+            .for_each(|(c, a)| mm(a, b, c)),
+        (false, false) => c_blocks
+            .zip(b.axis_chunks_iter(Axis(1), MM_BLOCK))
+            .for_each(|(c, b)| mm(a, b, c)),
+    }
+    c
+}

@@ -1,0 +1,246 @@
+//! Prefix sums: inclusive, exclusive and reverse (suffix) inclusive scans of
+//! rank-1 arrays, and the same scans along an axis.
+//!
+//! # The fixed scan order (`Note [scan order]`)
+//!
+//! The sequence (read backwards for the reverse scan) is cut into chunks of
+//! 8192 elements. The offset of chunk `c` is `((0 + t₀) + t₁) + … + t_{c-1}`
+//! where `tₖ` is the total of chunk `k` summed in the fixed lane order of
+//! `Note [lane order]` (fold.rs). Inside a chunk, starting from its offset
+//! `s`, elements are taken in groups of four `y₀..y₃`:
+//! `out = s+y₀, s+(y₀+y₁), s+((y₀+y₁)+y₂), s+((y₀+y₁)+(y₂+y₃))`, and the
+//! last value is the `s` of the next group. The running dependency is one
+//! addition per four elements, and the chunk offsets make chunks independent,
+//! so the scan runs in parallel with the same bits for any thread count.
+//! The exclusive scan is the inclusive scan shifted right by one:
+//! `excl[0] = 0`, `excl[j] = incl[j-1]` bit for bit.
+//!
+//! Work for the parallel threshold: the number of elements.
+
+use crate::check;
+use crate::elem::Elem;
+use crate::fold::{fold_iter, fold_slice, LaneOp, CHUNK};
+use crate::par;
+use ndarray::{
+    Array, Array1, ArrayBase, ArrayView1, ArrayViewMut1, Axis, Data, Dimension, Ix1, Zip,
+};
+use rayon::prelude::*;
+
+/// Which scan [`scan_axis`] computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScanKind {
+    /// `out[j] = Σ_{i ≤ j} x[i]`.
+    Inclusive,
+    /// `out[j] = Σ_{i < j} x[i]` (`out[0] = 0`).
+    Exclusive,
+    /// `out[j] = Σ_{i ≥ j} x[i]` (suffix sums).
+    ReverseInclusive,
+}
+
+/// Inclusive prefix sum: `out[j] = Σ_{i ≤ j} x[i]` (`Note [scan order]`).
+pub fn scan_inclusive<T, S>(x: &ArrayBase<S, Ix1>) -> Array1<T>
+where
+    T: Elem,
+    S: Data<Elem = T>,
+{
+    scan1(x.view(), ScanKind::Inclusive, par::go_parallel(x.len()))
+}
+
+/// Exclusive prefix sum: `out[0] = 0`, `out[j] = Σ_{i < j} x[i]`.
+pub fn scan_exclusive<T, S>(x: &ArrayBase<S, Ix1>) -> Array1<T>
+where
+    T: Elem,
+    S: Data<Elem = T>,
+{
+    scan1(x.view(), ScanKind::Exclusive, par::go_parallel(x.len()))
+}
+
+/// Reverse inclusive (suffix) scan: `out[j] = Σ_{i ≥ j} x[i]`.
+pub fn scan_reverse<T, S>(x: &ArrayBase<S, Ix1>) -> Array1<T>
+where
+    T: Elem,
+    S: Data<Elem = T>,
+{
+    scan1(
+        x.view(),
+        ScanKind::ReverseInclusive,
+        par::go_parallel(x.len()),
+    )
+}
+
+/// The scan `kind` along `axis` of `a`, for every lane: for
+/// [`ScanKind::Inclusive`], `out[.., j, ..] = Σ_{i ≤ j} a[.., i, ..]`.
+/// Each lane gets exactly the bits of the rank-1 scan of that lane.
+#[track_caller]
+pub fn scan_axis<T, S, D>(a: &ArrayBase<S, D>, axis: usize, kind: ScanKind) -> Array<T, D>
+where
+    T: Elem,
+    S: Data<Elem = T>,
+    D: Dimension,
+{
+    check::axis_in_range("scan_axis", axis, a.shape());
+    let ax = Axis(axis);
+    let mut out = Array::from_elem(a.raw_dim(), T::ZERO);
+    let n = a.len_of(ax);
+    if n == 0 || a.is_empty() {
+        return out;
+    }
+    let lanes = a.len() / n;
+    let parallel = par::go_parallel(a.len());
+    let one = |x: ArrayView1<'_, T>, mut o: ArrayViewMut1<'_, T>, parallel: bool| {
+        o.assign(&scan1(x, kind, parallel));
+    };
+    let zip = Zip::from(out.lanes_mut(ax)).and(a.lanes(ax));
+    if parallel && lanes >= 2 && lanes >= n / CHUNK {
+        zip.par_for_each(|o, x| par::nested(|| one(x, o, false)));
+    } else {
+        zip.for_each(|o, x| one(x, o, parallel));
+    }
+    out
+}
+
+fn scan1<T: Elem>(x: ArrayView1<'_, T>, kind: ScanKind, parallel: bool) -> Array1<T> {
+    let owned;
+    let xs = match x.as_slice() {
+        Some(xs) => xs,
+        None => {
+            owned = x.to_vec();
+            &owned[..]
+        }
+    };
+    let n = xs.len();
+    let mut out = vec![T::ZERO; n];
+    match kind {
+        ScanKind::Inclusive => scan_into(xs, &mut out, false, parallel),
+        ScanKind::ReverseInclusive => scan_into(xs, &mut out, true, parallel),
+        ScanKind::Exclusive if n > 0 => scan_into(&xs[..n - 1], &mut out[1..], false, parallel),
+        ScanKind::Exclusive => {}
+    }
+    Array1::from_vec(out)
+}
+
+/// `x + y` as a lane op, for chunk totals.
+struct Add;
+
+impl<T: Elem> LaneOp<T> for Add {
+    type Acc = T;
+    type P = ();
+    #[inline(always)]
+    fn init(&self) -> T {
+        T::ZERO
+    }
+    #[inline(always)]
+    fn step(&self, acc: T, x: T, _: usize, _: ()) -> T {
+        acc + x
+    }
+    #[inline(always)]
+    fn merge(&self, a: T, b: T) -> T {
+        a + b
+    }
+}
+
+/// Inclusive scan of `xs` into `out` (same length), forwards or backwards.
+fn scan_into<T: Elem>(xs: &[T], out: &mut [T], rev: bool, parallel: bool) {
+    let n = xs.len();
+    let nc = n.div_ceil(CHUNK);
+    // Chunk c in scan order, as a range of memory positions.
+    let range = |c: usize| {
+        if rev {
+            n.saturating_sub((c + 1) * CHUNK)..n - c * CHUNK
+        } else {
+            c * CHUNK..n.min((c + 1) * CHUNK)
+        }
+    };
+    let totals = par::map_tasks(nc.saturating_sub(1), parallel, |c| {
+        let r = range(c);
+        if rev {
+            fold_iter(&Add, xs[r].iter().rev().copied(), 0, ())
+        } else {
+            fold_slice(&Add, &xs[r], 0, ())
+        }
+    });
+    let mut offsets = Vec::with_capacity(nc);
+    let mut s = T::ZERO;
+    offsets.push(s);
+    for t in totals {
+        s = s + t;
+        offsets.push(s);
+    }
+    let body = |c: usize, x: &[T], o: &mut [T]| {
+        if rev {
+            scan_chunk_rev(x, o, offsets[c]);
+        } else {
+            scan_chunk_fwd(x, o, offsets[c]);
+        }
+    };
+    match (parallel && nc > 1, rev) {
+        (true, false) => out
+            .par_chunks_mut(CHUNK)
+            .zip(xs.par_chunks(CHUNK))
+            .enumerate()
+            .for_each(|(c, (o, x))| body(c, x, o)),
+        (true, true) => out
+            .par_rchunks_mut(CHUNK)
+            .zip(xs.par_rchunks(CHUNK))
+            .enumerate()
+            .for_each(|(c, (o, x))| body(c, x, o)),
+        (false, false) => {
+            for (c, (o, x)) in out.chunks_mut(CHUNK).zip(xs.chunks(CHUNK)).enumerate() {
+                body(c, x, o);
+            }
+        }
+        (false, true) => {
+            for (c, (o, x)) in out.rchunks_mut(CHUNK).zip(xs.rchunks(CHUNK)).enumerate() {
+                body(c, x, o);
+            }
+        }
+    }
+}
+
+/// Outputs of one group `y` (1 to 4 elements in scan order) from offset `s`:
+/// `s+y₀, s+(y₀+y₁), s+((y₀+y₁)+y₂), s+((y₀+y₁)+(y₂+y₃))`.
+#[inline(always)]
+fn group<T: Elem>(s: T, y: [T; 4]) -> [T; 4] {
+    let p01 = y[0] + y[1];
+    [
+        s + y[0],
+        s + p01,
+        s + (p01 + y[2]),
+        s + (p01 + (y[2] + y[3])),
+    ]
+}
+
+fn scan_chunk_fwd<T: Elem>(xs: &[T], out: &mut [T], mut s: T) {
+    let mut xi = xs.chunks_exact(4);
+    let mut oi = out.chunks_exact_mut(4);
+    for (x, o) in (&mut xi).zip(&mut oi) {
+        let g = group(s, [x[0], x[1], x[2], x[3]]);
+        o.copy_from_slice(&g);
+        s = g[3];
+    }
+    let (x, o) = (xi.remainder(), oi.into_remainder());
+    let mut y = [T::ZERO; 4];
+    y[..x.len()].copy_from_slice(x);
+    let g = group(s, y);
+    o.copy_from_slice(&g[..o.len()]);
+}
+
+fn scan_chunk_rev<T: Elem>(xs: &[T], out: &mut [T], mut s: T) {
+    let mut xi = xs.rchunks_exact(4);
+    let mut oi = out.rchunks_exact_mut(4);
+    for (x, o) in (&mut xi).zip(&mut oi) {
+        let g = group(s, [x[3], x[2], x[1], x[0]]);
+        o.copy_from_slice(&[g[3], g[2], g[1], g[0]]);
+        s = g[3];
+    }
+    let (x, o) = (xi.remainder(), oi.into_remainder());
+    let r = x.len();
+    let mut y = [T::ZERO; 4];
+    for k in 0..r {
+        y[k] = x[r - 1 - k];
+    }
+    let g = group(s, y);
+    for k in 0..r {
+        o[r - 1 - k] = g[k];
+    }
+}
