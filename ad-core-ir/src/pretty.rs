@@ -418,9 +418,9 @@ fn write_lambda(
     indent: usize,
     src: Option<SrcId>,
 ) {
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "|{}| {{{}\n",
+        "|{}| {{{}",
         decls(params, lin_params, vars),
         src_suffix(src)
     );
@@ -435,9 +435,9 @@ fn write_compound(out: &mut String, e: &Expr, vars: &VarTable, indent: usize, sr
     let a = |x: &Atom| atom_to_string(x, vars);
     match e {
         Expr::If(i) => {
-            let _ = write!(
+            let _ = writeln!(
                 out,
-                "if {}{} {{{}\n",
+                "if {}{} {{{}",
                 a(&i.cond),
                 shapes_suffix(&i.lin_shapes, vars),
                 src_suffix(src)
