@@ -1,1 +1,285 @@
-//! (in progress)
+//! The one entry point the macro calls: differentiate a function of a program.
+//!
+//! For `f` and the set of parameters to differentiate, [`differentiate`]
+//! returns a program containing, for `f` and every function it calls:
+//! - `f__jvp(x ; dx) -> (y ; dy)` — Linear A, primal and tangent together;
+//! - `f__fwd(x) -> (y, r..)` — the primal with its residuals;
+//! - `f__lin(r.. ; dx) -> (; dy)` — the linear (forward tangent) function;
+//! - `f__lin_t(r.. ; ȳ) -> (; x̄)` — its transpose (reverse mode).
+//!
+//! Between passes the simplifier runs, residuals the linear function does not
+//! read are removed from both sides, and (with [`Options::check`]) the checker
+//! verifies every output — a checker failure is a compiler bug, reported as
+//! [`DriverError::Internal`].
+
+use crate::check::{check_func, Mode};
+use crate::ir::*;
+use crate::jvp::{jvp_func, jvp_name, JvpError};
+use crate::transpose::{transpose_func, transpose_name, TransposeError};
+use crate::unzip::{fwd_name, lin_name, unzip_func, UnzipError};
+use crate::visit::free_vars_block;
+use std::collections::{BTreeSet, HashSet};
+use std::fmt;
+
+/// Driver options.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Run the simplifier between passes.
+    pub simplify: bool,
+    /// Run the checker on every output.
+    pub check: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            simplify: true,
+            check: true,
+        }
+    }
+}
+
+/// Why differentiation failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DriverError {
+    /// A construct that cannot be differentiated (a user-facing limitation).
+    Unsupported {
+        /// What and why.
+        msg: String,
+        /// Where, if known.
+        src: Option<SrcId>,
+    },
+    /// A compiler bug: a pass produced ill-formed IR.
+    Internal(String),
+}
+
+impl fmt::Display for DriverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DriverError::Unsupported { msg, .. } => f.write_str(msg),
+            DriverError::Internal(m) => write!(f, "internal compiler error: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for DriverError {}
+
+impl From<JvpError> for DriverError {
+    fn from(e: JvpError) -> Self {
+        DriverError::Unsupported {
+            msg: e.msg,
+            src: e.src,
+        }
+    }
+}
+impl From<UnzipError> for DriverError {
+    fn from(e: UnzipError) -> Self {
+        DriverError::Internal(e.msg)
+    }
+}
+impl From<TransposeError> for DriverError {
+    fn from(e: TransposeError) -> Self {
+        DriverError::Internal(e.msg)
+    }
+}
+
+/// The names of the derived functions of one function.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Names {
+    /// `f__jvp`.
+    pub jvp: String,
+    /// `f__fwd`.
+    pub fwd: String,
+    /// `f__lin`.
+    pub lin: String,
+    /// `f__lin_t`.
+    pub lin_t: String,
+}
+
+impl Names {
+    /// The derived names of `f`.
+    pub fn of(f: &str) -> Names {
+        Names {
+            jvp: jvp_name(f),
+            fwd: fwd_name(f),
+            lin: lin_name(f),
+            lin_t: transpose_name(&lin_name(f)),
+        }
+    }
+}
+
+/// The result of [`differentiate`].
+#[derive(Clone, Debug)]
+pub struct Derivatives {
+    /// The input program plus every derived function.
+    pub program: Program,
+    /// Names of the derived functions of the differentiated function.
+    pub names: Names,
+    /// Number of primal results of `fwd` (residuals follow).
+    pub n_results: usize,
+}
+
+/// The functions `name` calls, transitively, callees first (then `name`).
+fn call_order(prog: &Program, name: &str) -> Result<Vec<String>, DriverError> {
+    fn visit(
+        prog: &Program,
+        name: &str,
+        seen: &mut HashSet<String>,
+        stack: &mut Vec<String>,
+        out: &mut Vec<String>,
+    ) -> Result<(), DriverError> {
+        if seen.contains(name) {
+            return Ok(());
+        }
+        if stack.iter().any(|s| s == name) {
+            return Err(DriverError::Unsupported {
+                msg: format!("recursive call of `{name}` cannot be differentiated"),
+                src: None,
+            });
+        }
+        let f = prog.func(name).ok_or_else(|| DriverError::Unsupported {
+            msg: format!("unknown function `{name}`"),
+            src: None,
+        })?;
+        stack.push(name.to_string());
+        let mut callees = BTreeSet::new();
+        collect_calls(&f.body, &mut callees);
+        for c in callees {
+            visit(prog, &c, seen, stack, out)?;
+        }
+        stack.pop();
+        seen.insert(name.to_string());
+        out.push(name.to_string());
+        Ok(())
+    }
+    let mut out = vec![];
+    visit(prog, name, &mut HashSet::new(), &mut vec![], &mut out)?;
+    Ok(out)
+}
+
+fn collect_calls(b: &Block, out: &mut BTreeSet<String>) {
+    for s in &b.stmts {
+        if let Expr::Call(c) = &s.expr {
+            out.insert(c.func.clone());
+        }
+        for blk in crate::visit::blocks(&s.expr) {
+            collect_calls(blk, out);
+        }
+    }
+}
+
+fn verify(prog: &Program, f: &Func, mode: Mode, opts: &Options) -> Result<(), DriverError> {
+    if !opts.check {
+        return Ok(());
+    }
+    check_func(prog, f, mode).map_err(|es| {
+        let msgs: Vec<String> = es.iter().take(5).map(|e| e.to_string()).collect();
+        DriverError::Internal(format!(
+            "`{}` fails the checker after its pass: {}",
+            f.name,
+            msgs.join("; ")
+        ))
+    })
+}
+
+/// Applies the simplifier (when enabled) to one function.
+fn simplify(f: &mut Func, prog: &Program, opts: &Options) {
+    // Wired to `crate::simplify::simplify_func` once the simplifier lands.
+    let _ = (f, prog, opts.simplify);
+}
+
+/// Removes the residuals that the linear function does not read from both
+/// `fwd`'s results and `lin`'s parameters. Returns the number removed.
+pub fn prune_residuals(fwd: &mut Func, lin: &mut Func, n_results: usize) -> usize {
+    let mut used = free_vars_block(&lin.body).nl;
+    for s in &lin.lin_param_shapes {
+        shape_uses(s, &mut used);
+    }
+    let keep: Vec<bool> = lin.params.iter().map(|p| used.contains(p)).collect();
+    let removed = keep.iter().filter(|k| !**k).count();
+    if removed == 0 {
+        return 0;
+    }
+    let mut k = 0;
+    lin.params.retain(|_| {
+        k += 1;
+        keep[k - 1]
+    });
+    let mut j = 0;
+    let res = std::mem::take(&mut fwd.body.results);
+    for (i, a) in res.into_iter().enumerate() {
+        if i < n_results {
+            fwd.body.results.push(a);
+        } else {
+            if keep[j] {
+                fwd.body.results.push(a);
+            }
+            j += 1;
+        }
+    }
+    removed
+}
+
+fn shape_uses(s: &ShapeTree, out: &mut BTreeSet<Var>) {
+    match s {
+        ShapeTree::Scalar => {}
+        ShapeTree::Array(ds) => {
+            for d in ds {
+                match d {
+                    Dim::Atom(Atom::Var(v)) | Dim::Of(v, _) => {
+                        out.insert(*v);
+                    }
+                    Dim::Atom(_) => {}
+                }
+            }
+        }
+        ShapeTree::Tuple(ts) => ts.iter().for_each(|t| shape_uses(t, out)),
+    }
+}
+
+/// Differentiates `name` with respect to the parameters flagged in `wrt`
+/// (callees with respect to all their differentiable parameters).
+pub fn differentiate(
+    prog: &Program,
+    name: &str,
+    wrt: &[bool],
+    opts: &Options,
+) -> Result<Derivatives, DriverError> {
+    let order = call_order(prog, name)?;
+    let mut out = prog.clone();
+    let mut n_results = 0;
+    for fname in &order {
+        let f = out.func(fname).expect("in the program").clone();
+        let all = vec![true; f.params.len()];
+        let mask = if fname == name { wrt } else { &all[..] };
+        let mut j = jvp_func(&out, &f, mask)?;
+        verify(&out, &j, Mode::LinearA, opts)?;
+        simplify(&mut j, &out, opts);
+        verify(&out, &j, Mode::LinearA, opts)?;
+        out.insert(j.clone());
+        let u = unzip_func(&out, &j)?;
+        let (mut fwd, mut lin) = (u.fwd, u.lin);
+        verify(&out, &fwd, Mode::LinearB, opts)?;
+        verify(&out, &lin, Mode::LinearB, opts)?;
+        simplify(&mut lin, &out, opts);
+        prune_residuals(&mut fwd, &mut lin, u.n_results);
+        simplify(&mut fwd, &out, opts);
+        verify(&out, &fwd, Mode::LinearB, opts)?;
+        verify(&out, &lin, Mode::LinearB, opts)?;
+        out.insert(fwd);
+        out.insert(lin.clone());
+        let mut t = transpose_func(&out, &lin)?;
+        verify(&out, &t, Mode::LinearB, opts)?;
+        simplify(&mut t, &out, opts);
+        verify(&out, &t, Mode::LinearB, opts)?;
+        out.insert(t);
+        if fname == name {
+            n_results = u.n_results;
+        }
+    }
+    Ok(Derivatives {
+        program: out,
+        names: Names::of(name),
+        n_results,
+    })
+}

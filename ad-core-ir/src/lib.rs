@@ -19,6 +19,7 @@ pub mod normalize;
 pub mod parse;
 pub mod pretty;
 pub mod simplify;
+pub mod testing;
 pub mod transpose;
 pub mod types;
 pub mod typing;

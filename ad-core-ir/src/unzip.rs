@@ -1,1 +1,786 @@
-//! (in progress)
+//! Unzip (partial evaluation): split a Linear A function into a primal function
+//! that also returns *residuals* and a Linear B linear function that reads them.
+//!
+//! `f__jvp(x ; dx) -> (y ; dy)` becomes
+//! `f__fwd(x) -> (y, r..)` and `f__lin(r.. ; dx) -> dy`, with
+//! `f__jvp(x ; dx) = let (y, r) = f__fwd(x) in (y ; f__lin(r ; dx))`.
+//!
+//! ```text
+//! def f__jvp(x ; dx) {                 def f__fwd(x) {            def f__lin(c ; dx) {
+//!   let s = sin x                        let s = sin x              let ; ds = lscale c, dx
+//!   let c = cos x                        let c = cos x              return (; ds)
+//!   let ; ds = lscale c, dx              return (s, c)            }
+//!   return (s ; ds)                    }
+//! }
+//! ```
+//!
+//! Rules (statements keep their binders, so both outputs share one variable
+//! table and a residual has the same variable in both):
+//! - a non-linear statement goes to the primal side; a linear statement (linear
+//!   results only, including compound ones whose bodies compute non-linear
+//!   values, which are then recomputed) goes to the linear side;
+//! - a mixed `if` splits both branches; each branch's residuals are returned
+//!   by the primal `if` (the other branch returns placeholders) and the linear
+//!   `if` reads them;
+//! - a mixed loop returns the residuals of iteration `i` as extra stacked
+//!   outputs (`R[i]`, one array per residual: struct of arrays); the linear loop
+//!   starts each iteration with `r = R[i]`;
+//! - a mixed build/map returns per-element residuals as extra stacked results
+//!   (arrays of the build/map shape); the linear map takes them as extra
+//!   element inputs (a map element that is itself a residual is read from the
+//!   original input array, not copied);
+//! - a mixed call of `g__jvp` becomes `g__fwd` (returning `g`'s residuals) and
+//!   `g__lin` reading them;
+//! - `shape(v, k)` used by linear code (zeros, result shapes) becomes an `i64`
+//!   residual computed on the primal side, so no array is kept alive only for
+//!   its shape.
+
+use crate::ir::*;
+use crate::types::Ty;
+use crate::typing::{atom_ty, func_sig};
+use crate::visit::{blocks_mut, free_vars_block, free_vars_stmt, lambdas, substitute_block};
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+
+/// An unzip failure (an internal error: every JVP output can be unzipped).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnzipError {
+    /// What went wrong.
+    pub msg: String,
+    /// The statement's source id.
+    pub src: Option<SrcId>,
+}
+
+impl fmt::Display for UnzipError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.msg)
+    }
+}
+
+impl std::error::Error for UnzipError {}
+
+/// The base name of a `f__jvp` function (`f`).
+pub fn base_name(jvp_name: &str) -> &str {
+    jvp_name.strip_suffix("__jvp").unwrap_or(jvp_name)
+}
+
+/// Name of the primal-with-residuals function of `f`.
+pub fn fwd_name(f: &str) -> String {
+    format!("{f}__fwd")
+}
+
+/// Name of the linear function of `f`.
+pub fn lin_name(f: &str) -> String {
+    format!("{f}__lin")
+}
+
+/// The result of unzipping one function.
+#[derive(Clone, Debug)]
+pub struct Unzipped {
+    /// `f__fwd(x) -> (y.., r..)`.
+    pub fwd: Func,
+    /// `f__lin(r.. ; dx..) -> (; dy..)`, Linear B.
+    pub lin: Func,
+    /// Number of primal results of `fwd` (the residuals follow them).
+    pub n_results: usize,
+}
+
+/// Unzips a Linear A function `f__jvp`. `prog` must contain the `__fwd` and
+/// `__lin` functions of every callee.
+pub fn unzip_func(prog: &Program, f: &Func) -> Result<Unzipped, UnzipError> {
+    let base = base_name(&f.name).to_string();
+    let mut u = Unzip {
+        prog,
+        vars: f.vars.clone(),
+    };
+    let mut prim = vec![];
+    let mut lin = vec![];
+    // Shapes of the linear parameters become residuals computed first.
+    let mut shapes = HashMap::new();
+    let lin_param_shapes: Vec<ShapeTree> = f
+        .lin_param_shapes
+        .iter()
+        .map(|s| u.residual_shape(s, &mut prim, &mut shapes))
+        .collect();
+    u.split(&f.body.stmts, &mut prim, &mut lin, &mut shapes)?;
+    let lin_block = Block {
+        stmts: lin,
+        results: vec![],
+        lin_results: f.body.lin_results.clone(),
+    };
+    let mut needed = free_vars_block(&lin_block).nl;
+    for s in &lin_param_shapes {
+        shape_vars(s, &mut needed);
+    }
+    let residuals: Vec<Var> = needed.into_iter().collect();
+    let mut results = f.body.results.clone();
+    results.extend(residuals.iter().map(|v| Atom::Var(*v)));
+    let fwd = Func {
+        name: fwd_name(&base),
+        params: f.params.clone(),
+        lin_params: vec![],
+        lin_param_shapes: vec![],
+        body: Block {
+            stmts: prim,
+            results,
+            lin_results: vec![],
+        },
+        vars: u.vars.clone(),
+    };
+    let lin = Func {
+        name: lin_name(&base),
+        params: residuals,
+        lin_params: f.lin_params.clone(),
+        lin_param_shapes,
+        body: lin_block,
+        vars: u.vars,
+    };
+    Ok(Unzipped {
+        fwd,
+        lin,
+        n_results: f.body.results.len(),
+    })
+}
+
+fn shape_vars(s: &ShapeTree, out: &mut BTreeSet<Var>) {
+    match s {
+        ShapeTree::Scalar => {}
+        ShapeTree::Array(ds) => {
+            for d in ds {
+                match d {
+                    Dim::Atom(Atom::Var(v)) | Dim::Of(v, _) => {
+                        out.insert(*v);
+                    }
+                    Dim::Atom(_) => {}
+                }
+            }
+        }
+        ShapeTree::Tuple(ts) => ts.iter().for_each(|t| shape_vars(t, out)),
+    }
+}
+
+struct Unzip<'p> {
+    prog: &'p Program,
+    vars: VarTable,
+}
+
+/// `(v, axis) -> i64 residual` computed on the primal side of the current block.
+type ShapeCache = HashMap<(Var, usize), Var>;
+
+impl<'p> Unzip<'p> {
+    fn err(&self, msg: impl Into<String>, src: Option<SrcId>) -> UnzipError {
+        UnzipError {
+            msg: msg.into(),
+            src,
+        }
+    }
+
+    /// Rewrites `Dim::Of(v, k)` into an `i64` variable computed by a `shape`
+    /// statement appended to `prim`.
+    fn residual_shape(
+        &mut self,
+        s: &ShapeTree,
+        prim: &mut Vec<Stmt>,
+        cache: &mut ShapeCache,
+    ) -> ShapeTree {
+        match s {
+            ShapeTree::Scalar => ShapeTree::Scalar,
+            ShapeTree::Tuple(ts) => ShapeTree::Tuple(
+                ts.iter()
+                    .map(|t| self.residual_shape(t, prim, cache))
+                    .collect(),
+            ),
+            ShapeTree::Array(ds) => ShapeTree::Array(
+                ds.iter()
+                    .map(|d| match d {
+                        Dim::Atom(a) => Dim::Atom(*a),
+                        Dim::Of(v, k) => Dim::Atom(Atom::Var(self.shape_var(*v, *k, prim, cache))),
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    fn shape_var(&mut self, v: Var, k: usize, prim: &mut Vec<Stmt>, cache: &mut ShapeCache) -> Var {
+        if let Some(s) = cache.get(&(v, k)) {
+            return *s;
+        }
+        let s = self.vars.fresh("n", Ty::I64, false);
+        prim.push(Stmt {
+            binds: vec![s],
+            lin_binds: vec![],
+            expr: Expr::Array(ArrayOp::Shape {
+                arr: Atom::Var(v),
+                axis: k,
+            }),
+            src: None,
+        });
+        cache.insert((v, k), s);
+        s
+    }
+
+    /// Rewrites the `Dim::Of` of variables free in a linear statement into
+    /// primal-side shape residuals (variables bound inside it stay symbolic).
+    fn residualise_dims(&mut self, s: &mut Stmt, prim: &mut Vec<Stmt>, cache: &mut ShapeCache) {
+        let free = free_vars_stmt(s).nl;
+        let own: BTreeSet<Var> = s.binds.iter().copied().collect();
+        self.dims_in_stmt(s, &free, &own, prim, cache);
+    }
+
+    fn dims_in_stmt(
+        &mut self,
+        s: &mut Stmt,
+        free: &BTreeSet<Var>,
+        own: &BTreeSet<Var>,
+        prim: &mut Vec<Stmt>,
+        cache: &mut ShapeCache,
+    ) {
+        let mut fix = |u: &mut Self, t: &mut ShapeTree| {
+            let mut todo = vec![];
+            collect_of(t, &mut todo);
+            for (v, k) in todo {
+                if free.contains(&v) || own.contains(&v) {
+                    let sv = u.shape_var(v, k, prim, cache);
+                    replace_of(t, v, k, sv);
+                }
+            }
+        };
+        match &mut s.expr {
+            Expr::Lin(LinOp::Zero(t)) => fix(self, t),
+            Expr::Call(c) => c.lin_shapes.iter_mut().for_each(|t| fix(self, t)),
+            Expr::If(i) => i.lin_shapes.iter_mut().for_each(|t| fix(self, t)),
+            _ => {}
+        }
+        for blk in blocks_mut(&mut s.expr) {
+            for st in &mut blk.stmts {
+                self.dims_in_stmt(st, free, own, prim, cache);
+            }
+        }
+    }
+
+    /// Splits statements into the primal side and the linear side.
+    fn split(
+        &mut self,
+        stmts: &[Stmt],
+        prim: &mut Vec<Stmt>,
+        lin: &mut Vec<Stmt>,
+        cache: &mut ShapeCache,
+    ) -> Result<(), UnzipError> {
+        for s in stmts {
+            let fv = free_vars_stmt(s);
+            let uses_lin = !fv.lin.is_empty()
+                || !s.lin_binds.is_empty()
+                || !lambdas(&s.expr).iter().all(|l| l.lin_params.is_empty());
+            if !uses_lin {
+                prim.push(s.clone());
+            } else if s.binds.is_empty() {
+                let mut s = s.clone();
+                self.residualise_dims(&mut s, prim, cache);
+                lin.push(s);
+            } else {
+                match &s.expr {
+                    Expr::If(i) => self.split_if(s, i, prim, lin, cache)?,
+                    Expr::Loop(l) => self.split_loop(s, l, prim, lin, cache)?,
+                    Expr::Build(b) => self.split_build(s, b, prim, lin, cache)?,
+                    Expr::Map(m) => self.split_map(s, m, prim, lin, cache)?,
+                    Expr::Call(c) => self.split_call(s, c, prim, lin, cache)?,
+                    Expr::Atom(_)
+                    | Expr::Prim(..)
+                    | Expr::Array(_)
+                    | Expr::Tuple(_)
+                    | Expr::Untuple(_)
+                    | Expr::Lin(_)
+                    | Expr::Fold(_) => {
+                        return Err(self.err(
+                            "internal: a simple statement mixes non-linear and linear values",
+                            s.src,
+                        ))
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Splits a nested block: `(primal stmts, linear stmts, residuals bound on
+    /// the primal side of this block or among `params` that the linear side reads)`.
+    fn split_nested(
+        &mut self,
+        b: &Block,
+        params: &[Var],
+    ) -> Result<(Vec<Stmt>, Vec<Stmt>, Vec<Var>), UnzipError> {
+        let mut prim = vec![];
+        let mut lin = vec![];
+        let mut cache = ShapeCache::new();
+        self.split(&b.stmts, &mut prim, &mut lin, &mut cache)?;
+        let lin_block = Block {
+            stmts: lin.clone(),
+            results: vec![],
+            lin_results: b.lin_results.clone(),
+        };
+        let free = free_vars_block(&lin_block).nl;
+        let mut local: BTreeSet<Var> = params.iter().copied().collect();
+        for s in &prim {
+            local.extend(s.binds.iter().copied());
+        }
+        let res: Vec<Var> = free.into_iter().filter(|v| local.contains(v)).collect();
+        Ok((prim, lin, res))
+    }
+
+    fn placeholder(&mut self, ty: &Ty, stmts: &mut Vec<Stmt>) -> Result<Atom, UnzipError> {
+        Ok(match ty {
+            Ty::Scalar(crate::types::Scalar::F64) => Atom::F64(0.0),
+            Ty::Scalar(crate::types::Scalar::I64) => Atom::I64(0),
+            Ty::Scalar(crate::types::Scalar::Bool) => Atom::Bool(false),
+            Ty::Array { elem, rank } => {
+                let zero = match elem {
+                    crate::types::Scalar::F64 => Atom::F64(0.0),
+                    crate::types::Scalar::I64 => Atom::I64(0),
+                    crate::types::Scalar::Bool => Atom::Bool(false),
+                };
+                let v = self.vars.fresh("empty", ty.clone(), false);
+                stmts.push(Stmt {
+                    binds: vec![v],
+                    lin_binds: vec![],
+                    expr: Expr::Array(ArrayOp::Broadcast {
+                        arr: zero,
+                        shape: vec![Atom::I64(0); *rank],
+                        axes: vec![],
+                    }),
+                    src: None,
+                });
+                Atom::Var(v)
+            }
+            Ty::Tuple(_) => return Err(self.err("internal: a tuple residual in a branch", None)),
+        })
+    }
+
+    fn split_if(
+        &mut self,
+        s: &Stmt,
+        i: &If,
+        prim: &mut Vec<Stmt>,
+        lin: &mut Vec<Stmt>,
+        cache: &mut ShapeCache,
+    ) -> Result<(), UnzipError> {
+        let (mut p1, l1, r1) = self.split_nested(&i.then_, &[])?;
+        let (mut p2, l2, r2) = self.split_nested(&i.else_, &[])?;
+        let mut res1: Vec<Atom> = i.then_.results.clone();
+        let mut res2: Vec<Atom> = i.else_.results.clone();
+        res1.extend(r1.iter().map(|v| Atom::Var(*v)));
+        for v in &r2 {
+            let t = self.vars.ty(*v).clone();
+            res1.push(self.placeholder(&t, &mut p1)?);
+        }
+        for v in &r1 {
+            let t = self.vars.ty(*v).clone();
+            res2.push(self.placeholder(&t, &mut p2)?);
+        }
+        res2.extend(r2.iter().map(|v| Atom::Var(*v)));
+        // Outer variables receiving the residuals.
+        let mut ren: HashMap<Var, Atom> = HashMap::new();
+        let mut binds = s.binds.clone();
+        for v in r1.iter().chain(&r2) {
+            let info = self.vars.info(*v).clone();
+            let o = self.vars.fresh(info.name, info.ty, false);
+            ren.insert(*v, Atom::Var(o));
+            binds.push(o);
+        }
+        prim.push(Stmt {
+            binds,
+            lin_binds: vec![],
+            expr: Expr::If(If {
+                cond: i.cond,
+                then_: Block {
+                    stmts: p1,
+                    results: res1,
+                    lin_results: vec![],
+                },
+                else_: Block {
+                    stmts: p2,
+                    results: res2,
+                    lin_results: vec![],
+                },
+                lin_shapes: vec![],
+            }),
+            src: s.src,
+        });
+        let none = HashMap::new();
+        let mut then_ = Block {
+            stmts: l1,
+            results: vec![],
+            lin_results: i.then_.lin_results.clone(),
+        };
+        let mut else_ = Block {
+            stmts: l2,
+            results: vec![],
+            lin_results: i.else_.lin_results.clone(),
+        };
+        substitute_block(&mut then_, &ren, &none);
+        substitute_block(&mut else_, &ren, &none);
+        let mut ls = Stmt {
+            binds: vec![],
+            lin_binds: s.lin_binds.clone(),
+            expr: Expr::If(If {
+                cond: i.cond,
+                then_,
+                else_,
+                lin_shapes: i.lin_shapes.clone(),
+            }),
+            src: s.src,
+        };
+        let own: BTreeSet<Var> = s.binds.iter().copied().collect();
+        let free = free_vars_stmt(&ls).nl;
+        self.dims_top(&mut ls, &free, &own, prim, cache);
+        lin.push(ls);
+        Ok(())
+    }
+
+    /// Residualises the `Dim::Of` in the top-level shapes of a split statement
+    /// (its own `lin_shapes` may name the primal statement's results).
+    fn dims_top(
+        &mut self,
+        s: &mut Stmt,
+        free: &BTreeSet<Var>,
+        own: &BTreeSet<Var>,
+        prim: &mut Vec<Stmt>,
+        cache: &mut ShapeCache,
+    ) {
+        let shapes: Vec<&mut ShapeTree> = match &mut s.expr {
+            Expr::Call(c) => c.lin_shapes.iter_mut().collect(),
+            Expr::If(i) => i.lin_shapes.iter_mut().collect(),
+            _ => vec![],
+        };
+        for t in shapes {
+            let mut todo = vec![];
+            collect_of(t, &mut todo);
+            for (v, k) in todo {
+                if free.contains(&v) || own.contains(&v) {
+                    let sv = self.shape_var(v, k, prim, cache);
+                    replace_of(t, v, k, sv);
+                }
+            }
+        }
+    }
+
+    /// Stacks residuals `rs` by `extra` leading axes: fresh outer variables.
+    fn stacked_vars(&mut self, rs: &[Var], extra: usize) -> Result<Vec<Var>, UnzipError> {
+        rs.iter()
+            .map(|v| {
+                let info = self.vars.info(*v).clone();
+                let t = info.ty.stacked(extra).ok_or_else(|| {
+                    self.err(
+                        format!(
+                            "internal: residual {} of tuple type {} cannot be stacked",
+                            info.name, info.ty
+                        ),
+                        None,
+                    )
+                })?;
+                Ok(self.vars.fresh(format!("{}_s", info.name), t, false))
+            })
+            .collect()
+    }
+
+    fn split_loop(
+        &mut self,
+        s: &Stmt,
+        l: &Loop,
+        prim: &mut Vec<Stmt>,
+        lin: &mut Vec<Stmt>,
+        _cache: &mut ShapeCache,
+    ) -> Result<(), UnzipError> {
+        let i = l.body.params[0];
+        let (pb, lb, res) = self.split_nested(&l.body.body, &l.body.params)?;
+        let res: Vec<Var> = res.into_iter().filter(|v| *v != i).collect();
+        let stacks = self.stacked_vars(&res, 1)?;
+        let mut results = l.body.body.results.clone();
+        results.extend(res.iter().map(|v| Atom::Var(*v)));
+        let mut binds = s.binds.clone();
+        binds.extend(&stacks);
+        prim.push(Stmt {
+            binds,
+            lin_binds: vec![],
+            expr: Expr::Loop(Loop {
+                n: l.n,
+                rev: l.rev,
+                init: l.init.clone(),
+                lin_init: vec![],
+                body: Lambda {
+                    params: l.body.params.clone(),
+                    lin_params: vec![],
+                    body: Block {
+                        stmts: pb,
+                        results,
+                        lin_results: vec![],
+                    },
+                },
+            }),
+            src: s.src,
+        });
+        let mut stmts: Vec<Stmt> = res
+            .iter()
+            .zip(&stacks)
+            .map(|(r, st)| Stmt {
+                binds: vec![*r],
+                lin_binds: vec![],
+                expr: Expr::Array(ArrayOp::Index {
+                    arr: Atom::Var(*st),
+                    idx: vec![Atom::Var(i)],
+                }),
+                src: None,
+            })
+            .collect();
+        stmts.extend(lb);
+        lin.push(Stmt {
+            binds: vec![],
+            lin_binds: s.lin_binds.clone(),
+            expr: Expr::Loop(Loop {
+                n: l.n,
+                rev: l.rev,
+                init: vec![],
+                lin_init: l.lin_init.clone(),
+                body: Lambda {
+                    params: vec![i],
+                    lin_params: l.body.lin_params.clone(),
+                    body: Block {
+                        stmts,
+                        results: vec![],
+                        lin_results: l.body.body.lin_results.clone(),
+                    },
+                },
+            }),
+            src: s.src,
+        });
+        Ok(())
+    }
+
+    fn split_build(
+        &mut self,
+        s: &Stmt,
+        b: &Build,
+        prim: &mut Vec<Stmt>,
+        lin: &mut Vec<Stmt>,
+        _cache: &mut ShapeCache,
+    ) -> Result<(), UnzipError> {
+        let idx = &b.body.params;
+        let (pb, lb, res) = self.split_nested(&b.body.body, idx)?;
+        let res: Vec<Var> = res.into_iter().filter(|v| !idx.contains(v)).collect();
+        let stacks = self.stacked_vars(&res, idx.len())?;
+        let mut results = b.body.body.results.clone();
+        results.extend(res.iter().map(|v| Atom::Var(*v)));
+        let mut binds = s.binds.clone();
+        binds.extend(&stacks);
+        prim.push(Stmt {
+            binds,
+            lin_binds: vec![],
+            expr: Expr::Build(Build {
+                shape: b.shape.clone(),
+                body: Lambda {
+                    params: idx.clone(),
+                    lin_params: vec![],
+                    body: Block {
+                        stmts: pb,
+                        results,
+                        lin_results: vec![],
+                    },
+                },
+            }),
+            src: s.src,
+        });
+        let iatoms: Vec<Atom> = idx.iter().map(|v| Atom::Var(*v)).collect();
+        let mut stmts: Vec<Stmt> = res
+            .iter()
+            .zip(&stacks)
+            .map(|(r, st)| Stmt {
+                binds: vec![*r],
+                lin_binds: vec![],
+                expr: Expr::Array(ArrayOp::Index {
+                    arr: Atom::Var(*st),
+                    idx: iatoms.clone(),
+                }),
+                src: None,
+            })
+            .collect();
+        stmts.extend(lb);
+        lin.push(Stmt {
+            binds: vec![],
+            lin_binds: s.lin_binds.clone(),
+            expr: Expr::Build(Build {
+                shape: b.shape.clone(),
+                body: Lambda {
+                    params: idx.clone(),
+                    lin_params: vec![],
+                    body: Block {
+                        stmts,
+                        results: vec![],
+                        lin_results: b.body.body.lin_results.clone(),
+                    },
+                },
+            }),
+            src: s.src,
+        });
+        Ok(())
+    }
+
+    fn split_map(
+        &mut self,
+        s: &Stmt,
+        m: &Map,
+        prim: &mut Vec<Stmt>,
+        lin: &mut Vec<Stmt>,
+        _cache: &mut ShapeCache,
+    ) -> Result<(), UnzipError> {
+        let params = &m.body.params;
+        let (pb, lb, res) = self.split_nested(&m.body.body, params)?;
+        // Element parameters read by the linear side come from the input arrays.
+        let mut arrs = vec![];
+        let mut lparams = vec![];
+        for (a, p) in m.arrs.iter().zip(params) {
+            if res.contains(p) {
+                arrs.push(*a);
+                lparams.push(*p);
+            }
+        }
+        let computed: Vec<Var> = res.into_iter().filter(|v| !params.contains(v)).collect();
+        let rank = m
+            .arrs
+            .first()
+            .map(|a| atom_ty(a, &self.vars))
+            .or_else(|| m.lin_arrs.first().map(|v| self.vars.ty(*v).clone()))
+            .and_then(|t| t.rank())
+            .unwrap_or(1);
+        let stacks = self.stacked_vars(&computed, rank)?;
+        let mut results = m.body.body.results.clone();
+        results.extend(computed.iter().map(|v| Atom::Var(*v)));
+        let mut binds = s.binds.clone();
+        binds.extend(&stacks);
+        prim.push(Stmt {
+            binds,
+            lin_binds: vec![],
+            expr: Expr::Map(Map {
+                arrs: m.arrs.clone(),
+                lin_arrs: vec![],
+                body: Lambda {
+                    params: params.clone(),
+                    lin_params: vec![],
+                    body: Block {
+                        stmts: pb,
+                        results,
+                        lin_results: vec![],
+                    },
+                },
+            }),
+            src: s.src,
+        });
+        arrs.extend(stacks.iter().map(|v| Atom::Var(*v)));
+        lparams.extend(&computed);
+        if arrs.is_empty() && m.lin_arrs.is_empty() {
+            // Keep the index space: iterate over the first input, ignoring it.
+            let a = m.arrs[0];
+            let t = atom_ty(&a, &self.vars);
+            let e = t.unstacked(t.rank().unwrap_or(0)).unwrap_or(t);
+            arrs.push(a);
+            lparams.push(self.vars.fresh("unused", e, false));
+        }
+        lin.push(Stmt {
+            binds: vec![],
+            lin_binds: s.lin_binds.clone(),
+            expr: Expr::Map(Map {
+                arrs,
+                lin_arrs: m.lin_arrs.clone(),
+                body: Lambda {
+                    params: lparams,
+                    lin_params: m.body.lin_params.clone(),
+                    body: Block {
+                        stmts: lb,
+                        results: vec![],
+                        lin_results: m.body.body.lin_results.clone(),
+                    },
+                },
+            }),
+            src: s.src,
+        });
+        Ok(())
+    }
+
+    fn split_call(
+        &mut self,
+        s: &Stmt,
+        c: &Call,
+        prim: &mut Vec<Stmt>,
+        lin: &mut Vec<Stmt>,
+        cache: &mut ShapeCache,
+    ) -> Result<(), UnzipError> {
+        let base = base_name(&c.func).to_string();
+        let fwd = self.prog.func(&fwd_name(&base)).ok_or_else(|| {
+            self.err(
+                format!("internal: `{}` not unzipped before its caller", c.func),
+                s.src,
+            )
+        })?;
+        let (_, _, results, _) = func_sig(fwd);
+        let rtys = results[s.binds.len()..].to_vec();
+        let rs: Vec<Var> = rtys
+            .into_iter()
+            .map(|t| self.vars.fresh("rcall", t, false))
+            .collect();
+        let mut binds = s.binds.clone();
+        binds.extend(&rs);
+        prim.push(Stmt {
+            binds,
+            lin_binds: vec![],
+            expr: Expr::Call(Call {
+                func: fwd_name(&base),
+                args: c.args.clone(),
+                lin_args: vec![],
+                lin_shapes: vec![],
+            }),
+            src: s.src,
+        });
+        let mut ls = Stmt {
+            binds: vec![],
+            lin_binds: s.lin_binds.clone(),
+            expr: Expr::Call(Call {
+                func: lin_name(&base),
+                args: rs.iter().map(|v| Atom::Var(*v)).collect(),
+                lin_args: c.lin_args.clone(),
+                lin_shapes: c.lin_shapes.clone(),
+            }),
+            src: s.src,
+        };
+        let own: BTreeSet<Var> = s.binds.iter().copied().collect();
+        let free = free_vars_stmt(&ls).nl;
+        self.dims_top(&mut ls, &free, &own, prim, cache);
+        lin.push(ls);
+        Ok(())
+    }
+}
+
+fn collect_of(t: &ShapeTree, out: &mut Vec<(Var, usize)>) {
+    match t {
+        ShapeTree::Scalar => {}
+        ShapeTree::Array(ds) => {
+            for d in ds {
+                if let Dim::Of(v, k) = d {
+                    out.push((*v, *k));
+                }
+            }
+        }
+        ShapeTree::Tuple(ts) => ts.iter().for_each(|t| collect_of(t, out)),
+    }
+}
+
+fn replace_of(t: &mut ShapeTree, v: Var, k: usize, with: Var) {
+    match t {
+        ShapeTree::Scalar => {}
+        ShapeTree::Array(ds) => {
+            for d in ds {
+                if *d == Dim::Of(v, k) {
+                    *d = Dim::Atom(Atom::Var(with));
+                }
+            }
+        }
+        ShapeTree::Tuple(ts) => ts.iter_mut().for_each(|t| replace_of(t, v, k, with)),
+    }
+}
