@@ -825,14 +825,13 @@ impl Parser<'_> {
     }
 
     fn func_name(&mut self) -> PResult<String> {
-        match self.next() {
-            Tok::Ident(s) if !s.starts_with('-') => Ok(s),
-            Tok::Str(s) => Ok(s),
-            _ => {
-                self.pos = self.pos.saturating_sub(1);
-                self.unexpected("a function name")
-            }
-        }
+        let name = match self.peek() {
+            Tok::Ident(s) if !s.starts_with('-') => s.clone(),
+            Tok::Str(s) => s.clone(),
+            _ => return self.unexpected("a function name"),
+        };
+        self.next();
+        Ok(name)
     }
 
     // --- expressions ----------------------------------------------------------

@@ -1215,3 +1215,88 @@ proptest! {
         let _ = parse_program(&chars.into_iter().collect::<String>());
     }
 }
+
+#[test]
+fn deep_but_allowed_nesting_parses() {
+    // Just under the nesting limit, on a test thread's default stack.
+    let depth = ad_core_ir::parse::MAX_DEPTH - 1;
+    let mut s = "def f(c_0: bool) -> () {\n".to_string();
+    for k in 0..depth {
+        s.push_str(&format!("{}if c_0 {{\n", "  ".repeat(k + 1)));
+    }
+    for k in (0..depth).rev() {
+        let pad = "  ".repeat(k + 1);
+        s.push_str(&format!(
+            "{pad}  yield\n{pad}}} else {{\n{pad}  yield\n{pad}}}\n"
+        ));
+    }
+    s.push_str("  return\n}\n");
+    let f = parse_func(&s, &Program::default()).unwrap();
+    assert_eq!(func_to_string(&f), s);
+    let mut ty = "f64".to_string();
+    for _ in 0..depth {
+        ty = format!("({ty},)");
+    }
+    let s = format!("def f(x_0: {ty}) -> ({ty}) {{\n  return x_0\n}}\n");
+    assert_eq!(
+        func_to_string(&parse_func(&s, &Program::default()).unwrap()),
+        s
+    );
+}
+
+#[test]
+fn module_doc_example_is_canonical() {
+    let text = "\
+def f(x_0: f64, w_1: [f64] ; dx_2: f64 @ (), dw_3: [f64] @ [shape(w_1, 0)]) -> (f64 ; f64) {
+  let s_4: f64 = sin x_0
+  let c_5: f64 = cos x_0
+  let ; d_6: f64 = lscale c_5, dx_2  #3
+  drop dw_3
+  let n_7: i64 = shape w_1, 0
+  let r_8: f64, ys_9: [f64] = loop n_7 rev (acc_10: f64 = 0.0) |i_11: i64| {
+    let w_12: f64 = index w_1[i_11]
+    let acc_13: f64 = add acc_10, w_12
+    yield acc_13, w_12
+  }
+  return r_8 ; d_6
+}
+";
+    let f = parse_func(text, &Program::default()).unwrap();
+    assert_eq!(func_to_string(&f), text);
+    assert_eq!(
+        ad_core_ir::typing::func_sig(&f),
+        (
+            vec![Ty::F64, f64s(1)],
+            vec![Ty::F64, f64s(1)],
+            vec![Ty::F64],
+            vec![Ty::F64]
+        )
+    );
+}
+
+#[test]
+fn printing_ill_formed_ir_never_panics() {
+    // Variables without table entries print as `%N` with type `?`.
+    let mut f = pow_fn(&Program::default());
+    f.params.push(Var(77));
+    f.lin_params.push(Var(78));
+    f.body.results.push(Atom::Var(Var(79)));
+    f.body.stmts.push(Stmt {
+        binds: vec![Var(80)],
+        lin_binds: vec![],
+        expr: Expr::Lin(LinOp::Zero(ShapeTree::Array(vec![Dim::Of(Var(81), 0)]))),
+        src: None,
+    });
+    let s = func_to_string(&f);
+    assert_contains(
+        &s,
+        &[
+            "%77: ?",
+            "%78: ?",
+            "-> (f64, ?)",
+            "let %80: ? = lzero [shape(%81, 0)]",
+        ],
+    );
+    let _ = func_to_string_exact(&f);
+    assert!(parse_func(&s, &Program::default()).is_err());
+}
