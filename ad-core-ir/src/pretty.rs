@@ -38,7 +38,7 @@
 //! unbound  := "unbound" split(var ":" ty, var ":" ty) NL
 //! stmt     := ["let" split(var ":" ty, var ":" ty) "="] expr
 //! results  := split(atom, var)                          (also after "yield")
-//! block    := "{" [src] NL stmt* "yield" results NL "}"
+//! block    := "{" [src] NL stmt* "yield" results NL "}"      (a compound's src goes after its first "{")
 //! expr     := simple [src] NL | compound NL
 //! simple   := atom                                      copy
 //!           | prim atom, ..                             prim by Prim::name(): "mul a, b"
@@ -72,8 +72,12 @@
 //! dim      := atom | "shape(" var ", " N ")"
 //! atom     := var | i64 literal | f64 literal | "true" | "false"
 //! var      := name "_" index       (name is an identifier, or a quoted string)
+//! fname    := identifier | quoted string
+//! ty       := as printed by Ty's Display: "f64" | "i64" | "bool" | "[" ty "]" | "(" ty, .. ")" | "(" ty "," ")"
 //! src      := "#" N
 //! ```
+//!
+//! The parser also accepts blank lines and `//` comments.
 //!
 //! *Variables* print as their name hint, `_`, and their index in the
 //! [`VarTable`] (`x_0`, `sin_7`); a name that is not an ASCII identifier is
@@ -82,12 +86,14 @@
 //! `.` or an exponent (`1.0`, `1e-7`, `inf`, `-inf`, `NaN`, `-NaN`, and
 //! `nan0x7ff8000000000001` for other NaN payloads), `i64` plain, `true`/`false`.
 //!
-//! *Loops and folds* print their state in the paired form `(acc_3: f64 = 0.0 ;
-//! dacc_4: f64 = d_1)` followed by the index (loop) or element (fold) parameter in
-//! `|..|`; when the lambda's parameters do not line up with the initial values (a
-//! malformed loop) the positional form lists the initial atoms in `(..)` and all
-//! parameters in `|..|`. A `loop`'s lambda gets `|i ; |` parameters first then the
-//! state; a `fold`'s gets the accumulators first then the element.
+//! *Loops and folds* print their state in the paired form, each state
+//! parameter with its initial value: `loop n_2 (acc_3: f64 = 0.0 ; dacc_4: f64 =
+//! d_1) |i_5: i64| {`, where the loop lambda's parameters are `[i_5, acc_3 ;
+//! dacc_4]`; `fold w_1 (acc_3: f64 = 0.0) |x_4: f64| {`, where the fold lambda's
+//! parameters are `[acc_3, x_4]`. The `(..)` is omitted when there is no state.
+//! When the lambda's parameters do not line up with the initial values (ill-typed
+//! IR) the positional form is printed instead: the initial atoms in `(..)` and
+//! all the lambda's parameters in `|..|`.
 //!
 //! *Shapes*: `lin_param_shapes` follow their linear parameters (`dw_3: [f64] @
 //! [shape(w_1, 0)]`; the first `k` parameters carry them when only `k` are
