@@ -184,8 +184,16 @@ fn locate(a: &ArrayValue, idx: &[i64]) -> KResult<(usize, usize)> {
         ));
     }
     let mut off = 0;
-    for (axis, &i) in idx.iter().enumerate() {
-        off = off * a.shape[axis] + in_range(i, a.shape[axis], &format!("index on axis {axis}:"))?;
+    for (&i, &n) in idx.iter().zip(&a.shape) {
+        match usize::try_from(i) {
+            Ok(k) if k < n => off = off * n + k,
+            _ => {
+                return Err(format!(
+                    "index {idx:?} out of range for shape {:?}",
+                    a.shape
+                ))
+            }
+        }
     }
     let sub: usize = a.shape[idx.len()..].iter().product();
     Ok((off * sub, sub))
@@ -195,8 +203,11 @@ fn locate(a: &ArrayValue, idx: &[i64]) -> KResult<(usize, usize)> {
 /// the leading `k` axes fixed.
 pub(crate) fn index(a: &ArrayValue, idx: &[i64]) -> KResult {
     let (off, sub) = locate(a, idx)?;
+    if idx.len() == a.rank() {
+        return Ok(a.data.get(off).expect("located in range"));
+    }
     let shape = a.shape[idx.len()..].to_vec();
-    Ok(on_data!(&a.data, d => shaped(shape, d[off..off + sub].to_vec())))
+    Ok(on_data!(&a.data, d => arr(shape, d[off..off + sub].to_vec().into())))
 }
 
 /// `a with [idx] = val` (`add`: `+= val`); `val` must have the element /
@@ -632,7 +643,9 @@ pub(crate) fn scale(s: &Value, x: &Value) -> KResult {
 /// no values (an empty index space) the element type and rank come from the
 /// static type `ty` and every element size is 0.
 pub(crate) struct Stacker {
-    elem_shape: Option<Vec<usize>>,
+    /// The shape of every value (that of the first one pushed).
+    elem_shape: Vec<usize>,
+    /// The elements pushed so far, `None` before the first value.
     data: Option<ArrayData>,
     count: usize,
 }
@@ -641,7 +654,7 @@ impl Stacker {
     /// An empty stack.
     pub(crate) fn new() -> Stacker {
         Stacker {
-            elem_shape: None,
+            elem_shape: vec![],
             data: None,
             count: 0,
         }
@@ -649,33 +662,43 @@ impl Stacker {
 
     /// Appends the next value.
     pub(crate) fn push(&mut self, v: Value) -> KResult<()> {
-        let (shape, data) = match v {
-            Value::F64(x) => (vec![], ArrayData::F64(vec![x])),
-            Value::I64(x) => (vec![], ArrayData::I64(vec![x])),
-            Value::Bool(x) => (vec![], ArrayData::Bool(vec![x])),
-            Value::Array(a) => (a.shape, a.data),
-            Value::Tuple(_) => return Err("cannot stack a tuple".into()),
-        };
         self.count += 1;
-        match (&self.elem_shape, &mut self.data) {
-            (Some(s0), Some(d0)) if *s0 == shape => append(d0, data),
-            (Some(s0), Some(_)) => Err(format!(
-                "stacked values of different shapes: {s0:?} then {shape:?}"
-            )),
-            _ => {
-                self.elem_shape = Some(shape);
-                self.data = Some(data);
-                Ok(())
+        let Some(d0) = &mut self.data else {
+            let (shape, data) = match v {
+                Value::Array(a) => (a.shape, a.data),
+                Value::F64(x) => (vec![], ArrayData::F64(vec![x])),
+                Value::I64(x) => (vec![], ArrayData::I64(vec![x])),
+                Value::Bool(x) => (vec![], ArrayData::Bool(vec![x])),
+                Value::Tuple(_) => return Err("cannot stack a tuple".into()),
+            };
+            self.elem_shape = shape;
+            self.data = Some(data);
+            return Ok(());
+        };
+        let scalar = self.elem_shape.is_empty();
+        match (d0, v) {
+            (ArrayData::F64(d), Value::F64(x)) if scalar => d.push(x),
+            (ArrayData::I64(d), Value::I64(x)) if scalar => d.push(x),
+            (ArrayData::Bool(d), Value::Bool(x)) if scalar => d.push(x),
+            (d0, Value::Array(a)) if a.shape == self.elem_shape => append(d0, a.data)?,
+            (d0, v) => {
+                return Err(format!(
+                    "stacked values of different types or shapes: {} of shape {:?} then {}",
+                    d0.elem(),
+                    self.elem_shape,
+                    describe(&v)
+                ))
             }
         }
+        Ok(())
     }
 
     /// Reverses the order of the values pushed so far.
     pub(crate) fn reverse(&mut self) {
-        let (Some(shape), Some(data)) = (&self.elem_shape, &mut self.data) else {
+        let Some(data) = &mut self.data else {
             return;
         };
-        let chunk = shape.iter().product::<usize>();
+        let chunk = self.elem_shape.iter().product::<usize>();
         if chunk == 0 {
             return;
         }
@@ -689,12 +712,12 @@ impl Stacker {
     /// type of the values (used when there are none).
     pub(crate) fn finish(self, lead: &[usize], ty: &Ty) -> KResult {
         let mut shape = lead.to_vec();
-        let data = match (self.elem_shape, self.data) {
-            (Some(s), Some(d)) => {
-                shape.extend(s);
+        let data = match self.data {
+            Some(d) => {
+                shape.extend(self.elem_shape);
                 d
             }
-            _ => {
+            None => {
                 let (elem, rank) = match ty {
                     Ty::Scalar(e) => (*e, 0),
                     Ty::Array { elem, rank } => (*elem, *rank),

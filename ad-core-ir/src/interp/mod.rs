@@ -270,6 +270,14 @@ impl<'f> Frame<'f> {
         }
     }
 
+    /// Binds the single variable of `vars` to `x`.
+    fn bind1(&mut self, vars: &[Var], x: Value) -> Result<(), String> {
+        match vars {
+            [v] => self.set(*v, x),
+            _ => Err(format!("1 value bound to {} variables", vars.len())),
+        }
+    }
+
     /// Binds `vars` to `vals` (same lengths).
     fn bind(&mut self, vars: &[Var], vals: Vec<Value>) -> Result<(), String> {
         if vars.len() != vals.len() {
@@ -441,16 +449,19 @@ impl<'p> Interp<'p> {
         let work = match &s.expr {
             Expr::Atom(a) => {
                 let x = fr.owned(a)?;
-                fr.bind(&s.binds, vec![x])?;
+                fr.bind1(&s.binds, x)?;
                 1
             }
             Expr::Prim(p, args) => {
-                let xs = args
-                    .iter()
-                    .map(|a| fr.scalar(a))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let r = prim::eval_prim(*p, &xs)?;
-                fr.bind(&s.binds, vec![r.value()])?;
+                let mut xs = [Sc::B(false); 3];
+                if args.len() > xs.len() {
+                    return Err(format!("{} applied to {} operands", p.name(), args.len()).into());
+                }
+                for (x, a) in xs.iter_mut().zip(args) {
+                    *x = fr.scalar(a)?;
+                }
+                let r = prim::eval_prim(*p, &xs[..args.len()])?;
+                fr.bind1(&s.binds, r.value())?;
                 1
             }
             Expr::Tuple(xs) => {
