@@ -71,7 +71,7 @@ fn accumulation() {
     add_scaled(&mut acc, 0.5, &x.t());
     assert_eq!(acc, &start + &(x.t().mapv(|v| 0.5 * v)));
     add_assign(&mut acc, &x.t());
-    assert_eq!(acc, &start + &(x.t().mapv(|v| 0.5 * v)) + &x.t());
+    assert_eq!(acc, &start + &(x.t().mapv(|v| 0.5 * v)) + x.t());
     let mut v = vec1(100, 3);
     let v0 = v.clone();
     let w = vec1(200, 4);
