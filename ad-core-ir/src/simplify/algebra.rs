@@ -1,0 +1,242 @@
+//! Algebraic identities that hold exactly (up to the sign of a zero) for every
+//! input, NaN and infinities included. So `x * 1 = x` is here but `x * 0 = 0`
+//! is not (`inf * 0` is NaN); linear identities may reassociate scalings.
+
+use super::engine::{Cx, Rule};
+use crate::ir::*;
+use crate::types::Ty;
+
+fn is_one(a: &Atom) -> bool {
+    matches!(a, Atom::F64(x) if *x == 1.0) || matches!(a, Atom::I64(1))
+}
+
+fn is_zero(a: &Atom) -> bool {
+    matches!(a, Atom::F64(x) if *x == 0.0) || matches!(a, Atom::I64(0))
+}
+
+/// The single non-linear result of a statement.
+fn result(s: &Stmt) -> Option<Var> {
+    match s.binds.as_slice() {
+        [y] if s.lin_binds.is_empty() => Some(*y),
+        _ => None,
+    }
+}
+
+/// The single linear result of a statement.
+fn lin_result(s: &Stmt) -> Option<Var> {
+    match s.lin_binds.as_slice() {
+        [y] if s.binds.is_empty() => Some(*y),
+        _ => None,
+    }
+}
+
+/// Replaces the statement's only result by an atom.
+fn becomes(s: &Stmt, cx: &mut Cx<'_>, a: Atom) -> Option<Vec<Stmt>> {
+    let y = result(s)?;
+    cx.replace_nl(y, a);
+    Some(vec![])
+}
+
+/// `x * 1 = x`, `1 * x = x`.
+pub fn mul_one(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
+    let Expr::Prim(Prim::Mul, xs) = &s.expr else {
+        return None;
+    };
+    match xs.as_slice() {
+        [x, o] | [o, x] if is_one(o) => becomes(s, cx, *x),
+        _ => None,
+    }
+}
+
+/// `x / 1 = x`.
+pub fn div_one(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
+    let Expr::Prim(Prim::Div, xs) = &s.expr else {
+        return None;
+    };
+    match xs.as_slice() {
+        [x, o] if is_one(o) => becomes(s, cx, *x),
+        _ => None,
+    }
+}
+
+/// `x + 0 = x`, `0 + x = x` (for `f64`, `-0 + 0 = +0`: only the sign of a zero
+/// may change).
+pub fn add_zero(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
+    let Expr::Prim(Prim::Add, xs) = &s.expr else {
+        return None;
+    };
+    match xs.as_slice() {
+        [x, z] | [z, x] if is_zero(z) => becomes(s, cx, *x),
+        _ => None,
+    }
+}
+
+/// `x - 0 = x`.
+pub fn sub_zero(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
+    let Expr::Prim(Prim::Sub, xs) = &s.expr else {
+        return None;
+    };
+    match xs.as_slice() {
+        [x, z] if is_zero(z) => becomes(s, cx, *x),
+        _ => None,
+    }
+}
+
+/// `neg(neg x) = x`.
+pub fn neg_neg(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
+    let Expr::Prim(Prim::Neg, xs) = &s.expr else {
+        return None;
+    };
+    let Some((Expr::Prim(Prim::Neg, inner), 0)) = cx.def_atom(xs.first()?) else {
+        return None;
+    };
+    let x = *inner.first()?;
+    becomes(s, cx, x)
+}
+
+/// `not(not x) = x`.
+pub fn not_not(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
+    let Expr::Prim(Prim::Not, xs) = &s.expr else {
+        return None;
+    };
+    let Some((Expr::Prim(Prim::Not, inner), 0)) = cx.def_atom(xs.first()?) else {
+        return None;
+    };
+    let x = *inner.first()?;
+    becomes(s, cx, x)
+}
+
+/// `and(x, true) = x`, `and(x, false) = false`, `or(x, false) = x`,
+/// `or(x, true) = true` (either operand order; operands have no effects).
+pub fn bool_literal(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
+    let Expr::Prim(p @ (Prim::And | Prim::Or), xs) = &s.expr else {
+        return None;
+    };
+    let (x, b) = match xs.as_slice() {
+        [x, Atom::Bool(b)] | [Atom::Bool(b), x] => (*x, *b),
+        _ => return None,
+    };
+    let neutral = *p == Prim::And;
+    if b == neutral {
+        becomes(s, cx, x)
+    } else {
+        becomes(s, cx, Atom::Bool(b))
+    }
+}
+
+/// `select(true, a, b) = a`, `select(false, a, b) = b`, `select(c, a, a) = a`.
+pub fn select_literal(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
+    let Expr::Prim(Prim::Select, xs) = &s.expr else {
+        return None;
+    };
+    match xs.as_slice() {
+        [Atom::Bool(true), a, _] => becomes(s, cx, *a),
+        [Atom::Bool(false), _, b] => becomes(s, cx, *b),
+        [_, a, b] if a == b => becomes(s, cx, *a),
+        _ => None,
+    }
+}
+
+/// `lscale(1, x) = x`.
+pub fn lscale_one(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
+    let Expr::Lin(LinOp::Scale {
+        s: Atom::F64(one),
+        x,
+    }) = &s.expr
+    else {
+        return None;
+    };
+    if *one != 1.0 {
+        return None;
+    }
+    let y = lin_result(s)?;
+    cx.replace_lin(y, *x);
+    Some(vec![])
+}
+
+/// `lscale(s, lscale(t, x)) = lscale(s * t, x)` for scalar `s`, `t`.
+///
+/// Reassociates: `(s * t) * x` may round differently from `s * (t * x)`.
+pub fn lscale_lscale(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
+    let Expr::Lin(LinOp::Scale { s: f, x: inner }) = &s.expr else {
+        return None;
+    };
+    let y = lin_result(s)?;
+    if cx.atom_ty(f) != Ty::F64 {
+        return None;
+    }
+    let LinOp::Scale { s: g, x } = cx.lin_producer(*inner)? else {
+        return None;
+    };
+    if cx.atom_ty(&g) != Ty::F64 {
+        return None;
+    }
+    let st = cx.fresh("st", Ty::F64, false);
+    cx.kill(*inner);
+    Some(vec![
+        cx.stmt(vec![st], vec![], Expr::Prim(Prim::Mul, vec![*f, g])),
+        cx.lin_stmt(y, LinOp::Scale { s: st.into(), x }),
+    ])
+}
+
+/// `lneg(lneg x) = x`.
+pub fn lneg_lneg(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
+    let Expr::Lin(LinOp::Neg(inner)) = &s.expr else {
+        return None;
+    };
+    let y = lin_result(s)?;
+    let LinOp::Neg(x) = cx.lin_producer(*inner)? else {
+        return None;
+    };
+    cx.kill(*inner);
+    cx.replace_lin(y, x);
+    Some(vec![])
+}
+
+/// All rules of this family, in the order the simplifier tries them.
+pub const RULES: &[Rule] = &[
+    Rule {
+        name: "mul_one",
+        apply: mul_one,
+    },
+    Rule {
+        name: "div_one",
+        apply: div_one,
+    },
+    Rule {
+        name: "add_zero",
+        apply: add_zero,
+    },
+    Rule {
+        name: "sub_zero",
+        apply: sub_zero,
+    },
+    Rule {
+        name: "neg_neg",
+        apply: neg_neg,
+    },
+    Rule {
+        name: "not_not",
+        apply: not_not,
+    },
+    Rule {
+        name: "bool_literal",
+        apply: bool_literal,
+    },
+    Rule {
+        name: "select_literal",
+        apply: select_literal,
+    },
+    Rule {
+        name: "lscale_one",
+        apply: lscale_one,
+    },
+    Rule {
+        name: "lscale_lscale",
+        apply: lscale_lscale,
+    },
+    Rule {
+        name: "lneg_lneg",
+        apply: lneg_lneg,
+    },
+];

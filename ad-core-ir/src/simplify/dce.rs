@@ -1,0 +1,250 @@
+//! Dead code elimination.
+//!
+//! [`dce`]: a statement none of whose results is read goes away (statements
+//! have no effects; one that could fail may be removed, since only runs
+//! without error must agree). If it consumed linear values (operands or
+//! captures), they are dropped explicitly instead. Unread results of loops
+//! (stacked outputs, state that feeds nothing else), builds, maps and ifs are
+//! removed from their bodies. Everything applies inside nested blocks.
+//!
+//! [`drop_dead_linear`]: a linear statement all of whose linear results are
+//! dropped becomes drops of what it consumed (`drop(lscale(s, x)) = drop(x)`,
+//! `drop(0) = ()`), and `(a, b) = dup(x); drop(a)` becomes `b = x`.
+
+use super::facts::{count, count_stmt, counts_of, drop_stmt, is_drop, Counts, Subst};
+use crate::ir::*;
+use crate::visit::{blocks_mut, free_vars_block, free_vars_stmt};
+use std::collections::{BTreeSet, HashMap};
+
+/// Removes dead statements and unread results everywhere; returns whether
+/// anything changed.
+pub fn dce(f: &mut Func) -> bool {
+    let mut counts = counts_of(&f.body);
+    dce_block(&mut f.body, &mut counts)
+}
+
+fn dce_block(b: &mut Block, counts: &mut Counts) -> bool {
+    let mut changed = false;
+    let old = std::mem::take(&mut b.stmts);
+    let mut kept_rev: Vec<Stmt> = Vec::with_capacity(old.len());
+    for mut s in old.into_iter().rev() {
+        let dead = !is_drop(&s)
+            && s.binds
+                .iter()
+                .chain(&s.lin_binds)
+                .all(|v| count(counts, *v) == 0);
+        if dead {
+            changed = true;
+            let lin: BTreeSet<Var> = free_vars_stmt(&s).lin;
+            count_stmt(&s, counts, false);
+            for v in lin.into_iter().rev() {
+                *counts.entry(v).or_insert(0) += 1;
+                kept_rev.push(drop_stmt(v, s.src));
+            }
+            continue;
+        }
+        changed |= prune_results(&mut s, counts);
+        for nb in blocks_mut(&mut s.expr) {
+            changed |= dce_block(nb, counts);
+        }
+        kept_rev.push(s);
+    }
+    kept_rev.reverse();
+    b.stmts = kept_rev;
+    changed
+}
+
+/// Removes the non-linear results nobody reads from a compound statement.
+fn prune_results(s: &mut Stmt, counts: &mut Counts) -> bool {
+    let unread = |v: &Var, counts: &Counts| count(counts, *v) == 0;
+    match &mut s.expr {
+        Expr::Loop(l) => {
+            let k = l.init.len();
+            let mut changed = false;
+            // Stacked outputs.
+            let mut j = s.binds.len();
+            while j > k {
+                j -= 1;
+                if unread(&s.binds[j], counts) {
+                    s.binds.remove(j);
+                    let a = l.body.body.results.remove(j);
+                    uncount_atom(&a, counts);
+                    changed = true;
+                }
+            }
+            // State: candidates are unread finals; a candidate whose parameter
+            // feeds something that stays is not removable.
+            let mut cand: BTreeSet<usize> =
+                (0..k).filter(|j| unread(&s.binds[*j], counts)).collect();
+            while !cand.is_empty() {
+                let mut probe = l.body.body.clone();
+                probe.results = probe
+                    .results
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| !cand.contains(j))
+                    .map(|(_, a)| *a)
+                    .collect();
+                let mut pc = counts_of(&probe);
+                dce_block(&mut probe, &mut pc);
+                let fv = free_vars_block(&probe).nl;
+                let keep: BTreeSet<usize> = cand
+                    .iter()
+                    .copied()
+                    .filter(|j| fv.contains(&l.body.params[1 + j]))
+                    .collect();
+                if keep.is_empty() {
+                    break;
+                }
+                cand = cand.difference(&keep).copied().collect();
+            }
+            for j in cand.into_iter().rev() {
+                s.binds.remove(j);
+                let a = l.init.remove(j);
+                uncount_atom(&a, counts);
+                l.body.params.remove(1 + j);
+                let r = l.body.body.results.remove(j);
+                uncount_atom(&r, counts);
+                changed = true;
+            }
+            changed
+        }
+        Expr::Build(b) => prune_stacked(&mut s.binds, &mut b.body.body, counts),
+        Expr::Map(m) => prune_stacked(&mut s.binds, &mut m.body.body, counts),
+        Expr::If(i) => {
+            let mut changed = false;
+            for j in (0..s.binds.len()).rev() {
+                if unread(&s.binds[j], counts) {
+                    s.binds.remove(j);
+                    let a = i.then_.results.remove(j);
+                    uncount_atom(&a, counts);
+                    let a = i.else_.results.remove(j);
+                    uncount_atom(&a, counts);
+                    changed = true;
+                }
+            }
+            changed
+        }
+        Expr::Atom(_)
+        | Expr::Prim(..)
+        | Expr::Array(_)
+        | Expr::Tuple(_)
+        | Expr::Untuple(_)
+        | Expr::Lin(_)
+        | Expr::Call(_)
+        | Expr::Fold(_) => false,
+    }
+}
+
+/// Removes unread results of a build or map (one body result per binder).
+fn prune_stacked(binds: &mut Vec<Var>, body: &mut Block, counts: &mut Counts) -> bool {
+    let mut changed = false;
+    for j in (0..binds.len()).rev() {
+        if count(counts, binds[j]) == 0 {
+            binds.remove(j);
+            let a = body.results.remove(j);
+            uncount_atom(&a, counts);
+            changed = true;
+        }
+    }
+    changed
+}
+
+fn uncount_atom(a: &Atom, counts: &mut Counts) {
+    if let Atom::Var(v) = a {
+        let c = counts.entry(*v).or_insert(0);
+        *c = c.saturating_sub(1);
+    }
+}
+
+/// Linear DCE through explicit drops (see the module docs); returns whether
+/// anything changed.
+pub fn drop_dead_linear(f: &mut Func) -> bool {
+    let counts = counts_of(&f.body);
+    let mut subst = Subst::default();
+    let changed = ddl_block(&mut f.body, &counts, &mut subst);
+    subst.apply_block(&mut f.body);
+    changed
+}
+
+fn ddl_block(b: &mut Block, counts: &Counts, subst: &mut Subst) -> bool {
+    let mut changed = false;
+    for s in &mut b.stmts {
+        for nb in blocks_mut(&mut s.expr) {
+            changed |= ddl_block(nb, counts, subst);
+        }
+    }
+    // Slots: the statements at each original position (a replaced statement
+    // becomes several drops).
+    let mut slots: Vec<Vec<Option<Stmt>>> = std::mem::take(&mut b.stmts)
+        .into_iter()
+        .map(|s| vec![Some(s)])
+        .collect();
+    let mut drops: HashMap<Var, (usize, usize)> = HashMap::new();
+    for (i, slot) in slots.iter().enumerate() {
+        if let Some(Some(Stmt {
+            expr: Expr::Lin(LinOp::Drop(x)),
+            ..
+        })) = slot.first()
+        {
+            drops.insert(*x, (i, 0));
+        }
+    }
+    enum Action {
+        /// Replace by drops of these linear variables.
+        Drops(Vec<Var>, Vec<Var>, Option<SrcId>),
+        /// `dup(x)` with one copy dropped: (dropped copy, kept copy, x).
+        Dup(Var, Var, Var),
+    }
+    for i in (0..slots.len()).rev() {
+        let action = {
+            let Some(Some(s)) = slots[i].first() else {
+                continue;
+            };
+            if is_drop(s) || s.lin_binds.is_empty() || s.binds.iter().any(|v| count(counts, *v) > 0)
+            {
+                continue;
+            }
+            let dropped: Vec<bool> = s.lin_binds.iter().map(|v| drops.contains_key(v)).collect();
+            if dropped.iter().all(|d| *d) {
+                let lin: Vec<Var> = free_vars_stmt(s).lin.into_iter().collect();
+                Action::Drops(s.lin_binds.clone(), lin, s.src)
+            } else if let (Expr::Lin(LinOp::Dup(x)), [a, c]) = (&s.expr, s.lin_binds.as_slice()) {
+                match (dropped[0], dropped[1]) {
+                    (true, false) => Action::Dup(*a, *c, *x),
+                    (false, true) => Action::Dup(*c, *a, *x),
+                    _ => continue,
+                }
+            } else {
+                continue;
+            }
+        };
+        match action {
+            Action::Drops(binds, lin, src) => {
+                for v in &binds {
+                    let (a, k) = drops.remove(v).expect("checked");
+                    slots[a][k] = None;
+                }
+                slots[i] = lin.iter().map(|v| Some(drop_stmt(*v, src))).collect();
+                for (k, v) in lin.iter().enumerate() {
+                    drops.insert(*v, (i, k));
+                }
+            }
+            Action::Dup(gone, kept, x) => {
+                let (p, k) = drops.remove(&gone).expect("checked");
+                slots[p][k] = None;
+                slots[i] = vec![];
+                subst.set_lin(kept, x);
+            }
+        }
+        changed = true;
+    }
+    b.stmts = slots.into_iter().flatten().flatten().collect();
+    // A drop of a substituted variable names its replacement.
+    if !subst.is_empty() {
+        for s in &mut b.stmts {
+            subst.apply_operands(&mut s.expr);
+        }
+    }
+    changed
+}

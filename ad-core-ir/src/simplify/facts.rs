@@ -1,0 +1,376 @@
+//! Facts gathered by a forward walk and small helpers shared by the rules:
+//! the defining expression of each variable, the known sizes of arrays
+//! (for shape folding and fusion), occurrence counts, substitutions.
+
+use crate::ir::*;
+use crate::types::Ty;
+use crate::visit::{blocks, blocks_mut, for_each_operand, substitute_block};
+use std::collections::HashMap;
+
+/// What a forward walk knows about the variables bound so far.
+///
+/// `defs` holds the expression of every variable bound by a *simple* statement
+/// (atom, primitive, array operation, tuple, untuple, linear operation) with
+/// the position of the variable among the statement's results; compound
+/// statements (calls, ifs, loops, builds, maps, folds) are not recorded there.
+/// `dims` holds, for non-linear arrays, the sizes known from their definition,
+/// in canonical form (see [`Facts::canon_dim`]).
+#[derive(Clone, Debug, Default)]
+pub struct Facts {
+    defs: HashMap<Var, (Expr, usize)>,
+    dims: HashMap<Var, Vec<Option<Dim>>>,
+}
+
+impl Facts {
+    /// The simple expression binding `v` and the index of `v` among its results.
+    pub fn def(&self, v: Var) -> Option<(&Expr, usize)> {
+        self.defs.get(&v).map(|(e, i)| (e, *i))
+    }
+
+    /// The shape of `v` if it is bound by `LinOp::Zero`.
+    pub fn zero_shape(&self, v: Var) -> Option<&ShapeTree> {
+        match self.def(v) {
+            Some((Expr::Lin(LinOp::Zero(s)), 0)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The canonical size of axis `k` of the non-linear array `v`: a known
+    /// size (an `i64` atom, or an axis of an array `v` was computed from with
+    /// the same size), else `Dim::Of(v, k)` itself.
+    pub fn dim_of(&self, v: Var, k: usize) -> Dim {
+        self.dims
+            .get(&v)
+            .and_then(|ds| ds.get(k).copied().flatten())
+            .unwrap_or(Dim::Of(v, k))
+    }
+
+    /// The canonical form of an `i64` atom used as a size: `n` bound by
+    /// `shape(x, k)` becomes `dim_of(x, k)`.
+    pub fn canon_atom(&self, a: Atom) -> Dim {
+        if let Atom::Var(n) = a {
+            if let Some((
+                Expr::Array(ArrayOp::Shape {
+                    arr: Atom::Var(x),
+                    axis,
+                }),
+                0,
+            )) = self.def(n)
+            {
+                return self.dim_of(*x, *axis);
+            }
+        }
+        Dim::Atom(a)
+    }
+
+    /// The canonical form of a size. Two sizes with equal canonical forms are
+    /// equal at run time (whenever the program runs without error).
+    pub fn canon_dim(&self, d: Dim) -> Dim {
+        match d {
+            Dim::Atom(a) => self.canon_atom(a),
+            Dim::Of(v, k) => self.dim_of(v, k),
+        }
+    }
+
+    /// Whether two sizes are known to be equal.
+    pub fn same_dim(&self, a: Dim, b: Dim) -> bool {
+        self.canon_dim(a) == self.canon_dim(b)
+    }
+
+    /// Records the statement `s` (already rewritten: its operands are final).
+    pub fn record(&mut self, s: &Stmt, vars: &VarTable) {
+        let simple = match &s.expr {
+            Expr::Atom(_)
+            | Expr::Prim(..)
+            | Expr::Array(_)
+            | Expr::Tuple(_)
+            | Expr::Untuple(_)
+            | Expr::Lin(_) => true,
+            Expr::Call(_)
+            | Expr::If(_)
+            | Expr::Loop(_)
+            | Expr::Build(_)
+            | Expr::Map(_)
+            | Expr::Fold(_) => false,
+        };
+        if simple {
+            for (i, v) in s.binds.iter().enumerate() {
+                self.defs.insert(*v, (s.expr.clone(), i));
+            }
+            for (i, v) in s.lin_binds.iter().enumerate() {
+                self.defs.insert(*v, (s.expr.clone(), i));
+            }
+        }
+        for v in &s.binds {
+            let rank = match vars.ty(*v) {
+                Ty::Array { rank, .. } => *rank,
+                _ => continue,
+            };
+            let ds: Vec<Option<Dim>> = (0..rank).map(|k| self.known_dim(s, vars, k)).collect();
+            if ds.iter().any(Option::is_some) {
+                self.dims.insert(*v, ds);
+            }
+        }
+    }
+
+    /// The size of axis `k` of the (first, or only array) result of `s`.
+    fn known_dim(&self, s: &Stmt, vars: &VarTable, k: usize) -> Option<Dim> {
+        let of = |a: &Atom, k: usize| a.var().map(|v| self.dim_of(v, k));
+        let rank = |a: &Atom| crate::typing::atom_ty(a, vars).rank().unwrap_or(0);
+        match &s.expr {
+            Expr::Atom(a) => of(a, k),
+            Expr::Array(op) => match op {
+                ArrayOp::Index { arr, idx } => of(arr, idx.len() + k),
+                ArrayOp::Update { arr, .. } | ArrayOp::Scan { arr, .. } => of(arr, k),
+                ArrayOp::Gather { arr, idx } => {
+                    if k == 0 {
+                        of(idx, 0)
+                    } else {
+                        of(arr, k)
+                    }
+                }
+                ArrayOp::ScatterAdd { len, vals, .. } => {
+                    if k == 0 {
+                        Some(self.canon_atom(*len))
+                    } else {
+                        of(vals, k)
+                    }
+                }
+                ArrayOp::Reduce { arr, axis, .. } | ArrayOp::ArgReduce { arr, axis, .. } => {
+                    let ax = (*axis)?;
+                    of(arr, if k < ax { k } else { k + 1 })
+                }
+                ArrayOp::MatMul { a, b } => match (rank(a), rank(b), k) {
+                    (2, _, 0) => of(a, 0),
+                    (1, 2, 0) | (2, 2, 1) => of(b, 1),
+                    _ => None,
+                },
+                ArrayOp::Transpose { arr } => of(arr, 1 - k.min(1)),
+                ArrayOp::Broadcast { shape, .. } => shape.get(k).map(|a| self.canon_atom(*a)),
+                ArrayOp::Shape { .. } => None,
+            },
+            Expr::Build(b) => b.shape.get(k).map(|a| self.canon_atom(*a)),
+            Expr::Map(m) => {
+                let a0 = m.arrs.first()?;
+                if k < rank(a0) {
+                    of(a0, k)
+                } else {
+                    None
+                }
+            }
+            Expr::Prim(..)
+            | Expr::Tuple(_)
+            | Expr::Untuple(_)
+            | Expr::Lin(_)
+            | Expr::Call(_)
+            | Expr::If(_)
+            | Expr::Loop(_)
+            | Expr::Fold(_) => None,
+        }
+    }
+}
+
+/// Occurrence counts of variables: every operand position, block result and
+/// `Dim::Of` reference, nested blocks included (lambda parameters and binders
+/// are not occurrences).
+pub type Counts = HashMap<Var, usize>;
+
+/// Adds (`add = true`) or removes the occurrences in one statement.
+pub fn count_stmt(s: &Stmt, counts: &mut Counts, add: bool) {
+    let mut bump = |v: Var| {
+        let c = counts.entry(v).or_insert(0);
+        if add {
+            *c += 1;
+        } else {
+            *c = c.saturating_sub(1);
+        }
+    };
+    let mut vs: Vec<Var> = vec![];
+    let mut ls: Vec<Var> = vec![];
+    for_each_operand(
+        &s.expr,
+        &mut |a| {
+            if let Atom::Var(v) = a {
+                vs.push(*v);
+            }
+        },
+        &mut |v| ls.push(v),
+    );
+    vs.into_iter().chain(ls).for_each(&mut bump);
+    for b in blocks(&s.expr) {
+        count_block(b, counts, add);
+    }
+}
+
+/// Adds or removes the occurrences in a block (statements and results).
+pub fn count_block(b: &Block, counts: &mut Counts, add: bool) {
+    for s in &b.stmts {
+        count_stmt(s, counts, add);
+    }
+    let vs = b
+        .results
+        .iter()
+        .filter_map(Atom::var)
+        .chain(b.lin_results.iter().copied());
+    for v in vs {
+        let c = counts.entry(v).or_insert(0);
+        if add {
+            *c += 1;
+        } else {
+            *c = c.saturating_sub(1);
+        }
+    }
+}
+
+/// Occurrence counts of a whole block.
+pub fn counts_of(b: &Block) -> Counts {
+    let mut c = Counts::new();
+    count_block(b, &mut c, true);
+    c
+}
+
+/// The count of `v` (0 when absent).
+pub fn count(counts: &Counts, v: Var) -> usize {
+    counts.get(&v).copied().unwrap_or(0)
+}
+
+/// A pending substitution: non-linear variables to atoms, linear to variables.
+#[derive(Clone, Debug, Default)]
+pub struct Subst {
+    /// Non-linear replacements.
+    pub nl: HashMap<Var, Atom>,
+    /// Linear replacements.
+    pub lin: HashMap<Var, Var>,
+}
+
+impl Subst {
+    /// Whether nothing is substituted.
+    pub fn is_empty(&self) -> bool {
+        self.nl.is_empty() && self.lin.is_empty()
+    }
+
+    /// The current replacement of a non-linear atom (chains followed).
+    pub fn atom(&self, a: Atom) -> Atom {
+        let mut a = a;
+        for _ in 0..64 {
+            match a {
+                Atom::Var(v) => match self.nl.get(&v) {
+                    Some(r) => a = *r,
+                    None => return a,
+                },
+                _ => return a,
+            }
+        }
+        a
+    }
+
+    /// The current replacement of a linear variable (chains followed).
+    pub fn lin_var(&self, v: Var) -> Var {
+        let mut v = v;
+        for _ in 0..64 {
+            match self.lin.get(&v) {
+                Some(r) => v = *r,
+                None => return v,
+            }
+        }
+        v
+    }
+
+    /// Records `y := a` (non-linear).
+    pub fn set_nl(&mut self, y: Var, a: Atom) {
+        let a = self.atom(a);
+        if a != Atom::Var(y) {
+            self.nl.insert(y, a);
+        }
+    }
+
+    /// Records `y := x` (linear).
+    pub fn set_lin(&mut self, y: Var, x: Var) {
+        let x = self.lin_var(x);
+        if x != y {
+            self.lin.insert(y, x);
+        }
+    }
+
+    /// The substitution with every chain resolved.
+    pub fn resolved(&self) -> (HashMap<Var, Atom>, HashMap<Var, Var>) {
+        let nl = self
+            .nl
+            .keys()
+            .map(|v| (*v, self.atom(Atom::Var(*v))))
+            .collect();
+        let lin = self.lin.keys().map(|v| (*v, self.lin_var(*v))).collect();
+        (nl, lin)
+    }
+
+    /// Applies the substitution to the direct operands of an expression.
+    pub fn apply_operands(&self, e: &mut Expr) {
+        if self.is_empty() {
+            return;
+        }
+        crate::visit::map_operands(e, &mut |a| *a = self.atom(*a), &mut |v| {
+            *v = self.lin_var(*v)
+        });
+    }
+
+    /// Applies the substitution to a block's results.
+    pub fn apply_results(&self, b: &mut Block) {
+        if self.is_empty() {
+            return;
+        }
+        for a in &mut b.results {
+            *a = self.atom(*a);
+        }
+        for v in &mut b.lin_results {
+            *v = self.lin_var(*v);
+        }
+    }
+
+    /// Applies the substitution everywhere in a block.
+    pub fn apply_block(&self, b: &mut Block) {
+        if self.is_empty() {
+            return;
+        }
+        let (nl, lin) = self.resolved();
+        substitute_block(b, &nl, &lin);
+    }
+}
+
+/// Calls `f` on every block of `b` (nested ones first, then `b` itself).
+pub fn for_each_block_mut(b: &mut Block, f: &mut dyn FnMut(&mut Block)) {
+    for s in &mut b.stmts {
+        for nb in blocks_mut(&mut s.expr) {
+            for_each_block_mut(nb, f);
+        }
+    }
+    f(b);
+}
+
+/// A statement with the given binders.
+pub fn stmt(binds: Vec<Var>, lin_binds: Vec<Var>, expr: Expr, src: Option<SrcId>) -> Stmt {
+    Stmt {
+        binds,
+        lin_binds,
+        expr,
+        src,
+    }
+}
+
+/// `drop(v)`.
+pub fn drop_stmt(v: Var, src: Option<SrcId>) -> Stmt {
+    stmt(vec![], vec![], Expr::Lin(LinOp::Drop(v)), src)
+}
+
+/// Whether the statement is `drop(_)`.
+pub fn is_drop(s: &Stmt) -> bool {
+    matches!(s.expr, Expr::Lin(LinOp::Drop(_)))
+}
+
+/// Whether the expression reads or binds linear values (directly or inside).
+pub fn touches_linear(s: &Stmt) -> bool {
+    if !s.lin_binds.is_empty() {
+        return true;
+    }
+    let fv = crate::visit::free_vars_stmt(s);
+    !fv.lin.is_empty()
+}

@@ -1,0 +1,160 @@
+//! Loop-invariant code motion out of loop, build, map and fold bodies.
+//!
+//! `loop/build/map/fold |p| { let y = e; .. }` with `e` reading nothing bound
+//! in the body = `let y = e; loop/build/map/fold |p| { .. }`, for `e` pure,
+//! non-linear and *infallible*: the body may run zero times, so an operation
+//! that can fail (indexing, `i64` arithmetic, matmul shapes, calls) is never
+//! hoisted. Hoisting goes one level per statement; nested bodies are handled
+//! first, so an invariant moves out of every lambda it does not depend on.
+
+use crate::ir::*;
+use crate::types::{Scalar, Ty};
+use crate::typing::atom_ty;
+use crate::visit::{blocks_mut, free_vars_stmt};
+use std::collections::HashSet;
+
+/// Hoists invariant statements everywhere; returns whether anything moved.
+pub fn licm(f: &mut Func) -> bool {
+    let mut nonneg = HashSet::new();
+    super::facts::for_each_block_mut(&mut f.body, &mut |b| {
+        for s in &b.stmts {
+            if let (Expr::Array(ArrayOp::Shape { .. }), [y]) = (&s.expr, s.binds.as_slice()) {
+                nonneg.insert(*y);
+            }
+        }
+    });
+    licm_block(&mut f.body, &f.vars, &nonneg)
+}
+
+fn licm_block(b: &mut Block, vars: &VarTable, nonneg: &HashSet<Var>) -> bool {
+    let mut changed = false;
+    let old = std::mem::take(&mut b.stmts);
+    for mut s in old {
+        for nb in blocks_mut(&mut s.expr) {
+            changed |= licm_block(nb, vars, nonneg);
+        }
+        let lam = match &mut s.expr {
+            Expr::Loop(l) => Some(&mut l.body),
+            Expr::Build(bd) => Some(&mut bd.body),
+            Expr::Map(m) => Some(&mut m.body),
+            Expr::Fold(fd) => Some(&mut fd.body),
+            Expr::Atom(_)
+            | Expr::Prim(..)
+            | Expr::Array(_)
+            | Expr::Tuple(_)
+            | Expr::Untuple(_)
+            | Expr::Lin(_)
+            | Expr::Call(_)
+            | Expr::If(_) => None,
+        };
+        if let Some(lam) = lam {
+            let hoisted = hoist_from(lam, vars, nonneg);
+            changed |= !hoisted.is_empty();
+            b.stmts.extend(hoisted);
+        }
+        b.stmts.push(s);
+    }
+    changed
+}
+
+/// Removes the invariant statements of a lambda body and returns them in order.
+fn hoist_from(lam: &mut Lambda, vars: &VarTable, nonneg: &HashSet<Var>) -> Vec<Stmt> {
+    let mut inner: HashSet<Var> = lam.params.iter().chain(&lam.lin_params).copied().collect();
+    let mut out = vec![];
+    let mut kept = vec![];
+    for s in std::mem::take(&mut lam.body.stmts) {
+        let fv = free_vars_stmt(&s);
+        if fv.lin.is_empty()
+            && fv.nl.iter().all(|v| !inner.contains(v))
+            && hoistable(&s, vars, nonneg)
+        {
+            out.push(s);
+        } else {
+            inner.extend(s.binds.iter().chain(&s.lin_binds).copied());
+            kept.push(s);
+        }
+    }
+    lam.body.stmts = kept;
+    out
+}
+
+/// Whether a statement is pure, non-linear and cannot fail.
+pub fn hoistable(s: &Stmt, vars: &VarTable, nonneg: &HashSet<Var>) -> bool {
+    if !s.lin_binds.is_empty() || s.binds.is_empty() {
+        return false;
+    }
+    let elem = |a: &Atom| atom_ty(a, vars).elem();
+    match &s.expr {
+        Expr::Atom(_) | Expr::Tuple(_) | Expr::Untuple(_) => true,
+        Expr::Prim(p, xs) => prim_infallible(*p, xs, vars),
+        Expr::Array(op) => match op {
+            ArrayOp::Shape { .. } | ArrayOp::Transpose { .. } | ArrayOp::ArgReduce { .. } => true,
+            ArrayOp::Reduce { op, arr, .. } => {
+                elem(arr) == Some(Scalar::F64) || matches!(op, ReduceOp::Max | ReduceOp::Min)
+            }
+            ArrayOp::Scan { arr, .. } => elem(arr) == Some(Scalar::F64),
+            ArrayOp::Broadcast { arr, shape, axes } => {
+                axes.is_empty()
+                    && atom_ty(arr, vars).rank() == Some(0)
+                    && shape.iter().all(|a| match a {
+                        Atom::I64(n) => *n >= 0,
+                        Atom::Var(v) => nonneg.contains(v),
+                        Atom::F64(_) | Atom::Bool(_) => false,
+                    })
+            }
+            ArrayOp::Index { .. }
+            | ArrayOp::Update { .. }
+            | ArrayOp::Gather { .. }
+            | ArrayOp::ScatterAdd { .. }
+            | ArrayOp::MatMul { .. } => false,
+        },
+        Expr::Lin(_)
+        | Expr::Call(_)
+        | Expr::If(_)
+        | Expr::Loop(_)
+        | Expr::Build(_)
+        | Expr::Map(_)
+        | Expr::Fold(_) => false,
+    }
+}
+
+/// Whether a primitive cannot fail on these operands: everything on `f64` and
+/// `bool`, comparisons and max/min on `i64`, casts; not `i64` arithmetic.
+fn prim_infallible(p: Prim, xs: &[Atom], vars: &VarTable) -> bool {
+    let float = xs.first().map(|a| atom_ty(a, vars)) == Some(Ty::F64);
+    match p {
+        Prim::Add | Prim::Sub | Prim::Mul | Prim::Div | Prim::Rem | Prim::Neg | Prim::Abs => float,
+        Prim::Powi => matches!(xs.get(1), Some(Atom::I64(n)) if i32::try_from(*n).is_ok()),
+        Prim::Max
+        | Prim::Min
+        | Prim::Sin
+        | Prim::Cos
+        | Prim::Tan
+        | Prim::Exp
+        | Prim::Ln
+        | Prim::Log2
+        | Prim::Log10
+        | Prim::Sqrt
+        | Prim::Tanh
+        | Prim::Sinh
+        | Prim::Cosh
+        | Prim::Atan
+        | Prim::ExpM1
+        | Prim::Ln1p
+        | Prim::Powf
+        | Prim::Atan2
+        | Prim::Hypot
+        | Prim::Lt
+        | Prim::Le
+        | Prim::Gt
+        | Prim::Ge
+        | Prim::Eq
+        | Prim::Ne
+        | Prim::And
+        | Prim::Or
+        | Prim::Not
+        | Prim::ToF64
+        | Prim::ToI64
+        | Prim::Select => true,
+    }
+}
