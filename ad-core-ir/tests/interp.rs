@@ -1422,3 +1422,153 @@ fn value_constructor_shape_type() {
     assert!(!v.has_type(&Ty::array(Scalar::I64, 2)));
     assert_eq!(v.num_scalars(), 4);
 }
+
+// ------------------------------------------------------------------ more control and errors
+
+/// `g(x ; dx) = (x * x ; x * dx)` and `f(x ; dx) = g(x ; dx)` with the call's
+/// declared linear result shape `shape(x, 0)` or `n`.
+fn linear_call(declared: Option<i64>) -> Result<(Vec<Value>, Vec<Value>), EvalError> {
+    let mut prog = Program::default();
+    let g = {
+        let mut b = FuncBuilder::new(&prog, "g");
+        let x = b.param("x", Ty::f64s(1));
+        let dx = b.lin_param("dx", Ty::f64s(1), ShapeTree::Array(vec![Dim::Of(x, 0)]));
+        let sq = b.map(&[x.into()], |b, e| {
+            vec![b.prim(Prim::Mul, &[e[0].into(), e[0].into()]).into()]
+        });
+        let d = b.lin(LinOp::Scale { s: x.into(), x: dx });
+        b.finish(vec![sq[0].into()], vec![d])
+    };
+    prog.insert(g);
+    let f = {
+        let mut b = FuncBuilder::new(&prog, "f");
+        let x = b.param("x", Ty::f64s(1));
+        let dx = b.lin_param("dx", Ty::f64s(1), ShapeTree::Array(vec![Dim::Of(x, 0)]));
+        let dim = match declared {
+            None => Dim::Of(x, 0),
+            Some(n) => Dim::Atom(Atom::I64(n)),
+        };
+        let (r, lr) = b.emit(Expr::Call(Call {
+            func: "g".into(),
+            args: vec![x.into()],
+            lin_args: vec![dx],
+            lin_shapes: vec![ShapeTree::Array(vec![dim])],
+        }));
+        b.finish(vec![r[0].into()], lr)
+    };
+    prog.insert(f);
+    let x = f64s(&[2], &[2.0, 3.0]);
+    run(&prog, "f", &[x], &[f64s(&[2], &[1.0, -1.0])])
+}
+
+#[test]
+fn call_with_linear_arguments_and_results() {
+    let (r, lr) = linear_call(None).unwrap();
+    assert_eq!(r, vec![f64s(&[2], &[4.0, 9.0])]);
+    assert_eq!(lr, vec![f64s(&[2], &[2.0, -3.0])]);
+    let e = linear_call(Some(5)).unwrap_err();
+    assert!(e.msg.contains("declared shape"), "{e}");
+}
+
+#[test]
+fn linear_argument_of_wrong_shape_is_an_error() {
+    let prog = program(Box::new(|b: &mut FuncBuilder| {
+        let dx = b.lin_param("dx", Ty::f64s(1), fixed(&[3]));
+        (vec![], vec![dx])
+    }));
+    assert!(run(&prog, "f", &[], &[f64s(&[3], &[0.0; 3])]).is_ok());
+    let e = run(&prog, "f", &[], &[f64s(&[2], &[0.0; 2])]).unwrap_err();
+    assert!(e.msg.contains("declared shape"), "{e}");
+}
+
+/// A loop whose body indexes `x[i + 1]` (out of range at the last iteration),
+/// the index statement located at `inner`, the loop at `outer`.
+fn failing_loop(inner: Option<SrcId>, outer: Option<SrcId>) -> EvalError {
+    eval_err(
+        |b| {
+            let x = b.param("x", Ty::f64s(1));
+            let body = b.lambda(&[Ty::I64, Ty::F64], &[], |b, ps, _| {
+                let i1 = b.prim(Prim::Add, &[ps[0].into(), 1i64.into()]);
+                b.set_src(inner);
+                let e = b.index(x.into(), &[i1.into()]);
+                b.set_src(None);
+                let s = b.prim(Prim::Add, &[ps[1].into(), e.into()]);
+                (vec![s.into()], vec![])
+            });
+            b.set_src(outer);
+            let (r, _) = b.emit(Expr::Loop(Loop {
+                n: 3i64.into(),
+                rev: false,
+                init: vec![0.0.into()],
+                lin_init: vec![],
+                body,
+            }));
+            vec![r[0].into()]
+        },
+        &[f64s(&[3], &[1.0, 2.0, 3.0])],
+    )
+}
+
+#[test]
+fn errors_carry_the_innermost_source_id() {
+    let e = failing_loop(Some(SrcId(1)), Some(SrcId(2)));
+    assert!(e.msg.contains("out of range"), "{e}");
+    assert_eq!(e.src, Some(SrcId(1)));
+    assert_eq!(failing_loop(None, Some(SrcId(2))).src, Some(SrcId(2)));
+    assert_eq!(failing_loop(None, None).src, None);
+    assert_eq!(
+        EvalError {
+            msg: "boom".into(),
+            src: Some(SrcId(3))
+        }
+        .to_string(),
+        "boom (source #3)"
+    );
+}
+
+#[test]
+fn huge_sizes_are_errors_not_aborts() {
+    let e = array1_err(
+        |ps| ArrayOp::Broadcast {
+            arr: Atom::F64(0.0),
+            shape: vec![ps[0], ps[0]],
+            axes: vec![],
+        },
+        &[Value::I64(1 << 40)],
+    );
+    assert!(e.msg.contains("too large"), "{e}");
+    let e = eval_err(
+        |b| {
+            let n = b.param("n", Ty::I64);
+            let r = b.build(&[n.into(), n.into()], |_, ix| vec![ix[0].into()]);
+            vec![r[0].into()]
+        },
+        &[Value::I64(1 << 33)],
+    );
+    assert!(e.msg.contains("too large"), "{e}");
+}
+
+#[test]
+fn non_bool_condition_and_non_array_operands_are_errors() {
+    // the builder types programs, so corrupt one after building
+    let mut prog = program(Box::new(|b: &mut FuncBuilder| {
+        let c = b.param("c", Ty::BOOL);
+        let r = b.if_(c.into(), |_| vec![1.0.into()], |_| vec![2.0.into()]);
+        (vec![r[0].into()], vec![])
+    }));
+    if let Expr::If(i) = &mut prog.funcs[0].body.stmts[0].expr {
+        i.cond = Atom::F64(1.0);
+    }
+    let e = run(&prog, "f", &[Value::Bool(true)], &[]).unwrap_err();
+    assert!(e.msg.contains("bool"), "{e}");
+    let mut prog = program(Box::new(|b: &mut FuncBuilder| {
+        let x = b.param("x", Ty::f64s(1));
+        let e = b.index(x.into(), &[0i64.into()]);
+        (vec![e.into()], vec![])
+    }));
+    if let Expr::Array(ArrayOp::Index { arr, .. }) = &mut prog.funcs[0].body.stmts[0].expr {
+        *arr = Atom::F64(1.0);
+    }
+    let e = run(&prog, "f", &[f64s(&[1], &[1.0])], &[]).unwrap_err();
+    assert!(e.msg.contains("must be an array"), "{e}");
+}

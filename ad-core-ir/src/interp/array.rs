@@ -267,6 +267,7 @@ pub(crate) fn gather(a: &ArrayValue, idx: &Value) -> KResult {
     let row: usize = a.shape[1..].iter().product();
     let mut shape = a.shape.clone();
     shape[0] = rows.len();
+    checked_size(&shape)?;
     let data = on_data!(&a.data, d => {
         let mut out = Vec::with_capacity(rows.len() * row);
         for &r in &rows {
@@ -498,7 +499,7 @@ pub(crate) fn matmul(a: &ArrayValue, b: &ArrayValue) -> KResult<(Value, u64)> {
     if ka != kb {
         return Err(format!("matmul of shapes {:?} and {:?}", a.shape, b.shape));
     }
-    let mut out = vec![0.0; m * n];
+    let mut out = vec![0.0; checked_size(&[m, n])?];
     for i in 0..m {
         for j in 0..n {
             let mut s = 0.0;
@@ -530,6 +531,7 @@ pub(crate) fn outer(u: &ArrayValue, v: &ArrayValue) -> KResult {
             v.rank()
         ));
     }
+    checked_size(&[x.len(), y.len()])?;
     let data = x
         .iter()
         .flat_map(|p| y.iter().map(move |q| p * q))

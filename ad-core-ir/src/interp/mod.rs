@@ -15,6 +15,9 @@
 //! variable is bound once per function. Loop, build, map and fold bodies
 //! rebind their parameters and locals on every iteration.
 //!
+//! Arrays are limited to [`MAX_ELEMS`] elements (so are `Build` index spaces):
+//! a larger size is an error rather than an allocation failure.
+//!
 //! Values are checked against the declared types at function entry, and
 //! linear values against their declared [`crate::ir::ShapeTree`]s where the IR
 //! states them (`Func::lin_param_shapes` when non-empty, `Call::lin_shapes`,
@@ -52,7 +55,7 @@ mod prim;
 mod structured;
 mod value;
 
-pub use value::{dot, ArrayData, ArrayValue, Value};
+pub use value::{dot, ArrayData, ArrayValue, Value, MAX_ELEMS};
 
 use crate::ir::*;
 use crate::types::Ty;
@@ -222,7 +225,7 @@ impl<'f> Frame<'f> {
     fn i64(&self, a: &Atom, what: &str) -> Result<i64, String> {
         match self.scalar(a)? {
             Sc::I(n) => Ok(n),
-            other => Err(format!("{what} must be an i64, found {:?}", other)),
+            other => Err(format!("{what} must be an i64, found {}", other.ty_name())),
         }
     }
 
@@ -523,7 +526,11 @@ impl<'p> Interp<'p> {
     fn if_(&mut self, fr: &mut Frame<'p>, i: &'p If, s: &Stmt) -> Result<u64, EvalError> {
         let taken = match fr.scalar(&i.cond)? {
             Sc::B(c) => c,
-            other => return Err(format!("if condition must be a bool, found {other:?}").into()),
+            other => {
+                return Err(
+                    format!("if condition must be a bool, found {}", other.ty_name()).into(),
+                )
+            }
         };
         let (r, lr) = self.block(fr, if taken { &i.then_ } else { &i.else_ })?;
         bind_results(fr, s, r, lr, &i.lin_shapes, "if")?;

@@ -36,7 +36,8 @@ impl Sc {
         }
     }
 
-    fn ty_name(self) -> &'static str {
+    /// `f64`, `i64` or `bool`.
+    pub(crate) fn ty_name(self) -> &'static str {
         match self {
             Sc::F(_) => "f64",
             Sc::I(_) => "i64",

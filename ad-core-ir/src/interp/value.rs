@@ -143,12 +143,20 @@ impl ArrayValue {
     }
 }
 
-/// The product of `shape`, or `Err` on overflow.
+/// The largest number of elements of an array the interpreter creates (and of
+/// the index space of a `Build`): a bad size is an error, not an abort on
+/// allocation failure.
+pub const MAX_ELEMS: usize = 1 << 28;
+
+/// The product of `shape`, or `Err` above [`MAX_ELEMS`].
 pub(crate) fn checked_size(shape: &[usize]) -> Result<usize, String> {
     shape
         .iter()
         .try_fold(1usize, |n, s| n.checked_mul(*s))
-        .ok_or_else(|| format!("array of shape {shape:?} is too large"))
+        .filter(|n| *n <= MAX_ELEMS)
+        .ok_or_else(|| {
+            format!("array of shape {shape:?} is too large (limit {MAX_ELEMS} elements)")
+        })
 }
 
 impl Value {
