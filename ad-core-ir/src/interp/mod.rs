@@ -29,19 +29,20 @@
 //! [`run_counted`] also returns the *work* done: an estimate of what a compiled
 //! program would do, used to check that passes keep the promised complexity
 //! (e.g. reverse mode within a constant factor of the primal). Every statement
-//! costs at least 1; `size(v)` is the number of scalars in `v` (1 for a
+//! but pure bookkeeping costs at least 1; `size(v)` is the number of scalars in `v` (1 for a
 //! scalar, the number of elements of an array, the sum over a tuple's parts).
 //!
 //! | statement | work |
 //! |---|---|
-//! | atom copy, scalar `Prim`, `Tuple`, `Untuple`, `Shape` (linear ones too) | 1 |
+//! | scalar `Prim`, `Tuple`, `Untuple`, `Shape` (linear ones too) | 1 |
+//! | copy of a scalar (`Atom`), `Dup` of a scalar, `Drop` | 0 (register moves in compiled code) |
+//! | copy of an array | `size` |
 //! | `Index` / linear `Index` | `size(result)` (1 for an element) |
 //! | `Update` / linear `Update` | `size(val)` (in place in compiled code) |
 //! | `Gather`, `ScatterAdd`, `Broadcast`, `Scan`, `Reduce`, `ArgReduce`, `Transpose` (and linear twins), linear `Add`, `Neg`, `Scale`, `Sum` | max `size` over operands and results |
 //! | `MatMul` / linear `MatMul` | `m·k·n` (`k` for a dot product) |
 //! | linear `Outer` | `m·n` |
-//! | linear `Dup` | `size(x)` (a clone) |
-//! | linear `Drop` | 1 |
+//! | linear `Dup` of an array | `size(x)` (a clone) |
 //! | linear `Zero` | `size(result)` |
 //! | `If` | 1 + the work of the branch taken |
 //! | `Loop`, `Build`, `Map`, `Fold` | 1 + the work of all body evaluations |
@@ -452,8 +453,14 @@ impl<'p> Interp<'p> {
         let work = match &s.expr {
             Expr::Atom(a) => {
                 let x = fr.owned(a)?;
+                // A scalar copy is a register move in compiled code: free.
+                let work = if x.num_scalars() == 1 && x.as_array().is_none() {
+                    0
+                } else {
+                    x.num_scalars() as u64
+                };
                 fr.bind1(&s.binds, x)?;
-                1
+                work
             }
             Expr::Prim(p, args) => {
                 let mut xs = [Sc::B(false); 3];
@@ -497,7 +504,15 @@ impl<'p> Interp<'p> {
             Expr::Map(m) => self.map(fr, m, s)?,
             Expr::Fold(fd) => self.fold(fr, fd, s)?,
         };
-        self.cost = self.cost.saturating_add(work.max(1));
+        // Bookkeeping (copies, dup and drop of scalars) is free; everything
+        // else costs at least 1.
+        let bookkeeping = matches!(
+            s.expr,
+            Expr::Atom(_) | Expr::Lin(LinOp::Dup(_) | LinOp::Drop(_))
+        );
+        self.cost = self
+            .cost
+            .saturating_add(if bookkeeping { work } else { work.max(1) });
         Ok(())
     }
 

@@ -87,11 +87,16 @@ pub(super) fn lin_op(fr: &Frame<'_>, op: &LinOp) -> OpResult {
         }
         LinOp::Dup(x) => {
             let x = get(x)?;
-            Ok((vec![x.clone(), x.clone()], x.num_scalars() as u64))
+            let work = if x.as_array().is_some() {
+                x.num_scalars() as u64
+            } else {
+                0
+            };
+            Ok((vec![x.clone(), x.clone()], work))
         }
         LinOp::Drop(x) => {
             get(x)?;
-            Ok((vec![], 1))
+            Ok((vec![], 0))
         }
         LinOp::Tuple(xs) => {
             let parts = xs
