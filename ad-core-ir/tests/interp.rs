@@ -1341,7 +1341,7 @@ fn run_counted_control_and_linear() {
         let mm = b.map(&[m[0].into()], |b, e| {
             vec![b.prim(Prim::Add, &[e[0].into(), 1i64.into()]).into()]
         });
-        // dup 4, scale 4, add 4, drop 1
+        // dup 4, scale 4, add 4, drop 0
         let (_, d) = b.emit(Expr::Lin(LinOp::Dup(dx)));
         let s = b.lin(LinOp::Scale {
             s: 2.0.into(),
@@ -1360,7 +1360,7 @@ fn run_counted_control_and_linear() {
             .unwrap()
             .1
     };
-    let common = 3 + 1 + (1 + 4) + 4 + 4 + 4 + 1 + 4;
+    let common = 3 + 1 + (1 + 4) + 4 + 4 + 4 + 4;
     assert_eq!(work(true), common + 2);
     assert_eq!(work(false), common + 1);
 }

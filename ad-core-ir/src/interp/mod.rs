@@ -29,20 +29,20 @@
 //! [`run_counted`] also returns the *work* done: an estimate of what a compiled
 //! program would do, used to check that passes keep the promised complexity
 //! (e.g. reverse mode within a constant factor of the primal). Every statement
-//! but pure bookkeeping costs at least 1; `size(v)` is the number of scalars in `v` (1 for a
-//! scalar, the number of elements of an array, the sum over a tuple's parts).
+//! but pure bookkeeping (copies, `Dup`, `Drop`) costs at least 1; `size(v)` is
+//! the number of scalars in `v` (1 for a scalar, the number of elements of an
+//! array, the sum over a tuple's parts).
 //!
 //! | statement | work |
 //! |---|---|
 //! | scalar `Prim`, `Tuple`, `Untuple`, `Shape` (linear ones too) | 1 |
-//! | copy of a scalar (`Atom`), `Dup` of a scalar, `Drop` | 0 (register moves in compiled code) |
-//! | copy of an array | `size` |
+//! | copy (`Atom`) or linear `Dup` of a scalar; linear `Drop` | 0 (register moves in compiled code) |
+//! | copy (`Atom`) or linear `Dup` of an array | `size` (a clone); a tuple: the sum over its parts |
 //! | `Index` / linear `Index` | `size(result)` (1 for an element) |
 //! | `Update` / linear `Update` | `size(val)` (in place in compiled code) |
 //! | `Gather`, `ScatterAdd`, `Broadcast`, `Scan`, `Reduce`, `ArgReduce`, `Transpose` (and linear twins), linear `Add`, `Neg`, `Scale`, `Sum` | max `size` over operands and results |
 //! | `MatMul` / linear `MatMul` | `m·k·n` (`k` for a dot product) |
 //! | linear `Outer` | `m·n` |
-//! | linear `Dup` of an array | `size(x)` (a clone) |
 //! | linear `Zero` | `size(result)` |
 //! | `If` | 1 + the work of the branch taken |
 //! | `Loop`, `Build`, `Map`, `Fold` | 1 + the work of all body evaluations |
@@ -453,12 +453,7 @@ impl<'p> Interp<'p> {
         let work = match &s.expr {
             Expr::Atom(a) => {
                 let x = fr.owned(a)?;
-                // A scalar copy is a register move in compiled code: free.
-                let work = if x.num_scalars() == 1 && x.as_array().is_none() {
-                    0
-                } else {
-                    x.num_scalars() as u64
-                };
+                let work = copy_work(&x);
                 fr.bind1(&s.binds, x)?;
                 work
             }
@@ -550,6 +545,16 @@ impl<'p> Interp<'p> {
         let (r, lr) = self.block(fr, if taken { &i.then_ } else { &i.else_ })?;
         bind_results(fr, s, r, lr, &i.lin_shapes, "if")?;
         Ok(1)
+    }
+}
+
+/// The work of copying a value: 0 for a scalar (a register move), the size
+/// of an array (a clone), the sum over the parts of a tuple.
+fn copy_work(x: &Value) -> u64 {
+    match x {
+        Value::F64(_) | Value::I64(_) | Value::Bool(_) => 0,
+        Value::Array(a) => a.size() as u64,
+        Value::Tuple(parts) => parts.iter().map(copy_work).sum(),
     }
 }
 

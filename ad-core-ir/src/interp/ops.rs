@@ -87,12 +87,7 @@ pub(super) fn lin_op(fr: &Frame<'_>, op: &LinOp) -> OpResult {
         }
         LinOp::Dup(x) => {
             let x = get(x)?;
-            let work = if x.as_array().is_some() {
-                x.num_scalars() as u64
-            } else {
-                0
-            };
-            Ok((vec![x.clone(), x.clone()], work))
+            Ok((vec![x.clone(), x.clone()], super::copy_work(x)))
         }
         LinOp::Drop(x) => {
             get(x)?;
