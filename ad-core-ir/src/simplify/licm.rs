@@ -4,7 +4,8 @@
 //! in the body = `let y = e; loop/build/map/fold |p| { .. }`, for `e` pure,
 //! non-linear and *infallible*: the body may run zero times, so an operation
 //! that can fail (indexing, `i64` arithmetic, matmul shapes, calls) is never
-//! hoisted. Hoisting goes one level per statement; nested bodies are handled
+//! hoisted. A compound statement (an invariant map, say) is hoisted whole when
+//! everything in it is infallible. Hoisting goes one level per statement; nested bodies are handled
 //! first, so an invariant moves out of every lambda it does not depend on.
 
 use crate::ir::*;
@@ -80,10 +81,26 @@ fn hoist_from(lam: &mut Lambda, vars: &VarTable, nonneg: &HashSet<Var>) -> Vec<S
 
 /// Whether a statement is pure, non-linear and cannot fail.
 pub fn hoistable(s: &Stmt, vars: &VarTable, nonneg: &HashSet<Var>) -> bool {
-    if !s.lin_binds.is_empty() || s.binds.is_empty() {
+    !s.binds.is_empty() && infallible(s, vars, nonneg)
+}
+
+/// Whether a statement binds and reads no linear value and cannot fail; a
+/// compound statement qualifies when every statement of its bodies does
+/// (and a map's arrays cannot differ in shape, a build's sizes are
+/// non-negative).
+fn infallible(s: &Stmt, vars: &VarTable, nonneg: &HashSet<Var>) -> bool {
+    if !s.lin_binds.is_empty() {
         return false;
     }
     let elem = |a: &Atom| atom_ty(a, vars).elem();
+    let size_ok = |a: &Atom| match a {
+        Atom::I64(n) => *n >= 0,
+        Atom::Var(v) => nonneg.contains(v),
+        Atom::F64(_) | Atom::Bool(_) => false,
+    };
+    let scalars = |xs: &[Atom]| xs.iter().all(|a| atom_ty(a, vars).rank() == Some(0));
+    let body_ok =
+        |b: &Block| b.lin_results.is_empty() && b.stmts.iter().all(|t| infallible(t, vars, nonneg));
     match &s.expr {
         Expr::Atom(_) | Expr::Tuple(_) | Expr::Untuple(_) => true,
         Expr::Prim(p, xs) => prim_infallible(*p, xs, vars),
@@ -94,13 +111,7 @@ pub fn hoistable(s: &Stmt, vars: &VarTable, nonneg: &HashSet<Var>) -> bool {
             }
             ArrayOp::Scan { arr, .. } => elem(arr) == Some(Scalar::F64),
             ArrayOp::Broadcast { arr, shape, axes } => {
-                axes.is_empty()
-                    && atom_ty(arr, vars).rank() == Some(0)
-                    && shape.iter().all(|a| match a {
-                        Atom::I64(n) => *n >= 0,
-                        Atom::Var(v) => nonneg.contains(v),
-                        Atom::F64(_) | Atom::Bool(_) => false,
-                    })
+                axes.is_empty() && atom_ty(arr, vars).rank() == Some(0) && shape.iter().all(size_ok)
             }
             ArrayOp::Index { .. }
             | ArrayOp::Update { .. }
@@ -108,13 +119,24 @@ pub fn hoistable(s: &Stmt, vars: &VarTable, nonneg: &HashSet<Var>) -> bool {
             | ArrayOp::ScatterAdd { .. }
             | ArrayOp::MatMul { .. } => false,
         },
-        Expr::Lin(_)
-        | Expr::Call(_)
-        | Expr::If(_)
-        | Expr::Loop(_)
-        | Expr::Build(_)
-        | Expr::Map(_)
-        | Expr::Fold(_) => false,
+        // Stacking element results of different shapes fails: scalars only.
+        Expr::Map(m) => {
+            m.lin_arrs.is_empty()
+                && m.arrs.windows(2).all(|w| w[0] == w[1])
+                && scalars(&m.body.body.results)
+                && body_ok(&m.body.body)
+        }
+        Expr::Build(b) => {
+            b.shape.iter().all(size_ok) && scalars(&b.body.body.results) && body_ok(&b.body.body)
+        }
+        Expr::Loop(l) => {
+            l.lin_init.is_empty()
+                && scalars(&l.body.body.results[l.init.len().min(l.body.body.results.len())..])
+                && body_ok(&l.body.body)
+        }
+        Expr::Fold(fd) => body_ok(&fd.body.body),
+        Expr::If(i) => body_ok(&i.then_) && body_ok(&i.else_),
+        Expr::Lin(_) | Expr::Call(_) => false,
     }
 }
 

@@ -1,0 +1,1290 @@
+//! The simplifier: every rule on a hand-built function, checked three ways —
+//! (a) the interpreter gives the same results before and after on a few
+//! inputs, (b) the checker accepts the output, (c) the rewrite happened.
+//! Then whole-pipeline properties: `simplify_func` on bigger functions and on
+//! the (unsimplified) outputs of jvp / unzip / transpose.
+
+use ad_core_ir::build::FuncBuilder;
+use ad_core_ir::check::{check_func, Mode};
+use ad_core_ir::interp::{run, run_counted, Value};
+use ad_core_ir::ir::*;
+use ad_core_ir::pretty::func_to_string;
+use ad_core_ir::simplify::{
+    self, algebra, apply_rules, copy_prop, cse, dce, fold_const, fusion, licm, shape, zeros,
+    Options, Rule, Stats,
+};
+use ad_core_ir::types::{Scalar, Ty};
+use ad_core_ir::visit::{blocks, size_func};
+
+// ---------------------------------------------------------------- harness
+
+type Inputs = Vec<(Vec<Value>, Vec<Value>)>;
+
+fn prog_of(f: &Func) -> Program {
+    let mut p = Program::default();
+    p.insert(f.clone());
+    p
+}
+
+/// Checks (a) and (b): `after` passes the checker in `mode`, and gives the
+/// results of `before` (within `tol`) on every input where `before` runs.
+fn verify(before: &Func, after: &Func, mode: Mode, inputs: &Inputs, tol: f64) {
+    let pb = prog_of(before);
+    let pa = prog_of(after);
+    if let Err(e) = check_func(&pb, before, mode) {
+        panic!(
+            "test input fails the checker: {e:?}\n{}",
+            func_to_string(before)
+        );
+    }
+    if let Err(e) = check_func(&pa, after, mode) {
+        panic!(
+            "simplified function fails the checker: {e:?}\nbefore:\n{}\nafter:\n{}",
+            func_to_string(before),
+            func_to_string(after)
+        );
+    }
+    let mut ran = 0;
+    for (args, lin) in inputs {
+        let Ok(r0) = run(&pb, &before.name, args, lin) else {
+            continue;
+        };
+        ran += 1;
+        let r1 = run(&pa, &after.name, args, lin).unwrap_or_else(|e| {
+            panic!(
+                "simplified function fails on {args:?} ; {lin:?}: {e}\n{}",
+                func_to_string(after)
+            )
+        });
+        let all0 = r0.0.iter().chain(&r0.1);
+        let all1: Vec<&Value> = r1.0.iter().chain(&r1.1).collect();
+        assert_eq!(r0.0.len() + r0.1.len(), all1.len());
+        for (x, y) in all0.zip(all1) {
+            let d = x.max_abs_diff(y);
+            assert!(
+                d <= tol,
+                "results differ by {d}: {x:?} vs {y:?}\nbefore:\n{}\nafter:\n{}",
+                func_to_string(before),
+                func_to_string(after)
+            );
+        }
+    }
+    assert!(ran > 0, "no input ran without error");
+}
+
+/// Applies one rule of the rewrite engine, then asserts it fired.
+fn apply(
+    f: &Func,
+    name: &'static str,
+    rule: fn(&Stmt, &mut simplify::Cx<'_>) -> Option<Vec<Stmt>>,
+) -> Func {
+    let mut g = f.clone();
+    let st: Stats = apply_rules(&mut g, &prog_of(f), &[Rule { name, apply: rule }]);
+    assert!(
+        st.get(name) > 0,
+        "rule {name} did not fire on\n{}",
+        func_to_string(f)
+    );
+    g
+}
+
+/// Applies a whole-function pass and asserts it changed something.
+fn pass(f: &Func, p: fn(&mut Func) -> bool) -> Func {
+    let mut g = f.clone();
+    assert!(p(&mut g), "pass changed nothing on\n{}", func_to_string(f));
+    g
+}
+
+/// Number of statements (at any depth) whose expression satisfies `pred`.
+fn count(f: &Func, pred: &dyn Fn(&Expr) -> bool) -> usize {
+    fn go(b: &Block, pred: &dyn Fn(&Expr) -> bool) -> usize {
+        b.stmts
+            .iter()
+            .map(|s| {
+                pred(&s.expr) as usize
+                    + blocks(&s.expr)
+                        .into_iter()
+                        .map(|b| go(b, pred))
+                        .sum::<usize>()
+            })
+            .sum()
+    }
+    go(&f.body, pred)
+}
+
+fn is_zero(e: &Expr) -> bool {
+    matches!(e, Expr::Lin(LinOp::Zero(_)))
+}
+
+fn new_builder(name: &str) -> FuncBuilder<'static> {
+    static EMPTY: std::sync::OnceLock<Program> = std::sync::OnceLock::new();
+    FuncBuilder::new(EMPTY.get_or_init(Program::default), name)
+}
+
+fn vec_f(xs: &[f64]) -> Value {
+    Value::f64s(&[xs.len()], xs.to_vec())
+}
+
+fn mat_f(r: usize, c: usize, xs: &[f64]) -> Value {
+    Value::f64s(&[r, c], xs.to_vec())
+}
+
+fn scalars(xs: &[f64]) -> Vec<Value> {
+    xs.iter().map(|x| Value::F64(*x)).collect()
+}
+
+fn arr_shape(x: Var) -> ShapeTree {
+    ShapeTree::Array(vec![Dim::Of(x, 0)])
+}
+
+// ---------------------------------------------------------------- zeros
+
+#[test]
+fn ladd_zero() {
+    let mut b = new_builder("f");
+    let dx = b.lin_param("dx", Ty::F64, ShapeTree::Scalar);
+    let z = b.lin(LinOp::Zero(ShapeTree::Scalar));
+    let y = b.lin(LinOp::Add(z, dx));
+    let f = b.finish(vec![], vec![y]);
+    let g = apply(&f, "ladd_zero", zeros::ladd_zero);
+    assert_eq!(size_func(&g), 0);
+    verify(&f, &g, Mode::LinearB, &vec![(vec![], scalars(&[2.5]))], 0.0);
+}
+
+#[test]
+fn lneg_and_lscale_of_zero() {
+    let mut b = new_builder("f");
+    let s = b.param("s", Ty::f64s(1));
+    let c = b.param("c", Ty::F64);
+    let dx = b.lin_param("dx", Ty::F64, ShapeTree::Scalar);
+    let z = b.lin(LinOp::Zero(ShapeTree::Scalar));
+    let n = b.lin(LinOp::Neg(z));
+    let k = b.lin(LinOp::Scale { s: c.into(), x: n });
+    let y = b.lin(LinOp::Add(dx, k));
+    let z2 = b.lin(LinOp::Zero(ShapeTree::Scalar));
+    let arr = b.lin(LinOp::Scale { s: s.into(), x: z2 });
+    let f = b.finish(vec![], vec![y, arr]);
+    let g = apply(&f, "lneg_zero", zeros::lneg_zero);
+    let g = apply(&g, "lscale_zero", zeros::lscale_zero);
+    let g = apply(&g, "ladd_zero", zeros::ladd_zero);
+    // Only the array zero of s's shape is left.
+    assert_eq!(size_func(&g), 1);
+    assert_eq!(count(&g, &is_zero), 1);
+    let inputs = vec![(
+        vec![vec_f(&[1.0, 2.0, 3.0]), Value::F64(2.0)],
+        scalars(&[0.5]),
+    )];
+    verify(&f, &g, Mode::LinearB, &inputs, 0.0);
+}
+
+#[test]
+fn dup_and_drop_of_zero() {
+    let mut b = new_builder("f");
+    let dx = b.lin_param("dx", Ty::F64, ShapeTree::Scalar);
+    let z = b.lin(LinOp::Zero(ShapeTree::Scalar));
+    let (_, ab) = b.emit(Expr::Lin(LinOp::Dup(z)));
+    let y = b.lin(LinOp::Add(dx, ab[0]));
+    let z3 = b.lin(LinOp::Zero(ShapeTree::Scalar));
+    b.emit(Expr::Lin(LinOp::Drop(z3)));
+    let f = b.finish(vec![], vec![y, ab[1]]);
+    let g = apply(&f, "dup_zero", zeros::dup_zero);
+    let g = apply(&g, "drop_zero", zeros::drop_zero);
+    let g = apply(&g, "ladd_zero", zeros::ladd_zero);
+    assert_eq!(
+        count(&g, &|e| matches!(
+            e,
+            Expr::Lin(LinOp::Dup(_) | LinOp::Drop(_))
+        )),
+        0
+    );
+    assert_eq!(size_func(&g), 1);
+    verify(&f, &g, Mode::LinearB, &vec![(vec![], scalars(&[1.5]))], 0.0);
+}
+
+/// `f(x: [f64], i, idx: [i64] ; dx: [f64])` with zeros pushed through the
+/// array operations; each rule must leave a zero of the right shape.
+#[test]
+fn array_ops_of_zero() {
+    let mut b = new_builder("f");
+    let x = b.param("x", Ty::f64s(1));
+    let m = b.param("m", Ty::f64s(2));
+    let i = b.param("i", Ty::I64);
+    let idx = b.param("idx", Ty::array(Scalar::I64, 1));
+    let dx = b.lin_param("dx", Ty::f64s(1), arr_shape(x));
+    let zx = || LinOp::Zero(arr_shape(x));
+    let z1 = b.lin(zx());
+    let e = b.lin(LinOp::Index {
+        x: z1,
+        idx: vec![i.into()],
+    });
+    let z2 = b.lin(zx());
+    let g = b.lin(LinOp::Gather {
+        x: z2,
+        idx: idx.into(),
+    });
+    let z3 = b.lin(zx());
+    let sc = b.lin(LinOp::ScatterAdd {
+        len: Atom::I64(5),
+        idx: idx.into(),
+        x: z3,
+    });
+    let z4 = b.lin(zx());
+    let su = b.lin(LinOp::Sum { x: z4, axis: None });
+    let z5 = b.lin(LinOp::Zero(ShapeTree::Scalar));
+    let bc = b.lin(LinOp::Broadcast {
+        x: z5,
+        shape: vec![Atom::I64(2), Atom::I64(3)],
+        axes: vec![],
+    });
+    let tr = b.lin(LinOp::Transpose(bc));
+    let zm = b.lin(LinOp::Zero(ShapeTree::Array(vec![
+        Dim::Of(m, 0),
+        Dim::Of(m, 1),
+    ])));
+    let su2 = b.lin(LinOp::Sum {
+        x: zm,
+        axis: Some(0),
+    });
+    let z6 = b.lin(zx());
+    let mm = b.lin(LinOp::MatMul {
+        a: m.into(),
+        x: z6,
+        lin_left: false,
+    });
+    let z7 = b.lin(zx());
+    let ou = b.lin(LinOp::Outer {
+        x: z7,
+        b: x.into(),
+        lin_left: true,
+    });
+    let z8 = b.lin(zx());
+    let scn = b.lin(LinOp::Scan {
+        x: z8,
+        reverse: false,
+    });
+    let z9 = b.lin(LinOp::Zero(ShapeTree::Scalar));
+    let up = b.lin(LinOp::Update {
+        x: dx,
+        idx: vec![i.into()],
+        val: z9,
+        add: true,
+    });
+    let f = b.finish(vec![], vec![e, g, sc, su, tr, su2, mm, ou, scn, up]);
+    let mut g = f.clone();
+    let st = apply_rules(&mut g, &prog_of(&f), zeros::RULES);
+    for r in [
+        "lindex_zero",
+        "lgather_zero",
+        "lscatter_add_zero",
+        "lsum_zero",
+        "lbroadcast_zero",
+        "ltranspose_zero",
+        "lmatmul_zero",
+        "louter_zero",
+        "lscan_zero",
+        "lupdate_zero",
+    ] {
+        assert!(st.get(r) > 0, "{r} did not fire");
+    }
+    // Nothing but zeros is left; the update is gone.
+    assert_eq!(size_func(&g), count(&g, &is_zero));
+    assert_eq!(size_func(&g), 9);
+    let inputs = vec![(
+        vec![
+            vec_f(&[1.0, 2.0, 3.0]),
+            mat_f(3, 3, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]),
+            Value::I64(1),
+            Value::i64s(&[3], vec![0, 2, 2]),
+        ],
+        vec![vec_f(&[0.5, -1.0, 2.0])],
+    )];
+    verify(&f, &g, Mode::LinearB, &inputs, 0.0);
+}
+
+#[test]
+fn tuple_and_untuple_of_zeros() {
+    let mut b = new_builder("f");
+    let x = b.param("x", Ty::f64s(1));
+    let dx = b.lin_param("dx", Ty::F64, ShapeTree::Scalar);
+    let za = b.lin(LinOp::Zero(ShapeTree::Scalar));
+    let zb = b.lin(LinOp::Zero(arr_shape(x)));
+    let t = b.lin(LinOp::Tuple(vec![za, zb]));
+    let (_, parts) = b.emit(Expr::Lin(LinOp::Untuple(t)));
+    let y = b.lin(LinOp::Add(dx, parts[0]));
+    let f = b.finish(vec![], vec![y, parts[1]]);
+    let g = apply(&f, "ltuple_zero", zeros::ltuple_zero);
+    let g = apply(&g, "luntuple_zero", zeros::luntuple_zero);
+    let g = apply(&g, "ladd_zero", zeros::ladd_zero);
+    assert_eq!(
+        count(&g, &|e| matches!(
+            e,
+            Expr::Lin(LinOp::Tuple(_) | LinOp::Untuple(_))
+        )),
+        0
+    );
+    assert_eq!(size_func(&g), 1);
+    let inputs = vec![(vec![vec_f(&[1.0, 2.0])], scalars(&[3.0]))];
+    verify(&f, &g, Mode::LinearB, &inputs, 0.0);
+}
+
+/// A zero read by both branches of an `if` is pushed into each branch, where
+/// `ladd_zero` then removes it.
+#[test]
+fn zero_into_if() {
+    let mut b = new_builder("f");
+    let c = b.param("c", Ty::BOOL);
+    let dx = b.lin_param("dx", Ty::F64, ShapeTree::Scalar);
+    let z = b.lin(LinOp::Zero(ShapeTree::Scalar));
+    let (_, dx2) = b.emit(Expr::Lin(LinOp::Dup(dx)));
+    let then_ = b.block(|b| {
+        let y = b.lin(LinOp::Add(dx2[0], z));
+        b.emit(Expr::Lin(LinOp::Drop(dx2[1])));
+        (vec![], vec![y])
+    });
+    let else_ = b.block(|b| {
+        let y = b.lin(LinOp::Add(dx2[1], dx2[0]));
+        let y2 = b.lin(LinOp::Add(y, z));
+        (vec![], vec![y2])
+    });
+    let (_, r) = b.emit(Expr::If(If {
+        cond: c.into(),
+        then_,
+        else_,
+        lin_shapes: vec![ShapeTree::Scalar],
+    }));
+    let f = b.finish(vec![], r);
+    let g = apply(&f, "zero_into_if", zeros::zero_into_if);
+    assert_eq!(count(&g, &is_zero), 2);
+    let mut h = g.clone();
+    simplify::simplify_func(&mut h, &prog_of(&g), &Options::default());
+    assert_eq!(count(&h, &is_zero), 0);
+    let inputs = vec![
+        (vec![Value::Bool(true)], scalars(&[1.5])),
+        (vec![Value::Bool(false)], scalars(&[1.5])),
+    ];
+    verify(&f, &g, Mode::LinearB, &inputs, 0.0);
+    verify(&f, &h, Mode::LinearB, &inputs, 0.0);
+}
+
+/// `map(|a ; d| lscale(a, d), x ; 0)`: the zero becomes a scalar zero inside.
+#[test]
+fn lmap_zero_arg() {
+    let mut b = new_builder("f");
+    let x = b.param("x", Ty::f64s(1));
+    let z = b.lin(LinOp::Zero(arr_shape(x)));
+    let body = b.lambda(&[Ty::F64], &[Ty::F64], |b, ps, lps| {
+        let y = b.lin(LinOp::Scale {
+            s: ps[0].into(),
+            x: lps[0],
+        });
+        (vec![], vec![y])
+    });
+    let (_, r) = b.emit(Expr::Map(Map {
+        arrs: vec![x.into()],
+        lin_arrs: vec![z],
+        body,
+    }));
+    let f = b.finish(vec![], r);
+    let g = apply(&f, "lmap_zero_arg", zeros::lmap_zero_arg);
+    let Expr::Map(m) = &g.body.stmts[0].expr else {
+        panic!("a map")
+    };
+    assert!(m.lin_arrs.is_empty());
+    let mut h = g.clone();
+    simplify::simplify_func(&mut h, &prog_of(&g), &Options::default());
+    let inputs = vec![(vec![vec_f(&[1.0, -2.0])], vec![])];
+    verify(&f, &g, Mode::LinearB, &inputs, 0.0);
+    verify(&f, &h, Mode::LinearB, &inputs, 0.0);
+}
+
+// ---------------------------------------------------------------- algebra
+
+/// One binary primitive with a literal, for the algebra table.
+fn binop(p: Prim, lit_left: bool, lit: Atom, ty: Ty) -> Func {
+    let mut b = new_builder("f");
+    let x = b.param("x", ty);
+    let args = if lit_left {
+        [lit, x.into()]
+    } else {
+        [x.into(), lit]
+    };
+    let y = b.prim(p, &args);
+    let w = b.prim(Prim::Add, &[y.into(), y.into()]);
+    b.finish(vec![w.into()], vec![])
+}
+
+#[test]
+fn algebra_identities() {
+    type R = fn(&Stmt, &mut simplify::Cx<'_>) -> Option<Vec<Stmt>>;
+    let special = [0.0, -0.0, 1.5, -2.0, f64::INFINITY, f64::NAN];
+    let table: Vec<(&'static str, R, Func)> = vec![
+        (
+            "mul_one",
+            algebra::mul_one,
+            binop(Prim::Mul, false, Atom::F64(1.0), Ty::F64),
+        ),
+        (
+            "mul_one",
+            algebra::mul_one,
+            binop(Prim::Mul, true, Atom::F64(1.0), Ty::F64),
+        ),
+        (
+            "mul_one",
+            algebra::mul_one,
+            binop(Prim::Mul, true, Atom::I64(1), Ty::I64),
+        ),
+        (
+            "div_one",
+            algebra::div_one,
+            binop(Prim::Div, false, Atom::F64(1.0), Ty::F64),
+        ),
+        (
+            "div_one",
+            algebra::div_one,
+            binop(Prim::Div, false, Atom::I64(1), Ty::I64),
+        ),
+        (
+            "add_zero",
+            algebra::add_zero,
+            binop(Prim::Add, false, Atom::F64(0.0), Ty::F64),
+        ),
+        (
+            "add_zero",
+            algebra::add_zero,
+            binop(Prim::Add, true, Atom::F64(-0.0), Ty::F64),
+        ),
+        (
+            "add_zero",
+            algebra::add_zero,
+            binop(Prim::Add, true, Atom::I64(0), Ty::I64),
+        ),
+        (
+            "sub_zero",
+            algebra::sub_zero,
+            binop(Prim::Sub, false, Atom::F64(0.0), Ty::F64),
+        ),
+        (
+            "sub_zero",
+            algebra::sub_zero,
+            binop(Prim::Sub, false, Atom::I64(0), Ty::I64),
+        ),
+    ];
+    for (name, rule, f) in table {
+        let g = apply(&f, name, rule);
+        assert_eq!(size_func(&g), 1, "{name}");
+        let ins: Inputs = if *f.vars.ty(f.params[0]) == Ty::I64 {
+            [0, -3, 7, i64::MAX / 4]
+                .iter()
+                .map(|x| (vec![Value::I64(*x)], vec![]))
+                .collect()
+        } else {
+            special
+                .iter()
+                .map(|x| (vec![Value::F64(*x)], vec![]))
+                .collect()
+        };
+        verify(&f, &g, Mode::LinearA, &ins, 0.0);
+    }
+    // x * 0 is not simplified (inf * 0 is NaN).
+    let f = binop(Prim::Mul, false, Atom::F64(0.0), Ty::F64);
+    let mut g = f.clone();
+    simplify::simplify_func(&mut g, &prog_of(&f), &Options::default());
+    assert_eq!(size_func(&g), 2);
+}
+
+#[test]
+fn neg_neg_not_not_bool_and_select() {
+    let mut b = new_builder("f");
+    let x = b.param("x", Ty::F64);
+    let c = b.param("c", Ty::BOOL);
+    let n1 = b.prim(Prim::Neg, &[x.into()]);
+    let n2 = b.prim(Prim::Neg, &[n1.into()]);
+    let b1 = b.prim(Prim::Not, &[c.into()]);
+    let b2 = b.prim(Prim::Not, &[b1.into()]);
+    let a1 = b.prim(Prim::And, &[b2.into(), Atom::Bool(true)]);
+    let a2 = b.prim(Prim::Or, &[Atom::Bool(true), a1.into()]);
+    let s1 = b.prim(Prim::Select, &[a2.into(), n2.into(), Atom::F64(3.0)]);
+    let s2 = b.prim(Prim::Select, &[c.into(), s1.into(), s1.into()]);
+    let f = b.finish(vec![s2.into(), a1.into()], vec![]);
+    let g = apply(&f, "neg_neg", algebra::neg_neg);
+    let g = apply(&g, "not_not", algebra::not_not);
+    let g = apply(&g, "bool_literal", algebra::bool_literal);
+    let g = apply(&g, "select_literal", algebra::select_literal);
+    let mut h = g.clone();
+    dce::dce(&mut h);
+    assert_eq!(size_func(&h), 0, "{}", func_to_string(&h));
+    assert_eq!(h.body.results, vec![Atom::Var(x), Atom::Var(c)]);
+    let ins: Inputs = [(1.5, true), (-0.0, false), (f64::NAN, true)]
+        .iter()
+        .map(|(x, c)| (vec![Value::F64(*x), Value::Bool(*c)], vec![]))
+        .collect();
+    verify(&f, &h, Mode::LinearA, &ins, 0.0);
+}
+
+#[test]
+fn linear_algebra_identities() {
+    let mut b = new_builder("f");
+    let s = b.param("s", Ty::F64);
+    let t = b.param("t", Ty::F64);
+    let dx = b.lin_param("dx", Ty::F64, ShapeTree::Scalar);
+    let dy = b.lin_param(
+        "dy",
+        Ty::f64s(1),
+        ShapeTree::Array(vec![Dim::Atom(Atom::I64(3))]),
+    );
+    let a = b.lin(LinOp::Scale {
+        s: Atom::F64(1.0),
+        x: dx,
+    });
+    let n1 = b.lin(LinOp::Neg(a));
+    let n2 = b.lin(LinOp::Neg(n1));
+    let k1 = b.lin(LinOp::Scale { s: t.into(), x: dy });
+    let k2 = b.lin(LinOp::Scale { s: s.into(), x: k1 });
+    let f = b.finish(vec![], vec![n2, k2]);
+    let g = apply(&f, "lscale_one", algebra::lscale_one);
+    let g = apply(&g, "lneg_lneg", algebra::lneg_lneg);
+    let g = apply(&g, "lscale_lscale", algebra::lscale_lscale);
+    assert_eq!(count(&g, &|e| matches!(e, Expr::Lin(LinOp::Neg(_)))), 0);
+    assert_eq!(
+        count(&g, &|e| matches!(e, Expr::Lin(LinOp::Scale { .. }))),
+        1
+    );
+    assert_eq!(g.body.lin_results[0], dx);
+    let ins: Inputs = vec![
+        (
+            scalars(&[2.0, 3.0]),
+            vec![Value::F64(0.5), vec_f(&[1.0, 2.0, 3.0])],
+        ),
+        (
+            scalars(&[-0.3, 1.7]),
+            vec![Value::F64(-1.5), vec_f(&[0.1, 0.2, 0.3])],
+        ),
+    ];
+    // Reassociated scaling: equal up to rounding.
+    verify(&f, &g, Mode::LinearB, &ins, 1e-12);
+}
+
+// ---------------------------------------------------------------- constant folding
+
+#[test]
+fn fold_prim() {
+    let mut b = new_builder("f");
+    let x = b.param("x", Ty::F64);
+    let a = b.prim(Prim::Mul, &[Atom::F64(2.0), Atom::F64(3.0)]);
+    let c = b.prim(Prim::Lt, &[a.into(), Atom::F64(10.0)]);
+    let i = b.prim(Prim::Add, &[Atom::I64(2), Atom::I64(40)]);
+    let j = b.prim(Prim::ToF64, &[i.into()]);
+    let y = b.prim(Prim::Select, &[c.into(), j.into(), x.into()]);
+    let z = b.prim(Prim::Add, &[y.into(), x.into()]);
+    let f = b.finish(vec![z.into()], vec![]);
+    let mut g = f.clone();
+    let rules = [
+        Rule {
+            name: "fold_prim",
+            apply: fold_const::fold_prim,
+        },
+        Rule {
+            name: "select_literal",
+            apply: algebra::select_literal,
+        },
+    ];
+    let st = apply_rules(&mut g, &prog_of(&f), &rules);
+    assert_eq!(st.get("fold_prim"), 4);
+    assert_eq!(size_func(&g), 1, "{}", func_to_string(&g));
+    verify(
+        &f,
+        &g,
+        Mode::LinearA,
+        &vec![(scalars(&[1.25]), vec![])],
+        0.0,
+    );
+    // Never folded: would fail at run time, or give a non-finite literal.
+    let mut b = new_builder("f");
+    let bad = b.prim(Prim::Div, &[Atom::I64(1), Atom::I64(0)]);
+    let ovf = b.prim(Prim::Mul, &[Atom::I64(i64::MAX), Atom::I64(2)]);
+    let inf = b.prim(Prim::Div, &[Atom::F64(1.0), Atom::F64(0.0)]);
+    let nan = b.prim(Prim::Sqrt, &[Atom::F64(-1.0)]);
+    let f = b.finish(vec![bad.into(), ovf.into(), inf.into(), nan.into()], vec![]);
+    let mut g = f.clone();
+    assert_eq!(apply_rules(&mut g, &prog_of(&f), &rules).total(), 0);
+    assert!(run(&prog_of(&g), "f", &[], &[]).is_err());
+}
+
+#[test]
+fn if_literal() {
+    let mut b = new_builder("f");
+    let x = b.param("x", Ty::F64);
+    let dx = b.lin_param("dx", Ty::F64, ShapeTree::Scalar);
+    let then_ = b.block(|b| {
+        let y = b.prim(Prim::Sin, &[x.into()]);
+        let d = b.lin(LinOp::Scale { s: y.into(), x: dx });
+        (vec![y.into()], vec![d])
+    });
+    let else_ = b.block(|b| {
+        let d = b.lin(LinOp::Neg(dx));
+        (vec![x.into()], vec![d])
+    });
+    let (r, lr) = b.emit(Expr::If(If {
+        cond: Atom::Bool(true),
+        then_,
+        else_,
+        lin_shapes: vec![ShapeTree::Scalar],
+    }));
+    let f = b.finish(vec![r[0].into()], lr);
+    let g = apply(&f, "if_literal", fold_const::if_literal);
+    assert_eq!(count(&g, &|e| matches!(e, Expr::If(_))), 0);
+    assert_eq!(size_func(&g), 2);
+    verify(
+        &f,
+        &g,
+        Mode::LinearA,
+        &vec![(scalars(&[0.3]), scalars(&[2.0]))],
+        0.0,
+    );
+}
+
+// ---------------------------------------------------------------- copies and shapes
+
+#[test]
+fn copy_atom_and_untuple_tuple() {
+    let mut b = new_builder("f");
+    let x = b.param("x", Ty::F64);
+    let dx = b.lin_param("dx", Ty::F64, ShapeTree::Scalar);
+    let dy = b.lin_param("dy", Ty::F64, ShapeTree::Scalar);
+    let c = b.emit1(Expr::Atom(x.into()));
+    let k = b.emit1(Expr::Atom(Atom::F64(2.0)));
+    let t = b.emit1(Expr::Tuple(vec![c.into(), k.into()]));
+    let (parts, _) = b.emit(Expr::Untuple(t.into()));
+    let y = b.prim(Prim::Mul, &[parts[0].into(), parts[1].into()]);
+    let lt = b.lin(LinOp::Tuple(vec![dx, dy]));
+    let (_, lp) = b.emit(Expr::Lin(LinOp::Untuple(lt)));
+    let s = b.lin(LinOp::Add(lp[1], lp[0]));
+    let f = b.finish(vec![y.into()], vec![s]);
+    let g = apply(&f, "copy_atom", copy_prop::copy_atom);
+    let g = apply(&g, "untuple_tuple", copy_prop::untuple_tuple);
+    let mut h = g.clone();
+    dce::dce(&mut h);
+    assert_eq!(size_func(&h), 2, "{}", func_to_string(&h));
+    let Expr::Prim(Prim::Mul, xs) = &h.body.stmts[0].expr else {
+        panic!()
+    };
+    assert_eq!(xs, &vec![Atom::Var(x), Atom::F64(2.0)]);
+    verify(
+        &f,
+        &h,
+        Mode::LinearA,
+        &vec![(scalars(&[1.5]), scalars(&[2.0, 3.0]))],
+        0.0,
+    );
+}
+
+#[test]
+fn fold_shape_and_zero_dims() {
+    let mut b = new_builder("f");
+    let x = b.param("x", Ty::f64s(1));
+    let n = b.param("n", Ty::I64);
+    let e = b.map(&[x.into()], |b, p| {
+        vec![b.prim(Prim::Exp, &[p[0].into()]).into()]
+    })[0];
+    let t = b.map(&[e.into()], |b, p| {
+        vec![b.prim(Prim::Sin, &[p[0].into()]).into()]
+    })[0];
+    let s1 = b.shape(t.into(), 0);
+    let bl = b.build(&[n.into()], |_, i| vec![i[0].into()])[0];
+    let s2 = b.shape(bl.into(), 0);
+    let z = b.lin(LinOp::Zero(ShapeTree::Array(vec![
+        Dim::Of(t, 0),
+        Dim::Of(bl, 0),
+    ])));
+    let f = b.finish(vec![s1.into(), s2.into()], vec![z]);
+    let g = apply(&f, "fold_shape", shape::fold_shape);
+    let g = apply(&g, "zero_dims", shape::zero_dims);
+    let mut h = g.clone();
+    dce::dce(&mut h);
+    // shape(t, 0) = shape(x, 0); shape(build(n), 0) = n; maps and build are dead.
+    assert_eq!(h.body.results[1], Atom::Var(n));
+    assert_eq!(
+        count(&h, &|e| matches!(e, Expr::Map(_) | Expr::Build(_))),
+        0,
+        "{}",
+        func_to_string(&h)
+    );
+    let Expr::Lin(LinOp::Zero(ShapeTree::Array(ds))) = &h.body.stmts.last().unwrap().expr else {
+        panic!()
+    };
+    assert_eq!(ds, &vec![Dim::Of(x, 0), Dim::Atom(Atom::Var(n))]);
+    verify(
+        &f,
+        &h,
+        Mode::LinearA,
+        &vec![(vec![vec_f(&[1.0, 2.0, 3.0]), Value::I64(2)], vec![])],
+        0.0,
+    );
+}
+
+// ---------------------------------------------------------------- DCE
+
+#[test]
+fn dce_statements_and_unread_results() {
+    let mut b = new_builder("f");
+    let x = b.param("x", Ty::F64);
+    let n = b.param("n", Ty::I64);
+    let _dead = b.prim(Prim::Sin, &[x.into()]);
+    // Loop: state 0 is the result, state 1 feeds state 0, state 2 feeds
+    // only itself (removable), output 0 is read, output 1 is not.
+    let (st, ys) = b.loop_(
+        n.into(),
+        false,
+        &[Atom::F64(0.0), Atom::F64(1.0), Atom::F64(2.0)],
+        |b, i, s| {
+            let fi = b.prim(Prim::ToF64, &[i.into()]);
+            let a = b.prim(Prim::Add, &[s[0].into(), s[1].into()]);
+            let c = b.prim(Prim::Mul, &[s[1].into(), x.into()]);
+            let d = b.prim(Prim::Exp, &[s[2].into()]);
+            let y0 = b.prim(Prim::Mul, &[fi.into(), a.into()]);
+            (
+                vec![a.into(), c.into(), d.into()],
+                vec![y0.into(), d.into()],
+            )
+        },
+    );
+    // Build with an unread second result; map with an unread result.
+    let bl = b.build(&[n.into()], |b, i| {
+        let fi = b.prim(Prim::ToF64, &[i[0].into()]);
+        let c = b.prim(Prim::Cos, &[fi.into()]);
+        vec![fi.into(), c.into()]
+    });
+    let if_r = b.if_(
+        Atom::Bool(true),
+        |b| vec![b.prim(Prim::Sin, &[x.into()]).into(), x.into()],
+        |_| vec![x.into(), x.into()],
+    );
+    let f = b.finish(
+        vec![st[0].into(), ys[0].into(), bl[0].into(), if_r[1].into()],
+        vec![],
+    );
+    let g = pass(&f, dce::dce);
+    let Expr::Loop(l) = &g.body.stmts[0].expr else {
+        panic!("{}", func_to_string(&g))
+    };
+    assert_eq!(l.init.len(), 2, "{}", func_to_string(&g));
+    assert_eq!(g.body.stmts[0].binds.len(), 3);
+    let Expr::Build(bd) = &g.body.stmts[1].expr else {
+        panic!()
+    };
+    assert_eq!(bd.body.body.results.len(), 1);
+    assert_eq!(bd.body.body.stmts.len(), 1);
+    let Expr::If(i) = &g.body.stmts[2].expr else {
+        panic!()
+    };
+    assert_eq!(i.then_.results.len(), 1);
+    assert!(i.then_.stmts.is_empty());
+    assert_eq!(size_func(&g), 2 + 4 + 1 + 1);
+    let ins: Inputs = [0, 1, 4]
+        .iter()
+        .map(|k| (vec![Value::F64(0.7), Value::I64(*k)], vec![]))
+        .collect();
+    verify(&f, &g, Mode::LinearA, &ins, 0.0);
+}
+
+#[test]
+fn dce_keeps_linear_consumption() {
+    // A dead build that consumes a linear variable inside becomes a drop.
+    let mut b = new_builder("f");
+    let n = b.param("n", Ty::I64);
+    let dx = b.lin_param("dx", Ty::F64, ShapeTree::Scalar);
+    let body = b.lambda(&[Ty::I64], &[], |b, _, _| {
+        let z = b.lin(LinOp::Scale {
+            s: Atom::F64(2.0),
+            x: dx,
+        });
+        (vec![], vec![z])
+    });
+    let (_, lr) = b.emit(Expr::Build(Build {
+        shape: vec![n.into()],
+        body,
+    }));
+    b.emit(Expr::Lin(LinOp::Drop(lr[0])));
+    let f = b.finish(vec![], vec![]);
+    let g = pass(&f, dce::drop_dead_linear);
+    assert_eq!(size_func(&g), 1);
+    assert!(matches!(g.body.stmts[0].expr, Expr::Lin(LinOp::Drop(v)) if v == dx));
+    verify(
+        &f,
+        &g,
+        Mode::LinearB,
+        &vec![(vec![Value::I64(3)], scalars(&[1.0]))],
+        0.0,
+    );
+}
+
+#[test]
+fn drop_dead_linear() {
+    let mut b = new_builder("f");
+    let s = b.param("s", Ty::F64);
+    let dx = b.lin_param("dx", Ty::F64, ShapeTree::Scalar);
+    let dy = b.lin_param("dy", Ty::F64, ShapeTree::Scalar);
+    let k = b.lin(LinOp::Scale { s: s.into(), x: dx });
+    let n = b.lin(LinOp::Neg(k));
+    b.emit(Expr::Lin(LinOp::Drop(n)));
+    let (_, d) = b.emit(Expr::Lin(LinOp::Dup(dy)));
+    b.emit(Expr::Lin(LinOp::Drop(d[0])));
+    let r = b.lin(LinOp::Neg(d[1]));
+    let f = b.finish(vec![], vec![r]);
+    let g = pass(&f, dce::drop_dead_linear);
+    assert_eq!(size_func(&g), 2, "{}", func_to_string(&g));
+    assert_eq!(count(&g, &|e| matches!(e, Expr::Lin(LinOp::Dup(_)))), 0);
+    verify(
+        &f,
+        &g,
+        Mode::LinearB,
+        &vec![(scalars(&[2.0]), scalars(&[1.0, 3.0]))],
+        0.0,
+    );
+}
+
+// ---------------------------------------------------------------- CSE
+
+#[test]
+fn cse_scoped() {
+    let mut b = new_builder("f");
+    let x = b.param("x", Ty::f64s(1));
+    let y = b.param("y", Ty::F64);
+    let i = b.param("i", Ty::I64);
+    let n1 = b.shape(x.into(), 0);
+    let n2 = b.shape(x.into(), 0);
+    let e1 = b.index(x.into(), &[i.into()]);
+    let e2 = b.index(x.into(), &[i.into()]);
+    let a1 = b.prim(Prim::Mul, &[e1.into(), y.into()]);
+    let a2 = b.prim(Prim::Mul, &[y.into(), e2.into()]);
+    let bl = b.build(&[n2.into()], |b, j| {
+        // Visible from outside: merged with a1. Local ones: merged inside only.
+        let a3 = b.prim(Prim::Mul, &[e1.into(), y.into()]);
+        let fj = b.prim(Prim::ToF64, &[j[0].into()]);
+        let fj2 = b.prim(Prim::ToF64, &[j[0].into()]);
+        let s = b.prim(Prim::Add, &[fj.into(), fj2.into()]);
+        vec![b.prim(Prim::Add, &[s.into(), a3.into()]).into()]
+    })[0];
+    let bl2 = b.build(&[n1.into()], |b, j| {
+        let fj = b.prim(Prim::ToF64, &[j[0].into()]);
+        vec![fj.into()]
+    })[0];
+    // Linear statements are never merged.
+    let dz = b.lin(LinOp::Zero(ShapeTree::Scalar));
+    let dz2 = b.lin(LinOp::Zero(ShapeTree::Scalar));
+    let f = b.finish(
+        vec![a1.into(), a2.into(), bl.into(), bl2.into()],
+        vec![dz, dz2],
+    );
+    let g = pass(&f, cse::cse);
+    // n2, e2, a2, a3, fj2 merged.
+    assert_eq!(size_func(&g), size_func(&f) - 5, "{}", func_to_string(&g));
+    assert_eq!(g.body.results[0], g.body.results[1]);
+    assert_eq!(count(&g, &is_zero), 2);
+    let ins: Inputs = vec![(
+        vec![vec_f(&[1.0, 2.0, 3.0]), Value::F64(0.5), Value::I64(2)],
+        vec![],
+    )];
+    verify(&f, &g, Mode::LinearA, &ins, 0.0);
+}
+
+// ---------------------------------------------------------------- fusion
+
+#[test]
+fn map_map_nonlinear() {
+    let mut b = new_builder("f");
+    let x = b.param("x", Ty::f64s(1));
+    let y = b.param("y", Ty::f64s(1));
+    let e = b.map(&[x.into()], |b, p| {
+        vec![b.prim(Prim::Exp, &[p[0].into()]).into()]
+    })[0];
+    let m = b.map(&[e.into(), y.into(), e.into()], |b, p| {
+        let a = b.prim(Prim::Mul, &[p[0].into(), p[1].into()]);
+        vec![b.prim(Prim::Add, &[a.into(), p[2].into()]).into()]
+    })[0];
+    let f = b.finish(vec![m.into()], vec![]);
+    let g = pass(&f, fusion::map_map);
+    assert_eq!(count(&g, &|e| matches!(e, Expr::Map(_))), 1);
+    let ins: Inputs = vec![
+        (
+            vec![vec_f(&[0.1, 0.2, 0.3]), vec_f(&[1.0, 2.0, 3.0])],
+            vec![],
+        ),
+        (vec![vec_f(&[0.1, 0.2]), vec_f(&[1.0, 2.0, 3.0])], vec![]),
+    ];
+    verify(&f, &g, Mode::LinearA, &ins, 0.0);
+}
+
+#[test]
+fn map_map_linear() {
+    let mut b = new_builder("f");
+    let x = b.param("x", Ty::f64s(1));
+    let dx = b.lin_param("dx", Ty::f64s(1), arr_shape(x));
+    let body = b.lambda(&[Ty::F64], &[Ty::F64], |b, ps, lps| {
+        let c = b.prim(Prim::Cos, &[ps[0].into()]);
+        let y = b.lin(LinOp::Scale {
+            s: c.into(),
+            x: lps[0],
+        });
+        (vec![], vec![y])
+    });
+    let (_, d1) = b.emit(Expr::Map(Map {
+        arrs: vec![x.into()],
+        lin_arrs: vec![dx],
+        body,
+    }));
+    let body2 = b.lambda(&[Ty::F64], &[Ty::F64], |b, ps, lps| {
+        let y = b.lin(LinOp::Scale {
+            s: ps[0].into(),
+            x: lps[0],
+        });
+        let y2 = b.lin(LinOp::Neg(y));
+        (vec![], vec![y2])
+    });
+    let (_, d2) = b.emit(Expr::Map(Map {
+        arrs: vec![x.into()],
+        lin_arrs: vec![d1[0]],
+        body: body2,
+    }));
+    let f = b.finish(vec![], d2);
+    let g = pass(&f, fusion::map_map);
+    assert_eq!(count(&g, &|e| matches!(e, Expr::Map(_))), 1);
+    let ins: Inputs = vec![(vec![vec_f(&[0.1, 0.2, 0.3])], vec![vec_f(&[1.0, 2.0, 3.0])])];
+    verify(&f, &g, Mode::LinearB, &ins, 0.0);
+}
+
+#[test]
+fn map_of_build_and_index_of_build() {
+    let mut b = new_builder("f");
+    let x = b.param("x", Ty::f64s(1));
+    let i = b.param("i", Ty::I64);
+    let n = b.shape(x.into(), 0);
+    let bl = b.build(&[n.into()], |b, j| {
+        let fj = b.prim(Prim::ToF64, &[j[0].into()]);
+        vec![b.prim(Prim::Sqrt, &[fj.into()]).into()]
+    })[0];
+    let m = b.map(&[bl.into(), x.into()], |b, p| {
+        vec![b.prim(Prim::Mul, &[p[0].into(), p[1].into()]).into()]
+    })[0];
+    let bl2 = b.build(&[n.into(), Atom::I64(2)], |b, j| {
+        let fj = b.prim(Prim::ToF64, &[j[0].into()]);
+        let fk = b.prim(Prim::ToF64, &[j[1].into()]);
+        vec![b.prim(Prim::Sub, &[fj.into(), fk.into()]).into()]
+    })[0];
+    let e = b.index(bl2.into(), &[i.into(), Atom::I64(1)]);
+    let f = b.finish(vec![m.into(), e.into()], vec![]);
+    let g = pass(&f, fusion::map_of_build);
+    assert_eq!(count(&g, &|e| matches!(e, Expr::Map(_))), 0);
+    let g = pass(&g, fusion::index_of_build);
+    assert_eq!(
+        count(&g, &|e| matches!(e, Expr::Build(_))),
+        1,
+        "{}",
+        func_to_string(&g)
+    );
+    let ins: Inputs = [0, 2, 5]
+        .iter()
+        .map(|k| (vec![vec_f(&[1.0, 2.0, 3.0]), Value::I64(*k)], vec![]))
+        .collect();
+    verify(&f, &g, Mode::LinearA, &ins, 0.0);
+}
+
+#[test]
+fn build_of_index() {
+    let mut b = new_builder("f");
+    let x = b.param("x", Ty::f64s(2));
+    let n = b.shape(x.into(), 0);
+    let m = b.shape(x.into(), 1);
+    let copy = b.build(&[n.into(), m.into()], |b, j| {
+        vec![b.index(x.into(), &[j[0].into(), j[1].into()]).into()]
+    })[0];
+    let rows = b.build(&[n.into()], |b, j| {
+        vec![b.index(x.into(), &[j[0].into()]).into()]
+    })[0];
+    // Not the identity: the sizes are swapped.
+    let other = b.build(&[m.into()], |b, j| {
+        vec![b.index(x.into(), &[j[0].into()]).into()]
+    })[0];
+    let f = b.finish(vec![copy.into(), rows.into(), other.into()], vec![]);
+    let mut g = f.clone();
+    let st = simplify::rewrite(&mut g, &prog_of(&f), &Options::default());
+    assert_eq!(st.get("build_of_index"), 2);
+    assert_eq!(g.body.results[0], Atom::Var(x));
+    assert_eq!(g.body.results[1], Atom::Var(x));
+    let ins: Inputs = vec![
+        (vec![mat_f(2, 2, &[1.0, 2.0, 3.0, 4.0])], vec![]),
+        (vec![mat_f(3, 2, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0])], vec![]),
+    ];
+    verify(&f, &g, Mode::LinearA, &ins, 0.0);
+}
+
+#[test]
+fn gather_of_build() {
+    let mut b = new_builder("f");
+    let n = b.param("n", Ty::I64);
+    let idx = b.param("idx", Ty::array(Scalar::I64, 1));
+    let bl = b.build(&[n.into(), Atom::I64(2)], |b, j| {
+        let fj = b.prim(Prim::ToF64, &[j[0].into()]);
+        let fk = b.prim(Prim::ToF64, &[j[1].into()]);
+        vec![b.prim(Prim::Atan2, &[fj.into(), fk.into()]).into()]
+    })[0];
+    let g0 = b.array(ArrayOp::Gather {
+        arr: bl.into(),
+        idx: idx.into(),
+    });
+    let f = b.finish(vec![g0.into()], vec![]);
+    let g = pass(&f, fusion::gather_of_build);
+    assert_eq!(
+        count(&g, &|e| matches!(e, Expr::Array(ArrayOp::Gather { .. }))),
+        0
+    );
+    let ins: Inputs = vec![
+        (
+            vec![Value::I64(4), Value::i64s(&[3], vec![3, 0, 3])],
+            vec![],
+        ),
+        (vec![Value::I64(4), Value::i64s(&[1], vec![9])], vec![]),
+    ];
+    verify(&f, &g, Mode::LinearA, &ins, 0.0);
+}
+
+#[test]
+fn dot_of_map_and_ldot_of_map() {
+    let mut b = new_builder("f");
+    let x = b.param("x", Ty::f64s(1));
+    let y = b.param("y", Ty::f64s(1));
+    let dx = b.lin_param("dx", Ty::f64s(1), arr_shape(x));
+    let p = b.map(&[x.into(), y.into()], |b, p| {
+        vec![b.prim(Prim::Mul, &[p[1].into(), p[0].into()]).into()]
+    })[0];
+    let s = b.array(ArrayOp::Reduce {
+        op: ReduceOp::Sum,
+        arr: p.into(),
+        axis: None,
+    });
+    let q = b.map(&[x.into()], |b, p| {
+        vec![b.prim(Prim::Mul, &[p[0].into(), p[0].into()]).into()]
+    })[0];
+    let s2 = b.array(ArrayOp::Reduce {
+        op: ReduceOp::Sum,
+        arr: q.into(),
+        axis: Some(0),
+    });
+    let body = b.lambda(&[Ty::F64], &[Ty::F64], |b, ps, lps| {
+        let d = b.lin(LinOp::Scale {
+            s: ps[0].into(),
+            x: lps[0],
+        });
+        (vec![], vec![d])
+    });
+    let (_, dm) = b.emit(Expr::Map(Map {
+        arrs: vec![y.into()],
+        lin_arrs: vec![dx],
+        body,
+    }));
+    let ds = b.lin(LinOp::Sum {
+        x: dm[0],
+        axis: None,
+    });
+    let f = b.finish(vec![s.into(), s2.into()], vec![ds]);
+    let g = pass(&f, fusion::dot_of_map);
+    let g = pass(&g, fusion::ldot_of_map);
+    assert_eq!(count(&g, &|e| matches!(e, Expr::Map(_))), 0);
+    assert_eq!(
+        count(&g, &|e| matches!(
+            e,
+            Expr::Array(ArrayOp::MatMul { .. }) | Expr::Lin(LinOp::MatMul { .. })
+        )),
+        3
+    );
+    let ins: Inputs = vec![(
+        vec![vec_f(&[0.1, 0.2, 0.3]), vec_f(&[1.0, -2.0, 3.0])],
+        vec![vec_f(&[0.5, 0.25, -1.0])],
+    )];
+    verify(&f, &g, Mode::LinearA, &ins, 1e-12);
+}
+
+#[test]
+fn sum_to_loop() {
+    let mut b = new_builder("f");
+    let n = b.param("n", Ty::I64);
+    let bl = b.build(&[n.into()], |b, j| {
+        let fj = b.prim(Prim::ToF64, &[j[0].into()]);
+        vec![b.prim(Prim::Sin, &[fj.into()]).into()]
+    })[0];
+    let s = b.array(ArrayOp::Reduce {
+        op: ReduceOp::Sum,
+        arr: bl.into(),
+        axis: None,
+    });
+    let f = b.finish(vec![s.into()], vec![]);
+    let g = pass(&f, fusion::sum_to_loop);
+    assert_eq!(count(&g, &|e| matches!(e, Expr::Loop(_))), 1);
+    assert_eq!(count(&g, &|e| matches!(e, Expr::Build(_))), 0);
+    let ins: Inputs = [0, 1, 10]
+        .iter()
+        .map(|k| (vec![Value::I64(*k)], vec![]))
+        .collect();
+    verify(&f, &g, Mode::LinearA, &ins, 1e-12);
+    // Off by default.
+    let mut h = f.clone();
+    simplify::simplify_func(&mut h, &prog_of(&f), &Options::default());
+    assert_eq!(count(&h, &|e| matches!(e, Expr::Loop(_))), 0);
+}
+
+// ---------------------------------------------------------------- LICM
+
+#[test]
+fn licm_hoists_infallible_invariants_only() {
+    let mut b = new_builder("f");
+    let x = b.param("x", Ty::f64s(1));
+    let c = b.param("c", Ty::F64);
+    let k = b.param("k", Ty::I64);
+    let n = b.shape(x.into(), 0);
+    let outer = b.build(&[n.into()], |b, i| {
+        let inner = b.build(&[Atom::I64(3)], |b, j| {
+            let e = b.prim(Prim::Exp, &[c.into()]); // invariant in both builds
+            let kk = b.prim(Prim::Add, &[k.into(), Atom::I64(1)]); // i64 add: may overflow
+            let xi = b.index(x.into(), &[i[0].into()]); // may fail: stays
+            let fj = b.prim(Prim::ToF64, &[j[0].into()]);
+            let fk = b.prim(Prim::ToF64, &[kk.into()]);
+            let a = b.prim(Prim::Mul, &[e.into(), xi.into()]);
+            let a2 = b.prim(Prim::Add, &[a.into(), fj.into()]);
+            vec![b.prim(Prim::Add, &[a2.into(), fk.into()]).into()]
+        })[0];
+        let s = b.array(ArrayOp::Reduce {
+            op: ReduceOp::Sum,
+            arr: inner.into(),
+            axis: None,
+        });
+        vec![s.into()]
+    })[0];
+    let f = b.finish(vec![outer.into()], vec![]);
+    let g = pass(&f, licm::licm);
+    // exp(c) is now a top-level statement.
+    assert!(
+        g.body
+            .stmts
+            .iter()
+            .any(|s| matches!(s.expr, Expr::Prim(Prim::Exp, _))),
+        "{}",
+        func_to_string(&g)
+    );
+    assert!(!g.body.stmts.iter().any(|s| matches!(
+        s.expr,
+        Expr::Prim(Prim::Add, _) | Expr::Array(ArrayOp::Index { .. })
+    )));
+    assert_eq!(size_func(&g), size_func(&f));
+    let ins: Inputs = vec![
+        (
+            vec![vec_f(&[1.0, 2.0]), Value::F64(0.5), Value::I64(4)],
+            vec![],
+        ),
+        (
+            vec![vec_f(&[]), Value::F64(0.5), Value::I64(i64::MAX)],
+            vec![],
+        ),
+    ];
+    verify(&f, &g, Mode::LinearA, &ins, 0.0);
+    // The second input (empty x, k = MAX) runs: nothing fallible was hoisted.
+    assert!(run(&prog_of(&g), "f", &ins[1].0, &[]).is_ok());
+}
+
+// ---------------------------------------------------------------- the whole simplifier
+
+/// A loop + build + reduce function with dead, duplicated, foldable and
+/// fusable code.
+fn bigger() -> Func {
+    let mut b = new_builder("big");
+    let x = b.param("x", Ty::f64s(1));
+    let w = b.param("w", Ty::F64);
+    let n = b.param("n", Ty::I64);
+    let len = b.shape(x.into(), 0);
+    let (st, _) = b.loop_(
+        n.into(),
+        false,
+        &[Atom::F64(0.0), Atom::F64(1.0)],
+        |b, _i, s| {
+            let one = b.prim(Prim::Add, &[Atom::F64(0.5), Atom::F64(0.5)]);
+            let ww = b.prim(Prim::Mul, &[w.into(), one.into()]);
+            let e = b.map(&[x.into()], |b, p| {
+                vec![b.prim(Prim::Mul, &[p[0].into(), ww.into()]).into()]
+            })[0];
+            let e2 = b.map(&[e.into()], |b, p| {
+                vec![b.prim(Prim::Tanh, &[p[0].into()]).into()]
+            })[0];
+            let m2 = b.shape(e2.into(), 0);
+            let cp = b.build(&[m2.into()], |b, j| {
+                vec![b.index(e2.into(), &[j[0].into()]).into()]
+            })[0];
+            let sum = b.array(ArrayOp::Reduce {
+                op: ReduceOp::Sum,
+                arr: cp.into(),
+                axis: None,
+            });
+            let acc = b.prim(Prim::Add, &[s[0].into(), sum.into()]);
+            let acc0 = b.prim(Prim::Add, &[acc.into(), Atom::F64(0.0)]);
+            let dead = b.prim(Prim::Mul, &[s[1].into(), Atom::F64(2.0)]);
+            (vec![acc0.into(), dead.into()], vec![])
+        },
+    );
+    let ww2 = b.prim(Prim::Mul, &[w.into(), Atom::F64(1.0)]);
+    let sq = b.build(&[len.into()], |b, j| {
+        let xi = b.index(x.into(), &[j[0].into()]);
+        let xi2 = b.index(x.into(), &[j[0].into()]);
+        vec![b.prim(Prim::Mul, &[xi.into(), xi2.into()]).into()]
+    })[0];
+    let sqs = b.array(ArrayOp::Reduce {
+        op: ReduceOp::Sum,
+        arr: sq.into(),
+        axis: None,
+    });
+    let r = b.prim(Prim::Add, &[st[0].into(), sqs.into()]);
+    let r2 = b.prim(Prim::Mul, &[r.into(), ww2.into()]);
+    b.finish(vec![r2.into()], vec![])
+}
+
+#[test]
+fn simplify_func_on_a_bigger_function() {
+    let f = bigger();
+    let mut g = f.clone();
+    simplify::simplify_func(&mut g, &prog_of(&f), &Options::default());
+    assert!(
+        size_func(&g) * 3 < size_func(&f) * 2,
+        "{} -> {}\n{}",
+        size_func(&f),
+        size_func(&g),
+        func_to_string(&g)
+    );
+    // The invariant map and its sum left the loop.
+    let Some(Expr::Loop(l)) = g
+        .body
+        .stmts
+        .iter()
+        .map(|s| &s.expr)
+        .find(|e| matches!(e, Expr::Loop(_)))
+    else {
+        panic!("{}", func_to_string(&g))
+    };
+    assert_eq!(l.body.body.stmts.len(), 1, "{}", func_to_string(&g));
+    let ins: Inputs = [
+        (vec![0.5, -1.0, 2.0], 0.7, 3),
+        (vec![], 1.5, 2),
+        (vec![1.0], 0.0, 0),
+    ]
+    .into_iter()
+    .map(|(x, w, n)| (vec![vec_f(&x), Value::F64(w), Value::I64(n)], vec![]))
+    .collect();
+    verify(&f, &g, Mode::LinearA, &ins, 1e-12);
+    let p = prog_of(&f);
+    let (_, w0) = run_counted(&p, "big", &ins[0].0, &[]).unwrap();
+    let (_, w1) = run_counted(&prog_of(&g), "big", &ins[0].0, &[]).unwrap();
+    assert!(w1 < w0, "work {w0} -> {w1}");
+    // A second run changes nothing (fixpoint).
+    let mut h = g.clone();
+    assert!(
+        !simplify::sweep(&mut h, &p, &Options::default()),
+        "{}",
+        func_to_string(&h)
+    );
+}
