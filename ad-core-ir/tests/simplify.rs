@@ -1019,6 +1019,45 @@ fn build_of_index() {
 }
 
 #[test]
+fn build_of_index_multi_result_and_map_identity() {
+    let mut b = new_builder("f");
+    let u = b.param("u", Ty::f64s(1));
+    let v = b.param("v", Ty::f64s(1));
+    let n = b.shape(u.into(), 0);
+    // Result 1 is u itself; result 2 is v only if v is as long as u: kept.
+    let r = b.build(&[n.into()], |b, i| {
+        let a = b.index(u.into(), &[i[0].into()]);
+        let c = b.index(v.into(), &[i[0].into()]);
+        let m = b.prim(Prim::Mul, &[a.into(), c.into()]);
+        vec![m.into(), a.into(), c.into()]
+    });
+    let mm = b.map(&[u.into(), v.into()], |b, p| {
+        let s = b.prim(Prim::Sub, &[p[0].into(), p[1].into()]);
+        vec![s.into(), p[1].into()]
+    });
+    let f = b.finish(
+        vec![
+            r[0].into(),
+            r[1].into(),
+            r[2].into(),
+            mm[0].into(),
+            mm[1].into(),
+        ],
+        vec![],
+    );
+    let g = apply(&f, "build_of_index", fusion::build_of_index);
+    let g = apply(&g, "map_identity", fusion::map_identity);
+    assert_eq!(g.body.results[1], Atom::Var(u));
+    assert_ne!(g.body.results[2], Atom::Var(v));
+    assert_eq!(g.body.results[4], Atom::Var(v));
+    let ins: Inputs = vec![
+        (vec![vec_f(&[1.0, 2.0]), vec_f(&[3.0, 4.0])], vec![]),
+        (vec![vec_f(&[1.0, 2.0]), vec_f(&[3.0, 4.0, 5.0])], vec![]),
+    ];
+    verify(&f, &g, Mode::LinearA, &ins, 0.0);
+}
+
+#[test]
 fn gather_of_build() {
     let mut b = new_builder("f");
     let n = b.param("n", Ty::I64);
@@ -1287,4 +1326,199 @@ fn simplify_func_on_a_bigger_function() {
         "{}",
         func_to_string(&h)
     );
+}
+
+// ---------------------------------------------------------------- on pass outputs
+
+mod pipeline {
+    use super::*;
+    use ad_core_ir::driver::{differentiate, Names, Options as DriverOptions};
+    use ad_core_ir::testing::Rng;
+
+    /// Differentiates `name` without simplification, simplifies every derived
+    /// function, and checks: the checker accepts each (Linear A for jvp,
+    /// Linear B for the others), jvp / fwd / lin / lin_t give the same results
+    /// before and after, and the derived code got smaller.
+    pub fn check(prog: &Program, name: &str, args: &[Value], seed: u64) {
+        let raw = DriverOptions {
+            simplify: false,
+            check: true,
+        };
+        let d = differentiate(prog, name, &vec![true; args.len()], &raw)
+            .unwrap_or_else(|e| panic!("differentiate {name}: {e}"));
+        let p0 = d.program.clone();
+        let mut p1 = p0.clone();
+        let (mut before, mut after) = (0, 0);
+        for g in &prog.funcs {
+            let n = Names::of(&g.name);
+            for (fname, mode) in [
+                (n.jvp, Mode::LinearA),
+                (n.fwd, Mode::LinearB),
+                (n.lin, Mode::LinearB),
+                (n.lin_t, Mode::LinearB),
+            ] {
+                let Some(f) = p0.func(&fname) else { continue };
+                let mut s = f.clone();
+                simplify::simplify_func(&mut s, &p0, &Options::default());
+                if let Err(e) = check_func(&p0, &s, mode) {
+                    panic!(
+                        "`{fname}` fails the checker after simplify: {e:?}\nbefore:\n{}\nafter:\n{}",
+                        func_to_string(f),
+                        func_to_string(&s)
+                    );
+                }
+                if std::env::var("SIMP_DUMP").is_ok() {
+                    eprintln!(
+                        "---- {fname} before:\n{}\n---- after:\n{}",
+                        func_to_string(f),
+                        func_to_string(&s)
+                    );
+                }
+                before += size_func(f);
+                after += size_func(&s);
+                p1.insert(s);
+            }
+        }
+        assert!(after <= before, "{name}: size {before} -> {after}");
+        // Inputs of the derived functions.
+        let f = prog.func(name).expect("the function");
+        let mut rng = Rng(seed);
+        let dx: Vec<Value> = args
+            .iter()
+            .zip(&f.params)
+            .filter(|(_, p)| f.vars.ty(**p).is_differentiable())
+            .map(|(a, _)| rng.like(a))
+            .collect();
+        let names = &d.names;
+        let go = |p: &Program, func: &str, a: &[Value], l: &[Value]| {
+            run(p, func, a, l).unwrap_or_else(|e| panic!("{func}: {e}"))
+        };
+        let same = |what: &str, x: &[Value], y: &[Value]| {
+            assert_eq!(x.len(), y.len(), "{what}");
+            for (a, b) in x.iter().zip(y) {
+                let tol = 1e-12 * (1.0 + a.max_abs_diff(&a.zeros_like()));
+                assert!(
+                    a.max_abs_diff(b) <= tol,
+                    "{name}: {what} differs: {a:?} vs {b:?}"
+                );
+            }
+        };
+        let j0 = go(&p0, &names.jvp, args, &dx);
+        let j1 = go(&p1, &names.jvp, args, &dx);
+        same("jvp primal", &j0.0, &j1.0);
+        same("jvp tangent", &j0.1, &j1.1);
+        let (r0, _) = go(&p0, &names.fwd, args, &[]);
+        let (r1, _) = go(&p1, &names.fwd, args, &[]);
+        same("fwd", &r0, &r1);
+        let res = &r0[d.n_results..];
+        let l0 = go(&p0, &names.lin, res, &dx);
+        let l1 = go(&p1, &names.lin, res, &dx);
+        same("lin", &l0.1, &l1.1);
+        let ct: Vec<Value> = l0.1.iter().map(|v| rng.like(v)).collect();
+        let t0 = go(&p0, &names.lin_t, res, &ct);
+        let t1 = go(&p1, &names.lin_t, res, &ct);
+        same("lin_t", &t0.1, &t1.1);
+    }
+}
+
+fn one_func(f: Func) -> Program {
+    prog_of(&f)
+}
+
+#[test]
+fn pipeline_scalar_and_loop() {
+    let mut b = new_builder("f");
+    let x = b.param("x", Ty::F64);
+    let y = b.param("y", Ty::F64);
+    let xy = b.prim(Prim::Mul, &[x.into(), y.into()]);
+    let s = b.prim(Prim::Sin, &[x.into()]);
+    let r = b.prim(Prim::Add, &[xy.into(), s.into()]);
+    let c = b.prim(Prim::Gt, &[x.into(), Atom::F64(0.0)]);
+    let br = b.if_(
+        c.into(),
+        |b| vec![b.prim(Prim::Exp, &[r.into()]).into()],
+        |b| vec![b.prim(Prim::Neg, &[y.into()]).into()],
+    );
+    let f = b.finish(vec![br[0].into(), s.into()], vec![]);
+    pipeline::check(&one_func(f.clone()), "f", &scalars(&[0.7, -1.3]), 1);
+    pipeline::check(&one_func(f), "f", &scalars(&[-0.7, 1.3]), 2);
+
+    let mut b = new_builder("pow");
+    let x = b.param("x", Ty::F64);
+    let n = b.param("n", Ty::I64);
+    let (st, _) = b.loop_(n.into(), false, &[Atom::F64(1.0), x.into()], |b, _i, s| {
+        let m = b.prim(Prim::Mul, &[s[0].into(), x.into()]);
+        let t = b.prim(Prim::Sin, &[s[1].into()]);
+        (vec![m.into(), t.into()], vec![])
+    });
+    let f = b.finish(vec![st[0].into(), st[1].into()], vec![]);
+    pipeline::check(&one_func(f), "pow", &[Value::F64(1.1), Value::I64(4)], 3);
+}
+
+#[test]
+fn pipeline_arrays() {
+    // dot by build and sum.
+    let mut b = new_builder("dot");
+    let u = b.param("u", Ty::f64s(1));
+    let v = b.param("v", Ty::f64s(1));
+    let n = b.shape(u.into(), 0);
+    let prod = b.build(&[n.into()], |b, i| {
+        let a = b.index(u.into(), &[i[0].into()]);
+        let c = b.index(v.into(), &[i[0].into()]);
+        vec![b.prim(Prim::Mul, &[a.into(), c.into()]).into()]
+    })[0];
+    let s = b.array(ArrayOp::Reduce {
+        op: ReduceOp::Sum,
+        arr: prod.into(),
+        axis: None,
+    });
+    let f = b.finish(vec![s.into()], vec![]);
+    let u0 = vec_f(&[0.5, -1.0, 2.0, 0.25]);
+    let v0 = vec_f(&[1.5, 0.5, -0.75, 3.0]);
+    pipeline::check(&one_func(f), "dot", &[u0.clone(), v0.clone()], 4);
+
+    // map over a matvec, then a map of two arrays and a sum.
+    let mut b = new_builder("mv");
+    let a = b.param("a", Ty::f64s(2));
+    let x = b.param("x", Ty::f64s(1));
+    let y = b.array(ArrayOp::MatMul {
+        a: a.into(),
+        b: x.into(),
+    });
+    let t = b.map(&[y.into()], |b, e| {
+        vec![b.prim(Prim::Tanh, &[e[0].into()]).into()]
+    })[0];
+    let t2 = b.map(&[t.into(), y.into()], |b, e| {
+        vec![b.prim(Prim::Mul, &[e[0].into(), e[1].into()]).into()]
+    })[0];
+    let s = b.array(ArrayOp::Reduce {
+        op: ReduceOp::Sum,
+        arr: t2.into(),
+        axis: None,
+    });
+    let f = b.finish(vec![t.into(), s.into()], vec![]);
+    let a0 = mat_f(2, 3, &[0.1, 0.2, -0.3, 0.4, -0.5, 0.6]);
+    let x0 = vec_f(&[1.0, -2.0, 0.5]);
+    pipeline::check(&one_func(f), "mv", &[a0, x0], 5);
+
+    // A loop with array state.
+    let mut b = new_builder("it");
+    let x = b.param("x", Ty::f64s(1));
+    let w = b.param("w", Ty::F64);
+    let n = b.param("n", Ty::I64);
+    let (st, _) = b.loop_(n.into(), false, &[x.into()], |b, _i, s| {
+        let m = b.map(&[s[0].into()], |b, e| {
+            let p = b.prim(Prim::Mul, &[e[0].into(), w.into()]);
+            let q = b.prim(Prim::Sin, &[e[0].into()]);
+            vec![b.prim(Prim::Add, &[p.into(), q.into()]).into()]
+        })[0];
+        (vec![m.into()], vec![])
+    });
+    let s = b.array(ArrayOp::Reduce {
+        op: ReduceOp::Sum,
+        arr: st[0].into(),
+        axis: None,
+    });
+    let f = b.finish(vec![s.into()], vec![]);
+    pipeline::check(&one_func(f), "it", &[u0, Value::F64(0.9), Value::I64(3)], 6);
 }

@@ -1,7 +1,8 @@
 //! Fusion: producer/consumer pairs of array statements become one statement,
 //! without the intermediate array (pull-array fusion, as in dF~'s rules).
 //!
-//! Every rule here except [`build_of_index`] fuses a *producer* (a map or
+//! Every rule here except [`build_of_index`] and [`map_identity`] (local
+//! rules of the rewrite engine) fuses a *producer* (a map or
 //! build) into a *consumer* in the same block that is the only reader of the
 //! producer's results. The producer's body moves (it is not copied), so its
 //! binders stay unique; the consumer takes the producer's place in program
@@ -11,7 +12,8 @@
 //!
 //! Rules: `map(g, map(f, xs)) = map(g ∘ f, xs)` ([`map_map`]),
 //! `map(f, build(g)) = build(f ∘ g)` ([`map_of_build`]),
-//! `build(sh, |i| a[i]) = a` ([`build_of_index`]),
+//! `build(sh, |i| a[i]) = a` ([`build_of_index`]), `map(|x| x, a) = a`
+//! ([`map_identity`]),
 //! `build(sh, f)[i] = f(i)` ([`index_of_build`]),
 //! `gather(build(sh, f), idx) = build(len idx, |k| f(idx[k]))` ([`gather_of_build`]),
 //! `sum(map(|a, b| a * b, x, y)) = x · y` ([`dot_of_map`]) and its linear twin
@@ -24,7 +26,7 @@ use super::facts::{count, counts_of, for_each_block_mut, stmt, touches_linear, C
 use crate::ir::*;
 use crate::types::Ty;
 use crate::visit::substitute_block;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// A fusion of `producer` (binding `v`, among others) into `consumer`.
 type Fuser = fn(
@@ -612,51 +614,110 @@ fn fuse_sum_to_loop(
 }
 
 /// `build(sh, |i..| a[i..]) = a` when `a` is bound outside the body and its
-/// leading sizes are known to equal `sh` (see [`super::facts::Facts`]).
+/// leading sizes are known to equal `sh` (see [`super::facts::Facts`]). For a
+/// build with several results, each result of that form is replaced by its
+/// array and removed from the build.
 pub fn build_of_index(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
     let Expr::Build(b) = &s.expr else {
         return None;
     };
-    let [y] = s.binds.as_slice() else {
-        return None;
-    };
-    if !s.lin_binds.is_empty() {
-        return None;
-    }
     let body = &b.body.body;
-    let (
-        [Stmt {
-            binds,
-            lin_binds,
-            expr: Expr::Array(ArrayOp::Index { arr, idx }),
-            ..
-        }],
-        [Atom::Var(r)],
-    ) = (body.stmts.as_slice(), body.results.as_slice())
-    else {
-        return None;
-    };
-    let a = arr.var()?;
     let params: Vec<Atom> = b.body.params.iter().map(|p| Atom::Var(*p)).collect();
-    if binds.as_slice() != [*r]
-        || !lin_binds.is_empty()
-        || *idx != params
-        || b.body.params.contains(&a)
-        || cx.ty(a).rank()? < params.len()
-    {
-        return None;
-    }
-    for (k, n) in b.shape.iter().enumerate() {
-        if !cx.facts.same_dim(Dim::Atom(*n), Dim::Of(a, k)) {
-            return None;
+    let local: HashSet<Var> = b
+        .body
+        .params
+        .iter()
+        .chain(body.stmts.iter().flat_map(|t| t.binds.iter()))
+        .copied()
+        .collect();
+    let mut ids: Vec<(usize, Var)> = vec![];
+    for (k, r) in body.results.iter().enumerate() {
+        let Atom::Var(r) = r else {
+            continue;
+        };
+        let Some(Expr::Array(ArrayOp::Index {
+            arr: Atom::Var(a),
+            idx,
+        })) = body
+            .stmts
+            .iter()
+            .find(|t| t.binds.as_slice() == [*r])
+            .map(|t| &t.expr)
+        else {
+            continue;
+        };
+        if *idx != params
+            || local.contains(a)
+            || cx.ty(*a).rank().is_none_or(|rk| rk < params.len())
+        {
+            continue;
+        }
+        let same = b
+            .shape
+            .iter()
+            .enumerate()
+            .all(|(k, n)| cx.facts.same_dim(Dim::Atom(*n), Dim::Of(*a, k)));
+        if same {
+            ids.push((k, *a));
         }
     }
-    cx.replace_nl(*y, Atom::Var(a));
-    Some(vec![])
+    if ids.is_empty() {
+        return None;
+    }
+    shrink(s, cx, &ids)
 }
 
-/// The fusion rule run by the rewrite engine.
-pub const RULES: &[Rule] = &[Rule {
-    name: "build_of_index",
-    apply: build_of_index,
-}];
+/// `map(|.., x_j, ..| .. yield x_j ..)`: a result that is an element
+/// parameter is the array itself (`map(|x| x, a) = a`).
+pub fn map_identity(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
+    let Expr::Map(m) = &s.expr else {
+        return None;
+    };
+    let ids: Vec<(usize, Var)> = m
+        .body
+        .body
+        .results
+        .iter()
+        .enumerate()
+        .filter_map(|(k, r)| {
+            let j = m.body.params.iter().position(|p| r.var() == Some(*p))?;
+            Some((k, m.arrs[j].var()?))
+        })
+        .collect();
+    if ids.is_empty() {
+        return None;
+    }
+    shrink(s, cx, &ids)
+}
+
+/// Replaces the listed non-linear results `(k, a)` of a build or map by the
+/// arrays `a` and removes them from the statement.
+fn shrink(s: &Stmt, cx: &mut Cx<'_>, ids: &[(usize, Var)]) -> Option<Vec<Stmt>> {
+    let mut new = s.clone();
+    let body = match &mut new.expr {
+        Expr::Build(b) => &mut b.body.body,
+        Expr::Map(m) => &mut m.body.body,
+        _ => return None,
+    };
+    for (k, a) in ids.iter().rev() {
+        cx.replace_nl(s.binds[*k], Atom::Var(*a));
+        new.binds.remove(*k);
+        body.results.remove(*k);
+    }
+    if new.binds.is_empty() && new.lin_binds.is_empty() && !touches_linear(s) {
+        return Some(vec![]);
+    }
+    Some(vec![new])
+}
+
+/// The fusion rules run by the rewrite engine.
+pub const RULES: &[Rule] = &[
+    Rule {
+        name: "build_of_index",
+        apply: build_of_index,
+    },
+    Rule {
+        name: "map_identity",
+        apply: map_identity,
+    },
+];

@@ -7,8 +7,9 @@
 //! 1. the rewrite engine ([`engine`]): one forward walk applying local rules —
 //!    copy propagation ([`copy_prop`]), constant folding ([`fold_const`]),
 //!    algebra ([`algebra`]), symbolic zeros ([`zeros`]), shape folding
-//!    ([`shape`]) and build-of-index ([`fusion::build_of_index`]) — chosen per
-//!    statement by the exhaustive dispatch [`rules_for`];
+//!    ([`shape`]), build-of-index and map identity ([`fusion::build_of_index`],
+//!    [`fusion::map_identity`]) — chosen per statement by the exhaustive
+//!    dispatch [`rules_for`];
 //! 2. linear DCE through explicit drops ([`dce::drop_dead_linear`]);
 //! 3. CSE ([`cse`]); 4. fusion ([`fusion`]); 5. loop-invariant code motion
 //!    ([`licm`]); 6. DCE ([`dce::dce`]).
@@ -199,6 +200,12 @@ pub fn rules_for(e: &Expr, fuse: bool) -> &'static [Rule] {
                 &[]
             }
         }
-        Expr::Map(_) => rules![zeros::lmap_zero_arg],
+        Expr::Map(_) => {
+            if fuse {
+                rules![zeros::lmap_zero_arg, fusion::map_identity]
+            } else {
+                rules![zeros::lmap_zero_arg]
+            }
+        }
     }
 }
