@@ -232,9 +232,25 @@ impl<'p> FuncBuilder<'p> {
         lin_params: &[Ty],
         f: impl FnOnce(&mut Self, &[Var], &[Var]) -> (Vec<Atom>, Vec<Var>),
     ) -> Lambda {
+        self.lambda_named(params, &[], lin_params, f)
+    }
+
+    /// As [`Self::lambda`], naming the non-linear parameters (`names[k]`, or
+    /// `p` past the end of `names`).
+    pub fn lambda_named(
+        &mut self,
+        params: &[Ty],
+        names: &[&str],
+        lin_params: &[Ty],
+        f: impl FnOnce(&mut Self, &[Var], &[Var]) -> (Vec<Atom>, Vec<Var>),
+    ) -> Lambda {
         let ps: Vec<Var> = params
             .iter()
-            .map(|t| self.vars.fresh("p", t.clone(), false))
+            .enumerate()
+            .map(|(k, t)| {
+                self.vars
+                    .fresh(*names.get(k).unwrap_or(&"p"), t.clone(), false)
+            })
             .collect();
         let lps: Vec<Var> = lin_params
             .iter()
@@ -278,7 +294,9 @@ impl<'p> FuncBuilder<'p> {
     ) -> (Vec<Var>, Vec<Var>) {
         let mut tys = vec![Ty::I64];
         tys.extend(init.iter().map(|a| self.atom_ty(a)));
-        let body = self.lambda(&tys, &[], |b, ps, _| {
+        let mut names = vec!["i"];
+        names.extend(std::iter::repeat_n("s", init.len()));
+        let body = self.lambda_named(&tys, &names, &[], |b, ps, _| {
             let (mut st, ys) = f(b, ps[0], &ps[1..]);
             st.extend(ys);
             (st, vec![])
@@ -302,7 +320,7 @@ impl<'p> FuncBuilder<'p> {
         f: impl FnOnce(&mut Self, &[Var]) -> Vec<Atom>,
     ) -> Vec<Var> {
         let tys = vec![Ty::I64; shape.len()];
-        let body = self.lambda(&tys, &[], |b, ps, _| (f(b, ps), vec![]));
+        let body = self.lambda_named(&tys, &["i"; 3], &[], |b, ps, _| (f(b, ps), vec![]));
         self.emit(Expr::Build(Build {
             shape: shape.to_vec(),
             body,
@@ -323,7 +341,7 @@ impl<'p> FuncBuilder<'p> {
                 t.unstacked(t.rank().unwrap_or(0)).unwrap_or(t)
             })
             .collect();
-        let body = self.lambda(&tys, &[], |b, ps, _| (f(b, ps), vec![]));
+        let body = self.lambda_named(&tys, &["x"; 3], &[], |b, ps, _| (f(b, ps), vec![]));
         self.emit(Expr::Map(Map {
             arrs: arrs.to_vec(),
             lin_arrs: vec![],
@@ -343,7 +361,11 @@ impl<'p> FuncBuilder<'p> {
         let at = self.atom_ty(&arr);
         tys.push(at.unstacked(1).unwrap_or(at));
         let k = init.len();
-        let body = self.lambda(&tys, &[], |b, ps, _| (f(b, &ps[..k], ps[k]), vec![]));
+        let mut names = vec!["acc"; k];
+        names.push("x");
+        let body = self.lambda_named(&tys, &names, &[], |b, ps, _| {
+            (f(b, &ps[..k], ps[k]), vec![])
+        });
         self.emit(Expr::Fold(Fold {
             init: init.to_vec(),
             arr,

@@ -34,12 +34,16 @@ pub fn func_sig(f: &Func) -> (Vec<Ty>, Vec<Ty>, Vec<Ty>, Vec<Ty>) {
     (f.param_tys(), f.lin_param_tys(), r, lr)
 }
 
-/// The type of a value of the given shape tree (always a linear-space type).
-pub fn shape_ty(s: &ShapeTree) -> Ty {
+/// The type of a value of the given shape tree (always a linear-space type);
+/// an error for an array shape with no sizes.
+pub fn shape_ty(s: &ShapeTree) -> Result<Ty, String> {
     match s {
-        ShapeTree::Scalar => Ty::F64,
-        ShapeTree::Array(d) => Ty::f64s(d.len()),
-        ShapeTree::Tuple(ts) => Ty::Tuple(ts.iter().map(shape_ty).collect()),
+        ShapeTree::Scalar => Ok(Ty::F64),
+        ShapeTree::Array(d) if d.is_empty() => Err("an array shape needs at least one size".into()),
+        ShapeTree::Array(d) => Ok(Ty::f64s(d.len())),
+        ShapeTree::Tuple(ts) => Ok(Ty::Tuple(
+            ts.iter().map(shape_ty).collect::<Result<_, _>>()?,
+        )),
     }
 }
 
@@ -356,7 +360,7 @@ pub fn lin_op_tys(op: &LinOp, vars: &VarTable) -> Result<Vec<Ty>, String> {
         })
     };
     match op {
-        LinOp::Zero(s) => Ok(vec![shape_ty(s)]),
+        LinOp::Zero(s) => Ok(vec![shape_ty(s)?]),
         LinOp::Add(x, y) => {
             space(x)?;
             want(l(x) == l(y), || {

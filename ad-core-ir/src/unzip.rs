@@ -164,6 +164,9 @@ struct Unzip<'p> {
     vars: VarTable,
 }
 
+/// A split nested block: primal statements, linear statements, residuals.
+type Split = (Vec<Stmt>, Vec<Stmt>, Vec<Var>);
+
 /// `(v, axis) -> i64 residual` computed on the primal side of the current block.
 type ShapeCache = HashMap<(Var, usize), Var>;
 
@@ -304,11 +307,7 @@ impl<'p> Unzip<'p> {
 
     /// Splits a nested block: `(primal stmts, linear stmts, residuals bound on
     /// the primal side of this block or among `params` that the linear side reads)`.
-    fn split_nested(
-        &mut self,
-        b: &Block,
-        params: &[Var],
-    ) -> Result<(Vec<Stmt>, Vec<Stmt>, Vec<Var>), UnzipError> {
+    fn split_nested(&mut self, b: &Block, params: &[Var]) -> Result<Split, UnzipError> {
         let mut prim = vec![];
         let mut lin = vec![];
         let mut cache = ShapeCache::new();

@@ -511,18 +511,18 @@ fn nested_blocks_indent_two_spaces_per_level() {
     assert_eq!(
         s,
         "def nested(x_0: f64, n_1: i64) -> (f64) {
-  let lp_11: f64 = loop n_1 (p_3: f64 = x_0) |p_2: i64| {
-    let gt_4: bool = gt p_2, 2
+  let lp_11: f64 = loop n_1 (s_3: f64 = x_0) |i_2: i64| {
+    let gt_4: bool = gt i_2, 2
     let if_10: f64 = if gt_4 {
-      let bld_8: [f64] = build [p_2] |p_5: i64| {
-        let to_f64_6: f64 = to_f64 p_5
-        let mul_7: f64 = mul to_f64_6, p_3
+      let bld_8: [f64] = build [i_2] |i_5: i64| {
+        let to_f64_6: f64 = to_f64 i_5
+        let mul_7: f64 = mul to_f64_6, s_3
         yield mul_7
       }
       let red_9: f64 = reduce_sum bld_8
       yield red_9
     } else {
-      yield p_3
+      yield s_3
     }
     yield if_10
   }
@@ -794,17 +794,17 @@ fn control_prints() {
             ": f64 = 1.0 ; dp_",
             ": f64 = if_12) |p_",
             ": i64| {\n",
-            " = loop n_2 rev (p_",
-            "  loop 3 |p_",
+            " = loop n_2 rev (s_",
+            "  loop 3 |i_",
             " = build [n_",
-            ", 2] |p_",
+            ", 2] |i_",
             ": i64, p_",
             " = map(w_1 ; dw_4) |p_",
             ": f64 ; dp_",
             " = map(w_1, map_",
-            " = fold w_1 (p_",
+            " = fold w_1 (acc_",
             ": f64 = 0.0, p_",
-            ": i64 = 0) |p_",
+            ": i64 = 0) |x_",
             "call g2(x_0)\n",
         ],
     );
@@ -882,7 +882,7 @@ fn stmt_to_string_shows_one_statement() {
     let f = pow_fn(&Program::default());
     assert_eq!(
         stmt_to_string(&f.body.stmts[0], &f.vars),
-        "let lp_5: f64 = loop n_1 (p_3: f64 = 1.0) |p_2: i64| {\n  let mul_4: f64 = mul p_3, x_0\n  yield mul_4\n}\n"
+        "let lp_5: f64 = loop n_1 (s_3: f64 = 1.0) |i_2: i64| {\n  let mul_4: f64 = mul s_3, x_0\n  yield mul_4\n}\n"
     );
 }
 

@@ -57,14 +57,11 @@ impl<'p> Jvp<'p> {
                     x,
                 })
             }),
-            ArrayOp::Reduce { op, arr, axis } => match self.tan_of(arr) {
-                None => None,
-                Some(dx) => Some(match op {
-                    ReduceOp::Sum => self.lin(LinOp::Sum { x: dx, axis: *axis }),
-                    ReduceOp::Max | ReduceOp::Min => self.select_at_arg(*op, *arr, *axis, dx),
-                    ReduceOp::Prod => self.prod_jvp(*arr, *axis, dx),
-                }),
-            },
+            ArrayOp::Reduce { op, arr, axis } => self.tan_of(arr).map(|dx| match op {
+                ReduceOp::Sum => self.lin(LinOp::Sum { x: dx, axis: *axis }),
+                ReduceOp::Max | ReduceOp::Min => self.select_at_arg(*op, *arr, *axis, dx),
+                ReduceOp::Prod => self.prod_jvp(*arr, *axis, dx),
+            }),
             ArrayOp::ArgReduce { .. } | ArrayOp::Shape { .. } => None,
             ArrayOp::Scan { arr, reverse } => self.tan_of(arr).map(|x| {
                 self.lin(LinOp::Scan {

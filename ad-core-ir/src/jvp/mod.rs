@@ -453,15 +453,13 @@ impl<'p> Jvp<'p> {
             active = next;
         }
         let mut lin_init = vec![];
-        for j in 0..k {
-            if active[j] {
-                lin_init.push(self.tan_or_zero(&l.init[j])?);
-            }
+        for (a, _) in l.init.iter().zip(&active).filter(|(_, on)| **on) {
+            lin_init.push(self.tan_or_zero(a)?);
         }
         let (res, body) = self.loop_body(l, state, &active)?;
         let mut lin_binds = vec![];
-        for j in 0..k {
-            if active[j] {
+        for (j, _) in active.iter().enumerate().filter(|(_, on)| **on) {
+            {
                 let tt = self
                     .b
                     .ty(s.binds[j])
@@ -517,10 +515,15 @@ impl<'p> Jvp<'p> {
         self.b.open();
         let res = self.block_stmts(&l.body.body)?;
         let mut lin_results = vec![];
-        for j in 0..k {
-            if active[j] {
-                lin_results.push(self.tan_or_zero(&l.body.body.results[j])?);
-            }
+        for (r, _) in l
+            .body
+            .body
+            .results
+            .iter()
+            .zip(active)
+            .filter(|(_, on)| **on)
+        {
+            lin_results.push(self.tan_or_zero(r)?);
         }
         lin_results.extend(res[k..].iter().flatten());
         let body = self.b.close(l.body.body.results.clone(), lin_results);

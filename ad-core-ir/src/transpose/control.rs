@@ -147,11 +147,11 @@ impl<'p> Transposer<'p> {
         let body = self.b.close(vec![], lin_results);
         // Initial values: the final state's cotangents and the outer contributions.
         let mut lin_init = vec![];
-        for k in 0..m {
-            lin_init.push(match cts[k] {
-                Some(c) => c,
+        for (ct, y) in cts.iter().zip(&s.lin_binds).take(m) {
+            lin_init.push(match ct {
+                Some(c) => *c,
                 None => {
-                    let sh = self.shape_of(s.lin_binds[k])?;
+                    let sh = self.shape_of(*y)?;
                     self.b.lin(LinOp::Zero(sh))
                 }
             });
