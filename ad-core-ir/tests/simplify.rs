@@ -2,10 +2,7 @@
 //! (a) the interpreter gives the same results before and after on a few
 //! inputs, (b) the checker accepts the output, (c) the rewrite happened.
 //! Then whole-pipeline properties: `simplify_func` on bigger functions and on
-//! the (unsimplified) outputs of jvp / unzip / transpose, hand-written and
-//! random (`common/gen.rs`).
-
-mod common;
+//! the (unsimplified) outputs of jvp / unzip / transpose.
 
 use ad_core_ir::build::FuncBuilder;
 use ad_core_ir::check::{check_func, Mode};
@@ -1524,41 +1521,4 @@ fn pipeline_arrays() {
     });
     let f = b.finish(vec![s.into()], vec![]);
     pipeline::check(&one_func(f), "it", &[u0, Value::F64(0.9), Value::I64(3)], 6);
-}
-
-// ---------------------------------------------------------------- random programs
-
-/// On random programs: simplifying the primal program and every derived
-/// function keeps the checker happy and the results equal.
-#[test]
-fn random_programs() {
-    use common::gen::{cases, GenConfig};
-    use proptest::test_runner::{Config, TestCaseError, TestRunner};
-    let n = std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(64);
-    let mut runner = TestRunner::new(Config { cases: n, failure_persistence: None, ..Config::default() });
-    runner
-        .run(&cases(GenConfig::from_env()), |c| {
-            let (prog, entry, args, _) = c.parts();
-            // The primal program.
-            let mut simple = prog.clone();
-            simplify::simplify_program(&mut simple, &Options::default());
-            for f in &simple.funcs {
-                if let Err(e) = check_func(&simple, f, Mode::LinearA) {
-                    return Err(TestCaseError::fail(format!("checker on `{}`: {e:?}\n{}", f.name, func_to_string(f))));
-                }
-            }
-            let (r0, _) = run(prog, entry, args, &[]).map_err(|e| TestCaseError::fail(format!("interp: {e}")))?;
-            let (r1, _) = run(&simple, entry, args, &[])
-                .map_err(|e| TestCaseError::fail(format!("simplified fails: {e}")))?;
-            for (a, b) in r0.iter().zip(&r1) {
-                let tol = 1e-10 * (1.0 + a.max_abs_diff(&a.zeros_like()));
-                if a.max_abs_diff(b) > tol {
-                    return Err(TestCaseError::fail(format!("{a:?} vs {b:?}")));
-                }
-            }
-            // The derived functions.
-            pipeline::check(prog, entry, args, c.seed);
-            Ok(())
-        })
-        .unwrap();
 }
