@@ -1,5 +1,6 @@
-//! Prints every derived function of a small example (`x*y + sin x`, or a
-//! dot product with `dot`): `cargo run -p ad-core-ir --example show [dot|pow|sumsq]`.
+//! Prints every derived function of a small example: `x*y + sin x` by
+//! default, or `dot` (build + sum), `pow` (a loop), `sumsq` (map + sum):
+//! `cargo run -p ad-core-ir --example show [dot|pow|sumsq]`.
 use ad_core_ir::build::FuncBuilder;
 use ad_core_ir::driver::{differentiate, Options};
 use ad_core_ir::ir::*;
@@ -19,6 +20,22 @@ fn main() {
             let s = b.array(ArrayOp::Reduce {
                 op: ReduceOp::Sum,
                 arr: m.into(),
+                axis: None,
+            });
+            b.finish(vec![s.into()], vec![])
+        }
+        "dot" => {
+            let u = b.param("u", Ty::f64s(1));
+            let v = b.param("v", Ty::f64s(1));
+            let n = b.shape(u.into(), 0);
+            let prod = b.build(&[n.into()], |b, i| {
+                let a = b.index(u.into(), &[i[0].into()]);
+                let c = b.index(v.into(), &[i[0].into()]);
+                vec![b.prim(Prim::Mul, &[a.into(), c.into()]).into()]
+            })[0];
+            let s = b.array(ArrayOp::Reduce {
+                op: ReduceOp::Sum,
+                arr: prod.into(),
                 axis: None,
             });
             b.finish(vec![s.into()], vec![])
