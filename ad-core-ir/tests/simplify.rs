@@ -2,7 +2,10 @@
 //! (a) the interpreter gives the same results before and after on a few
 //! inputs, (b) the checker accepts the output, (c) the rewrite happened.
 //! Then whole-pipeline properties: `simplify_func` on bigger functions and on
-//! the (unsimplified) outputs of jvp / unzip / transpose.
+//! the (unsimplified) outputs of jvp / unzip / transpose, hand-written and
+//! random (`common/gen.rs`; `PROPTEST_CASES` sets the number, default 64).
+
+mod common;
 
 use ad_core_ir::build::FuncBuilder;
 use ad_core_ir::check::{check_func, Mode};
@@ -1340,12 +1343,33 @@ mod pipeline {
     /// Linear B for the others), jvp / fwd / lin / lin_t give the same results
     /// before and after, and the derived code got smaller.
     pub fn check(prog: &Program, name: &str, args: &[Value], seed: u64) {
+        check_if_differentiable(prog, name, args, seed, true)
+    }
+
+    /// As [`check`]; when `strict` is false a program the driver fails on
+    /// (a bug or limitation of another pass) is skipped.
+    pub fn check_if_differentiable(
+        prog: &Program,
+        name: &str,
+        args: &[Value],
+        seed: u64,
+        strict: bool,
+    ) {
         let raw = DriverOptions {
             simplify: false,
             check: true,
         };
-        let d = differentiate(prog, name, &vec![true; args.len()], &raw)
-            .unwrap_or_else(|e| panic!("differentiate {name}: {e}"));
+        let wrt = vec![true; args.len()];
+        let d = if strict {
+            differentiate(prog, name, &wrt, &raw)
+                .unwrap_or_else(|e| panic!("differentiate {name}: {e}"))
+        } else {
+            // Another pass failing (or panicking) is not this test's business.
+            match std::panic::catch_unwind(|| differentiate(prog, name, &wrt, &raw)) {
+                Ok(Ok(d)) => d,
+                _ => return,
+            }
+        };
         let p0 = d.program.clone();
         let mut p1 = p0.clone();
         let (mut before, mut after) = (0, 0);
@@ -1390,8 +1414,16 @@ mod pipeline {
             .map(|(a, _)| rng.like(a))
             .collect();
         let names = &d.names;
-        let go = |p: &Program, func: &str, a: &[Value], l: &[Value]| {
-            run(p, func, a, l).unwrap_or_else(|e| panic!("{func}: {e}"))
+        // The unsimplified function must run (else another pass is at
+        // fault: skipped unless strict); the simplified one must then too.
+        let go = |func: &str, a: &[Value], l: &[Value]| {
+            let r0 = match run(&p0, func, a, l) {
+                Ok(r) => r,
+                Err(e) if strict => panic!("{func}: {e}"),
+                Err(_) => return None,
+            };
+            let r1 = run(&p1, func, a, l).unwrap_or_else(|e| panic!("simplified {func}: {e}"));
+            Some((r0, r1))
         };
         let same = |what: &str, x: &[Value], y: &[Value]| {
             assert_eq!(x.len(), y.len(), "{what}");
@@ -1403,20 +1435,24 @@ mod pipeline {
                 );
             }
         };
-        let j0 = go(&p0, &names.jvp, args, &dx);
-        let j1 = go(&p1, &names.jvp, args, &dx);
+        let Some((j0, j1)) = go(&names.jvp, args, &dx) else {
+            return;
+        };
         same("jvp primal", &j0.0, &j1.0);
         same("jvp tangent", &j0.1, &j1.1);
-        let (r0, _) = go(&p0, &names.fwd, args, &[]);
-        let (r1, _) = go(&p1, &names.fwd, args, &[]);
+        let Some(((r0, _), (r1, _))) = go(&names.fwd, args, &[]) else {
+            return;
+        };
         same("fwd", &r0, &r1);
         let res = &r0[d.n_results..];
-        let l0 = go(&p0, &names.lin, res, &dx);
-        let l1 = go(&p1, &names.lin, res, &dx);
+        let Some((l0, l1)) = go(&names.lin, res, &dx) else {
+            return;
+        };
         same("lin", &l0.1, &l1.1);
         let ct: Vec<Value> = l0.1.iter().map(|v| rng.like(v)).collect();
-        let t0 = go(&p0, &names.lin_t, res, &ct);
-        let t1 = go(&p1, &names.lin_t, res, &ct);
+        let Some((t0, t1)) = go(&names.lin_t, res, &ct) else {
+            return;
+        };
         same("lin_t", &t0.1, &t1.1);
     }
 }
@@ -1521,4 +1557,52 @@ fn pipeline_arrays() {
     });
     let f = b.finish(vec![s.into()], vec![]);
     pipeline::check(&one_func(f), "it", &[u0, Value::F64(0.9), Value::I64(3)], 6);
+}
+
+// ---------------------------------------------------------------- random programs
+
+/// On random programs: simplifying the primal program and every derived
+/// function keeps the checker happy and the results equal.
+#[test]
+fn random_programs() {
+    use common::gen::{cases, GenConfig};
+    use proptest::test_runner::{TestCaseError, TestRunner};
+    // 64 cases unless PROPTEST_CASES says otherwise (the shared default is larger).
+    let mut cfg = common::config();
+    cfg.cases = if std::env::var("PROPTEST_CASES").is_ok() {
+        common::cases()
+    } else {
+        64
+    };
+    let mut runner = TestRunner::new(cfg);
+    runner
+        .run(&cases(GenConfig::from_env()), |c| {
+            let (prog, entry, args, _) = c.parts();
+            // The primal program.
+            let mut simple = prog.clone();
+            simplify::simplify_program(&mut simple, &Options::default());
+            for f in &simple.funcs {
+                if let Err(e) = check_func(&simple, f, Mode::LinearA) {
+                    return Err(TestCaseError::fail(format!(
+                        "checker on `{}`: {e:?}\n{}",
+                        f.name,
+                        func_to_string(f)
+                    )));
+                }
+            }
+            let (r0, _) = run(prog, entry, args, &[])
+                .map_err(|e| TestCaseError::fail(format!("interp: {e}")))?;
+            let (r1, _) = run(&simple, entry, args, &[])
+                .map_err(|e| TestCaseError::fail(format!("simplified fails: {e}")))?;
+            for (a, b) in r0.iter().zip(&r1) {
+                let tol = 1e-10 * (1.0 + a.max_abs_diff(&a.zeros_like()));
+                if a.max_abs_diff(b) > tol {
+                    return Err(TestCaseError::fail(format!("{a:?} vs {b:?}")));
+                }
+            }
+            // The derived functions.
+            pipeline::check_if_differentiable(prog, entry, args, c.seed, false);
+            Ok(())
+        })
+        .unwrap();
 }

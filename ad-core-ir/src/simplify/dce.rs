@@ -240,11 +240,8 @@ fn ddl_block(b: &mut Block, counts: &Counts, subst: &mut Subst) -> bool {
         changed = true;
     }
     b.stmts = slots.into_iter().flatten().flatten().collect();
-    // A drop of a substituted variable names its replacement.
-    if !subst.is_empty() {
-        for s in &mut b.stmts {
-            subst.apply_operands(&mut s.expr);
-        }
-    }
+    // The copies replaced here are read only in this block (or nested ones):
+    // substitute now, so that enclosing blocks see the right free variables.
+    subst.apply_block(b);
     changed
 }
