@@ -6,10 +6,11 @@
 //! A sequence `x[0..n]` is reduced as follows, whatever the thread count:
 //! 1. it is cut into chunks of [`CHUNK`] elements (the last one shorter);
 //! 2. inside a chunk, element `k` goes to lane `k % 8`; each lane folds its
-//!    elements left to right with `step`, starting from `init`;
+//!    elements left to right: `first` of its first element, then `step`;
 //! 3. the 8 lanes are combined by the fixed tree
 //!    `((l0·l1)·(l2·l3))·((l4·l5)·(l6·l7))` with `merge`;
-//! 4. the chunk results are merged left to right into `init`.
+//! 4. the chunk results are merged left to right, starting from the first
+//!    (an empty sequence gives `init`).
 //!
 //! Threads only decide who computes which chunk; the arithmetic is the same.
 //! A whole-array reduction uses the logical row-major order of the array.
@@ -28,9 +29,6 @@ pub(crate) const LANES: usize = 8;
 /// Elements per chunk; a multiple of [`LANES`].
 pub(crate) const CHUNK: usize = 8192;
 
-/// Target number of output elements per task of an axis reduction.
-const OUT_BLOCK: usize = 4096;
-
 /// A reduction: an accumulator with a per-element `step` and an associative
 /// (up to rounding) `merge`. `P` is a per-output parameter (for example the
 /// shift of logsumexp); `j` is the index of the element along the reduced
@@ -46,21 +44,42 @@ pub(crate) trait LaneOp<T>: Sync {
     fn step(&self, acc: Self::Acc, x: T, j: usize, p: Self::P) -> Self::Acc;
     /// Combine an earlier accumulator `a` with a later one `b`.
     fn merge(&self, a: Self::Acc, b: Self::Acc) -> Self::Acc;
+    /// Accumulator of the single element `x`: the first element of a lane.
+    #[inline(always)]
+    fn first(&self, x: T, j: usize, p: Self::P) -> Self::Acc {
+        self.step(self.init(), x, j, p)
+    }
+    /// [`fold_slice`] of one chunk; an op may override it with a faster
+    /// kernel doing exactly the same arithmetic.
+    #[inline(always)]
+    fn fold_chunk(&self, xs: &[T], base: usize, p: Self::P) -> Self::Acc
+    where
+        T: Copy,
+        Self: Sized,
+    {
+        fold_slice(self, xs, base, p)
+    }
 }
 
 #[inline(always)]
-fn tree<T, O: LaneOp<T>>(op: &O, a: [O::Acc; LANES]) -> O::Acc {
+pub(crate) fn tree<T, O: LaneOp<T>>(op: &O, a: [O::Acc; LANES]) -> O::Acc {
     let l = op.merge(op.merge(a[0], a[1]), op.merge(a[2], a[3]));
     let r = op.merge(op.merge(a[4], a[5]), op.merge(a[6], a[7]));
     op.merge(l, r)
 }
 
-/// Lane fold of one chunk held in a slice whose first element has index `base`.
+/// Lane fold of one chunk held in a slice whose first element has index
+/// `base`: lane `l` starts with `first(xs[l])` and steps through
+/// `xs[l + 8], xs[l + 16], ..`; untouched lanes stay `init`.
 #[inline]
 pub(crate) fn fold_slice<T: Copy, O: LaneOp<T>>(op: &O, xs: &[T], base: usize, p: O::P) -> O::Acc {
     let mut acc = [op.init(); LANES];
-    let mut it = xs.chunks_exact(LANES);
-    let mut j = base;
+    let head = xs.len().min(LANES);
+    for (l, &x) in xs[..head].iter().enumerate() {
+        acc[l] = op.first(x, base + l, p);
+    }
+    let mut it = xs[head..].chunks_exact(LANES);
+    let mut j = base + LANES;
     for c in &mut it {
         for l in 0..LANES {
             acc[l] = op.step(acc[l], c[l], j + l, p);
@@ -83,7 +102,11 @@ pub(crate) fn fold_iter<T, O: LaneOp<T>>(
 ) -> O::Acc {
     let mut acc = [op.init(); LANES];
     for (k, x) in xs.enumerate() {
-        acc[k % LANES] = op.step(acc[k % LANES], x, base + k, p);
+        acc[k % LANES] = if k < LANES {
+            op.first(x, base + k, p)
+        } else {
+            op.step(acc[k % LANES], x, base + k, p)
+        };
     }
     tree(op, acc)
 }
@@ -93,9 +116,17 @@ pub(crate) fn reduce_slice<T: Elem, O: LaneOp<T>>(op: &O, xs: &[T], p: O::P) -> 
     let n = xs.len();
     let parts = par::map_tasks(n.div_ceil(CHUNK), par::go_parallel(n), |c| {
         let lo = c * CHUNK;
-        fold_slice(op, &xs[lo..n.min(lo + CHUNK)], lo, p)
+        op.fold_chunk(&xs[lo..n.min(lo + CHUNK)], lo, p)
     });
-    parts.into_iter().fold(op.init(), |t, x| op.merge(t, x))
+    merge_in_order(op, parts)
+}
+
+/// `((p₀ · p₁) · p₂) · …`; `init` when there is no chunk.
+fn merge_in_order<T, O: LaneOp<T>>(op: &O, parts: Vec<O::Acc>) -> O::Acc {
+    parts
+        .into_iter()
+        .reduce(|t, x| op.merge(t, x))
+        .unwrap_or_else(|| op.init())
 }
 
 /// Reduce the logical row-major sequence of `a` (`Note [lane order]`).
@@ -116,7 +147,7 @@ where
             let chunk = v.slice(ndarray::s![lo..n.min(lo + CHUNK)]);
             fold_iter(op, chunk.iter().copied(), lo, p)
         });
-        return parts.into_iter().fold(op.init(), |t, x| op.merge(t, x));
+        return merge_in_order(op, parts);
     }
     let c = standard(a);
     reduce_slice(op, c.as_slice().expect("standard layout"), p)
@@ -146,6 +177,10 @@ where
 
 /// Reduce `a` along `axis` (`Note [lane order]` for every lane), with the
 /// per-output parameters `params` (shape of the output).
+///
+/// Tasks are (chunk of the reduced axis) × (block of outputs); the partials
+/// of a block are merged in chunk order. Blocks only change who computes
+/// what, never the arithmetic of an output element.
 pub(crate) fn reduce_axis<T, O, S, D>(
     op: &O,
     a: &ArrayBase<S, D>,
@@ -161,25 +196,28 @@ where
     let ax = Axis(axis);
     let n = a.len_of(ax);
     let out_dim = a.raw_dim().remove_axis(ax);
-    let mut out = Array::from_elem(out_dim.clone(), op.init());
-    let out_len = out.len();
+    let out_len = out_dim.size();
     if out_len == 0 || n == 0 {
-        return out;
+        return Array::from_elem(out_dim, op.init());
     }
-    // Output blocks along the longest output axis (none for a 0-d output).
-    let (ob, nb, k) = match (0..out_dim.ndim()).rev().max_by_key(|&i| out_dim[i]) {
+    let a = a.view();
+    let strided = a.stride_of(ax).unsigned_abs() != 1 && n > 1;
+    // Output blocks along the longest output axis (none for a 0-d output),
+    // about TASK_WORK input elements per task.
+    let (ob, k, nb) = match (0..out_dim.ndim()).rev().max_by_key(|&i| out_dim[i]) {
         None => (0, 1, 1),
         Some(ob) => {
             let len = out_dim[ob];
-            let nb = out_len.div_ceil(OUT_BLOCK).min(len);
+            let min_width = if strided { ROWS_MIN_WIDTH } else { 1 };
+            let want = (out_len * n.min(CHUNK)).div_ceil(TASK_WORK);
+            let nb = want.clamp(1, (out_len / min_width).clamp(1, len));
             let k = len.div_ceil(nb);
-            (ob, len.div_ceil(k), k)
+            (ob, k, len.div_ceil(k))
         }
     };
     let ob_a = if ob < axis { ob } else { ob + 1 };
     let has_blocks = out_dim.ndim() > 0;
     let nc = n.div_ceil(CHUNK);
-    let a = a.view();
     let parallel = par::go_parallel(a.len());
     let parts = par::map_tasks(nc * nb, parallel, |t| {
         let (c, b) = (t / nb, t % nb);
@@ -191,32 +229,44 @@ where
             sub.slice_axis_inplace(Axis(ob_a), r.clone().into());
             ps.slice_axis_inplace(Axis(ob), r.into());
         }
-        fold_block(op, sub, ax, lo, ps)
+        fold_block(op, sub, ax, lo, ps, strided)
     });
-    // Merge the chunk partials of every block in chunk order.
-    let combine = |b: usize, mut dst: ndarray::ArrayViewMut<'_, O::Acc, D::Smaller>| {
-        for c in 0..nc {
-            Zip::from(&mut dst)
-                .and(&parts[c * nb + b])
+    // Partials of block b are parts[c * nb + b]; merge them in chunk order.
+    let mut by_block: Vec<Vec<Array<O::Acc, D::Smaller>>> = (0..nb).map(|_| Vec::new()).collect();
+    for (t, p) in parts.into_iter().enumerate() {
+        by_block[t % nb].push(p);
+    }
+    let merge_block = |chunks: Vec<Array<O::Acc, D::Smaller>>| {
+        let mut it = chunks.into_iter();
+        let mut acc = it.next().expect("at least one chunk");
+        for p in it {
+            Zip::from(&mut acc)
+                .and(&p)
                 .for_each(|t, &x| *t = op.merge(*t, x));
         }
+        acc
     };
-    if has_blocks {
-        if parallel {
-            out.axis_chunks_iter_mut(Axis(ob), k)
-                .into_par_iter()
-                .enumerate()
-                .for_each(|(b, dst)| combine(b, dst));
-        } else {
-            for (b, dst) in out.axis_chunks_iter_mut(Axis(ob), k).enumerate() {
-                combine(b, dst);
-            }
-        }
+    let mut blocks: Vec<Array<O::Acc, D::Smaller>> = if parallel && nc > 1 && nb > 1 {
+        by_block.into_par_iter().map(merge_block).collect()
     } else {
-        combine(0, out.view_mut());
+        by_block.into_iter().map(merge_block).collect()
+    };
+    if blocks.len() == 1 {
+        return blocks.pop().expect("one block");
+    }
+    let mut out = Array::from_elem(out_dim, op.init());
+    for (b, blk) in blocks.iter().enumerate() {
+        let r = b * k..(b * k + blk.len_of(Axis(ob)));
+        out.slice_axis_mut(Axis(ob), r.into()).assign(blk);
     }
     out
 }
+
+/// Input elements per task of an axis reduction.
+const TASK_WORK: usize = 1 << 15;
+
+/// Narrowest output block of the rows path (`Note [rows path]`).
+const ROWS_MIN_WIDTH: usize = 256;
 
 /// Partial reduction of one chunk of the reduced axis over one output block.
 fn fold_block<T, O, D>(
@@ -225,42 +275,63 @@ fn fold_block<T, O, D>(
     ax: Axis,
     base: usize,
     ps: ArrayView<'_, O::P, D::Smaller>,
+    strided: bool,
 ) -> Array<O::Acc, D::Smaller>
 where
     T: Elem,
     O: LaneOp<T>,
     D: Dimension + RemoveAxis,
 {
-    let mut out = Array::from_elem(ps.raw_dim(), op.init());
-    let n = sub.len_of(ax);
-    let strided = sub.stride_of(ax).unsigned_abs() != 1 && n > 1;
-    if !strided || out.len() < 2 * LANES {
-        Zip::from(&mut out)
+    let w = ps.len();
+    if !strided || w < 2 * LANES {
+        return Zip::from(&ps)
             .and(sub.lanes(ax))
-            .and(&ps)
-            .for_each(|o, lane, &p| {
-                *o = match lane.as_slice() {
-                    Some(xs) => fold_slice(op, xs, base, p),
-                    None => fold_iter(op, lane.iter().copied(), base, p),
-                }
+            .map_collect(|&p, lane| match lane.as_slice() {
+                Some(xs) => op.fold_chunk(xs, base, p),
+                None => fold_iter(op, lane.iter().copied(), base, p),
             });
-        return out;
     }
-    // Note [rows path]: lane l of every output element is the array acc[l];
-    // row k of the chunk is added to acc[k % 8]. Each output element sees
-    // exactly the arithmetic of `fold_slice` on its lane.
-    let mut acc: Vec<Array<O::Acc, D::Smaller>> = (0..LANES).map(|_| out.clone()).collect();
+    // Note [rows path]: lane l of every output element lives in the l-th
+    // section of `acc`; row k of the chunk goes to lane k % 8 (`first` for
+    // k < 8, `step` after), and the lanes are merged by the tree of
+    // `fold_slice`. Each output element sees exactly the arithmetic of
+    // `fold_slice` on its lane.
+    let step_row =
+        |lane: &mut [O::Acc], row: ArrayView<'_, T, D::Smaller>, ps: &[O::P], k: usize| {
+            let j = base + k;
+            match row.as_slice() {
+                Some(r) if k < LANES => {
+                    for ((a, &x), &p) in lane.iter_mut().zip(r).zip(ps) {
+                        *a = op.first(x, j, p);
+                    }
+                }
+                Some(r) => {
+                    for ((a, &x), &p) in lane.iter_mut().zip(r).zip(ps) {
+                        *a = op.step(*a, x, j, p);
+                    }
+                }
+                None => {
+                    for ((a, &x), &p) in lane.iter_mut().zip(row.iter()).zip(ps) {
+                        *a = if k < LANES {
+                            op.first(x, j, p)
+                        } else {
+                            op.step(*a, x, j, p)
+                        };
+                    }
+                }
+            }
+        };
+    let ps_vec: Vec<O::P> = ps.iter().copied().collect();
+    let mut acc = vec![op.init(); LANES * w];
     for (k, row) in sub.axis_iter(ax).enumerate() {
-        Zip::from(&mut acc[k % LANES])
-            .and(&row)
-            .and(&ps)
-            .for_each(|a, &x, &p| *a = op.step(*a, x, base + k, p));
+        let l = k % LANES;
+        step_row(&mut acc[l * w..(l + 1) * w], row, &ps_vec, k);
     }
-    let merge_into = |acc: &mut [Array<O::Acc, D::Smaller>], d: usize, s: usize| {
-        let (lo, hi) = acc.split_at_mut(s);
-        Zip::from(&mut lo[d])
-            .and(&hi[0])
-            .for_each(|x, &y| *x = op.merge(*x, y));
+    let merge_into = |acc: &mut [O::Acc], d: usize, s: usize| {
+        let (lo, hi) = acc.split_at_mut(s * w);
+        for (x, &y) in lo[d * w..(d + 1) * w].iter_mut().zip(&hi[..w]) {
+            *x = op.merge(*x, y);
+        }
     };
     // ((l0·l1)·(l2·l3))·((l4·l5)·(l6·l7)), as in `tree`.
     merge_into(&mut acc, 0, 1);
@@ -270,5 +341,6 @@ where
     merge_into(&mut acc, 6, 7);
     merge_into(&mut acc, 4, 6);
     merge_into(&mut acc, 0, 4);
-    acc.swap_remove(0)
+    acc.truncate(w);
+    Array::from_shape_vec(ps.raw_dim(), acc).expect("block shape")
 }

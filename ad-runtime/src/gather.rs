@@ -28,26 +28,23 @@ where
     D: Dimension + RemoveAxis,
 {
     let n0 = a.len_of(Axis(0));
+    let parallel = par::go_parallel(idx.len() * a.len() / n0.max(1));
+    if let Ok(a1) = a.view().into_dimensionality::<Ix1>() {
+        let pick = |&j: &usize| {
+            check::row_in_range("gather", j, n0);
+            a1[j]
+        };
+        let z = Zip::from(idx);
+        let out = if parallel {
+            z.par_map_collect(pick)
+        } else {
+            z.map_collect(pick)
+        };
+        return out.into_dimensionality::<D>().expect("rank 1");
+    }
     let mut dim = a.raw_dim();
     dim[0] = idx.len();
     let mut out = Array::from_elem(dim, T::default());
-    let parallel = par::go_parallel(out.len());
-    if let (Ok(a1), Ok(mut o1)) = (
-        a.view().into_dimensionality::<Ix1>(),
-        out.view_mut().into_dimensionality::<Ix1>(),
-    ) {
-        let f = |o: &mut T, &j: &usize| {
-            check::row_in_range("gather", j, n0);
-            *o = a1[j];
-        };
-        let z = Zip::from(&mut o1).and(idx);
-        if parallel {
-            z.par_for_each(f);
-        } else {
-            z.for_each(f);
-        }
-        return out;
-    }
     let a = a.view();
     let copy_row = |(mut o, &j): (ndarray::ArrayViewMut<'_, T, D::Smaller>, &usize)| {
         check::row_in_range("gather", j, n0);

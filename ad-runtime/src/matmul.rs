@@ -5,8 +5,9 @@
 //! lane order of `Note [lane order]` (fold.rs), so they are bit-identical for
 //! any thread count and for any memory layout of the matrix.
 //! Matrix-matrix products call ndarray's `general_mat_mul` (the
-//! `matrixmultiply` kernels, single-threaded) on blocks of 64 output rows (or
-//! columns when the output is wider than tall); the blocks are fixed by the
+//! `matrixmultiply` kernels, single-threaded) on blocks of
+//! `max(64, ⌈len / 8⌉)` output rows (or columns when the output is wider than
+//! tall); the blocks are fixed by the
 //! shapes and each output element is computed by one call, so the result
 //! does not depend on the thread count. Work for the parallel threshold:
 //! `m·k·n / 8` multiply-adds for matrix-matrix products, the number of
@@ -14,14 +15,18 @@
 
 use crate::check;
 use crate::elem::Elem;
-use crate::fold::{reduce_axis, reduce_flat, LaneOp};
+use crate::fold::{reduce_axis, reduce_flat, tree, LaneOp, LANES};
 use crate::par;
 use ndarray::linalg::general_mat_mul;
 use ndarray::{arr0, Array1, Array2, ArrayBase, ArrayView2, Axis, Data, Ix1, Ix2};
 use rayon::prelude::*;
 
-/// Rows (or columns) of the output per matrix-multiply task.
+/// Fewest rows (or columns) of the output per matrix-multiply task.
 const MM_BLOCK: usize = 64;
+
+/// Most matrix-multiply tasks of one product: each task repacks the whole
+/// of the other operand, so blocks are at least `len / MM_TASKS` wide.
+const MM_TASKS: usize = 8;
 
 /// `acc + x · v[j]`: dot product with a fixed second operand.
 struct Dot<'a, T>(&'a [T]);
@@ -40,6 +45,24 @@ impl<T: Elem> LaneOp<T> for Dot<'_, T> {
     #[inline(always)]
     fn merge(&self, a: T, b: T) -> T {
         a + b
+    }
+    /// `fold_slice` with both operands as slices (no per-element index
+    /// check): `first = 0 + x·v`, the same arithmetic as `step` from `init`.
+    #[inline(always)]
+    fn fold_chunk(&self, xs: &[T], base: usize, _: ()) -> T {
+        let vs = &self.0[base..base + xs.len()];
+        let mut acc = [T::ZERO; LANES];
+        let mut xi = xs.chunks_exact(LANES);
+        let mut vi = vs.chunks_exact(LANES);
+        for (x, v) in (&mut xi).zip(&mut vi) {
+            for l in 0..LANES {
+                acc[l] = acc[l] + x[l] * v[l];
+            }
+        }
+        for (l, (&x, &v)) in xi.remainder().iter().zip(vi.remainder()).enumerate() {
+            acc[l] = acc[l] + x * v;
+        }
+        tree(self, acc)
     }
 }
 
@@ -189,21 +212,22 @@ fn gemm<T: Elem>(kernel: &str, a: ArrayView2<'_, T>, b: ArrayView2<'_, T>) -> Ar
     };
     let rows = m >= n;
     let ax = if rows { Axis(0) } else { Axis(1) };
-    let c_blocks = c.axis_chunks_iter_mut(ax, MM_BLOCK);
+    let blk = MM_BLOCK.max(m.max(n).div_ceil(MM_TASKS));
+    let c_blocks = c.axis_chunks_iter_mut(ax, blk);
     match (parallel, rows) {
         (true, true) => c_blocks
             .into_par_iter()
-            .zip(a.axis_chunks_iter(Axis(0), MM_BLOCK))
+            .zip(a.axis_chunks_iter(Axis(0), blk))
             .for_each(|(c, a)| mm(a, b, c)),
         (true, false) => c_blocks
             .into_par_iter()
-            .zip(b.axis_chunks_iter(Axis(1), MM_BLOCK))
+            .zip(b.axis_chunks_iter(Axis(1), blk))
             .for_each(|(c, b)| mm(a, b, c)),
         (false, true) => c_blocks
-            .zip(a.axis_chunks_iter(Axis(0), MM_BLOCK))
+            .zip(a.axis_chunks_iter(Axis(0), blk))
             .for_each(|(c, a)| mm(a, b, c)),
         (false, false) => c_blocks
-            .zip(b.axis_chunks_iter(Axis(1), MM_BLOCK))
+            .zip(b.axis_chunks_iter(Axis(1), blk))
             .for_each(|(c, b)| mm(a, b, c)),
     }
     c

@@ -76,12 +76,14 @@ impl<T: Elem, const MAX: bool> LaneOp<T> for ArgBest<MAX> {
         (T::ZERO, usize::MAX)
     }
     #[inline(always)]
+    fn first(&self, x: T, j: usize, _: ()) -> (T, usize) {
+        (x, j)
+    }
+    /// Only called on a lane that already holds an element (after `first`).
+    #[inline(always)]
     fn step(&self, acc: (T, usize), x: T, j: usize, _: ()) -> (T, usize) {
-        if acc.1 == usize::MAX || better::<T, MAX>(x, acc.0) {
-            (x, j)
-        } else {
-            acc
-        }
+        let b = better::<T, MAX>(x, acc.0);
+        (if b { x } else { acc.0 }, if b { j } else { acc.1 })
     }
     #[inline(always)]
     fn merge(&self, a: (T, usize), b: (T, usize)) -> (T, usize) {

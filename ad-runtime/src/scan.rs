@@ -4,7 +4,8 @@
 //! # The fixed scan order (`Note [scan order]`)
 //!
 //! The sequence (read backwards for the reverse scan) is cut into chunks of
-//! 8192 elements. The offset of chunk `c` is `((0 + t₀) + t₁) + … + t_{c-1}`
+//! 8192 elements. The offset of chunk `c` is `(t₀ + t₁) + … + t_{c-1}` (0 for
+//! the first chunk)
 //! where `tₖ` is the total of chunk `k` summed in the fixed lane order of
 //! `Note [lane order]` (fold.rs). Inside a chunk, starting from its offset
 //! `s`, elements are taken in groups of four `y₀..y₃`:
@@ -25,6 +26,7 @@ use ndarray::{
     Array, Array1, ArrayBase, ArrayView1, ArrayViewMut1, Axis, Data, Dimension, Ix1, Zip,
 };
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 /// Which scan [`scan_axis`] computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,13 +111,28 @@ fn scan1<T: Elem>(x: ArrayView1<'_, T>, kind: ScanKind, parallel: bool) -> Array
         }
     };
     let n = xs.len();
-    let mut out = vec![T::ZERO; n];
+    let mut out: Vec<T> = Vec::with_capacity(n);
+    let buf = &mut out.spare_capacity_mut()[..n];
     match kind {
-        ScanKind::Inclusive => scan_into(xs, &mut out, false, parallel),
-        ScanKind::ReverseInclusive => scan_into(xs, &mut out, true, parallel),
-        ScanKind::Exclusive if n > 0 => scan_into(&xs[..n - 1], &mut out[1..], false, parallel),
+        ScanKind::Inclusive => scan_into(xs, buf, false, parallel),
+        ScanKind::ReverseInclusive => scan_into(xs, buf, true, parallel),
+        ScanKind::Exclusive if n > 0 => {
+            buf[0].write(T::ZERO);
+            scan_into(&xs[..n - 1], &mut buf[1..], false, parallel);
+        }
         ScanKind::Exclusive => {}
     }
+    // SAFETY: the first `n` elements of the capacity are initialised:
+    // `scan_into(xs, buf, ..)` writes every element of `buf` (it asserts
+    // `buf.len() == xs.len()`, pairs the chunks of `buf` one to one with the
+    // chunks of `xs`, and `scan_chunk_*` write every element of their chunk:
+    // all full groups of four, then the remainder); the exclusive scan also
+    // writes `buf[0]`. `T: Copy`, so nothing needs dropping if a panic
+    // unwinds before this point (the vector then still has length 0).
+    #[allow(unsafe_code)]
+    unsafe {
+        out.set_len(n)
+    };
     Array1::from_vec(out)
 }
 
@@ -140,8 +157,9 @@ impl<T: Elem> LaneOp<T> for Add {
 }
 
 /// Inclusive scan of `xs` into `out` (same length), forwards or backwards.
-fn scan_into<T: Elem>(xs: &[T], out: &mut [T], rev: bool, parallel: bool) {
+fn scan_into<T: Elem>(xs: &[T], out: &mut [MaybeUninit<T>], rev: bool, parallel: bool) {
     let n = xs.len();
+    assert_eq!(out.len(), n, "scan output length");
     let nc = n.div_ceil(CHUNK);
     // Chunk c in scan order, as a range of memory positions.
     let range = |c: usize| {
@@ -159,14 +177,13 @@ fn scan_into<T: Elem>(xs: &[T], out: &mut [T], rev: bool, parallel: bool) {
             fold_slice(&Add, &xs[r], 0, ())
         }
     });
+    // offsets = [0, t₀, t₀ + t₁, ...]
     let mut offsets = Vec::with_capacity(nc);
-    let mut s = T::ZERO;
-    offsets.push(s);
-    for t in totals {
-        s = s + t;
-        offsets.push(s);
+    offsets.push(T::ZERO);
+    for (c, t) in totals.into_iter().enumerate() {
+        offsets.push(if c == 0 { t } else { offsets[c] + t });
     }
-    let body = |c: usize, x: &[T], o: &mut [T]| {
+    let body = |c: usize, x: &[T], o: &mut [MaybeUninit<T>]| {
         if rev {
             scan_chunk_rev(x, o, offsets[c]);
         } else {
@@ -210,27 +227,38 @@ fn group<T: Elem>(s: T, y: [T; 4]) -> [T; 4] {
     ]
 }
 
-fn scan_chunk_fwd<T: Elem>(xs: &[T], out: &mut [T], mut s: T) {
+/// Scan one chunk forwards from offset `s`; writes every element of `out`
+/// (`xs.len() == out.len()`).
+fn scan_chunk_fwd<T: Elem>(xs: &[T], out: &mut [MaybeUninit<T>], mut s: T) {
+    assert_eq!(xs.len(), out.len(), "scan chunk length");
     let mut xi = xs.chunks_exact(4);
     let mut oi = out.chunks_exact_mut(4);
     for (x, o) in (&mut xi).zip(&mut oi) {
         let g = group(s, [x[0], x[1], x[2], x[3]]);
-        o.copy_from_slice(&g);
+        for (o, g) in o.iter_mut().zip(g) {
+            o.write(g);
+        }
         s = g[3];
     }
     let (x, o) = (xi.remainder(), oi.into_remainder());
     let mut y = [T::ZERO; 4];
     y[..x.len()].copy_from_slice(x);
-    let g = group(s, y);
-    o.copy_from_slice(&g[..o.len()]);
+    for (o, g) in o.iter_mut().zip(group(s, y)) {
+        o.write(g);
+    }
 }
 
-fn scan_chunk_rev<T: Elem>(xs: &[T], out: &mut [T], mut s: T) {
+/// Scan one chunk backwards from offset `s`; writes every element of `out`
+/// (`xs.len() == out.len()`).
+fn scan_chunk_rev<T: Elem>(xs: &[T], out: &mut [MaybeUninit<T>], mut s: T) {
+    assert_eq!(xs.len(), out.len(), "scan chunk length");
     let mut xi = xs.rchunks_exact(4);
     let mut oi = out.rchunks_exact_mut(4);
     for (x, o) in (&mut xi).zip(&mut oi) {
         let g = group(s, [x[3], x[2], x[1], x[0]]);
-        o.copy_from_slice(&[g[3], g[2], g[1], g[0]]);
+        for (o, g) in o.iter_mut().zip([g[3], g[2], g[1], g[0]]) {
+            o.write(g);
+        }
         s = g[3];
     }
     let (x, o) = (xi.remainder(), oi.into_remainder());
@@ -241,6 +269,6 @@ fn scan_chunk_rev<T: Elem>(xs: &[T], out: &mut [T], mut s: T) {
     }
     let g = group(s, y);
     for k in 0..r {
-        o[r - 1 - k] = g[k];
+        o[r - 1 - k].write(g[k]);
     }
 }

@@ -134,15 +134,16 @@ pub fn close1(a: f64, b: f64, tol: f64) {
 }
 
 /// Reference of `Note [lane order]`: chunks of 8192, 8 lanes, fixed tree,
-/// chunks added left to right.
+/// chunk results added left to right starting from the first.
 pub fn lane_sum(xs: &[f64]) -> f64 {
-    let mut total = 0.0;
+    let mut total: Option<f64> = None;
     for c in xs.chunks(8192) {
         let mut l = [0.0f64; 8];
         for (k, &x) in c.iter().enumerate() {
             l[k % 8] += x;
         }
-        total += ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+        let p = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+        total = Some(total.map_or(p, |t| t + p));
     }
-    total
+    total.unwrap_or(0.0)
 }
