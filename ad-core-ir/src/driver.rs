@@ -184,8 +184,9 @@ fn verify(prog: &Program, f: &Func, mode: Mode, opts: &Options) -> Result<(), Dr
 
 /// Applies the simplifier (when enabled) to one function.
 fn simplify(f: &mut Func, prog: &Program, opts: &Options) {
-    // Wired to `crate::simplify::simplify_func` once the simplifier lands.
-    let _ = (f, prog, opts.simplify);
+    if opts.simplify {
+        crate::simplify::simplify_func(f, prog, &crate::simplify::Options::default());
+    }
 }
 
 /// Removes the residuals that the linear function does not read from both
