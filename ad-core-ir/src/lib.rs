@@ -11,9 +11,9 @@
 pub mod build;
 pub mod check;
 pub mod driver;
+pub mod dupdrop;
 pub mod interp;
 pub mod ir;
-pub mod dupdrop;
 pub mod jvp;
 pub mod normalize;
 pub mod parse;
