@@ -9,7 +9,9 @@
 //!
 //! [`drop_dead_linear`]: a linear statement all of whose linear results are
 //! dropped becomes drops of what it consumed (`drop(lscale(s, x)) = drop(x)`,
-//! `drop(0) = ()`), and `(a, b) = dup(x); drop(a)` becomes `b = x`.
+//! `drop(0) = ()`), `(a, b) = dup(x); drop(a)` becomes `b = x`, and a dropped
+//! linear result of an `if`, build, map or loop output is dropped inside
+//! instead (where the rules above continue).
 
 use super::facts::{count, count_stmt, counts_of, drop_stmt, is_drop, Counts, Subst};
 use crate::ir::*;
@@ -195,18 +197,20 @@ fn ddl_block(b: &mut Block, counts: &Counts, subst: &mut Subst) -> bool {
         Drops(Vec<Var>, Vec<Var>, Option<SrcId>),
         /// `dup(x)` with one copy dropped: (dropped copy, kept copy, x).
         Dup(Var, Var, Var),
+        /// Drop these linear results inside the statement's blocks instead.
+        PushDrops(Vec<usize>),
     }
     for i in (0..slots.len()).rev() {
         let action = {
             let Some(Some(s)) = slots[i].first() else {
                 continue;
             };
-            if is_drop(s) || s.lin_binds.is_empty() || s.binds.iter().any(|v| count(counts, *v) > 0)
-            {
+            let dropped: Vec<bool> = s.lin_binds.iter().map(|v| drops.contains_key(v)).collect();
+            if is_drop(s) || !dropped.iter().any(|d| *d) {
                 continue;
             }
-            let dropped: Vec<bool> = s.lin_binds.iter().map(|v| drops.contains_key(v)).collect();
-            if dropped.iter().all(|d| *d) {
+            let nl_dead = s.binds.iter().all(|v| count(counts, *v) == 0);
+            if nl_dead && dropped.iter().all(|d| *d) {
                 let lin: Vec<Var> = free_vars_stmt(s).lin.into_iter().collect();
                 Action::Drops(s.lin_binds.clone(), lin, s.src)
             } else if let (Expr::Lin(LinOp::Dup(x)), [a, c]) = (&s.expr, s.lin_binds.as_slice()) {
@@ -216,7 +220,16 @@ fn ddl_block(b: &mut Block, counts: &Counts, subst: &mut Subst) -> bool {
                     _ => continue,
                 }
             } else {
-                continue;
+                let first = match &s.expr {
+                    Expr::If(_) | Expr::Build(_) | Expr::Map(_) => 0,
+                    Expr::Loop(l) => l.lin_init.len(),
+                    _ => continue,
+                };
+                let js: Vec<usize> = (first..dropped.len()).filter(|j| dropped[*j]).collect();
+                if js.is_empty() {
+                    continue;
+                }
+                Action::PushDrops(js)
             }
         };
         match action {
@@ -236,6 +249,33 @@ fn ddl_block(b: &mut Block, counts: &Counts, subst: &mut Subst) -> bool {
                 slots[i] = vec![];
                 subst.set_lin(kept, x);
             }
+            Action::PushDrops(js) => {
+                // For each dropped result: the captured variable both branches
+                // of an `if` pass through (dropped outside instead), or none.
+                let plan: Vec<(usize, Var, Option<Var>)> = match &slots[i][0] {
+                    Some(s) => js
+                        .iter()
+                        .map(|j| (*j, s.lin_binds[*j], passed_through(s, *j)))
+                        .collect(),
+                    None => continue,
+                };
+                for (_, v, through) in &plan {
+                    let (a, k) = drops.remove(v).expect("checked");
+                    match through {
+                        Some(x) => {
+                            let src = slots[a][k].as_ref().and_then(|d| d.src);
+                            slots[a][k] = Some(drop_stmt(*x, src));
+                            drops.insert(*x, (a, k));
+                        }
+                        None => slots[a][k] = None,
+                    }
+                }
+                if let Some(s) = &mut slots[i][0] {
+                    for (j, _, through) in plan.into_iter().rev() {
+                        push_drop(s, j, through.is_none());
+                    }
+                }
+            }
         }
         changed = true;
     }
@@ -244,4 +284,51 @@ fn ddl_block(b: &mut Block, counts: &Counts, subst: &mut Subst) -> bool {
     // substitute now, so that enclosing blocks see the right free variables.
     subst.apply_block(b);
     changed
+}
+
+/// The variable captured from outside that both branches of an `if` return as
+/// linear result `j`, if so.
+fn passed_through(s: &Stmt, j: usize) -> Option<Var> {
+    let Expr::If(i) = &s.expr else {
+        return None;
+    };
+    let (a, b) = (*i.then_.lin_results.get(j)?, *i.else_.lin_results.get(j)?);
+    // A block result is bound at the block's top level or outside it.
+    let bound = |blk: &Block| blk.stmts.iter().any(|t| t.lin_binds.contains(&a));
+    (a == b && !bound(&i.then_) && !bound(&i.else_)).then_some(a)
+}
+
+/// Removes linear result `j` of an `if`, build, map or loop (stacked output);
+/// with `drop_inside`, drops it at the end of the blocks that produced it:
+/// `let (..; .., y, ..) = if c { ..; yield ..; a } else { ..; yield ..; b }; drop(y)`
+/// = `let (..; ..) = if c { ..; drop(a) } else { ..; drop(b) }`.
+fn push_drop(s: &mut Stmt, j: usize, drop_inside: bool) {
+    let src = s.src;
+    let pop = |b: &mut Block| {
+        let r = b.lin_results.remove(j);
+        if drop_inside {
+            b.stmts.push(drop_stmt(r, src));
+        }
+    };
+    match &mut s.expr {
+        Expr::If(i) => {
+            pop(&mut i.then_);
+            pop(&mut i.else_);
+            if j < i.lin_shapes.len() {
+                i.lin_shapes.remove(j);
+            }
+        }
+        Expr::Build(b) => pop(&mut b.body.body),
+        Expr::Map(m) => pop(&mut m.body.body),
+        Expr::Loop(l) => pop(&mut l.body.body),
+        Expr::Atom(_)
+        | Expr::Prim(..)
+        | Expr::Array(_)
+        | Expr::Tuple(_)
+        | Expr::Untuple(_)
+        | Expr::Lin(_)
+        | Expr::Call(_)
+        | Expr::Fold(_) => return,
+    }
+    s.lin_binds.remove(j);
 }

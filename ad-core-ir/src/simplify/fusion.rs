@@ -668,7 +668,9 @@ pub fn build_of_index(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
 }
 
 /// `map(|.., x_j, ..| .. yield x_j ..)`: a result that is an element
-/// parameter is the array itself (`map(|x| x, a) = a`).
+/// parameter is the array itself (`map(|x| x, a) = a`); likewise for a linear
+/// element passed through (`map(|; dx| dx, ; da) = da`, the operand leaves
+/// the map as long as another one keeps its shape).
 pub fn map_identity(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
     let Expr::Map(m) = &s.expr else {
         return None;
@@ -684,10 +686,46 @@ pub fn map_identity(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
             Some((k, m.arrs[j].var()?))
         })
         .collect();
-    if ids.is_empty() {
+    // Linear pass-throughs: (result k, operand j).
+    let mut lin_ids: Vec<(usize, usize)> = m
+        .body
+        .body
+        .lin_results
+        .iter()
+        .enumerate()
+        .filter_map(|(k, r)| Some((k, m.body.lin_params.iter().position(|p| p == r)?)))
+        .collect();
+    let arrays = m.arrs.len() + m.lin_arrs.len();
+    while !lin_ids.is_empty() && lin_ids.len() >= arrays {
+        lin_ids.pop();
+    }
+    if ids.is_empty() && lin_ids.is_empty() {
         return None;
     }
-    shrink(s, cx, &ids)
+    if lin_ids.is_empty() {
+        return shrink(s, cx, &ids);
+    }
+    let mut new = s.clone();
+    let Expr::Map(nm) = &mut new.expr else {
+        return None;
+    };
+    lin_ids.sort_by_key(|(_, j)| std::cmp::Reverse(*j));
+    let mut ks: Vec<usize> = vec![];
+    for (k, j) in &lin_ids {
+        cx.replace_lin(s.lin_binds[*k], m.lin_arrs[*j]);
+        nm.lin_arrs.remove(*j);
+        nm.body.lin_params.remove(*j);
+        ks.push(*k);
+    }
+    ks.sort_unstable();
+    for k in ks.into_iter().rev() {
+        nm.body.body.lin_results.remove(k);
+        new.lin_binds.remove(k);
+    }
+    if ids.is_empty() {
+        return Some(vec![new]);
+    }
+    shrink(&new, cx, &ids)
 }
 
 /// Replaces the listed non-linear results `(k, a)` of a build or map by the
