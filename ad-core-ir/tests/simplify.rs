@@ -646,6 +646,47 @@ fn if_literal() {
     );
 }
 
+/// Regression: a producer bypassed inside a branch (and so killed) must not
+/// come back when the branch is inlined by `if_literal` in the same walk.
+#[test]
+fn if_literal_after_bypass_in_branch() {
+    let mut b = new_builder("f");
+    let s = b.param("s", Ty::F64);
+    let t = b.param("t", Ty::F64);
+    let u = b.param("u", Ty::F64);
+    let dx = b.lin_param("dx", Ty::F64, ShapeTree::Scalar);
+    let d1 = b.lin(LinOp::Scale { s: s.into(), x: dx });
+    let c = b.prim(Prim::Lt, &[Atom::I64(1), Atom::I64(2)]);
+    let then_ = b.block(|b| {
+        let d2 = b.lin(LinOp::Scale { s: t.into(), x: d1 });
+        let d3 = b.lin(LinOp::Scale { s: u.into(), x: d2 });
+        (vec![], vec![d3])
+    });
+    let else_ = b.block(|_| (vec![], vec![d1]));
+    let (_, r) = b.emit(Expr::If(If {
+        cond: c.into(),
+        then_,
+        else_,
+        lin_shapes: vec![ShapeTree::Scalar],
+    }));
+    let f = b.finish(vec![], r);
+    let mut g = f.clone();
+    simplify::simplify_func(&mut g, &prog_of(&f), &Options::default());
+    assert_eq!(
+        count(&g, &|e| matches!(e, Expr::Lin(LinOp::Scale { .. }))),
+        1,
+        "{}",
+        func_to_string(&g)
+    );
+    verify(
+        &f,
+        &g,
+        Mode::LinearB,
+        &vec![(scalars(&[2.0, 3.0, 0.5]), scalars(&[1.5]))],
+        1e-12,
+    );
+}
+
 // ---------------------------------------------------------------- copies and shapes
 
 #[test]
@@ -1534,6 +1575,82 @@ mod pipeline {
             return;
         };
         same("lin_t", &t0.1, &t1.1);
+        // The driver's order (simplify between passes, residuals pruned):
+        // same primal results, same tangents, transpose still the adjoint.
+        let caught = std::panic::catch_unwind(|| super::driver_like::differentiate(prog, name));
+        let Some((p2, n2)) = (match caught {
+            Ok(r) => r,
+            Err(e) if strict => std::panic::resume_unwind(e),
+            Err(_) => None,
+        }) else {
+            return;
+        };
+        let run2 = |func: &str, a: &[Value], l: &[Value]| {
+            run(&p2, func, a, l).unwrap_or_else(|e| panic!("driver-like {func}: {e}"))
+        };
+        let j2 = run2(&names.jvp, args, &dx);
+        same("driver-like jvp primal", &j0.0, &j2.0);
+        same("driver-like jvp tangent", &j0.1, &j2.1);
+        let (r2, _) = run2(&names.fwd, args, &[]);
+        same("driver-like fwd primal", &r0[..d.n_results], &r2[..n2]);
+        let res2 = &r2[n2..];
+        let (_, l2) = run2(&names.lin, res2, &dx);
+        same("driver-like lin", &l0.1, &l2);
+        let (_, t2) = run2(&names.lin_t, res2, &ct);
+        same("driver-like lin_t", &t0.1, &t2);
+    }
+}
+
+/// The driver's sequence with the simplifier between passes (as
+/// `driver::differentiate` runs it once wired): jvp, simplify, unzip,
+/// simplify lin, prune residuals, simplify fwd, transpose, simplify; the
+/// checker after every step. Returns the program and `n_results` of `name`.
+mod driver_like {
+    use super::*;
+    use ad_core_ir::driver::prune_residuals;
+    use ad_core_ir::jvp::jvp_func;
+    use ad_core_ir::transpose::transpose_func;
+    use ad_core_ir::unzip::unzip_func;
+
+    fn checked(p: &Program, f: &Func, mode: Mode, what: &str) {
+        if let Err(e) = check_func(p, f, mode) {
+            panic!(
+                "{what}: `{}` fails the checker: {e:?}\n{}",
+                f.name,
+                func_to_string(f)
+            );
+        }
+    }
+
+    /// `None` when a pass other than the simplifier fails on the program.
+    pub fn differentiate(prog: &Program, name: &str) -> Option<(Program, usize)> {
+        let opts = Options::default();
+        let mut out = prog.clone();
+        let mut n = 0;
+        for g in &prog.funcs {
+            let wrt = vec![true; g.params.len()];
+            let mut j = jvp_func(&out, g, &wrt).ok()?;
+            simplify::simplify_func(&mut j, &out, &opts);
+            checked(&out, &j, Mode::LinearA, "jvp + simplify");
+            out.insert(j.clone());
+            let u = unzip_func(&out, &j).ok()?;
+            let (mut fwd, mut lin) = (u.fwd, u.lin);
+            simplify::simplify_func(&mut lin, &out, &opts);
+            prune_residuals(&mut fwd, &mut lin, u.n_results);
+            simplify::simplify_func(&mut fwd, &out, &opts);
+            checked(&out, &fwd, Mode::LinearB, "unzip + simplify");
+            checked(&out, &lin, Mode::LinearB, "unzip + simplify");
+            out.insert(fwd);
+            out.insert(lin.clone());
+            let mut t = transpose_func(&out, &lin).ok()?;
+            simplify::simplify_func(&mut t, &out, &opts);
+            checked(&out, &t, Mode::LinearB, "transpose + simplify");
+            out.insert(t);
+            if g.name == name {
+                n = u.n_results;
+            }
+        }
+        Some((out, n))
     }
 }
 

@@ -262,6 +262,15 @@ fn rewrite(
     stats: &mut Stats,
     depth: usize,
 ) {
+    // A statement killed earlier in the walk that comes round again (code
+    // moved by a rule, e.g. an inlined branch) goes now.
+    if s.binds
+        .iter()
+        .chain(&s.lin_binds)
+        .any(|v| cx.killed.contains(v))
+    {
+        return;
+    }
     cx.subst.apply_operands(&mut s.expr);
     if depth < MAX_DEPTH {
         cx.src = s.src;
