@@ -3,14 +3,259 @@
 //! finite differences; unzip reproduces jvp; transpose satisfies the
 //! dot-product identity; the simplifier preserves results; the checker
 //! accepts every pass output.
+//!
+//! `PROPTEST_CASES` sets the number of cases (default 256);
+//! `LINAD_GEN_DISABLE=loop,fold` switches constructs off (see `GenConfig`).
 
 mod common;
 
-use ad_core_ir::check::{check_program, Mode};
-use ad_core_ir::interp::run;
-use common::gen::{cases, GenConfig};
+use ad_core_ir::check::{check_func, check_program, Mode};
+use ad_core_ir::driver::{differentiate, Derivatives, Options};
+use ad_core_ir::interp::{run, Value};
+use ad_core_ir::pretty::func_to_string;
+use ad_core_ir::testing::{check_derived, Report, Rng};
+use common::gen::{cases, Case, GenConfig};
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
+use std::cell::RefCell;
+
+/// Finite-difference step.
+const H: f64 = 1e-6;
+
+/// The driver's options: the defaults (simplifier on, checker on), or
+/// without the simplifier when `LINAD_NO_SIMPLIFY` is set (to tell pass bugs
+/// from simplifier bugs).
+fn driver_options() -> Options {
+    Options {
+        simplify: std::env::var("LINAD_NO_SIMPLIFY").is_err(),
+        check: true,
+    }
+}
+
+fn fail(msg: impl Into<String>) -> TestCaseError {
+    TestCaseError::fail(msg.into())
+}
+
+/// Differentiates the case's entry and checks it at its arguments.
+fn derive(c: &Case) -> Result<(Derivatives, Report), TestCaseError> {
+    let d = differentiate(&c.prog, &c.entry, &c.wrt, &driver_options())
+        .map_err(|e| fail(format!("differentiate: {e}")))?;
+    let r = check_derived(&c.prog, &d, &c.entry, &c.args, &c.wrt, c.seed, H).map_err(|e| {
+        fail(format!(
+            "running the derived functions: {e}\n{}",
+            derived_to_string(&d)
+        ))
+    })?;
+    Ok((d, r))
+}
+
+/// The derived functions of the entry, printed.
+fn derived_to_string(d: &Derivatives) -> String {
+    let n = &d.names;
+    [&n.jvp, &n.fwd, &n.lin, &n.lin_t]
+        .iter()
+        .filter_map(|f| d.program.func(f))
+        .map(func_to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The tangent outputs of `f__jvp` in the directions `check_derived` uses
+/// (same seed, same order of draws).
+fn jvp_tangents(c: &Case, d: &Derivatives) -> Result<Vec<Value>, TestCaseError> {
+    let mut rng = Rng(c.seed);
+    let dx: Vec<Value> = c
+        .args
+        .iter()
+        .zip(&c.wrt)
+        .filter(|(a, w)| **w && !matches!(a, Value::I64(_)))
+        .map(|(a, _)| rng.like(a))
+        .collect();
+    let (_, dy) =
+        run(&d.program, &d.names.jvp, &c.args, &dx).map_err(|e| fail(format!("jvp: {e}")))?;
+    Ok(dy)
+}
+
+fn run_prop(name: &str, test: impl Fn(&Case) -> Result<(), TestCaseError>) {
+    let mut runner = TestRunner::new(common::config());
+    let t0 = std::time::Instant::now();
+    let res = runner.run(&cases(GenConfig::from_env()), |c| test(&c));
+    eprintln!("{name}: {} cases in {:.2?}", common::cases(), t0.elapsed());
+    if let Err(e) = res {
+        panic!("{name}: {e}");
+    }
+}
+
+/// (a) jvp agrees with central finite differences.
+#[test]
+fn prop_jvp_matches_finite_differences() {
+    run_prop("jvp vs finite differences", |c| {
+        let (_, r) = derive(c)?;
+        if !(r.fd_rel_err < 1e-5) {
+            return Err(fail(format!("fd_rel_err = {:e}; {r:?}", r.fd_rel_err)));
+        }
+        Ok(())
+    });
+}
+
+/// (b) unzip: fwd and jvp reproduce the primal bit for bit, lin reproduces jvp.
+#[test]
+fn prop_unzip_reproduces_jvp() {
+    run_prop("unzip reproduces jvp", |c| {
+        let (d, r) = derive(c)?;
+        if !(r.jvp_primal_exact && r.fwd_primal_exact) {
+            return Err(fail(format!("primal results differ: {r:?}")));
+        }
+        let scale = jvp_tangents(c, &d)?
+            .iter()
+            .map(|t| t.max_abs_diff(&t.zeros_like()))
+            .fold(1.0, f64::max);
+        if !(r.lin_vs_jvp <= 1e-12 * scale) {
+            return Err(fail(format!(
+                "lin vs jvp: {:e} (|jvp| = {scale:e}); {r:?}\n{}",
+                r.lin_vs_jvp,
+                derived_to_string(&d)
+            )));
+        }
+        Ok(())
+    });
+}
+
+/// Worst ratios seen by the transpose property.
+struct Worst {
+    work: f64,
+    size: f64,
+    work_case: String,
+    size_case: String,
+}
+
+/// Bound of `size(f__lin_t) / size(f)` (statement counts), from observation.
+const SIZE_RATIO_MAX: f64 = 8.0;
+
+/// (c) transpose: <ȳ, L ẋ> = <Lᵀ ȳ, ẋ>, and reverse mode is cheap.
+#[test]
+fn prop_transpose_dot_product_identity() {
+    let worst = RefCell::new(Worst {
+        work: 0.0,
+        size: 0.0,
+        work_case: String::new(),
+        size_case: String::new(),
+    });
+    run_prop("transpose dot-product identity", |c| {
+        let (d, r) = derive(c)?;
+        if !(r.dot_rel_err < 1e-9) {
+            return Err(fail(format!(
+                "dot_rel_err = {:e}; {r:?}\n{}",
+                r.dot_rel_err,
+                derived_to_string(&d)
+            )));
+        }
+        let (wr, sr) = (r.transpose_work_ratio(), r.transpose_size_ratio());
+        let mut w = worst.borrow_mut();
+        if wr > w.work {
+            w.work = wr;
+            w.work_case = format!("{c:?}\n{r:?}");
+        }
+        if sr > w.size {
+            w.size = sr;
+            w.size_case = format!("{c:?}\n{r:?}");
+        }
+        Ok(())
+    });
+    let w = worst.into_inner();
+    eprintln!(
+        "worst transpose work ratio ops(lin_t)/ops(f) = {:.3}",
+        w.work
+    );
+    eprintln!(
+        "worst transpose size ratio size(lin_t)/size(f) = {:.3}",
+        w.size
+    );
+    if std::env::var("LINAD_SHOW_WORST").is_ok() {
+        eprintln!(
+            "worst work case:\n{}\nworst size case:\n{}",
+            w.work_case, w.size_case
+        );
+    }
+    assert!(w.work <= 4.0, "work ratio {} > 4:\n{}", w.work, w.work_case);
+    assert!(
+        w.size <= SIZE_RATIO_MAX,
+        "size ratio {} > {SIZE_RATIO_MAX}:\n{}",
+        w.size,
+        w.size_case
+    );
+}
+
+/// (d) the simplifier preserves interpreter results and checker acceptance.
+#[test]
+fn prop_simplify_preserves_results() {
+    use ad_core_ir::simplify::{simplify_func, Options as SOptions};
+    run_prop("simplify preserves results", |c| {
+        let mut p = c.prog.clone();
+        for k in 0..p.funcs.len() {
+            let mut f = p.funcs[k].clone();
+            simplify_func(&mut f, &p, &SOptions::default());
+            p.funcs[k] = f;
+        }
+        if let Err(es) = check_program(&p, Mode::LinearA) {
+            let msgs: Vec<String> = es.iter().take(5).map(|e| e.to_string()).collect();
+            return Err(fail(format!(
+                "checker rejects the simplified program: {}\n{}",
+                msgs.join("; "),
+                ad_core_ir::pretty::program_to_string(&p)
+            )));
+        }
+        let (y0, _) = run(&c.prog, &c.entry, &c.args, &[]).map_err(|e| fail(e.to_string()))?;
+        let (y1, _) = run(&p, &c.entry, &c.args, &[]).map_err(|e| {
+            fail(format!(
+                "the simplified program fails: {e}\n{}",
+                ad_core_ir::pretty::program_to_string(&p)
+            ))
+        })?;
+        let bad = y0.len() != y1.len()
+            || y0.iter().zip(&y1).any(|(a, b)| {
+                let scale = a.max_abs_diff(&a.zeros_like()).max(1.0);
+                !(a.max_abs_diff(b) <= 1e-12 * scale)
+            });
+        if bad {
+            return Err(fail(format!(
+                "results differ: {y0:?} vs {y1:?}\n{}",
+                ad_core_ir::pretty::program_to_string(&p)
+            )));
+        }
+        Ok(())
+    });
+}
+
+/// (e) the checker accepts every pass output: the driver checks after every
+/// pass (an error would be an internal compiler error); the whole derived
+/// program is Linear A and the unzipped/transposed functions Linear B.
+#[test]
+fn prop_checker_accepts_pass_outputs() {
+    run_prop("checker accepts pass outputs", |c| {
+        let d = differentiate(&c.prog, &c.entry, &c.wrt, &driver_options())
+            .map_err(|e| fail(format!("differentiate: {e}")))?;
+        if let Err(es) = check_program(&d.program, Mode::LinearA) {
+            let msgs: Vec<String> = es.iter().take(5).map(|e| e.to_string()).collect();
+            return Err(fail(format!("Linear A: {}", msgs.join("; "))));
+        }
+        for f in &d.program.funcs {
+            if f.name.ends_with("__fwd") || f.name.ends_with("__lin") || f.name.ends_with("__lin_t")
+            {
+                if let Err(es) = check_func(&d.program, f, Mode::LinearB) {
+                    let msgs: Vec<String> = es.iter().take(5).map(|e| e.to_string()).collect();
+                    return Err(fail(format!(
+                        "`{}` is not Linear B: {}\n{}",
+                        f.name,
+                        msgs.join("; "),
+                        func_to_string(f)
+                    )));
+                }
+            }
+        }
+        Ok(())
+    });
+}
 
 #[test]
 fn generated_programs_check_and_run() {
@@ -123,4 +368,150 @@ fn print_samples() {
             Ok(())
         })
         .unwrap();
+}
+
+/// Every property at once: a list of `(class, detail)` violations; a panic
+/// in a pass is one too.
+fn violations(c: &Case) -> Vec<(String, String)> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| violations_inner(c))) {
+        Ok(v) => v,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            vec![(normalize(&format!("panic: {msg}")), msg)]
+        }
+    }
+}
+
+fn violations_inner(c: &Case) -> Vec<(String, String)> {
+    let mut out = vec![];
+    let mut add = |class: &str, detail: String| out.push((class.to_string(), detail));
+    match differentiate(&c.prog, &c.entry, &c.wrt, &driver_options()) {
+        Err(e) => add(&normalize(&format!("differentiate: {e}")), e.to_string()),
+        Ok(d) => {
+            if let Err(es) = check_program(&d.program, Mode::LinearA) {
+                add("(e) Linear A", es[0].to_string());
+            }
+            match check_derived(&c.prog, &d, &c.entry, &c.args, &c.wrt, c.seed, H) {
+                Err(e) => add(&normalize(&format!("run: {e}")), e),
+                Ok(r) => {
+                    if !(r.fd_rel_err < 1e-5) {
+                        add("(a) fd", format!("{r:?}"));
+                    }
+                    if !(r.jvp_primal_exact && r.fwd_primal_exact) {
+                        add("(b) primal", format!("{r:?}"));
+                    }
+                    if !(r.lin_vs_jvp <= 1e-9) {
+                        add("(b) lin vs jvp", format!("{r:?}"));
+                    }
+                    if !(r.dot_rel_err < 1e-9) {
+                        add("(c) dot", format!("{r:?}"));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A failure message without names and numbers, cut at its first error, for
+/// grouping.
+fn normalize(msg: &str) -> String {
+    let first = msg.split("; in `").next().unwrap_or(msg);
+    let mut s = String::new();
+    let mut in_tick = false;
+    let mut last_digit = false;
+    for ch in first.chars().take(200) {
+        if ch == '`' {
+            in_tick = !in_tick;
+            if in_tick {
+                s.push_str("`_`");
+            }
+            continue;
+        }
+        if in_tick {
+            continue;
+        }
+        if ch.is_ascii_digit() {
+            if !last_digit {
+                s.push('#');
+            }
+            last_digit = true;
+        } else {
+            s.push(ch);
+            last_digit = false;
+        }
+    }
+    s
+}
+
+/// Exploration: `LINAD_EXPLORE=2000 cargo test --release --test properties
+/// explore -- --ignored --nocapture` runs every property on that many cases,
+/// groups the failures by kind and shrinks one per kind.
+#[test]
+#[ignore]
+fn explore() {
+    use common::gen::{ChoiceStrategy, ChoiceTree, Choices};
+    use proptest::strategy::{Strategy, ValueTree};
+    let n: usize = std::env::var("LINAD_EXPLORE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
+    let cfg = GenConfig::from_env();
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut runner = TestRunner::default();
+    let mut classes: std::collections::BTreeMap<String, (usize, Choices)> = Default::default();
+    for _ in 0..n {
+        let ch = ChoiceStrategy { len: 2048 }
+            .new_tree(&mut runner)
+            .unwrap()
+            .current();
+        let c = common::gen::generate(&ch, &cfg);
+        for (class, _) in violations(&c) {
+            classes
+                .entry(class)
+                .and_modify(|e| e.0 += 1)
+                .or_insert((1, ch.clone()));
+        }
+    }
+    eprintln!("{n} cases; failure classes:");
+    for (class, (count, _)) in &classes {
+        eprintln!("{count:6}  {class}");
+    }
+    for (class, (count, ch)) in classes {
+        let fails = |ch: &Choices| {
+            let c = common::gen::generate(ch, &cfg);
+            violations(&c).iter().any(|(k, _)| *k == class)
+        };
+        let mut tree = ChoiceTree::new(ch);
+        if tree.simplify() {
+            loop {
+                let more = if fails(&tree.current()) {
+                    tree.simplify()
+                } else {
+                    tree.complicate()
+                };
+                if !more {
+                    break;
+                }
+            }
+        }
+        let c = common::gen::generate(&tree.current(), &cfg);
+        let detail = violations(&c)
+            .into_iter()
+            .find(|(k, _)| *k == class)
+            .map(|x| x.1)
+            .unwrap_or_default();
+        eprintln!("==================== {class} ({count} cases)\n{c:?}\n{detail}");
+        let unchecked = Options {
+            check: false,
+            ..driver_options()
+        };
+        if let Ok(d) = differentiate(&c.prog, &c.entry, &c.wrt, &unchecked) {
+            eprintln!("--- derived:\n{}", derived_to_string(&d));
+        }
+    }
 }
