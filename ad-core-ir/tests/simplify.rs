@@ -1786,6 +1786,15 @@ fn random_programs() {
                         func_to_string(f)
                     )));
                 }
+                // A fixpoint: one more sweep changes nothing.
+                let mut again = f.clone();
+                if simplify::sweep(&mut again, &simple, &Options::default()) {
+                    return Err(TestCaseError::fail(format!(
+                        "not a fixpoint:\n{}\nthen:\n{}",
+                        func_to_string(f),
+                        func_to_string(&again)
+                    )));
+                }
             }
             let (r0, _) = run(prog, entry, args, &[])
                 .map_err(|e| TestCaseError::fail(format!("interp: {e}")))?;
