@@ -1,34 +1,68 @@
 //! Argument checks shared by the kernels; each panics with a message naming
-//! the kernel and the shapes or index involved.
+//! the kernel and the shapes or index involved. The checks are inlined and
+//! their panic paths kept out of line, so a check in an inner loop costs one
+//! predictable comparison.
 
 /// Panic unless `a` and `b` are the same shape.
+#[inline(always)]
 #[track_caller]
 pub(crate) fn same_shape(kernel: &str, a: &[usize], b: &[usize]) {
     if a != b {
-        panic!("ad_runtime::{kernel}: shape mismatch: {a:?} vs {b:?}");
+        shape_mismatch(kernel, a, b);
     }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn shape_mismatch(kernel: &str, a: &[usize], b: &[usize]) -> ! {
+    panic!("ad_runtime::{kernel}: shape mismatch: {a:?} vs {b:?}");
 }
 
 /// Panic unless `axis < ndim`.
+#[inline(always)]
 #[track_caller]
 pub(crate) fn axis_in_range(kernel: &str, axis: usize, shape: &[usize]) {
     if axis >= shape.len() {
-        panic!("ad_runtime::{kernel}: axis {axis} out of range for an array of shape {shape:?}");
+        axis_out_of_range(kernel, axis, shape);
     }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn axis_out_of_range(kernel: &str, axis: usize, shape: &[usize]) -> ! {
+    panic!("ad_runtime::{kernel}: axis {axis} out of range for an array of shape {shape:?}");
 }
 
 /// Panic unless `index < len`.
+#[inline(always)]
 #[track_caller]
 pub(crate) fn index_in_range(kernel: &str, index: usize, len: usize) {
     if index >= len {
-        panic!("ad_runtime::{kernel}: index {index} out of range for length {len}");
+        index_out_of_range(kernel, index, len);
     }
 }
 
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn index_out_of_range(kernel: &str, index: usize, len: usize) -> ! {
+    panic!("ad_runtime::{kernel}: index {index} out of range for length {len}");
+}
+
 /// Panic unless row index `index` is below `len`, the length of axis 0.
+#[inline(always)]
 #[track_caller]
 pub(crate) fn row_in_range(kernel: &str, index: usize, len: usize) {
     if index >= len {
-        panic!("ad_runtime::{kernel}: index {index} out of range for axis 0 of length {len}");
+        row_out_of_range(kernel, index, len);
     }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn row_out_of_range(kernel: &str, index: usize, len: usize) -> ! {
+    panic!("ad_runtime::{kernel}: index {index} out of range for axis 0 of length {len}");
 }

@@ -20,7 +20,7 @@
 
 use crate::elem::Elem;
 use crate::par;
-use ndarray::{Array, ArrayBase, ArrayView, Axis, CowArray, Data, Dimension, RemoveAxis, Zip};
+use ndarray::{Array, ArrayBase, ArrayView, Axis, CowArray, Data, Dimension, RemoveAxis};
 use rayon::prelude::*;
 
 /// Number of lanes of a chunk fold.
@@ -178,9 +178,10 @@ where
 /// Reduce `a` along `axis` (`Note [lane order]` for every lane), with the
 /// per-output parameters `params` (shape of the output).
 ///
-/// Tasks are (chunk of the reduced axis) × (block of outputs); the partials
-/// of a block are merged in chunk order. Blocks only change who computes
-/// what, never the arithmetic of an output element.
+/// Tasks are (chunk of the reduced axis) × (block of outputs), and on the
+/// rows path also × lane; partial results are merged by the lane tree and
+/// then in chunk order. Blocks and tasks only change who computes what,
+/// never the arithmetic of an output element.
 pub(crate) fn reduce_axis<T, O, S, D>(
     op: &O,
     a: &ArrayBase<S, D>,
@@ -201,146 +202,210 @@ where
         return Array::from_elem(out_dim, op.init());
     }
     let a = a.view();
-    let strided = a.stride_of(ax).unsigned_abs() != 1 && n > 1;
-    // Output blocks along the longest output axis (none for a 0-d output),
-    // about TASK_WORK input elements per task.
+    // Note [rows path]: when the reduced axis is not contiguous, whole rows
+    // (index_axis(axis, k)) are streamed into per-lane accumulator rows.
+    let rows = a.stride_of(ax).unsigned_abs() != 1 && n > 1 && out_len >= 2 * LANES;
+    // Output blocks along the longest output axis (none for a 0-d output).
     let (ob, k, nb) = match (0..out_dim.ndim()).rev().max_by_key(|&i| out_dim[i]) {
         None => (0, 1, 1),
         Some(ob) => {
             let len = out_dim[ob];
-            let min_width = if strided { ROWS_MIN_WIDTH } else { 1 };
-            let want = (out_len * n.min(CHUNK)).div_ceil(TASK_WORK);
-            let nb = want.clamp(1, (out_len / min_width).clamp(1, len));
-            let k = len.div_ceil(nb);
+            let want = if rows {
+                out_len.div_ceil(ROWS_BLOCK)
+            } else {
+                (out_len * n.min(CHUNK)).div_ceil(TASK_WORK)
+            };
+            let k = len.div_ceil(want.clamp(1, len));
             (ob, k, len.div_ceil(k))
         }
     };
     let ob_a = if ob < axis { ob } else { ob + 1 };
-    let has_blocks = out_dim.ndim() > 0;
     let nc = n.div_ceil(CHUNK);
     let parallel = par::go_parallel(a.len());
-    let parts = par::map_tasks(nc * nb, parallel, |t| {
-        let (c, b) = (t / nb, t % nb);
+    // In parallel the rows path makes one task per lane; sequentially one
+    // pass over the rows feeds all 8 lanes (better locality, fewer buffers).
+    let lanes = if rows && parallel { LANES } else { 1 };
+    let block = |c: usize, b: usize| {
         let lo = c * CHUNK;
         let mut sub = a.slice_axis(ax, (lo..n.min(lo + CHUNK)).into());
         let mut ps = params.view();
-        if has_blocks {
+        if nb > 1 {
             let r = b * k..out_dim[ob].min((b + 1) * k);
             sub.slice_axis_inplace(Axis(ob_a), r.clone().into());
             ps.slice_axis_inplace(Axis(ob), r.into());
         }
-        fold_block(op, sub, ax, lo, ps, strided)
+        (sub, ps, lo)
+    };
+    // Task t = (c, b, l): chunk c, output block b, lane l (rows path only).
+    let parts = par::map_tasks(nc * nb * lanes, parallel, |t| {
+        let (c, b, l) = (t / (nb * lanes), t / lanes % nb, t % lanes);
+        let (sub, ps, base) = block(c, b);
+        if rows && lanes == LANES {
+            fold_rows_lane(op, sub, ax, base, ps, l, 1)
+        } else if rows {
+            let mut all = fold_rows_lane(op, sub, ax, base, ps, 0, LANES);
+            tree_in_place(op, &mut all);
+            all
+        } else {
+            fold_lanes(op, sub, ax, base, ps)
+        }
     });
-    // Partials of block b are parts[c * nb + b]; merge them in chunk order.
-    let mut by_block: Vec<Vec<Array<O::Acc, D::Smaller>>> = (0..nb).map(|_| Vec::new()).collect();
-    for (t, p) in parts.into_iter().enumerate() {
-        by_block[t % nb].push(p);
+    if parts.len() == 1 {
+        let v = parts.into_iter().next().expect("one task");
+        return Array::from_shape_vec(out_dim, v).expect("output shape");
     }
-    let merge_block = |chunks: Vec<Array<O::Acc, D::Smaller>>| {
-        let mut it = chunks.into_iter();
-        let mut acc = it.next().expect("at least one chunk");
-        for p in it {
-            Zip::from(&mut acc)
-                .and(&p)
-                .for_each(|t, &x| *t = op.merge(*t, x));
+    // Group the partials by block: by_block[b][c * lanes + l].
+    let mut by_block: Vec<Vec<Vec<O::Acc>>> = (0..nb).map(|_| Vec::new()).collect();
+    for (t, p) in parts.into_iter().enumerate() {
+        by_block[t / lanes % nb].push(p);
+    }
+    let merge_block = |parts: Vec<Vec<O::Acc>>| {
+        let chunks: Vec<Vec<O::Acc>> = if lanes == 1 {
+            parts
+        } else {
+            parts.chunks(lanes).map(|ls| tree_rows(op, ls)).collect()
+        };
+        let mut chunks = chunks.into_iter();
+        let mut acc = chunks.next().expect("at least one chunk");
+        for p in chunks {
+            for (t, x) in acc.iter_mut().zip(p) {
+                *t = op.merge(*t, x);
+            }
         }
         acc
     };
-    let mut blocks: Vec<Array<O::Acc, D::Smaller>> = if parallel && nc > 1 && nb > 1 {
+    let mut blocks: Vec<Vec<O::Acc>> = if parallel && nb > 1 {
         by_block.into_par_iter().map(merge_block).collect()
     } else {
         by_block.into_iter().map(merge_block).collect()
     };
-    if blocks.len() == 1 {
-        return blocks.pop().expect("one block");
+    if nb == 1 {
+        let v = blocks.pop().expect("one block");
+        return Array::from_shape_vec(out_dim, v).expect("output shape");
     }
-    let mut out = Array::from_elem(out_dim, op.init());
-    for (b, blk) in blocks.iter().enumerate() {
-        let r = b * k..(b * k + blk.len_of(Axis(ob)));
-        out.slice_axis_mut(Axis(ob), r.into()).assign(blk);
+    let mut out = Array::from_elem(out_dim.clone(), op.init());
+    for (b, v) in blocks.iter().enumerate() {
+        let r = b * k..out_dim[ob].min((b + 1) * k);
+        let mut dst = out.slice_axis_mut(Axis(ob), r.into());
+        let src = ArrayView::from_shape(dst.raw_dim(), v).expect("block shape");
+        dst.assign(&src);
     }
     out
 }
 
-/// Input elements per task of an axis reduction.
+/// Input elements per task of an axis reduction along contiguous lanes.
 const TASK_WORK: usize = 1 << 15;
 
-/// Narrowest output block of the rows path (`Note [rows path]`).
-const ROWS_MIN_WIDTH: usize = 256;
+/// Output elements per block of the rows path.
+const ROWS_BLOCK: usize = 1 << 15;
 
-/// Partial reduction of one chunk of the reduced axis over one output block.
-fn fold_block<T, O, D>(
+/// Lane path: every output element folds its own lane of the chunk; the
+/// result is in logical (row-major) order of the output block.
+fn fold_lanes<T, O, D>(
     op: &O,
     sub: ArrayView<'_, T, D>,
     ax: Axis,
     base: usize,
     ps: ArrayView<'_, O::P, D::Smaller>,
-    strided: bool,
-) -> Array<O::Acc, D::Smaller>
+) -> Vec<O::Acc>
 where
     T: Elem,
     O: LaneOp<T>,
     D: Dimension + RemoveAxis,
 {
+    ps.iter()
+        .zip(sub.lanes(ax))
+        .map(|(&p, lane)| match lane.as_slice() {
+            Some(xs) => op.fold_chunk(xs, base, p),
+            None => fold_iter(op, lane.iter().copied(), base, p),
+        })
+        .collect()
+}
+
+/// Rows path over one chunk, for `count` consecutive lanes starting at lane
+/// `l0`: lane `l` takes rows `l, l + 8, ...` of the chunk (`first` on row
+/// `l`, `step` after) and stays `init` if the chunk has no row `l`. Returns
+/// the `count` lane rows back to back, each in logical order of the output
+/// block.
+fn fold_rows_lane<T, O, D>(
+    op: &O,
+    sub: ArrayView<'_, T, D>,
+    ax: Axis,
+    base: usize,
+    ps: ArrayView<'_, O::P, D::Smaller>,
+    l0: usize,
+    count: usize,
+) -> Vec<O::Acc>
+where
+    T: Elem,
+    O: LaneOp<T>,
+    D: Dimension + RemoveAxis,
+{
+    let ps: Vec<O::P> = ps.iter().copied().collect();
     let w = ps.len();
-    if !strided || w < 2 * LANES {
-        return Zip::from(&ps)
-            .and(sub.lanes(ax))
-            .map_collect(|&p, lane| match lane.as_slice() {
-                Some(xs) => op.fold_chunk(xs, base, p),
-                None => fold_iter(op, lane.iter().copied(), base, p),
-            });
-    }
-    // Note [rows path]: lane l of every output element lives in the l-th
-    // section of `acc`; row k of the chunk goes to lane k % 8 (`first` for
-    // k < 8, `step` after), and the lanes are merged by the tree of
-    // `fold_slice`. Each output element sees exactly the arithmetic of
-    // `fold_slice` on its lane.
-    let step_row =
-        |lane: &mut [O::Acc], row: ArrayView<'_, T, D::Smaller>, ps: &[O::P], k: usize| {
-            let j = base + k;
-            match row.as_slice() {
-                Some(r) if k < LANES => {
-                    for ((a, &x), &p) in lane.iter_mut().zip(r).zip(ps) {
-                        *a = op.first(x, j, p);
-                    }
-                }
-                Some(r) => {
-                    for ((a, &x), &p) in lane.iter_mut().zip(r).zip(ps) {
-                        *a = op.step(*a, x, j, p);
-                    }
-                }
-                None => {
-                    for ((a, &x), &p) in lane.iter_mut().zip(row.iter()).zip(ps) {
-                        *a = if k < LANES {
-                            op.first(x, j, p)
-                        } else {
-                            op.step(*a, x, j, p)
-                        };
-                    }
+    let mut accs = vec![op.init(); w * count];
+    let rows = sub.len_of(ax);
+    let mine = (0..rows).filter(|k| k % LANES >= l0 && k % LANES < l0 + count);
+    for k in mine {
+        let l = k % LANES - l0;
+        let acc = &mut accs[l * w..(l + 1) * w];
+        let row = sub.index_axis(ax, k);
+        let j = base + k;
+        match (row.as_slice(), k < LANES) {
+            (Some(r), true) => {
+                let (r, ps) = (&r[..w], &ps[..w]);
+                for i in 0..w {
+                    acc[i] = op.first(r[i], j, ps[i]);
                 }
             }
-        };
-    let ps_vec: Vec<O::P> = ps.iter().copied().collect();
-    let mut acc = vec![op.init(); LANES * w];
-    for (k, row) in sub.axis_iter(ax).enumerate() {
-        let l = k % LANES;
-        step_row(&mut acc[l * w..(l + 1) * w], row, &ps_vec, k);
+            (Some(r), false) => {
+                let (r, ps) = (&r[..w], &ps[..w]);
+                for i in 0..w {
+                    acc[i] = op.step(acc[i], r[i], j, ps[i]);
+                }
+            }
+            (None, first) => {
+                for ((a, &x), &p) in acc.iter_mut().zip(row.iter()).zip(&ps) {
+                    *a = if first {
+                        op.first(x, j, p)
+                    } else {
+                        op.step(*a, x, j, p)
+                    };
+                }
+            }
+        }
     }
-    let merge_into = |acc: &mut [O::Acc], d: usize, s: usize| {
+    accs
+}
+
+/// [`tree_rows`] on 8 lane rows stored back to back in `acc`, leaving the
+/// result in the first row and truncating `acc` to it.
+fn tree_in_place<T, O: LaneOp<T>>(op: &O, acc: &mut Vec<O::Acc>) {
+    let w = acc.len() / LANES;
+    let mut merge_into = |d: usize, s: usize| {
         let (lo, hi) = acc.split_at_mut(s * w);
         for (x, &y) in lo[d * w..(d + 1) * w].iter_mut().zip(&hi[..w]) {
             *x = op.merge(*x, y);
         }
     };
-    // ((l0·l1)·(l2·l3))·((l4·l5)·(l6·l7)), as in `tree`.
-    merge_into(&mut acc, 0, 1);
-    merge_into(&mut acc, 2, 3);
-    merge_into(&mut acc, 0, 2);
-    merge_into(&mut acc, 4, 5);
-    merge_into(&mut acc, 6, 7);
-    merge_into(&mut acc, 4, 6);
-    merge_into(&mut acc, 0, 4);
+    merge_into(0, 1);
+    merge_into(2, 3);
+    merge_into(0, 2);
+    merge_into(4, 5);
+    merge_into(6, 7);
+    merge_into(4, 6);
+    merge_into(0, 4);
     acc.truncate(w);
-    Array::from_shape_vec(ps.raw_dim(), acc).expect("block shape")
+}
+
+/// The lane tree `((l0·l1)·(l2·l3))·((l4·l5)·(l6·l7))` of [`tree`],
+/// elementwise over 8 lane rows.
+fn tree_rows<T, O: LaneOp<T>, L: AsRef<[O::Acc]>>(op: &O, ls: &[L]) -> Vec<O::Acc> {
+    let m = |a: &[O::Acc], b: &[O::Acc]| -> Vec<O::Acc> {
+        a.iter().zip(b).map(|(&x, &y)| op.merge(x, y)).collect()
+    };
+    let g = |i: usize| ls[i].as_ref();
+    let l = m(&m(g(0), g(1)), &m(g(2), g(3)));
+    let r = m(&m(g(4), g(5)), &m(g(6), g(7)));
+    m(&l, &r)
 }
