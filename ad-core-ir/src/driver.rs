@@ -128,7 +128,7 @@ fn call_order(prog: &Program, name: &str) -> Result<Vec<String>, DriverError> {
         stack: &mut Vec<String>,
         out: &mut Vec<String>,
     ) -> Result<(), DriverError> {
-        if seen.contains(name) {
+        if seen.contains(name) || prog.is_extern(name) {
             return Ok(());
         }
         if stack.iter().any(|s| s == name) {
@@ -235,6 +235,64 @@ fn shape_uses(s: &ShapeTree, out: &mut BTreeSet<Var>) {
             }
         }
         ShapeTree::Tuple(ts) => ts.iter().for_each(|t| shape_uses(t, out)),
+    }
+}
+
+/// Declares an extern function `name(params) -> results` of `prog` together
+/// with its derivative building blocks (all differentiable parameters):
+/// `name__jvp(x ; dx) -> (y ; dy)`, `name__lin(x ; dx) -> (; dy)` and
+/// `name__lin_t(x ; ȳ) -> (; x̄)`. The derivative blocks take the primal
+/// arguments, so a caller's residuals for the call are its arguments and the
+/// callee recomputes its own primal (checkpointing at the call boundary).
+pub fn declare_extern(
+    prog: &mut Program,
+    name: &str,
+    params: &[crate::types::Ty],
+    results: &[crate::types::Ty],
+) {
+    use crate::types::Ty;
+    let tan = |ts: &[Ty]| -> Vec<Ty> { ts.iter().filter_map(Ty::tangent).collect() };
+    let decl = |fname: String, ps: &[Ty], lps: &[Ty], rs: &[Ty], lrs: &[Ty]| -> Func {
+        let mut vars = VarTable::default();
+        let params = ps
+            .iter()
+            .map(|t| vars.fresh("x", t.clone(), false))
+            .collect();
+        let lin_params = lps
+            .iter()
+            .map(|t| vars.fresh("dx", t.clone(), true))
+            .collect();
+        let results = rs
+            .iter()
+            .map(|t| Atom::Var(vars.fresh("y", t.clone(), false)))
+            .collect();
+        let lin_results = lrs
+            .iter()
+            .map(|t| vars.fresh("dy", t.clone(), true))
+            .collect();
+        Func {
+            name: fname,
+            params,
+            lin_params,
+            lin_param_shapes: vec![],
+            body: Block {
+                stmts: vec![],
+                results,
+                lin_results,
+            },
+            vars,
+        }
+    };
+    let n = Names::of(name);
+    let (tp, tr) = (tan(params), tan(results));
+    for f in [
+        decl(name.to_string(), params, &[], results, &[]),
+        decl(n.jvp, params, &tp, results, &tr),
+        decl(n.lin, params, &tp, &[], &tr),
+        decl(n.lin_t, params, &tr, &[], &tp),
+    ] {
+        prog.externs.retain(|g| g.name != f.name);
+        prog.externs.push(f);
     }
 }
 

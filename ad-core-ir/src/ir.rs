@@ -810,12 +810,28 @@ pub struct Func {
 pub struct Program {
     /// The functions, callees before callers.
     pub funcs: Vec<Func>,
+    /// Declarations of functions defined elsewhere (signature only: the body
+    /// has no statements and its results are unbound variables of the result
+    /// types). A differentiable extern `g` comes with declarations of
+    /// `g__jvp(x ; dx) -> (y ; dy)`, `g__lin(x ; dx) -> (; dy)` and
+    /// `g__lin_t(x ; ȳ) -> (; x̄)`, which take the primal arguments (not
+    /// residuals) and recompute what they need: derivatives checkpoint at
+    /// extern calls (see [`crate::driver::declare_extern`]).
+    pub externs: Vec<Func>,
 }
 
 impl Program {
-    /// Looks up a function by name.
+    /// Looks up a function or extern declaration by name.
     pub fn func(&self, name: &str) -> Option<&Func> {
-        self.funcs.iter().find(|f| f.name == name)
+        self.funcs
+            .iter()
+            .find(|f| f.name == name)
+            .or_else(|| self.externs.iter().find(|f| f.name == name))
+    }
+
+    /// Whether `name` is an extern declaration.
+    pub fn is_extern(&self, name: &str) -> bool {
+        self.externs.iter().any(|f| f.name == name)
     }
 
     /// Looks up a function by name, mutably.

@@ -1445,7 +1445,10 @@ pub fn parse_program(s: &str) -> Result<Program, ParseError> {
     }
     let names: Vec<&str> = funcs.iter().map(|f| f.name.as_str()).collect();
     p.check_calls(&names)?;
-    Ok(Program { funcs })
+    Ok(Program {
+        funcs,
+        externs: vec![],
+    })
 }
 
 /// Parses one function as printed by [`crate::pretty::func_to_string`]. Calls

@@ -712,6 +712,9 @@ impl<'p> Unzip<'p> {
         cache: &mut ShapeCache,
     ) -> Result<(), UnzipError> {
         let base = base_name(&c.func).to_string();
+        if self.prog.is_extern(&base) {
+            return self.split_extern_call(s, c, &base, prim, lin, cache);
+        }
         let fwd = self.prog.func(&fwd_name(&base)).ok_or_else(|| {
             self.err(
                 format!("internal: `{}` not unzipped before its caller", c.func),
@@ -743,6 +746,49 @@ impl<'p> Unzip<'p> {
             expr: Expr::Call(Call {
                 func: lin_name(&base),
                 args: rs.iter().map(|v| Atom::Var(*v)).collect(),
+                lin_args: c.lin_args.clone(),
+                lin_shapes: c.lin_shapes.clone(),
+            }),
+            src: s.src,
+        };
+        let own: BTreeSet<Var> = s.binds.iter().copied().collect();
+        let free = free_vars_stmt(&ls).nl;
+        self.dims_top(&mut ls, &free, &own, prim, cache);
+        lin.push(ls);
+        Ok(())
+    }
+}
+
+impl<'p> Unzip<'p> {
+    /// A call of an extern `g`: the primal side calls `g`, the linear side
+    /// calls `g__lin(args ; dargs)`, which recomputes what it needs from the
+    /// arguments (so the arguments are the residuals).
+    fn split_extern_call(
+        &mut self,
+        s: &Stmt,
+        c: &Call,
+        base: &str,
+        prim: &mut Vec<Stmt>,
+        lin: &mut Vec<Stmt>,
+        cache: &mut ShapeCache,
+    ) -> Result<(), UnzipError> {
+        prim.push(Stmt {
+            binds: s.binds.clone(),
+            lin_binds: vec![],
+            expr: Expr::Call(Call {
+                func: base.to_string(),
+                args: c.args.clone(),
+                lin_args: vec![],
+                lin_shapes: vec![],
+            }),
+            src: s.src,
+        });
+        let mut ls = Stmt {
+            binds: vec![],
+            lin_binds: s.lin_binds.clone(),
+            expr: Expr::Call(Call {
+                func: lin_name(base),
+                args: c.args.clone(),
                 lin_args: c.lin_args.clone(),
                 lin_shapes: c.lin_shapes.clone(),
             }),

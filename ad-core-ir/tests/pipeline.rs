@@ -109,3 +109,27 @@ fn matvec_by_matmul() {
     let r = check_derivatives(&p, "mv", &[a0, x0], &[true, true], 4, 1e-6).unwrap();
     assert_good(&r);
 }
+
+#[test]
+fn calls_of_extern_functions_checkpoint_at_the_call() {
+    use ad_core_ir::driver::{declare_extern, differentiate, Options};
+    use ad_core_ir::pretty::func_to_string;
+    let mut p = Program::default();
+    declare_extern(&mut p, "g", &[Ty::F64, Ty::f64s(1)], &[Ty::F64]);
+    let mut b = FuncBuilder::new(&p, "f");
+    let x = b.param("x", Ty::F64);
+    let w = b.param("w", Ty::f64s(1));
+    let n = b.param("n", Ty::I64);
+    let (st, _) = b.loop_(n.into(), false, &[x.into()], |b, _i, s| {
+        let xx = b.prim(Prim::Mul, &[s[0].into(), s[0].into()]);
+        let y = b.call("g", &[xx.into(), w.into()])[0];
+        (vec![y.into()], vec![])
+    });
+    let f = b.finish(vec![st[0].into()], vec![]);
+    p.insert(f);
+    let d = differentiate(&p, "f", &[true, true, false], &Options::default()).unwrap();
+    let lin_t = func_to_string(d.program.func(&d.names.lin_t).unwrap());
+    assert!(lin_t.contains("call g__lin_t("), "{lin_t}");
+    let fwd = func_to_string(d.program.func(&d.names.fwd).unwrap());
+    assert!(fwd.contains("call g("), "{fwd}");
+}
