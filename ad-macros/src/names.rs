@@ -1,0 +1,61 @@
+//! Naming conventions of generated items (one place, so a caller's expansion
+//! can name a callee's building blocks without seeing the callee).
+//!
+//! For `fn f`: the user-facing `f_jvp` and `f_vjp`, and hidden building blocks
+//! with the canonical IR-level signature (`f64`, `i64`, `bool`, array views,
+//! tuples of `f64`), differentiated with respect to every differentiable
+//! parameter:
+//! - `__linad_f_primal(x..) -> y` — the primal;
+//! - `__linad_f_jvp(x.., dx..) -> (y, dy)`;
+//! - `__linad_f_lin(x.., dx..) -> dy` — recomputes the primal (checkpoint);
+//! - `__linad_f_lin_t(x.., ȳ..) -> x̄` — recomputes the primal, then reverse.
+//!
+//! In the IR of a caller, a callee `f` (or `path::f`) is an extern named by
+//! its path as written (`"f"`, `"m::f"`); the derived names are
+//! `ad_core_ir::driver::Names::of(path)`.
+
+use proc_macro2::{Ident, Span};
+
+/// Which building block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Block {
+    /// The primal with the canonical signature.
+    Primal,
+    /// Forward mode, all differentiable parameters.
+    Jvp,
+    /// Linear map, recomputing the primal.
+    Lin,
+    /// Transposed linear map, recomputing the primal.
+    LinT,
+}
+
+/// The hidden building block of function `f` (last path segment).
+pub fn hidden(f: &Ident, b: Block) -> Ident {
+    let suffix = match b {
+        Block::Primal => "primal",
+        Block::Jvp => "jvp",
+        Block::Lin => "lin",
+        Block::LinT => "lin_t",
+    };
+    Ident::new(&format!("__linad_{f}_{suffix}"), f.span())
+}
+
+/// `f_jvp`.
+pub fn jvp(f: &Ident) -> Ident {
+    Ident::new(&format!("{f}_jvp"), f.span())
+}
+
+/// `f_vjp`.
+pub fn vjp(f: &Ident) -> Ident {
+    Ident::new(&format!("{f}_vjp"), f.span())
+}
+
+/// `f_linad_dump` (with `#[differentiable(dump)]`).
+pub fn dump(f: &Ident) -> Ident {
+    Ident::new(&format!("{f}_linad_dump"), f.span())
+}
+
+/// An identifier with the call-site span.
+pub fn ident(s: &str) -> Ident {
+    Ident::new(s, Span::call_site())
+}

@@ -1,0 +1,143 @@
+//! The signature model shared by the front end (`lower`) and the emitter
+//! (`emit`): what each parameter and the output of a `#[differentiable]`
+//! function are, in terms of both Rust and the IR.
+//!
+//! IR mapping: `f64` -> `F64`; tuple of `f64` -> `Tuple([F64; n])`; any Rust
+//! integer type -> `I64`; `bool` -> `Bool`; `f64` arrays of rank r ->
+//! `[f64]^r`; integer arrays -> `[i64]^r`. A tuple output is flattened into
+//! several IR results (leaves in order) and re-nested by the wrappers.
+
+use ad_core_ir::types::{Scalar, Ty};
+use proc_macro2::Span;
+
+/// How an array parameter is passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Passing {
+    /// `&ArrayN<T>`.
+    Ref,
+    /// `ArrayViewN<T>`.
+    View,
+    /// `ArrayN<T>` (owned).
+    Owned,
+}
+
+/// What a parameter is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParamKind {
+    /// `f64` (differentiable).
+    F64,
+    /// A tuple of `n` `f64`s (differentiable).
+    F64Tuple(usize),
+    /// An `f64` array of rank 1..=3 (differentiable).
+    F64Array {
+        /// Rank.
+        rank: usize,
+        /// How it is passed.
+        passing: Passing,
+    },
+    /// A Rust integer type (`usize`, `i64`, `i32`, `u32`, ...): a constant.
+    Int(syn::Type),
+    /// `bool`: a constant.
+    Bool,
+    /// An integer array (index array): a constant.
+    IntArray {
+        /// Rank.
+        rank: usize,
+        /// How it is passed.
+        passing: Passing,
+        /// The element type as written (`usize`, `i64`, ...).
+        elem: syn::Type,
+    },
+}
+
+impl ParamKind {
+    /// Whether the kind carries a derivative.
+    pub fn is_differentiable(&self) -> bool {
+        matches!(
+            self,
+            ParamKind::F64 | ParamKind::F64Tuple(_) | ParamKind::F64Array { .. }
+        )
+    }
+
+    /// The IR type of the parameter.
+    pub fn ir_ty(&self) -> Ty {
+        match self {
+            ParamKind::F64 => Ty::F64,
+            ParamKind::F64Tuple(n) => Ty::Tuple(vec![Ty::F64; *n]),
+            ParamKind::F64Array { rank, .. } => Ty::f64s(*rank),
+            ParamKind::Int(_) => Ty::I64,
+            ParamKind::Bool => Ty::BOOL,
+            ParamKind::IntArray { rank, .. } => Ty::array(Scalar::I64, *rank),
+        }
+    }
+}
+
+/// One parameter.
+#[derive(Clone, Debug)]
+pub struct Param {
+    /// Its name.
+    pub ident: syn::Ident,
+    /// Its type as written.
+    pub ty: syn::Type,
+    /// What it is.
+    pub kind: ParamKind,
+    /// Differentiated (differentiable and selected by `wrt`, or all when no `wrt`).
+    pub wrt: bool,
+}
+
+/// The output type.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Out {
+    /// `f64`.
+    F64,
+    /// An owned `f64` array of the given rank.
+    Array(usize),
+    /// A tuple of outputs.
+    Tuple(Vec<Out>),
+}
+
+impl Out {
+    /// The IR result types: the leaves, in order.
+    pub fn ir_tys(&self) -> Vec<Ty> {
+        match self {
+            Out::F64 => vec![Ty::F64],
+            Out::Array(r) => vec![Ty::f64s(*r)],
+            Out::Tuple(parts) => parts.iter().flat_map(Out::ir_tys).collect(),
+        }
+    }
+}
+
+/// The signature of a `#[differentiable]` function.
+#[derive(Clone, Debug)]
+pub struct Signature {
+    /// The function's name.
+    pub ident: syn::Ident,
+    /// Its visibility (companions get the same).
+    pub vis: syn::Visibility,
+    /// Its parameters, in order.
+    pub params: Vec<Param>,
+    /// Its output.
+    pub out: Out,
+    /// The span of the signature, for errors about it.
+    pub span: Span,
+}
+
+impl Signature {
+    /// The differentiated parameters, in order.
+    pub fn wrt_params(&self) -> impl Iterator<Item = &Param> {
+        self.params.iter().filter(|p| p.wrt)
+    }
+
+    /// The IR `wrt` mask over the parameters.
+    pub fn wrt_mask(&self) -> Vec<bool> {
+        self.params.iter().map(|p| p.wrt).collect()
+    }
+
+    /// The IR mask selecting every differentiable parameter (hidden building blocks).
+    pub fn all_mask(&self) -> Vec<bool> {
+        self.params
+            .iter()
+            .map(|p| p.kind.is_differentiable())
+            .collect()
+    }
+}
