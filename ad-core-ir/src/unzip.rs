@@ -326,6 +326,53 @@ impl<'p> Unzip<'p> {
         Ok((prim, lin, res))
     }
 
+    /// Splits the body of a loop, build or map, whose residuals are stacked.
+    ///
+    /// Residual policy: scalars computed in the body and parameters (loop
+    /// state, map elements) are *stored* (stacked); arrays computed in the
+    /// body are *recomputed* on the linear side from a backward slice of the
+    /// primal body (the slice stops at stored residuals and parameters), so
+    /// stacks are never ragged and map operands keep the map's rank.
+    /// Returns `(primal, slice ++ linear, stored residuals)`.
+    fn split_stacked(&mut self, b: &Block, params: &[Var]) -> Result<Split, UnzipError> {
+        let (prim, lin, res) = self.split_nested(b, params)?;
+        let binder: HashMap<Var, usize> = prim
+            .iter()
+            .enumerate()
+            .flat_map(|(k, s)| s.binds.iter().map(move |v| (*v, k)))
+            .collect();
+        let is_array = |u: &Self, v: Var| u.vars.ty(v).rank().is_none_or(|r| r > 0);
+        let mut stored: BTreeSet<Var> = BTreeSet::new();
+        let mut todo: Vec<Var> = vec![];
+        for &v in &res {
+            if binder.contains_key(&v) && is_array(self, v) {
+                todo.push(v);
+            } else {
+                stored.insert(v);
+            }
+        }
+        let mut slice: BTreeSet<usize> = BTreeSet::new();
+        while let Some(v) = todo.pop() {
+            let k = binder[&v];
+            if !slice.insert(k) {
+                continue;
+            }
+            for u in free_vars_stmt(&prim[k]).nl {
+                if stored.contains(&u) {
+                    continue;
+                }
+                if binder.contains_key(&u) {
+                    todo.push(u);
+                } else if params.contains(&u) {
+                    stored.insert(u);
+                }
+            }
+        }
+        let mut out: Vec<Stmt> = slice.iter().map(|k| prim[*k].clone()).collect();
+        out.extend(lin);
+        Ok((prim, out, stored.into_iter().collect()))
+    }
+
     fn placeholder(&mut self, ty: &Ty, stmts: &mut Vec<Stmt>) -> Result<Atom, UnzipError> {
         Ok(match ty {
             Ty::Scalar(crate::types::Scalar::F64) => Atom::F64(0.0),
@@ -490,7 +537,7 @@ impl<'p> Unzip<'p> {
         _cache: &mut ShapeCache,
     ) -> Result<(), UnzipError> {
         let i = l.body.params[0];
-        let (pb, lb, res) = self.split_nested(&l.body.body, &l.body.params)?;
+        let (pb, lb, res) = self.split_stacked(&l.body.body, &l.body.params)?;
         let res: Vec<Var> = res.into_iter().filter(|v| *v != i).collect();
         let stacks = self.stacked_vars(&res, 1)?;
         let mut results = l.body.body.results.clone();
@@ -563,7 +610,7 @@ impl<'p> Unzip<'p> {
         _cache: &mut ShapeCache,
     ) -> Result<(), UnzipError> {
         let idx = &b.body.params;
-        let (pb, lb, res) = self.split_nested(&b.body.body, idx)?;
+        let (pb, lb, res) = self.split_stacked(&b.body.body, idx)?;
         let res: Vec<Var> = res.into_iter().filter(|v| !idx.contains(v)).collect();
         let stacks = self.stacked_vars(&res, idx.len())?;
         let mut results = b.body.body.results.clone();
@@ -631,7 +678,7 @@ impl<'p> Unzip<'p> {
         _cache: &mut ShapeCache,
     ) -> Result<(), UnzipError> {
         let params = &m.body.params;
-        let (pb, lb, res) = self.split_nested(&m.body.body, params)?;
+        let (pb, lb, res) = self.split_stacked(&m.body.body, params)?;
         // Element parameters read by the linear side come from the input arrays.
         let mut arrs = vec![];
         let mut lparams = vec![];

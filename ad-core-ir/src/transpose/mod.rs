@@ -111,6 +111,9 @@ pub fn transpose_func(prog: &Program, f: &Func) -> Result<Func, TransposeError> 
         results.push(t.materialize_or_zero(x)?);
     }
     let mut out = t.b.finish(vec![], results);
+    // A transposed function is never transposed again; its parameters'
+    // shapes may name variables of the original body, so it declares none.
+    out.lin_param_shapes.clear();
     insert_dup_drop(&mut out);
     Ok(out)
 }
