@@ -7,15 +7,15 @@
 
 use crate::check;
 use crate::elem::Elem;
-use crate::fold::{standard, CHUNK};
+use crate::fold::{standard, CHUNK, LANES};
 use crate::par;
 use ndarray::{Array, ArrayBase, Axis, Data, DataMut, Dimension, Ix1, NdIndex, RemoveAxis, Zip};
 use rayon::prelude::*;
 use std::fmt::Debug;
 
-/// Largest output (in elements) for which scatter-add uses per-chunk private
-/// accumulators (`Note [scatter order]`).
-const SCATTER_PRIVATE_MAX: usize = 1 << 15;
+/// Largest output (in elements) for which scatter-add always uses per-chunk
+/// private accumulators (`Note [scatter order]`).
+const PRIVATE_MAX: usize = 1 << 15;
 
 /// `out[i, ..] = a[idx[i], ..]`: rows of `a` (axis 0) picked by `idx`; the
 /// output has `idx.len()` rows. Work: the number of output elements.
@@ -66,12 +66,17 @@ where
 /// `out[r, ..] = Σ_{i : idx[i] = r} src[i, ..]`; duplicate indices are
 /// summed, rows never indexed are 0. Work: the number of source elements.
 ///
-/// `Note [scatter order]`: when the output has at most 2^15 elements, the
-/// source rows are cut into fixed chunks of `max(⌈8192 / row⌉, 4·len)`
-/// rows, each chunk adds its rows in order into a private zero accumulator,
-/// and the accumulators are added into the output in chunk order. Larger
-/// outputs are split by output row among the threads and every output row
-/// adds its sources in increasing `i`, the bits of the plain sequential loop.
+/// `Note [scatter order]`: with `n` source rows and `row` elements per row,
+/// - if the output is small (`len·row ≤ 2^15`) or heavily hit
+///   (`n ≥ 8·len`), the source rows are cut into fixed chunks of
+///   `max(⌈8192 / row⌉, 4·len)` rows; each chunk adds its rows in order into
+///   a private zero accumulator, and the accumulators are added together in
+///   chunk order, starting from the first (with a single chunk these are
+///   the bits of the plain sequential loop);
+/// - otherwise every output row adds its sources in increasing `i` starting
+///   from 0: the bits of the plain sequential loop. In parallel each thread
+///   owns a range of output rows and reads all the sources.
+///
 /// Either way the bits depend only on the inputs, never on the threads.
 #[track_caller]
 pub fn scatter_add<T, S, SI, D>(
@@ -110,8 +115,8 @@ where
     let out = if row == 0 {
         idx.iter()
             .for_each(|&j| check::row_in_range("scatter_add", j, len));
-        vec![T::ZERO; 0]
-    } else if len * row <= SCATTER_PRIVATE_MAX {
+        Vec::new()
+    } else if len * row <= PRIVATE_MAX || n >= 8 * len {
         scatter_private(xs, idx, len, row, parallel)
     } else {
         scatter_owner(xs, idx, len, row, parallel)
@@ -133,28 +138,43 @@ fn scatter_private<T: Elem>(
         let lo = c * chunk;
         let hi = n.min(lo + chunk);
         let mut acc = vec![T::ZERO; len * row];
-        add_rows(
-            &mut acc,
-            0,
-            len,
-            &xs[lo * row..hi * row],
-            &idx[lo..hi],
-            len,
-            row,
-        );
+        if row == 1 {
+            for (&j, &x) in idx[lo..hi].iter().zip(&xs[lo..hi]) {
+                check::row_in_range("scatter_add", j, len);
+                acc[j] = acc[j] + x;
+            }
+        } else {
+            for (&j, x) in idx[lo..hi]
+                .iter()
+                .zip(xs[lo * row..hi * row].chunks_exact(row))
+            {
+                check::row_in_range("scatter_add", j, len);
+                add_row(&mut acc[j * row..(j + 1) * row], x);
+            }
+        }
         acc
     });
-    let mut out = vec![T::ZERO; len * row];
+    let mut parts = parts.into_iter();
+    let Some(mut out) = parts.next() else {
+        return vec![T::ZERO; len * row];
+    };
     for p in parts {
-        for (o, x) in out.iter_mut().zip(p) {
-            *o = *o + x;
-        }
+        add_row(&mut out, &p);
     }
     out
 }
 
-/// Output rows split among threads; every output row sums its sources in
-/// increasing source order, like the sequential loop.
+/// `dst[k] += x[k]`.
+#[inline(always)]
+fn add_row<T: Elem>(dst: &mut [T], x: &[T]) {
+    for (d, &x) in dst.iter_mut().zip(x) {
+        *d = *d + x;
+    }
+}
+
+/// Output rows split into one range per thread; every thread reads all
+/// sources and adds those landing in its range, in increasing `i`: the bits
+/// of the sequential loop, whatever the split.
 fn scatter_owner<T: Elem>(
     xs: &[T],
     idx: &[usize],
@@ -169,7 +189,7 @@ fn scatter_owner<T: Elem>(
         1
     };
     if parts <= 1 {
-        add_rows(&mut out, 0, len, xs, idx, len, row);
+        owner_rows(&mut out, 0, len, xs, idx, len, row);
         return out;
     }
     let rows_per = len.div_ceil(parts);
@@ -177,14 +197,14 @@ fn scatter_owner<T: Elem>(
         .enumerate()
         .for_each(|(p, dst)| {
             let lo = p * rows_per;
-            add_rows(dst, lo, lo + dst.len() / row, xs, idx, len, row);
+            owner_rows(dst, lo, lo + dst.len() / row, xs, idx, len, row);
         });
     out
 }
 
 /// `dst[(j - lo)·row ..] += src row i` for every `i` with `lo ≤ idx[i] < hi`,
 /// in increasing `i`; checks every index against `len`.
-fn add_rows<T: Elem>(
+fn owner_rows<T: Elem>(
     dst: &mut [T],
     lo: usize,
     hi: usize,
@@ -193,25 +213,44 @@ fn add_rows<T: Elem>(
     len: usize,
     row: usize,
 ) {
-    let all = lo == 0 && hi == len;
-    if row == 1 {
+    if lo == 0 && hi == len && row == 1 {
+        // The whole output: the plain loop.
         for (&j, &x) in idx.iter().zip(xs) {
             check::row_in_range("scatter_add", j, len);
-            if all || (lo..hi).contains(&j) {
-                dst[j - lo] = dst[j - lo] + x;
+            dst[j] = dst[j] + x;
+        }
+        return;
+    }
+    if lo == 0 && hi == len {
+        for (&j, x) in idx.iter().zip(xs.chunks_exact(row)) {
+            check::row_in_range("scatter_add", j, len);
+            add_row(&mut dst[j * row..(j + 1) * row], x);
+        }
+        return;
+    }
+    if row > 1 {
+        for (&j, x) in idx.iter().zip(xs.chunks_exact(row)) {
+            check::row_in_range("scatter_add", j, len);
+            if (lo..hi).contains(&j) {
+                add_row(&mut dst[(j - lo) * row..(j - lo + 1) * row], x);
             }
         }
         return;
     }
-    for (&j, x) in idx.iter().zip(xs.chunks_exact(row)) {
+    // One element per row, half or more of the sources elsewhere: written
+    // so the target is a select, not a branch. Foreign sources are added to
+    // one of 8 scratch slots (8 so those updates do not form one long
+    // dependency chain), which are then dropped.
+    let mut spare = [T::ZERO; LANES];
+    for (k, (&j, &x)) in idx.iter().zip(xs).enumerate() {
         check::row_in_range("scatter_add", j, len);
-        if all || (lo..hi).contains(&j) {
-            let d = &mut dst[(j - lo) * row..(j - lo + 1) * row];
-            for (d, &x) in d.iter_mut().zip(x) {
-                *d = *d + x;
-            }
-        }
+        let t = match dst.get_mut(j.wrapping_sub(lo)) {
+            Some(t) => t,
+            None => &mut spare[k & (LANES - 1)],
+        };
+        *t = *t + x;
     }
+    debug_assert!(hi - lo == dst.len());
 }
 
 /// One-hot accumulation of a single element: `acc[index] += v`.

@@ -24,8 +24,10 @@ use rayon::prelude::*;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Default of [`PAR_THRESHOLD`]: `2^15` elements.
-pub const DEFAULT_PAR_THRESHOLD: usize = 1 << 15;
+/// Default of [`PAR_THRESHOLD`]: `2^17` elements. Below about that size the
+/// cost of waking rayon workers (tens of microseconds, much more on a loaded
+/// machine) is comparable to a memory-bound kernel's whole run time.
+pub const DEFAULT_PAR_THRESHOLD: usize = 1 << 17;
 
 /// Smallest amount of work, in elements, for which a kernel goes parallel.
 ///
