@@ -6,6 +6,8 @@
 pub use ad_macros::differentiable;
 pub use ndarray;
 
+pub mod testing;
+
 #[doc(hidden)]
 pub mod __private {
     pub use ad_runtime;
