@@ -1,0 +1,515 @@
+//! Arrays through `#[differentiable]`: every parameter kind (`&ArrayN`,
+//! `ArrayViewN`, owned `ArrayN`, index arrays), indexing, shape queries,
+//! constructors, closures of array methods, reductions, products,
+//! element-wise arithmetic and array outputs.
+#![allow(
+    clippy::needless_range_loop,
+    clippy::assign_op_pattern,
+    clippy::unnecessary_fold,
+    clippy::redundant_closure,
+    clippy::op_ref,
+    clippy::needless_borrow
+)]
+
+mod common;
+use common::*;
+use linad::differentiable;
+use linad::ndarray::{array, Array1, Array2, Array3, ArrayView1, ArrayView2};
+
+// --- indexing and shapes ----------------------------------------------------
+
+/// `v[i]`, `m[[i, j]]`, `len`, `nrows`, `ncols`, `dim` (both shapes).
+#[differentiable]
+fn index_and_shape(v: &Array1<f64>, m: &Array2<f64>) -> f64 {
+    let n = v.len();
+    let (r, c) = m.dim();
+    let nn = v.dim();
+    let mut s = v[0] * v[n - 1] + m[[0, 0]] * m[[r - 1, c - 1]];
+    for i in 0..m.nrows() {
+        for j in 0..m.ncols() {
+            if j < nn {
+                s += m[[i, j]] * v[j];
+            }
+        }
+    }
+    s * (r as f64) + (c as f64)
+}
+
+#[test]
+fn indexing_and_shape_queries() {
+    let mut rng = rng("index_and_shape");
+    let x = (rng.array1(4, -1.0, 1.0), rng.array2(3, 5, -1.0, 1.0));
+    check_derivatives(
+        &x,
+        |(v, m)| index_and_shape(v, m),
+        |(v, m), (dv, dm)| index_and_shape_jvp(v, m, dv, dm),
+        |(v, m), ct| index_and_shape_vjp(v, m, *ct),
+    );
+}
+
+/// A rank-3 array parameter, indexed with `a[[i, j, k]]` and its `dim()`.
+#[differentiable]
+fn rank3(a: &Array3<f64>, x: f64) -> f64 {
+    let (p, q, r) = a.dim();
+    let mut s = 0.0;
+    for i in 0..p {
+        for j in 0..q {
+            for k in 0..r {
+                s += (a[[i, j, k]] * x).sin() * ((i + 2 * j + 3 * k) as f64);
+            }
+        }
+    }
+    s + a.sum() * x
+}
+
+#[test]
+fn rank3_parameter() {
+    let mut rng = rng("rank3");
+    let a = rng.array3(2, 3, 4, -1.0, 1.0);
+    check_derivatives(
+        &(a, 0.8),
+        |(a, x)| rank3(a, *x),
+        |(a, x), (da, dx)| rank3_jvp(a, *x, da, *dx),
+        |(a, x), ct| rank3_vjp(a, *x, *ct),
+    );
+}
+
+/// Index arrays (`&Array1<usize>`) are constants: gathering through them.
+#[differentiable]
+fn gather(v: &Array1<f64>, idx: &Array1<usize>, scale: f64) -> f64 {
+    let mut s = 0.0;
+    for k in 0..idx.len() {
+        let j = idx[k];
+        s += v[j] * v[j] * scale + v[idx[idx.len() - 1 - k]];
+    }
+    s
+}
+
+#[test]
+fn index_array_parameter() {
+    let mut rng = rng("gather");
+    let v = rng.array1(6, -1.0, 1.0);
+    let idx: Array1<usize> = array![4, 0, 4, 2, 5];
+    check_derivatives(
+        &(v, 1.3),
+        |(v, s)| gather(v, &idx, *s),
+        |(v, s), (dv, ds)| gather_jvp(v, &idx, *s, dv, *ds),
+        |(v, s), ct| gather_vjp(v, &idx, *s, *ct),
+    );
+}
+
+/// An `ArrayView1` parameter and an `ArrayView2` parameter.
+#[differentiable]
+fn views(v: ArrayView1<f64>, m: ArrayView2<f64>) -> f64 {
+    m.dot(&v).mapv(|t| t.tanh()).sum() + v.dot(&v)
+}
+
+#[test]
+fn view_parameters() {
+    let mut rng = rng("views");
+    let x = (rng.array1(3, -1.0, 1.0), rng.array2(4, 3, -1.0, 1.0));
+    check_derivatives(
+        &x,
+        |(v, m)| views(v.view(), m.view()),
+        |(v, m), (dv, dm)| views_jvp(v.view(), m.view(), dv.view(), dm.view()),
+        |(v, m), ct| views_vjp(v.view(), m.view(), *ct),
+    );
+}
+
+/// An owned `Array1` parameter (and its owned tangent).
+#[differentiable]
+fn owned(v: Array1<f64>, s: f64) -> f64 {
+    let w = &v * s;
+    w.dot(&v) + v.sum()
+}
+
+#[test]
+fn owned_parameter() {
+    let mut rng = rng("owned");
+    let v = rng.array1(5, -1.0, 1.0);
+    check_derivatives(
+        &(v, 0.4),
+        |(v, s)| owned(v.clone(), *s),
+        |(v, s), (dv, ds)| owned_jvp(v.clone(), *s, dv.clone(), *ds),
+        |(v, s), ct| owned_vjp(v.clone(), *s, *ct),
+    );
+}
+
+// --- constructors -------------------------------------------------------------
+
+/// `Array1::zeros(n)`, `Array2::zeros((r, c))`, `from_elem`, then writes.
+#[differentiable]
+fn constructors(x: f64, n: usize) -> f64 {
+    let mut a = Array1::zeros(n);
+    let mut b: Array2<f64> = Array2::zeros((n, 2));
+    let c = Array1::from_elem(n, x * 2.0);
+    let d = Array2::from_elem((2, n), x.sin());
+    for i in 0..n {
+        a[i] = x * (i as f64);
+        b[[i, 1]] = c[i] + a[i];
+    }
+    a.sum() + b.sum() * x + d.sum()
+}
+
+#[test]
+fn zeros_and_from_elem() {
+    check_derivatives(
+        &0.9,
+        |x| constructors(*x, 4),
+        |x, dx| constructors_jvp(*x, 4, *dx),
+        |x, ct| constructors_vjp(*x, 4, *ct),
+    );
+}
+
+/// `Array1::from_shape_fn(n, |i| ..)` and `Array2::from_shape_fn((r, c), |(i, j)| ..)`
+/// capturing parameters, with array outputs.
+#[differentiable]
+fn shape_fns(v: &Array1<f64>, x: f64) -> Array2<f64> {
+    let n = v.len();
+    let w = Array1::from_shape_fn(n, |i| v[i] * x + (i as f64));
+    Array2::from_shape_fn((n, 3), |(i, j)| w[i] * (j as f64 + 1.0) + (v[i] * x).sin())
+}
+
+#[test]
+fn from_shape_fn_1d_and_2d() {
+    let mut rng = rng("shape_fns");
+    let x = (rng.array1(4, -1.0, 1.0), 0.6);
+    check_derivatives(
+        &x,
+        |(v, x)| shape_fns(v, *x),
+        |(v, x), (dv, dx)| shape_fns_jvp(v, *x, dv, *dx),
+        |(v, x), ct| shape_fns_vjp(v, *x, ct),
+    );
+}
+
+/// `from_shape_fn` with an outer product and a loop inside the closure.
+#[differentiable]
+fn closure_with_loop(m: &Array2<f64>, v: &Array1<f64>) -> Array1<f64> {
+    let (r, c) = m.dim();
+    Array1::from_shape_fn(r, |i| {
+        let mut s = 0.0;
+        for j in 0..c {
+            s += m[[i, j]] * v[j];
+        }
+        s.tanh()
+    })
+}
+
+#[test]
+fn loop_inside_array_closure() {
+    let mut rng = rng("closure_with_loop");
+    let x = (rng.array2(3, 4, -1.0, 1.0), rng.array1(4, -1.0, 1.0));
+    check_derivatives(
+        &x,
+        |(m, v)| closure_with_loop(m, v),
+        |(m, v), (dm, dv)| closure_with_loop_jvp(m, v, dm, dv),
+        |(m, v), ct| closure_with_loop_vjp(m, v, ct),
+    );
+}
+
+// --- mapv, reductions, iterators ---------------------------------------------
+
+/// `.mapv(|x| ..)` capturing a scalar, chained, and `.sum()`.
+#[differentiable]
+fn mapv_sum(v: &Array1<f64>, m: &Array2<f64>, s: f64) -> f64 {
+    let a = v.mapv(|x| (x * s).exp());
+    let b = a.mapv(|y| y * y + 1.0);
+    let c = m.mapv(|x| x.sin() * s);
+    b.sum() + c.sum()
+}
+
+#[test]
+fn mapv_and_sum() {
+    let mut rng = rng("mapv_sum");
+    let x = (rng.array1(5, -1.0, 1.0), rng.array2(2, 3, -1.0, 1.0), 0.7);
+    check_derivatives(
+        &x,
+        |(v, m, s)| mapv_sum(v, m, *s),
+        |(v, m, s), (dv, dm, ds)| mapv_sum_jvp(v, m, *s, dv, dm, *ds),
+        |(v, m, s), ct| mapv_sum_vjp(v, m, *s, *ct),
+    );
+}
+
+/// `.iter().map(|x| ..).sum::<f64>()` and `.iter().zip(..).map(|(a, b)| ..).sum::<f64>()`.
+#[differentiable]
+fn iter_sums(a: &Array1<f64>, b: &Array1<f64>) -> f64 {
+    let sq = a.iter().map(|x| x * x).sum::<f64>();
+    let cross = a
+        .iter()
+        .zip(b.iter())
+        .map(|(x, y)| x * y.sin())
+        .sum::<f64>();
+    sq * cross
+}
+
+#[test]
+fn iterator_map_sum_and_zip() {
+    let mut rng = rng("iter_sums");
+    let x = (rng.array1(6, -1.0, 1.0), rng.array1(6, -1.0, 1.0));
+    check_derivatives(
+        &x,
+        |(a, b)| iter_sums(a, b),
+        |(a, b), (da, db)| iter_sums_jvp(a, b, da, db),
+        |(a, b), ct| iter_sums_vjp(a, b, *ct),
+    );
+}
+
+/// `.iter().fold(init, |acc, x| ..)` with a non-linear accumulator.
+#[differentiable]
+fn folds(v: &Array1<f64>, x: f64) -> f64 {
+    let horner = v.iter().fold(0.0, |acc, c| acc * x + c);
+    let prod = v.iter().fold(1.0, |acc, c| acc * (1.0 + c * c));
+    horner + prod
+}
+
+#[test]
+fn fold_with_closure() {
+    let mut rng = rng("folds");
+    let x = (rng.array1(5, -1.0, 1.0), 0.9);
+    check_derivatives(
+        &x,
+        |(v, x)| folds(v, *x),
+        |(v, x), (dv, dx)| folds_jvp(v, *x, dv, *dx),
+        |(v, x), ct| folds_vjp(v, *x, *ct),
+    );
+}
+
+/// Stable log-sum-exp: `v.iter().cloned().fold(f64::NEG_INFINITY, f64::max)`.
+#[differentiable]
+fn logsumexp(v: &Array1<f64>) -> f64 {
+    let mx = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    mx + v.iter().map(|x| (x - mx).exp()).sum::<f64>().ln()
+}
+
+#[test]
+fn max_fold_logsumexp() {
+    let v = array![0.3, -1.2, 2.1, 0.7, 1.4];
+    check_derivatives(
+        &v,
+        |v| logsumexp(v),
+        |v, dv| logsumexp_jvp(v, dv),
+        |v, ct| logsumexp_vjp(v, *ct),
+    );
+    // the max's derivative goes to the arg-max only
+    let (_, g) = logsumexp_vjp(&v, 1.0);
+    assert_close(g.sum(), 1.0, 1e-12);
+}
+
+/// `fold(f64::INFINITY, f64::min)` and `fold(f64::NEG_INFINITY, f64::max)` together.
+#[differentiable]
+fn range_width(v: &Array1<f64>) -> f64 {
+    let hi = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let lo = v.iter().cloned().fold(f64::INFINITY, f64::min);
+    (hi - lo) * hi
+}
+
+#[test]
+fn min_and_max_folds() {
+    let v = array![0.3, -1.2, 2.1, 0.7, 1.4];
+    check_derivatives(
+        &v,
+        |v| range_width(v),
+        |v, dv| range_width_jvp(v, dv),
+        |v, ct| range_width_vjp(v, *ct),
+    );
+}
+
+// --- products and transposes --------------------------------------------------
+
+/// vec·vec, mat·vec and mat·mat with `.dot`, and `.t()`.
+#[differentiable]
+fn products(a: &Array2<f64>, b: &Array2<f64>, v: &Array1<f64>) -> f64 {
+    let ab = a.dot(b);
+    let abt = ab.t().dot(&ab);
+    let av = a.dot(v);
+    let w = a.t().dot(&av);
+    av.dot(&av) + abt.sum() * 0.1 + w.dot(&w)
+}
+
+#[test]
+fn dot_products_and_transpose() {
+    let mut rng = rng("products");
+    let x = (
+        rng.array2(3, 4, -1.0, 1.0),
+        rng.array2(4, 2, -1.0, 1.0),
+        rng.array1(4, -1.0, 1.0),
+    );
+    check_derivatives(
+        &x,
+        |(a, b, v)| products(a, b, v),
+        |(a, b, v), (da, db, dv)| products_jvp(a, b, v, da, db, dv),
+        |(a, b, v), ct| products_vjp(a, b, v, *ct),
+    );
+}
+
+/// A matrix product as the output.
+#[differentiable]
+fn matmul(a: &Array2<f64>, b: &Array2<f64>) -> Array2<f64> {
+    a.dot(b)
+}
+
+#[test]
+fn matrix_output() {
+    let mut rng = rng("matmul");
+    let x = (rng.array2(3, 4, -1.0, 1.0), rng.array2(4, 2, -1.0, 1.0));
+    check_derivatives(
+        &x,
+        |(a, b)| matmul(a, b),
+        |(a, b), (da, db)| matmul_jvp(a, b, da, db),
+        |(a, b), ct| matmul_vjp(a, b, ct),
+    );
+}
+
+/// `.row(i)`, `.column(j)` and products of them.
+#[differentiable]
+fn rows_and_columns(m: &Array2<f64>, i: usize, j: usize) -> f64 {
+    let r = m.row(i);
+    let c = m.column(j);
+    r.dot(&r) * c.sum() + m.t().row(j).sum()
+}
+
+#[test]
+fn row_and_column() {
+    let mut rng = rng("rows_and_columns");
+    let m = rng.array2(3, 4, -1.0, 1.0);
+    check_derivatives(
+        &m,
+        |m| rows_and_columns(m, 1, 2),
+        |m, dm| rows_and_columns_jvp(m, 1, 2, dm),
+        |m, ct| rows_and_columns_vjp(m, 1, 2, *ct),
+    );
+}
+
+// --- element-wise arithmetic ---------------------------------------------------
+
+/// `a + b`, `a - b`, `a * b`, `a / b` on references and owned arrays, and
+/// `&a * s`, `s * &a`; an array output.
+#[differentiable]
+fn elementwise(a: &Array1<f64>, b: &Array1<f64>, s: f64) -> Array1<f64> {
+    let sum = a + b;
+    let diff = a - b;
+    let prod = &sum * &diff;
+    let quot = a / &b.mapv(|x| 2.0 + x * x);
+    let scaled = &prod * s;
+    let left = s * &quot;
+    scaled + left - &sum
+}
+
+#[test]
+fn elementwise_operators() {
+    let mut rng = rng("elementwise");
+    let x = (rng.array1(5, -1.0, 1.0), rng.array1(5, -1.0, 1.0), 1.7);
+    check_derivatives(
+        &x,
+        |(a, b, s)| elementwise(a, b, *s),
+        |(a, b, s), (da, db, ds)| elementwise_jvp(a, b, *s, da, db, *ds),
+        |(a, b, s), ct| elementwise_vjp(a, b, *s, ct),
+    );
+}
+
+/// Element-wise arithmetic on matrices, with a 2-D output.
+#[differentiable]
+fn elementwise2(a: &Array2<f64>, b: &Array2<f64>) -> Array2<f64> {
+    let c = a * b + a;
+    let d = &c / &b.mapv(|x| x.exp());
+    &d - &(2.0 * &c)
+}
+
+#[test]
+fn elementwise_operators_2d() {
+    let mut rng = rng("elementwise2");
+    let x = (rng.array2(2, 3, -1.0, 1.0), rng.array2(2, 3, -1.0, 1.0));
+    check_derivatives(
+        &x,
+        |(a, b)| elementwise2(a, b),
+        |(a, b), (da, db)| elementwise2_jvp(a, b, da, db),
+        |(a, b), ct| elementwise2_vjp(a, b, ct),
+    );
+}
+
+// --- mixed outputs -------------------------------------------------------------
+
+/// A tuple output mixing a scalar and an array: softmax and its log-normaliser.
+#[differentiable]
+fn softmax(v: &Array1<f64>) -> (Array1<f64>, f64) {
+    let mx = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let e = v.mapv(|x| (x - mx).exp());
+    let z = e.sum();
+    let p = e.mapv(|x| x / z);
+    (p, mx + z.ln())
+}
+
+#[test]
+fn tuple_of_array_and_scalar_output() {
+    let v = array![0.5, -0.3, 1.2, 0.1];
+    check_derivatives(
+        &v,
+        |v| softmax(v),
+        |v, dv| softmax_jvp(v, dv),
+        |v, (cp, cz)| softmax_vjp(v, (cp, *cz)),
+    );
+}
+
+/// A linear layer with a non-linearity: mat·vec plus bias, mapv, array output.
+#[differentiable]
+fn dense(w: &Array2<f64>, b: &Array1<f64>, x: &Array1<f64>) -> Array1<f64> {
+    (w.dot(x) + b).mapv(|t| t.tanh())
+}
+
+#[test]
+fn dense_layer() {
+    let mut rng = rng("dense");
+    let x = (
+        rng.array2(3, 4, -1.0, 1.0),
+        rng.array1(3, -1.0, 1.0),
+        rng.array1(4, -1.0, 1.0),
+    );
+    check_derivatives(
+        &x,
+        |(w, b, x)| dense(w, b, x),
+        |(w, b, x), (dw, db, dx)| dense_jvp(w, b, x, dw, db, dx),
+        |(w, b, x), ct| dense_vjp(w, b, x, ct),
+    );
+}
+
+/// A local array updated across loop iterations as whole-array state.
+#[differentiable]
+fn power_iteration(m: &Array2<f64>, v0: &Array1<f64>, steps: usize) -> Array1<f64> {
+    let mut v = v0.mapv(|x| x);
+    for _ in 0..steps {
+        let w = m.dot(&v);
+        let norm = w.dot(&w).sqrt();
+        v = w.mapv(|x| x / norm);
+    }
+    v
+}
+
+#[test]
+fn array_loop_state() {
+    let mut rng = rng("power_iteration");
+    let x = (rng.array2(3, 3, 0.1, 1.0), rng.array1(3, 0.5, 1.0));
+    check_derivatives(
+        &x,
+        |(m, v)| power_iteration(m, v, 3),
+        |(m, v), (dm, dv)| power_iteration_jvp(m, v, 3, dm, dv),
+        |(m, v), ct| power_iteration_vjp(m, v, 3, ct),
+    );
+}
+
+/// `ndarray`'s own `.fold(init, |acc, x| ..)` on an array.
+#[differentiable]
+fn array_fold(v: &Array2<f64>) -> f64 {
+    v.fold(0.0, |acc, x| acc + x.sin() * x)
+}
+
+#[test]
+fn array_fold_method() {
+    let mut rng = rng("array_fold");
+    let v = rng.array2(2, 3, -1.0, 1.0);
+    check_derivatives(
+        &v,
+        |v| array_fold(v),
+        |v, dv| array_fold_jvp(v, dv),
+        |v, ct| array_fold_vjp(v, *ct),
+    );
+}

@@ -1,0 +1,236 @@
+//! Calls between `#[differentiable]` functions: by name, by path
+//! (`crate::m::g`, `self::g`, `super::g`), from modules, with tuple and array
+//! results, with constant arguments, in loops and inside array closures.
+#![allow(
+    clippy::needless_range_loop,
+    clippy::assign_op_pattern,
+    clippy::redundant_closure
+)]
+
+mod common;
+use common::*;
+use linad::differentiable;
+use linad::ndarray::{array, Array1, Array2};
+
+/// A scalar callee.
+#[differentiable]
+fn g(x: f64, y: f64) -> f64 {
+    x.sin() * y + x * x
+}
+
+/// Calls by name, twice, one call's result feeding the other; a literal
+/// argument for a differentiable parameter.
+#[differentiable]
+fn calls_by_name(x: f64, y: f64) -> f64 {
+    let a = g(x, y);
+    let b = g(a, 2.0);
+    g(b, x) + a
+}
+
+#[test]
+fn call_by_name() {
+    check_derivatives(
+        &(0.7, -0.4),
+        |(x, y)| calls_by_name(*x, *y),
+        |(x, y), (dx, dy)| calls_by_name_jvp(*x, *y, *dx, *dy),
+        |(x, y), ct| calls_by_name_vjp(*x, *y, *ct),
+    );
+}
+
+/// A chain: `chain3` calls `chain2` calls `g`.
+#[differentiable]
+fn chain2(x: f64) -> f64 {
+    g(x, x) * 0.5
+}
+
+#[differentiable]
+fn chain3(x: f64, y: f64) -> f64 {
+    chain2(x * y) + chain2(y).exp()
+}
+
+#[test]
+fn call_chain() {
+    check_derivatives(
+        &(0.6, 0.3),
+        |(x, y)| chain3(*x, *y),
+        |(x, y), (dx, dy)| chain3_jvp(*x, *y, *dx, *dy),
+        |(x, y), ct| chain3_vjp(*x, *y, *ct),
+    );
+}
+
+pub mod m {
+    use linad::differentiable;
+    use linad::ndarray::Array1;
+
+    /// `v · v`.
+    #[differentiable]
+    pub fn norm2(v: &Array1<f64>) -> f64 {
+        v.dot(v)
+    }
+
+    /// A tuple result and an integer constant parameter.
+    #[differentiable]
+    pub fn moments(v: &Array1<f64>, p: i32) -> (f64, f64) {
+        let s = v.sum();
+        let q = v.mapv(|x| x.powi(p)).sum();
+        (s, q)
+    }
+
+    /// An array result.
+    #[differentiable]
+    pub fn affine(v: &Array1<f64>, a: f64, b: f64) -> Array1<f64> {
+        v.mapv(|x| a * x + b)
+    }
+
+    /// A call through `self::`.
+    #[differentiable]
+    pub fn via_self(v: &Array1<f64>, s: f64) -> f64 {
+        self::norm2(v) * s + norm2(v)
+    }
+
+    /// A call through `super::` (a function of the parent module).
+    #[differentiable]
+    pub fn via_super(x: f64, y: f64) -> f64 {
+        super::g(x, y) * super::g(y, x)
+    }
+
+    pub mod inner {
+        use linad::differentiable;
+        use linad::ndarray::Array1;
+
+        /// `super::` into the parent module and `crate::` from the root.
+        #[differentiable]
+        pub fn deep(v: &Array1<f64>, x: f64) -> f64 {
+            super::norm2(v) + crate::g(x, v[0]) + crate::m::norm2(v) * x
+        }
+    }
+}
+
+/// Calls through `crate::m::..` and `m::..`, with tuple and array results.
+#[differentiable]
+fn via_paths(v: &Array1<f64>, a: f64) -> f64 {
+    let w = crate::m::affine(v, a, 0.5);
+    let (s, q) = m::moments(&w, 3);
+    let n = m::norm2(&w);
+    s * q + n + crate::m::inner::deep(v, a)
+}
+
+#[test]
+fn call_by_crate_path() {
+    let mut rng = rng("via_paths");
+    let x = (rng.array1(4, -1.0, 1.0), 0.8);
+    check_derivatives(
+        &x,
+        |(v, a)| via_paths(v, *a),
+        |(v, a), (dv, da)| via_paths_jvp(v, *a, dv, *da),
+        |(v, a), ct| via_paths_vjp(v, *a, *ct),
+    );
+}
+
+#[test]
+fn call_by_self_path() {
+    let mut rng = rng("via_self");
+    let x = (rng.array1(4, -1.0, 1.0), 0.8);
+    check_derivatives(
+        &x,
+        |(v, s)| m::via_self(v, *s),
+        |(v, s), (dv, ds)| m::via_self_jvp(v, *s, dv, *ds),
+        |(v, s), ct| m::via_self_vjp(v, *s, *ct),
+    );
+}
+
+#[test]
+fn call_by_super_path() {
+    check_derivatives(
+        &(0.4, 1.1),
+        |(x, y)| m::via_super(*x, *y),
+        |(x, y), (dx, dy)| m::via_super_jvp(*x, *y, *dx, *dy),
+        |(x, y), ct| m::via_super_vjp(*x, *y, *ct),
+    );
+}
+
+#[test]
+fn nested_module_paths() {
+    let mut rng = rng("deep");
+    let x = (rng.array1(3, -1.0, 1.0), 0.3);
+    check_derivatives(
+        &x,
+        |(v, x)| m::inner::deep(v, *x),
+        |(v, x), (dv, dx)| m::inner::deep_jvp(v, *x, dv, *dx),
+        |(v, x), ct| m::inner::deep_vjp(v, *x, *ct),
+    );
+}
+
+/// A callee in a loop carrying state, and inside an array closure.
+#[differentiable]
+fn calls_in_loops(v: &Array1<f64>, x: f64) -> f64 {
+    let mut s = x;
+    for i in 0..v.len() {
+        s = g(s, v[i]) * 0.5;
+    }
+    let w = Array1::from_shape_fn(v.len(), |i| g(v[i], x));
+    s + w.sum()
+}
+
+#[test]
+fn calls_in_loops_and_closures() {
+    let v = array![0.2, -0.5, 0.9];
+    check_derivatives(
+        &(v, 0.6),
+        |(v, x)| calls_in_loops(v, *x),
+        |(v, x), (dv, dx)| calls_in_loops_jvp(v, *x, dv, *dx),
+        |(v, x), ct| calls_in_loops_vjp(v, *x, *ct),
+    );
+}
+
+/// A callee differentiated with respect to a subset is still callable with
+/// every argument varying (the building blocks cover all differentiable
+/// parameters).
+#[differentiable(wrt(a))]
+fn wrt_callee(a: f64, b: f64) -> f64 {
+    a * b.exp()
+}
+
+#[differentiable]
+fn calls_wrt_callee(x: f64, y: f64) -> f64 {
+    wrt_callee(x, y) + wrt_callee(y, x * y)
+}
+
+#[test]
+fn callee_with_wrt_subset() {
+    check_derivatives(
+        &(0.5, 0.25),
+        |(x, y)| calls_wrt_callee(*x, *y),
+        |(x, y), (dx, dy)| calls_wrt_callee_jvp(*x, *y, *dx, *dy),
+        |(x, y), ct| calls_wrt_callee_vjp(*x, *y, *ct),
+    );
+}
+
+/// A matrix callee with a matrix result, called by a function with a
+/// matrix parameter.
+#[differentiable]
+fn gram(a: &Array2<f64>) -> Array2<f64> {
+    a.t().dot(a)
+}
+
+#[differentiable]
+fn gram_trace(a: &Array2<f64>) -> f64 {
+    let g = gram(a);
+    let mut t = 0.0;
+    for i in 0..g.nrows() {
+        t += g[[i, i]];
+    }
+    t + gram(&g).sum() * 0.01
+}
+
+#[test]
+fn matrix_valued_callee() {
+    let mut rng = rng("gram_trace");
+    let a = rng.array2(3, 2, -1.0, 1.0);
+    check_derivatives(
+        &a,
+        |a| gram_trace(a),
+        |a, da| gram_trace_jvp(a, da),
+        |a, ct| gram_trace_vjp(a, *ct),
+    );
+}

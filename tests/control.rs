@@ -1,0 +1,377 @@
+//! Control flow through `#[differentiable]`: `if` / `else if` / `else` as
+//! expressions and statements, comparisons and boolean operators, `bool`
+//! parameters, counted `for` loops (ascending and `.rev()`) updating scalars,
+//! tuples and local arrays, nested loops.
+#![allow(
+    clippy::needless_range_loop,
+    clippy::assign_op_pattern,
+    clippy::nonminimal_bool,
+    clippy::neg_cmp_op_on_partial_ord,
+    clippy::float_cmp,
+    clippy::manual_range_contains,
+    clippy::collapsible_else_if,
+    clippy::needless_late_init,
+    clippy::redundant_closure
+)]
+
+mod common;
+use common::*;
+use linad::differentiable;
+use linad::ndarray::{Array1, Array2};
+
+// --- if ---------------------------------------------------------------------
+
+/// `if` / `else if` / `else` as the tail expression.
+#[differentiable]
+fn piecewise(x: f64) -> f64 {
+    if x > 0.5 {
+        x.sin() * x
+    } else if x < -0.5 {
+        x * x * x
+    } else {
+        x.exp()
+    }
+}
+
+#[test]
+fn if_else_if_else_expression() {
+    for x in [1.2, -1.3, 0.1] {
+        check_derivatives(
+            &x,
+            |x| piecewise(*x),
+            |x, dx| piecewise_jvp(*x, *dx),
+            |x, ct| piecewise_vjp(*x, *ct),
+        );
+    }
+}
+
+/// `if` as a statement updating mutable variables; `if` without `else`;
+/// `if` as the initialiser of a `let`.
+#[differentiable]
+fn if_statements(x: f64, y: f64) -> f64 {
+    let mut a = x * y;
+    let mut b = y;
+    if x > y {
+        a = a * 2.0;
+        b += x;
+    } else {
+        a -= 1.0;
+    }
+    if a < 0.0 {
+        b *= a;
+    }
+    let c = if b >= 1.0 { b.ln() } else { b * 0.5 };
+    a + b + c
+}
+
+#[test]
+fn if_as_statement() {
+    for p in [(1.5, 0.8), (0.3, 1.4), (-0.9, 2.5), (2.0, 1.9)] {
+        check_derivatives(
+            &p,
+            |(x, y)| if_statements(*x, *y),
+            |(x, y), (dx, dy)| if_statements_jvp(*x, *y, *dx, *dy),
+            |(x, y), ct| if_statements_vjp(*x, *y, *ct),
+        );
+    }
+}
+
+/// Comparisons `< <= > >= == !=` and `&& || !` in conditions.
+#[differentiable]
+fn boolean_logic(x: f64, y: f64) -> f64 {
+    let inside = x > -1.0 && x <= 1.0;
+    let close = (x - y).abs() < 0.1 || x == y;
+    let mut r = x + y;
+    if inside && !close {
+        r = r * x;
+    }
+    if !(y >= 0.0) || x != 0.5 {
+        r += y * y;
+    }
+    if close {
+        r -= 1.0;
+    }
+    r
+}
+
+#[test]
+fn comparisons_and_boolean_operators() {
+    for p in [(0.3, 0.9), (0.5, -0.7), (1.5, 1.55), (0.5, 0.8)] {
+        check_derivatives(
+            &p,
+            |(x, y)| boolean_logic(*x, *y),
+            |(x, y), (dx, dy)| boolean_logic_jvp(*x, *y, *dx, *dy),
+            |(x, y), ct| boolean_logic_vjp(*x, *y, *ct),
+        );
+    }
+}
+
+/// A `bool` parameter is a constant.
+#[differentiable]
+fn select(x: f64, y: f64, use_x: bool) -> f64 {
+    let s = if use_x { x * x } else { y.sin() };
+    if !use_x && y > 0.0 {
+        s + y
+    } else {
+        s
+    }
+}
+
+#[test]
+fn bool_parameter() {
+    for flag in [true, false] {
+        check_derivatives(
+            &(0.7, 0.4),
+            |(x, y)| select(*x, *y, flag),
+            |(x, y), (dx, dy)| select_jvp(*x, *y, flag, *dx, *dy),
+            |(x, y), ct| select_vjp(*x, *y, flag, *ct),
+        );
+    }
+}
+
+/// Nested `if`s inside both branches.
+#[differentiable]
+fn nested_if(x: f64, y: f64) -> f64 {
+    if x > 0.0 {
+        if y > 0.0 {
+            x * y
+        } else {
+            x - y
+        }
+    } else {
+        if y > x {
+            (x + y).cos()
+        } else {
+            x / (1.0 + y * y)
+        }
+    }
+}
+
+#[test]
+fn nested_if_else() {
+    for p in [(0.4, 0.6), (0.4, -0.6), (-0.4, 0.6), (-0.4, -0.9)] {
+        check_derivatives(
+            &p,
+            |(x, y)| nested_if(*x, *y),
+            |(x, y), (dx, dy)| nested_if_jvp(*x, *y, *dx, *dy),
+            |(x, y), ct| nested_if_vjp(*x, *y, *ct),
+        );
+    }
+}
+
+// --- for loops --------------------------------------------------------------
+
+/// A loop updating one mutable scalar: Horner's scheme with the loop index
+/// as a coefficient.
+#[differentiable]
+fn horner(x: f64, n: usize) -> f64 {
+    let mut acc = 1.0;
+    for i in 0..n {
+        acc = acc * x + (i as f64) * 0.5;
+    }
+    acc
+}
+
+#[test]
+fn for_loop_scalar_state() {
+    for n in [0, 1, 5, 12] {
+        check_derivatives(
+            &0.8,
+            |x| horner(*x, n),
+            |x, dx| horner_jvp(*x, n, *dx),
+            |x, ct| horner_vjp(*x, n, *ct),
+        );
+    }
+}
+
+/// `(a..b).rev()` with a non-commutative update, so the order matters; bounds
+/// are integer expressions.
+#[differentiable]
+fn reversed(x: f64, y: f64, n: usize) -> f64 {
+    let mut s = y;
+    for i in (1..n + 1).rev() {
+        s = (s * x).sin() + (i as f64) * s;
+    }
+    s
+}
+
+#[test]
+fn for_loop_reversed() {
+    for n in [0, 1, 4] {
+        check_derivatives(
+            &(0.6, 0.3),
+            |(x, y)| reversed(*x, *y, n),
+            |(x, y), (dx, dy)| reversed_jvp(*x, *y, n, *dx, *dy),
+            |(x, y), ct| reversed_vjp(*x, *y, n, *ct),
+        );
+    }
+}
+
+/// Several mutable scalars and a tuple carried by one loop (a rotation
+/// and a running product).
+#[differentiable]
+fn rotate(x: f64, y: f64, theta: f64, n: usize) -> (f64, f64) {
+    let mut p = (x, y);
+    let mut prod = 1.0;
+    let mut count = 0.0;
+    for _ in 0..n {
+        let (a, b) = p;
+        p = (
+            a * theta.cos() - b * theta.sin(),
+            a * theta.sin() + b * theta.cos(),
+        );
+        prod *= 1.0 + 0.1 * p.0;
+        count += 1.0;
+    }
+    (p.0 * prod, p.1 + count)
+}
+
+#[test]
+fn for_loop_tuple_state() {
+    check_derivatives(
+        &(1.0, 0.5, 0.3),
+        |(x, y, t)| rotate(*x, *y, *t, 6),
+        |(x, y, t), (dx, dy, dt)| rotate_jvp(*x, *y, *t, 6, *dx, *dy, *dt),
+        |(x, y, t), ct| rotate_vjp(*x, *y, *t, 6, *ct),
+    );
+}
+
+/// A loop with an `if` inside, and a loop whose bounds are not zero-based.
+#[differentiable]
+fn loop_with_branch(x: f64, n: usize) -> f64 {
+    let mut s = 0.0;
+    for i in 2..n {
+        let fi = i as f64;
+        if i < 4 {
+            s += (x * fi).sin();
+        } else if fi > 4.5 {
+            s -= x * x / fi;
+        } else {
+            s = s * x;
+        }
+    }
+    s
+}
+
+#[test]
+fn for_loop_with_if() {
+    check_derivatives(
+        &0.7,
+        |x| loop_with_branch(*x, 9),
+        |x, dx| loop_with_branch_jvp(*x, 9, *dx),
+        |x, ct| loop_with_branch_vjp(*x, 9, *ct),
+    );
+}
+
+/// A loop writing a local array with `arr[i] = e`, then a loop reading it.
+#[differentiable]
+fn local_array_writes(x: f64, y: f64, n: usize) -> f64 {
+    let mut v = Array1::zeros(n);
+    for i in 0..n {
+        v[i] = x * (i as f64) + y * y;
+    }
+    for i in 1..n {
+        v[i] = v[i] * v[i - 1].sin();
+    }
+    let mut s = 0.0;
+    for i in 0..n {
+        s += v[i];
+    }
+    s
+}
+
+#[test]
+fn for_loop_local_array_assignment() {
+    check_derivatives(
+        &(0.3, 0.5),
+        |(x, y)| local_array_writes(*x, *y, 6),
+        |(x, y), (dx, dy)| local_array_writes_jvp(*x, *y, 6, *dx, *dy),
+        |(x, y), ct| local_array_writes_vjp(*x, *y, 6, *ct),
+    );
+}
+
+/// Nested loops accumulating into a local matrix with `m[[i, j]] += e`.
+#[differentiable]
+fn nested_accumulate(a: &Array2<f64>, x: f64) -> f64 {
+    let (r, c) = a.dim();
+    let mut m: Array2<f64> = Array2::zeros((r, c));
+    for i in 0..r {
+        for j in 0..c {
+            m[[i, j]] += a[[i, j]] * x;
+            if j > 0 {
+                m[[i, j]] += m[[i, j - 1]] * 0.5;
+            }
+        }
+    }
+    let mut s = 0.0;
+    for i in 0..r {
+        for j in 0..c {
+            s += m[[i, j]] * m[[i, j]];
+        }
+    }
+    s
+}
+
+#[test]
+fn nested_loops_with_2d_updates() {
+    let mut rng = rng("nested_accumulate");
+    let a = rng.array2(3, 4, -1.0, 1.0);
+    check_derivatives(
+        &(a, 0.7),
+        |(a, x)| nested_accumulate(a, *x),
+        |(a, x), (da, dx)| nested_accumulate_jvp(a, *x, da, *dx),
+        |(a, x), ct| nested_accumulate_vjp(a, *x, *ct),
+    );
+}
+
+/// A loop over an array parameter updating a local array and a scalar (a
+/// cumulative sum and a running maximum through `max`).
+#[differentiable]
+fn prefix_sums(v: &Array1<f64>) -> (Array1<f64>, f64) {
+    let n = v.len();
+    let mut out = Array1::zeros(n);
+    let mut run = 0.0;
+    let mut best = f64::NEG_INFINITY;
+    for i in 0..n {
+        run += v[i];
+        out[i] = run;
+        best = best.max(run);
+    }
+    (out, best)
+}
+
+#[test]
+fn loop_building_array_output() {
+    let v = Array1::from(vec![0.3, -0.1, 0.7, -0.4, 0.2]);
+    check_derivatives(
+        &v,
+        |v| prefix_sums(v),
+        |v, dv| prefix_sums_jvp(v, dv),
+        |v, (cout, cbest)| prefix_sums_vjp(v, (cout, *cbest)),
+    );
+}
+
+/// A triple loop nest with a reversed inner loop and shadowed loop variables.
+#[differentiable]
+fn triple_nest(x: f64, n: usize) -> f64 {
+    let mut s = x;
+    for i in 0..n {
+        for j in (0..i).rev() {
+            for k in 0..2 {
+                let t = (i + j + k) as f64;
+                s = s + (s * 0.1 * t).sin() * x;
+            }
+        }
+    }
+    s
+}
+
+#[test]
+fn triple_nested_loops() {
+    check_derivatives(
+        &0.4,
+        |x| triple_nest(*x, 4),
+        |x, dx| triple_nest_jvp(*x, 4, *dx),
+        |x, ct| triple_nest_vjp(*x, 4, *ct),
+    );
+}

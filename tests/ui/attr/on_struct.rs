@@ -1,0 +1,8 @@
+use linad::differentiable;
+
+#[differentiable]
+struct S {
+    x: f64,
+}
+
+fn main() {}

@@ -1,0 +1,11 @@
+use linad::differentiable;
+use linad::ndarray::{Array1, Array2};
+
+use linad::ndarray::Axis;
+
+#[differentiable]
+fn f(m: &Array2<f64>) -> f64 {
+    m.sum_axis(Axis(0)).sum()
+}
+
+fn main() {}

@@ -1,0 +1,10 @@
+use linad::differentiable;
+use linad::ndarray::{Array1, Array2};
+
+#[differentiable]
+fn f(v: &Array1<f64>) -> f64 {
+    let w = v.to_vec();
+    w[0]
+}
+
+fn main() {}

@@ -1,0 +1,11 @@
+use linad::differentiable;
+
+#[differentiable]
+fn f(x: f64) -> f64 {
+    let y = 'b: {
+        x * 2.0
+    };
+    y
+}
+
+fn main() {}

@@ -1,0 +1,15 @@
+use linad::differentiable;
+
+#[differentiable]
+fn f(x: f64) -> f64 {
+    let mut y = x;
+    loop {
+        y = y * 2.0;
+        if y > 10.0 {
+            break;
+        }
+    }
+    y
+}
+
+fn main() {}

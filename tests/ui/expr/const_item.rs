@@ -1,0 +1,9 @@
+use linad::differentiable;
+
+#[differentiable]
+fn f(x: f64) -> f64 {
+    const K: f64 = 2.0;
+    x * K
+}
+
+fn main() {}

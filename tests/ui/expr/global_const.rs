@@ -1,0 +1,10 @@
+use linad::differentiable;
+
+const K: f64 = 2.0;
+
+#[differentiable]
+fn f(x: f64) -> f64 {
+    x * K
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use linad::differentiable;
+use linad::ndarray::{Array1, Array2};
+
+#[differentiable]
+fn f(v: &Array1<f64>) -> Array1<usize> {
+    v.mapv(|x| x as usize)
+}
+
+fn main() {}
