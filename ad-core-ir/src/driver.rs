@@ -79,7 +79,13 @@ impl From<UnzipError> for DriverError {
 }
 impl From<TransposeError> for DriverError {
     fn from(e: TransposeError) -> Self {
-        DriverError::Internal(e.msg)
+        match e.msg.strip_prefix("unsupported: ") {
+            Some(msg) => DriverError::Unsupported {
+                msg: msg.to_string(),
+                src: e.src,
+            },
+            None => DriverError::Internal(e.msg),
+        }
     }
 }
 

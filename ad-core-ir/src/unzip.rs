@@ -38,7 +38,9 @@
 use crate::ir::*;
 use crate::types::Ty;
 use crate::typing::{atom_ty, func_sig};
-use crate::visit::{blocks_mut, free_vars_block, free_vars_stmt, lambdas, substitute_block};
+use crate::visit::{
+    binders, blocks_mut, free_vars_block, free_vars_stmt, lambdas, rename_stmt, substitute_block,
+};
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 
@@ -278,6 +280,7 @@ impl<'p> Unzip<'p> {
                 prim.push(s.clone());
             } else if s.binds.is_empty() {
                 let mut s = s.clone();
+                self.linearize_nested(&mut s)?;
                 self.residualise_dims(&mut s, prim, cache);
                 lin.push(s);
             } else {
@@ -301,6 +304,23 @@ impl<'p> Unzip<'p> {
                     }
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// A compound statement moving to the linear side whole may still contain
+    /// mixed statements (e.g. a call whose primal result became dead): split
+    /// each nested block and keep both halves inside it, so the primal half is
+    /// recomputed on the linear side and every statement is Linear B.
+    fn linearize_nested(&mut self, s: &mut Stmt) -> Result<(), UnzipError> {
+        for blk in blocks_mut(&mut s.expr) {
+            let mut prim = vec![];
+            let mut lin = vec![];
+            let mut cache = ShapeCache::new();
+            let stmts = std::mem::take(&mut blk.stmts);
+            self.split(&stmts, &mut prim, &mut lin, &mut cache)?;
+            prim.extend(lin);
+            blk.stmts = prim;
         }
         Ok(())
     }
@@ -368,8 +388,35 @@ impl<'p> Unzip<'p> {
                 }
             }
         }
+        // The slice is a second copy of primal statements: give its binders
+        // fresh variables (every variable is bound once per function).
         let mut out: Vec<Stmt> = slice.iter().map(|k| prim[*k].clone()).collect();
-        out.extend(lin);
+        let mut ren: HashMap<Var, Var> = HashMap::new();
+        for v in binders(&out) {
+            let info = self.vars.info(v).clone();
+            ren.insert(v, self.vars.fresh(info.name, info.ty, info.linear));
+        }
+        for st in &mut out {
+            rename_stmt(st, &ren);
+        }
+        let mut lin_block = Block {
+            stmts: lin,
+            results: vec![],
+            lin_results: vec![],
+        };
+        // Only the slice's own results can be read by the linear statements
+        // (its nested binders may reappear there as lambda parameters).
+        let top: BTreeSet<Var> = slice
+            .iter()
+            .flat_map(|k| prim[*k].binds.iter().copied())
+            .collect();
+        let uses: HashMap<Var, Atom> = ren
+            .iter()
+            .filter(|(k, _)| top.contains(k))
+            .map(|(k, v)| (*k, Atom::Var(*v)))
+            .collect();
+        substitute_block(&mut lin_block, &uses, &HashMap::new());
+        out.extend(lin_block.stmts);
         Ok((prim, out, stored.into_iter().collect()))
     }
 

@@ -451,3 +451,63 @@ pub fn size_block(b: &Block) -> usize {
 pub fn size_func(f: &Func) -> usize {
     size_block(&f.body)
 }
+
+/// Every variable bound anywhere in the statements (binders, lambda parameters,
+/// nested blocks), in order of appearance.
+pub fn binders(stmts: &[Stmt]) -> Vec<Var> {
+    let mut out = vec![];
+    for s in stmts {
+        out.extend(&s.binds);
+        out.extend(&s.lin_binds);
+        for l in lambdas(&s.expr) {
+            out.extend(&l.params);
+            out.extend(&l.lin_params);
+        }
+        for b in blocks(&s.expr) {
+            out.extend(binders(&b.stmts));
+        }
+    }
+    out
+}
+
+/// Renames variables everywhere in a statement — binders, lambda parameters,
+/// uses, shapes, nested blocks — through `map` (variables not in `map` stay).
+pub fn rename_stmt(s: &mut Stmt, map: &HashMap<Var, Var>) {
+    let r = |v: &mut Var| {
+        if let Some(w) = map.get(v) {
+            *v = *w;
+        }
+    };
+    s.binds.iter_mut().for_each(r);
+    s.lin_binds.iter_mut().for_each(r);
+    map_operands(
+        &mut s.expr,
+        &mut |a| {
+            if let Atom::Var(v) = a {
+                r(v);
+            }
+        },
+        &mut |v| r(v),
+    );
+    match &mut s.expr {
+        Expr::Loop(Loop { body, .. })
+        | Expr::Build(Build { body, .. })
+        | Expr::Map(Map { body, .. })
+        | Expr::Fold(Fold { body, .. }) => {
+            body.params.iter_mut().for_each(r);
+            body.lin_params.iter_mut().for_each(r);
+        }
+        _ => {}
+    }
+    for b in blocks_mut(&mut s.expr) {
+        for st in &mut b.stmts {
+            rename_stmt(st, map);
+        }
+        for a in &mut b.results {
+            if let Atom::Var(v) = a {
+                r(v);
+            }
+        }
+        b.lin_results.iter_mut().for_each(r);
+    }
+}

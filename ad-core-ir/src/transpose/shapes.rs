@@ -160,9 +160,13 @@ impl Binders {
         }
     }
 
+    /// Sizes of the elements of a stacked linear result. Array elements have
+    /// sizes known only inside the body, so they are refused.
     fn elem_dims(&self, vars: &VarTable, e: Option<Var>) -> Result<Vec<Dim>, String> {
         match e {
-            Some(e) if vars.ty(e).rank() != Some(0) => array_dims(self.shape_of(vars, e)?),
+            Some(e) if vars.ty(e).rank() != Some(0) => Err(
+                "unsupported: reverse mode of a loop, build or map whose differentiable per-iteration (or per-element) result is an array; return scalars per element".into(),
+            ),
             _ => Ok(vec![]),
         }
     }
