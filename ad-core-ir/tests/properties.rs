@@ -424,7 +424,22 @@ fn normalize(msg: &str) -> String {
     let mut s = String::new();
     let mut in_tick = false;
     let mut last_digit = false;
-    for ch in first.chars().take(200) {
+    let mut depth = 0;
+    for ch in first.lines().next().unwrap_or("").chars().take(200) {
+        if ch == '(' || ch == '[' {
+            depth += 1;
+            continue;
+        }
+        if ch == ')' || ch == ']' {
+            depth -= 1;
+            if depth == 0 {
+                s.push_str("..");
+            }
+            continue;
+        }
+        if depth > 0 {
+            continue;
+        }
         if ch == '`' {
             in_tick = !in_tick;
             if in_tick {
@@ -483,8 +498,19 @@ fn explore() {
     }
     for (class, (count, ch)) in classes {
         let fails = |ch: &Choices| {
-            let c = common::gen::generate(ch, &cfg);
-            violations(&c).iter().any(|(k, _)| *k == class)
+            let gen = std::panic::catch_unwind(|| common::gen::generate(ch, &cfg));
+            match gen {
+                Ok(c) => violations(&c).iter().any(|(k, _)| *k == class),
+                Err(p) => {
+                    let msg = p
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default();
+                    eprintln!("GENERATOR PANIC: {msg}\n{ch:?}");
+                    false
+                }
+            }
         };
         let mut tree = ChoiceTree::new(ch);
         if tree.simplify() {
@@ -510,7 +536,8 @@ fn explore() {
             check: false,
             ..driver_options()
         };
-        if let Ok(d) = differentiate(&c.prog, &c.entry, &c.wrt, &unchecked) {
+        let d = std::panic::catch_unwind(|| differentiate(&c.prog, &c.entry, &c.wrt, &unchecked));
+        if let Ok(Ok(d)) = d {
             eprintln!("--- derived:\n{}", derived_to_string(&d));
         }
     }

@@ -282,7 +282,7 @@ enum Step {
 }
 
 /// Chunk sizes tried by deletion (statements read a few bytes to a few dozen).
-const SIZES: [usize; 14] = [48, 32, 24, 16, 12, 10, 8, 7, 6, 5, 4, 3, 2, 1];
+const SIZES: [usize; 11] = [32, 24, 16, 12, 8, 6, 5, 4, 3, 2, 1];
 
 /// The value tree of [`ChoiceStrategy`]: a small Hypothesis-like shrinker
 /// working on one stream at a time.
@@ -319,7 +319,7 @@ impl ChoiceTree {
                     self.step = Some(Step::Truncate { lo: 0 });
                     continue;
                 }
-                if self.progress && self.rounds < 6 {
+                if self.progress && self.rounds < 3 {
                     self.rounds += 1;
                     self.progress = false;
                     self.stream = 0;
