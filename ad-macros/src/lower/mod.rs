@@ -3,10 +3,47 @@
 //! Every "unsupported" diagnostic of the macro lives here, as a `syn::Error`
 //! spanned on the offending tokens; all errors of a function are returned
 //! together. Statements carry `SrcId`s indexing [`Lowered::spans`].
+//!
+//! Files, one job each:
+//! - `signature.rs` — parameter kinds, `wrt`, output type;
+//! - `types.rs` — Rust-level types and the reading of written types;
+//! - `val.rs` — lowered values (atoms, tuples of values, iterators);
+//! - `env.rs` — scopes of local variables (SSA by rebinding);
+//! - `ctx.rs` — the lowering context and its emit helpers;
+//! - `expr.rs` — the expression dispatcher, literals, paths, fields;
+//! - `ops.rs` — operators and casts; `stmt.rs` — `let`, assignments, body;
+//! - `control.rs` — `if`, `for`, `&&`/`||`, loop-state discovery;
+//! - `arrays.rs` — the `ndarray` API; `iter.rs` — iterator chains;
+//! - `methods.rs` — `f64` and integer methods; `calls.rs` — calls by path;
+//! - `taint.rs` — dependence on differentiable parameters;
+//! - `errors.rs` — the texts of the refusals.
 
-use crate::sig::Signature;
-use ad_core_ir::ir::Program;
+mod arrays;
+mod calls;
+mod control;
+mod ctx;
+mod env;
+mod errors;
+mod expr;
+mod iter;
+mod methods;
+mod ops;
+mod signature;
+mod stmt;
+mod taint;
+mod types;
+mod val;
+
+#[cfg(test)]
+mod tests;
+
+use crate::sig::{ParamKind, Signature};
+use ad_core_ir::check::{check_program, Mode};
+use ad_core_ir::ir::{Atom, Expr, Program};
+use ctx::{span_of, Lowerer};
 use proc_macro2::Span;
+use types::{classify, Elem, TyDesc};
+use val::Val;
 
 /// The lowered function.
 pub struct Lowered {
@@ -42,18 +79,90 @@ pub fn signature(
     item: &syn::ItemFn,
     wrt: Option<&[syn::Ident]>,
 ) -> Result<Signature, Vec<syn::Error>> {
-    let _ = (item, wrt);
-    Err(vec![syn::Error::new(
-        Span::call_site(),
-        "#[differentiable]: the front end is not built yet",
-    )])
+    signature::signature(item, wrt)
 }
 
 /// Lowers the body to IR.
 pub fn lower(item: &syn::ItemFn, sig: &Signature) -> Result<Lowered, Vec<syn::Error>> {
-    let _ = (item, sig);
-    Err(vec![syn::Error::new(
-        Span::call_site(),
-        "#[differentiable]: the front end is not built yet",
-    )])
+    let name = sig.ident.to_string();
+    let empty = Program::default();
+    let mut lw = Lowerer::new(&empty, &name);
+    let mut seeds = vec![];
+    let inputs: Vec<&syn::PatType> = item
+        .sig
+        .inputs
+        .iter()
+        .filter_map(|a| match a {
+            syn::FnArg::Typed(pt) => Some(pt),
+            syn::FnArg::Receiver(_) => None,
+        })
+        .collect();
+    for (k, p) in sig.params.iter().enumerate() {
+        let v = lw.b.param(&p.ident.to_string(), p.kind.ir_ty());
+        if p.kind.is_differentiable() {
+            seeds.push(v);
+        }
+        let pat = inputs.get(k).copied();
+        let span = pat.map_or(p.ident.span(), |pt| span_of(pt));
+        let mutable =
+            matches!(pat.map(|pt| &*pt.pat), Some(syn::Pat::Ident(pi)) if pi.mutability.is_some());
+        let val = match &p.kind {
+            ParamKind::F64 => Val::f64(v),
+            ParamKind::F64Tuple(n) => match lw.emit(Expr::Untuple(Atom::Var(v)), span) {
+                Some(parts) if parts.len() == *n => {
+                    Val::Tuple(parts.into_iter().map(Val::f64).collect())
+                }
+                _ => Val::Poison,
+            },
+            ParamKind::Int(ty) => match classify(ty) {
+                Ok(TyDesc::Scalar(e @ Elem::Int(_))) => Val::Scalar(Atom::Var(v), e),
+                _ => Val::Poison,
+            },
+            ParamKind::Bool => Val::Scalar(Atom::Var(v), Elem::Bool),
+            ParamKind::F64Array { rank, .. } => Val::Array(Atom::Var(v), Elem::F64, *rank),
+            ParamKind::IntArray { rank, elem, .. } => match classify(elem) {
+                Ok(TyDesc::Scalar(e)) => Val::Array(Atom::Var(v), e, *rank),
+                _ => Val::Poison,
+            },
+        };
+        lw.env
+            .declare(&p.ident.to_string(), val, mutable, p.ident.span());
+    }
+    let (value, span) = lw.lower_fn_body(&item.block);
+    let results = lw.output(&value, &sig.out, span);
+    let Lowerer {
+        b,
+        mut errors,
+        spans,
+        calls,
+        ..
+    } = lw;
+    let results = results.unwrap_or_default();
+    let func = b.finish(results, vec![]);
+    let (decls, callees, call_errors) = calls::finish(&func, &seeds, &calls);
+    errors.extend(call_errors);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let mut program = Program::default();
+    for (n, params, results) in &decls {
+        ad_core_ir::driver::declare_extern(&mut program, n, params, results);
+    }
+    program.funcs.push(func);
+    if let Err(es) = check_program(&program, Mode::LinearA) {
+        let msgs: Vec<String> = es.iter().take(5).map(|e| e.to_string()).collect();
+        return Err(vec![syn::Error::new(
+            sig.ident.span(),
+            format!(
+                "linad internal compiler error (please report it): the lowered IR does not check: {}",
+                msgs.join("; ")
+            ),
+        )]);
+    }
+    Ok(Lowered {
+        program,
+        name,
+        spans,
+        callees,
+    })
 }

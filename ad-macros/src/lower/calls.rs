@@ -1,0 +1,382 @@
+//! Calls by path: `f64::sin(x)` and the other `f64` associated functions,
+//! `usize::max(a, b)` / `std::cmp::max(a, b)`, array constructors
+//! (`Array1::zeros(n)`, ...), and calls of other functions.
+//!
+//! A call of another function `g` (or `m::g`) becomes an IR `Call` of an
+//! extern named by the path as written. Its parameter types are the
+//! argument types (tuples of `f64` are packed into IR tuples); its result
+//! types come from the `let` annotation at the call site (the leaves of a
+//! tuple), `f64` by default. After lowering, [`finish`] decides with a taint
+//! analysis (`taint.rs`) whether each callee receives values that depend on
+//! differentiable parameters: such a callee must be `#[differentiable]` and
+//! is called through its derivative building blocks; otherwise it is a
+//! constant call of a plain function, which may only take scalars.
+
+use super::ctx::{span_of, Lowerer};
+use super::expr::strip;
+use super::methods::is_f64_method;
+use super::types::{classify, Elem, IntTy, TyDesc};
+use super::val::Val;
+use super::Callee;
+use ad_core_ir::ir::{Atom, Call, Expr, Func, Stmt, Var};
+use ad_core_ir::types::Ty;
+use proc_macro2::Span;
+use quote::ToTokens;
+
+/// One call of another function, as lowered.
+#[derive(Clone, Debug)]
+pub struct CallSite {
+    /// The extern's IR name (the path as written).
+    pub ir_name: String,
+    /// The path as written.
+    pub path: syn::Path,
+    /// The IR arguments.
+    pub args: Vec<Atom>,
+    /// Their IR types.
+    pub arg_tys: Vec<Ty>,
+    /// Spans of the arguments.
+    pub arg_spans: Vec<Span>,
+    /// IR result types.
+    pub result_tys: Vec<Ty>,
+    /// Rust result types (one per IR result).
+    pub result_rust: Vec<syn::Type>,
+    /// The span of the call.
+    pub span: Span,
+}
+
+/// Whether a path segment names an `ndarray` array type.
+fn is_array_type(s: &str) -> bool {
+    s == "Array"
+        || s.strip_prefix("Array")
+            .is_some_and(|r| r.parse::<usize>().is_ok())
+}
+
+impl Lowerer<'_> {
+    /// `path(args)`; `annot` is the type annotation of the `let` the call
+    /// initialises, if any (the result types of a function call).
+    pub fn call(&mut self, c: &syn::ExprCall, annot: Option<&syn::Type>) -> Option<Val> {
+        let syn::Expr::Path(p) = strip(&c.func) else {
+            return self.fail(
+                &c.func,
+                "only calls of functions by name are supported (`g(x)`, `module::g(x)`)",
+            );
+        };
+        if p.qself.is_some() {
+            return self.fail(p, "qualified paths (`<T as Trait>::f`) are not supported");
+        }
+        let segs: Vec<String> = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        let segs_ref: Vec<&str> = segs.iter().map(String::as_str).collect();
+        let span = span_of(c);
+        // `f64::sin(x)`
+        if let [.., "f64", m] = segs_ref.as_slice() {
+            if segs.len() == 2 || segs_ref[0] == "std" || segs_ref[0] == "core" {
+                if !is_f64_method(m) {
+                    let name = &p.path.segments.last()?.ident;
+                    let _ = self.f64_method(name, Val::f64(0.0), vec![], span);
+                    return None;
+                }
+                let Some((first, rest)) = c
+                    .args
+                    .iter()
+                    .collect::<Vec<_>>()
+                    .split_first()
+                    .map(|(a, b)| (*a, b.to_vec()))
+                else {
+                    return self.fail(
+                        c,
+                        format!("`f64::{m}` takes the value as its first argument"),
+                    );
+                };
+                let x = self.expr(first)?;
+                if !matches!(x, Val::Scalar(_, Elem::F64)) {
+                    return self.fail(
+                        first,
+                        format!("mismatched types: expected `f64`, found `{}`", x.ty()),
+                    );
+                }
+                let mut args = vec![];
+                for e in rest {
+                    args.push((self.expr(e)?, e));
+                }
+                let name = p.path.segments.last()?.ident.clone();
+                return self.f64_method(&name, x, args, span);
+            }
+        }
+        // `usize::max(a, b)`, `std::cmp::max(a, b)`
+        let int_fn = match segs_ref.as_slice() {
+            [t, m @ ("max" | "min" | "abs" | "pow")] if IntTy::from_name(t).is_some() => Some(*m),
+            ["std" | "core", "cmp", m @ ("max" | "min")] | ["cmp", m @ ("max" | "min")] => Some(*m),
+            _ => None,
+        };
+        if let Some(m) = int_fn {
+            let args: Vec<&syn::Expr> = c.args.iter().collect();
+            let Some((first, rest)) = args.split_first() else {
+                return self.fail(c, format!("`{m}` takes arguments"));
+            };
+            let x = self.expr(first)?;
+            let Val::Scalar(xa, e @ Elem::Int(_)) = x else {
+                return self.fail(
+                    *first,
+                    format!("`{}` needs integers, found `{}`", segs.join("::"), x.ty()),
+                );
+            };
+            let mut vals = vec![];
+            for a in rest {
+                vals.push((self.expr(a)?, *a));
+            }
+            let name = syn::Ident::new(m, p.path.segments.last()?.ident.span());
+            return self.int_method(&name, xa, e, vals, span);
+        }
+        // Array constructors.
+        if segs.len() >= 2 && is_array_type(&segs[segs.len() - 2]) {
+            let n = p.path.segments.len();
+            let ty_seg = &p.path.segments[n - 2];
+            let func = &p.path.segments[n - 1].ident;
+            return self.array_ctor(c, ty_seg, func);
+        }
+        if segs.len() == 1 && matches!(segs_ref[0], "Some" | "Ok" | "Err" | "Box" | "Axis") {
+            return self.fail(c, format!("`{}` is not supported here", segs[0]));
+        }
+        self.user_call(c, p, annot)
+    }
+
+    /// A call of another function: an extern `Call`.
+    fn user_call(
+        &mut self,
+        c: &syn::ExprCall,
+        p: &syn::ExprPath,
+        annot: Option<&syn::Type>,
+    ) -> Option<Val> {
+        for s in &p.path.segments {
+            if !matches!(s.arguments, syn::PathArguments::None) {
+                return self.fail(
+                    &s.arguments,
+                    "generic arguments on function calls are not supported",
+                );
+            }
+        }
+        let ir_name = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect::<Vec<_>>()
+            .join("::");
+        if ir_name == self.fn_name {
+            return self.fail(c, "recursive calls are not supported by #[differentiable]");
+        }
+        let mut args = vec![];
+        let mut arg_tys = vec![];
+        let mut arg_spans = vec![];
+        let mut failed = false;
+        for a in &c.args {
+            match self.expr(a) {
+                Some(Val::Scalar(x, e)) => {
+                    args.push(x);
+                    arg_tys.push(Ty::Scalar(e.scalar()));
+                }
+                Some(Val::Array(x, e, r)) => {
+                    args.push(x);
+                    arg_tys.push(Ty::array(e.scalar(), r));
+                }
+                Some(Val::Tuple(vs))
+                    if vs.iter().all(|v| matches!(v, Val::Scalar(_, Elem::F64))) =>
+                {
+                    let leaves = Val::Tuple(vs).leaves()?;
+                    let ty = Ty::Tuple(vec![Ty::F64; leaves.len()]);
+                    let t = self.emit1(Expr::Tuple(leaves), span_of(a))?;
+                    args.push(t);
+                    arg_tys.push(ty);
+                }
+                Some(other) => {
+                    let _: Option<()> = self.fail(
+                        a,
+                        format!("arguments of function calls must be `f64`, integers, `bool`, tuples of `f64` or arrays, found `{}`", other.ty()),
+                    );
+                    failed = true;
+                }
+                None => failed = true,
+            }
+            arg_spans.push(span_of(a));
+        }
+        if failed {
+            return None;
+        }
+        // Result types: from the annotation (leaves of a tuple), f64 by default.
+        let (template, result_rust) = match annot {
+            Some(t) => {
+                let desc = match classify(t) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        self.errors.push(e);
+                        return None;
+                    }
+                };
+                let template = template_of(&desc);
+                (template, leaf_types(t))
+            }
+            None => (Val::f64(0.0), vec![syn::parse_quote!(f64)]),
+        };
+        let result_tys: Vec<Ty> = leaf_rtys(&template);
+        if result_tys.len() != result_rust.len() {
+            return self.fail(annot?, "unsupported result type for a function call");
+        }
+        let binds: Vec<Var> = result_tys
+            .iter()
+            .map(|t| self.b.fresh("call", t.clone()))
+            .collect();
+        let span = span_of(c);
+        let src = self.at(span);
+        self.b.push(Stmt {
+            binds: binds.clone(),
+            lin_binds: vec![],
+            expr: Expr::Call(Call {
+                func: ir_name.clone(),
+                args: args.clone(),
+                lin_args: vec![],
+                lin_shapes: vec![],
+            }),
+            src: Some(src),
+        });
+        self.calls.push(CallSite {
+            ir_name,
+            path: p.path.clone(),
+            args,
+            arg_tys,
+            arg_spans,
+            result_tys,
+            result_rust,
+            span,
+        });
+        Some(template.rebuild(&mut binds.into_iter().map(Atom::Var)))
+    }
+}
+
+/// A value of the written type with placeholder atoms (for `rebuild`).
+fn template_of(d: &TyDesc) -> Val {
+    match d {
+        TyDesc::Scalar(e) => Val::Scalar(Atom::I64(0), *e),
+        TyDesc::Array { elem, rank, .. } => Val::Array(Atom::I64(0), *elem, *rank),
+        TyDesc::Tuple(ts) => Val::Tuple(ts.iter().map(template_of).collect()),
+        TyDesc::Ref(t) => template_of(t),
+    }
+}
+
+fn leaf_rtys(v: &Val) -> Vec<Ty> {
+    match v {
+        Val::Scalar(_, e) => vec![Ty::Scalar(e.scalar())],
+        Val::Array(_, e, r) => vec![Ty::array(e.scalar(), *r)],
+        Val::Tuple(vs) => vs.iter().flat_map(leaf_rtys).collect(),
+        _ => vec![],
+    }
+}
+
+/// The written leaf types of a (tuple) type.
+fn leaf_types(t: &syn::Type) -> Vec<syn::Type> {
+    match t {
+        syn::Type::Paren(p) => leaf_types(&p.elem),
+        syn::Type::Group(g) => leaf_types(&g.elem),
+        syn::Type::Tuple(tt) => tt.elems.iter().flat_map(leaf_types).collect(),
+        syn::Type::Reference(r) => leaf_types(&r.elem),
+        t => vec![t.clone()],
+    }
+}
+
+/// After lowering: the extern declarations `(name, params, results)`, the
+/// callees, and the errors of calls (inconsistent types, constant calls
+/// with array arguments, differentiable callees with integer results).
+pub fn finish(
+    func: &Func,
+    seeds: &[Var],
+    sites: &[CallSite],
+) -> (
+    Vec<(String, Vec<Ty>, Vec<Ty>)>,
+    Vec<Callee>,
+    Vec<syn::Error>,
+) {
+    let tainted = super::taint::tainted(func, seeds);
+    let is_tainted = |a: &Atom| matches!(a, Atom::Var(v) if tainted.contains(v));
+    let mut decls: Vec<(String, Vec<Ty>, Vec<Ty>)> = vec![];
+    let mut callees: Vec<Callee> = vec![];
+    let mut errors = vec![];
+    let mut firsts: Vec<&CallSite> = vec![];
+    for s in sites {
+        let site_diff = s.args.iter().any(is_tainted);
+        match firsts.iter().position(|f| f.ir_name == s.ir_name) {
+            Some(k) => {
+                let f = firsts[k];
+                if f.arg_tys != s.arg_tys || f.result_tys != s.result_tys {
+                    errors.push(syn::Error::new(
+                        s.span,
+                        format!(
+                            "`{}` is called here with types {} but with {} at an earlier call: every call of a function must use the same argument and result types",
+                            s.ir_name,
+                            show_sig(&s.arg_tys, &s.result_tys),
+                            show_sig(&f.arg_tys, &f.result_tys)
+                        ),
+                    ));
+                }
+                callees[k].differentiable |= site_diff;
+            }
+            None => {
+                firsts.push(s);
+                decls.push((s.ir_name.clone(), s.arg_tys.clone(), s.result_tys.clone()));
+                callees.push(Callee {
+                    ir_name: s.ir_name.clone(),
+                    path: s.path.clone(),
+                    differentiable: site_diff,
+                    result_tys: s.result_rust.clone(),
+                });
+            }
+        }
+    }
+    for (k, callee) in callees.iter().enumerate() {
+        let f = firsts[k];
+        if callee.differentiable {
+            if let Some(t) = f.result_tys.iter().find(|t| !t.is_differentiable()) {
+                let _ = t;
+                errors.push(syn::Error::new(
+                    f.span,
+                    format!(
+                        "`{}` receives values that depend on differentiable parameters, so it must be a #[differentiable] function, whose results are `f64`, `f64` arrays or tuples of these: annotate the result (`let y: f64 = {}(..);`)",
+                        callee.ir_name, callee.ir_name
+                    ),
+                ));
+            }
+        } else {
+            for s in sites.iter().filter(|s| s.ir_name == callee.ir_name) {
+                for (t, sp) in s.arg_tys.iter().zip(&s.arg_spans) {
+                    if !matches!(t, Ty::Scalar(_)) {
+                        errors.push(syn::Error::new(
+                            *sp,
+                            format!(
+                                "calls of functions that are not #[differentiable] may only take scalar arguments (`f64`, integers, `bool`): no argument of `{}` depends on a differentiable parameter, so it is called as a plain function, but this argument is `{t}`",
+                                callee.ir_name
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    (decls, callees, errors)
+}
+
+fn show_sig(args: &[Ty], results: &[Ty]) -> String {
+    let a: Vec<String> = args.iter().map(|t| t.to_string()).collect();
+    let r: Vec<String> = results.iter().map(|t| t.to_string()).collect();
+    format!("`({}) -> ({})`", a.join(", "), r.join(", "))
+}
+
+/// Tokens of a call's function path (for messages).
+pub fn callee_tokens(c: &syn::ExprCall) -> proc_macro2::TokenStream {
+    c.func.to_token_stream()
+}
+
+#[allow(dead_code)]
+fn _unused(_: IntTy) {}

@@ -1,0 +1,497 @@
+//! Control flow and the SSA conversion of mutable variables.
+//!
+//! A mutable variable is a binding whose value the lowering replaces on
+//! every assignment (`env.rs`). Around control flow:
+//! - `if`: both branches are lowered from the same snapshot of the bindings;
+//!   the variables either branch changed become extra results of the IR
+//!   `If` (each branch yields its own value, or the value from before), and
+//!   are rebound to those results afterwards.
+//! - `for i in a..b`: the variables the body assigns (found syntactically
+//!   beforehand by [`assigned_names`], respecting shadowing) become the loop
+//!   state: the body is lowered with them bound to the lambda's state
+//!   parameters, and yields their new values; afterwards they are rebound to
+//!   the loop's final state. The IR loop runs `k` in `0..n` with
+//!   `n = max(b - a, 0)` and `i = a + k` (reversed for `.rev()`).
+//! - `a && b`, `a || b`: evaluated as the IR's eager `and`/`or` when `b` is
+//!   plain comparisons, as an `If` otherwise (so `i < n && v[i] > 0.0` never
+//!   reads out of range).
+
+use super::ctx::{span_of, Lowerer};
+use super::expr::strip;
+use super::types::{Elem, IntTy};
+use super::val::Val;
+use ad_core_ir::ir::{Atom, Block, Expr, If, Loop, Prim};
+use std::collections::BTreeSet;
+use syn::visit::Visit;
+
+impl Lowerer<'_> {
+    /// A condition: a `bool` scalar atom.
+    pub fn cond(&mut self, e: &syn::Expr) -> Option<Atom> {
+        match self.expr(e)? {
+            Val::Scalar(a, Elem::Bool) => Some(a),
+            other => self.fail(
+                e,
+                format!("mismatched types: expected `bool`, found `{}`", other.ty()),
+            ),
+        }
+    }
+
+    /// `if c { .. } else { .. }` as an expression or a statement.
+    pub fn lower_if(&mut self, e: &syn::ExprIf) -> Option<Val> {
+        let cond = self.cond(&e.cond);
+        let start = self.env.len();
+        let before = self.env.snapshot(start);
+
+        self.b.open();
+        let tv = self.lower_block(&e.then_branch).unwrap_or(Val::Poison);
+        let then_env = self.env.snapshot(start);
+        let then_blk = self.b.close(vec![], vec![]);
+        self.env.restore(&before);
+
+        self.b.open();
+        let ev = match &e.else_branch {
+            Some((_, els)) => self.lower_expr(els),
+            None => Val::Unit,
+        };
+        let else_env = self.env.snapshot(start);
+        let else_blk = self.b.close(vec![], vec![]);
+        self.env.restore(&before);
+
+        // The value of the `if`.
+        let value_ty = match tv.ty().unify(&ev.ty()) {
+            Some(t) => t,
+            None if e.else_branch.is_none() => {
+                let _: Option<()> = self.fail(
+                    &e.then_branch,
+                    format!(
+                        "`if` may be missing an `else` clause: expected `()`, found `{}`",
+                        tv.ty()
+                    ),
+                );
+                return self.if_changed(
+                    cond?, then_blk, else_blk, &before, &then_env, &else_env, None, e,
+                );
+            }
+            None => {
+                let node: &dyn quote::ToTokens = match &e.else_branch {
+                    Some((_, els)) => els,
+                    None => &e.then_branch,
+                };
+                let _: Option<()> = self.fail(
+                    node,
+                    format!(
+                        "`if` and `else` have incompatible types: expected `{}`, found `{}`",
+                        tv.ty(),
+                        ev.ty()
+                    ),
+                );
+                return self.if_changed(
+                    cond?, then_blk, else_blk, &before, &then_env, &else_env, None, e,
+                );
+            }
+        };
+        let unit = matches!(tv, Val::Unit);
+        let value = match (tv.leaves(), ev.leaves()) {
+            (Some(t), Some(el)) => Some((tv.with_ty(&value_ty), t, el)),
+            _ => None,
+        };
+        let cond = cond?;
+        let v = self.if_changed(
+            cond, then_blk, else_blk, &before, &then_env, &else_env, value, e,
+        );
+        if unit {
+            return Some(Val::Unit);
+        }
+        v
+    }
+
+    /// Emits the `If` whose results are the branch values (if any) then the
+    /// variables either branch changed; rebinds those variables.
+    #[allow(clippy::too_many_arguments)]
+    fn if_changed(
+        &mut self,
+        cond: Atom,
+        mut then_blk: Block,
+        mut else_blk: Block,
+        before: &[Val],
+        then_env: &[Val],
+        else_env: &[Val],
+        value: Option<(Val, Vec<Atom>, Vec<Atom>)>,
+        node: &syn::ExprIf,
+    ) -> Option<Val> {
+        let mut changed = vec![];
+        for id in 0..before.len() {
+            if then_env[id] == before[id] && else_env[id] == before[id] {
+                continue;
+            }
+            let (t, el) = (&then_env[id], &else_env[id]);
+            match (t.leaves(), el.leaves(), t.ty().unify(&el.ty())) {
+                (Some(tl), Some(ell), Some(ty)) if tl.len() == ell.len() => {
+                    then_blk.results.extend(tl);
+                    else_blk.results.extend(ell);
+                    changed.push((id, t.clone().with_ty(&ty)));
+                }
+                _ => self.env.set(id, Val::Poison),
+            }
+        }
+        let (template, nv) = match value {
+            Some((v, t, el)) => {
+                let n = t.len();
+                then_blk.results.splice(0..0, t);
+                else_blk.results.splice(0..0, el);
+                (Some(v), n)
+            }
+            None => (None, 0),
+        };
+        let outs = self.emit(
+            Expr::If(If {
+                cond,
+                then_: then_blk,
+                else_: else_blk,
+                lin_shapes: vec![],
+            }),
+            span_of(node),
+        );
+        let Some(outs) = outs else {
+            for (id, _) in changed {
+                self.env.set(id, Val::Poison);
+            }
+            return None;
+        };
+        let mut rest = outs[nv..].iter().map(|v| Atom::Var(*v));
+        for (id, template) in changed {
+            let v = template.rebuild(&mut rest);
+            self.env.set(id, v);
+        }
+        template.map(|t| t.rebuild(&mut outs[..nv].iter().map(|v| Atom::Var(*v))))
+    }
+
+    /// `a && b`, `a || b`.
+    pub fn short_circuit(&mut self, e: &syn::ExprBinary) -> Option<Val> {
+        let and = matches!(e.op, syn::BinOp::And(_));
+        let a = self.cond(&e.left);
+        self.b.open();
+        let b = self.cond(&e.right);
+        let blk = self.b.close(b.into_iter().collect(), vec![]);
+        let (a, b) = (a?, b?);
+        let span = span_of(e);
+        let eager = blk
+            .stmts
+            .iter()
+            .all(|s| matches!(&s.expr, Expr::Prim(p, _) if !matches!(p, Prim::Div | Prim::Rem)));
+        if eager {
+            for s in blk.stmts {
+                self.b.push(s);
+            }
+            let p = if and { Prim::And } else { Prim::Or };
+            let v = self.prim(p, &[a, b], span)?;
+            return Some(Val::Scalar(v, Elem::Bool));
+        }
+        let short = crate::lower::ctx::const_block(Atom::Bool(!and));
+        let (then_, else_) = if and { (blk, short) } else { (short, blk) };
+        let v = self.emit1(
+            Expr::If(If {
+                cond: a,
+                then_,
+                else_,
+                lin_shapes: vec![],
+            }),
+            span,
+        )?;
+        Some(Val::Scalar(v, Elem::Bool))
+    }
+
+    /// `for pat in a..b { body }` and `for pat in (a..b).rev() { body }`.
+    pub fn lower_for(&mut self, f: &syn::ExprForLoop) -> Option<Val> {
+        if let Some(l) = &f.label {
+            return self.fail(l, super::errors::LABEL);
+        }
+        let (range, rev) = match strip(&f.expr) {
+            syn::Expr::MethodCall(m) if m.method == "rev" && m.args.is_empty() => {
+                match strip(&m.receiver) {
+                    syn::Expr::Range(r) => (r, true),
+                    _ => return self.fail(&f.expr, FOR_RANGE),
+                }
+            }
+            syn::Expr::Range(r) => (r, false),
+            _ => return self.fail(&f.expr, FOR_RANGE),
+        };
+        let (start, n, ity) = self.range_bounds(range)?;
+        let span = span_of(f);
+
+        // Loop state: the outer variables the body assigns.
+        let mut state = vec![];
+        for name in assigned_names(&f.body) {
+            let Some(id) = self.env.lookup(&name) else {
+                continue;
+            };
+            let b = self.env.get(id);
+            if id < self.closure_floor || !b.mutable {
+                continue; // refused at the assignment
+            }
+            if let Some(leaves) = b.val.leaves() {
+                state.push((id, b.val.clone(), leaves));
+            }
+        }
+        let init: Vec<Atom> = state.iter().flat_map(|(_, _, l)| l.clone()).collect();
+        let mut tys = vec![ad_core_ir::types::Ty::I64];
+        for a in &init {
+            tys.push(self.b.atom_ty(a));
+        }
+        let mut names = vec!["k".to_string()];
+        for (id, _, l) in &state {
+            names.extend(std::iter::repeat_n(self.env.get(*id).name.clone(), l.len()));
+        }
+        let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let before = self.env.snapshot(self.env.len());
+        let lam = self.lambda(&tys, &name_refs, |lw, ps| {
+            let mut params = ps[1..].iter().map(|v| Atom::Var(*v));
+            for (id, template, _) in &state {
+                let v = template.rebuild(&mut params);
+                lw.env.set(*id, v);
+            }
+            lw.env.push_scope();
+            let i = lw.add_i64(start, Atom::Var(ps[0]), span);
+            match i {
+                Some(i) => lw.bind_pat(&f.pat, Val::Scalar(i, Elem::Int(ity))),
+                None => lw.bind_pat(&f.pat, Val::Poison),
+            }
+            let body = lw.lower_block(&f.body);
+            if let Some(v) = &body {
+                if !matches!(v, Val::Unit) {
+                    let _: Option<()> = lw.fail(
+                        &f.body,
+                        format!(
+                            "mismatched types: a `for` loop body must not have a value, found `{}`",
+                            v.ty()
+                        ),
+                    );
+                }
+            }
+            lw.env.pop_scope();
+            let mut results = vec![];
+            let mut ok = true;
+            for (id, template, leaves) in &state {
+                let now = lw.env.get(*id).val.clone();
+                match now.leaves() {
+                    Some(l)
+                        if l.len() == leaves.len() && template.ty().unify(&now.ty()).is_some() =>
+                    {
+                        results.extend(l)
+                    }
+                    _ => ok = false,
+                }
+            }
+            ok.then_some(results)
+        });
+        self.env.restore(&before);
+        let lam = match lam {
+            Some(l) => l,
+            None => {
+                for (id, _, _) in &state {
+                    self.env.set(*id, Val::Poison);
+                }
+                return Some(Val::Unit);
+            }
+        };
+        let outs = self.emit(
+            Expr::Loop(Loop {
+                n,
+                rev,
+                init,
+                lin_init: vec![],
+                body: lam,
+            }),
+            span,
+        );
+        let Some(outs) = outs else {
+            for (id, _, _) in &state {
+                self.env.set(*id, Val::Poison);
+            }
+            return Some(Val::Unit);
+        };
+        let mut rest = outs.iter().map(|v| Atom::Var(*v));
+        for (id, template, _) in &state {
+            let v = template.rebuild(&mut rest);
+            self.env.set(*id, v);
+        }
+        Some(Val::Unit)
+    }
+
+    /// The start, the (non-negative) length and the integer type of `a..b`
+    /// or `a..=b`.
+    pub fn range_bounds(&mut self, r: &syn::ExprRange) -> Option<(Atom, Atom, IntTy)> {
+        let (Some(a), Some(b)) = (&r.start, &r.end) else {
+            return self.fail(r, "a range needs both bounds here: write `a..b`");
+        };
+        let (va, vb) = (self.lower_expr(a), self.lower_expr(b));
+        let (Val::Scalar(a_at, Elem::Int(ta)), Val::Scalar(b_at, Elem::Int(tb))) = (&va, &vb)
+        else {
+            if va.is_poison() || vb.is_poison() {
+                return None;
+            }
+            return self.fail(
+                r,
+                format!(
+                    "ranges must be of integers, found `{}` and `{}`",
+                    va.ty(),
+                    vb.ty()
+                ),
+            );
+        };
+        let Some(t) = ta.unify(*tb) else {
+            return self.fail(
+                r,
+                format!(
+                    "mismatched types: expected `{ta}`, found `{tb}`",
+                    ta = ta.name(),
+                    tb = tb.name()
+                ),
+            );
+        };
+        let span = span_of(r);
+        let len = self.sub_i64(*b_at, *a_at, span)?;
+        let len = match r.limits {
+            syn::RangeLimits::Closed(_) => self.add_i64(len, Atom::I64(1), span)?,
+            syn::RangeLimits::HalfOpen(_) => len,
+        };
+        let n = self.clamp0(len, span)?;
+        Some((*a_at, n, if t == IntTy::Lit { IntTy::Usize } else { t }))
+    }
+}
+
+const FOR_RANGE: &str =
+    "only `for i in a..b` and `for i in (a..b).rev()` loops are supported: iterate over indices (`for i in 0..v.len()`) and index the arrays";
+
+/// The names of variables declared outside `block` that it assigns (by `=`,
+/// compound assignment, or an element/field assignment), in first-assignment
+/// order. Shadowing by `let`, closure parameters and loop patterns inside
+/// the block is respected.
+pub fn assigned_names(block: &syn::Block) -> Vec<String> {
+    let mut v = Assigned {
+        scopes: vec![BTreeSet::new()],
+        out: vec![],
+    };
+    v.visit_block(block);
+    v.out
+}
+
+struct Assigned {
+    scopes: Vec<BTreeSet<String>>,
+    out: Vec<String>,
+}
+
+impl Assigned {
+    fn declared(&self, name: &str) -> bool {
+        self.scopes.iter().any(|s| s.contains(name))
+    }
+
+    fn declare_pat(&mut self, p: &syn::Pat) {
+        struct Names<'s>(&'s mut BTreeSet<String>);
+        impl<'a> Visit<'a> for Names<'_> {
+            fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
+                self.0.insert(p.ident.to_string());
+            }
+        }
+        let scope = self.scopes.last_mut().expect("a scope");
+        Names(scope).visit_pat(p);
+    }
+
+    fn place(&mut self, e: &syn::Expr) {
+        match strip(e) {
+            syn::Expr::Path(p) => {
+                if let Some(i) = p.path.get_ident() {
+                    let n = i.to_string();
+                    if !self.declared(&n) && !self.out.contains(&n) {
+                        self.out.push(n);
+                    }
+                }
+            }
+            syn::Expr::Index(i) => {
+                self.place(&i.expr);
+                self.visit_expr(&i.index);
+            }
+            syn::Expr::Field(f) => self.place(&f.base),
+            syn::Expr::Unary(u) => self.place(&u.expr),
+            syn::Expr::Tuple(t) => t.elems.iter().for_each(|e| self.place(e)),
+            other => self.visit_expr(other),
+        }
+    }
+}
+
+impl<'a> Visit<'a> for Assigned {
+    fn visit_block(&mut self, b: &'a syn::Block) {
+        self.scopes.push(BTreeSet::new());
+        for s in &b.stmts {
+            self.visit_stmt(s);
+        }
+        self.scopes.pop();
+    }
+
+    fn visit_local(&mut self, l: &'a syn::Local) {
+        if let Some(init) = &l.init {
+            self.visit_expr(&init.expr);
+        }
+        self.declare_pat(&l.pat);
+    }
+
+    fn visit_expr_closure(&mut self, c: &'a syn::ExprClosure) {
+        self.scopes.push(BTreeSet::new());
+        for p in &c.inputs {
+            self.declare_pat(p);
+        }
+        self.visit_expr(&c.body);
+        self.scopes.pop();
+    }
+
+    fn visit_expr_for_loop(&mut self, f: &'a syn::ExprForLoop) {
+        self.visit_expr(&f.expr);
+        self.scopes.push(BTreeSet::new());
+        self.declare_pat(&f.pat);
+        self.visit_block(&f.body);
+        self.scopes.pop();
+    }
+
+    fn visit_expr_assign(&mut self, a: &'a syn::ExprAssign) {
+        self.visit_expr(&a.right);
+        self.place(&a.left);
+    }
+
+    fn visit_expr_binary(&mut self, b: &'a syn::ExprBinary) {
+        use syn::BinOp::*;
+        self.visit_expr(&b.right);
+        match b.op {
+            AddAssign(_) | SubAssign(_) | MulAssign(_) | DivAssign(_) | RemAssign(_)
+            | BitAndAssign(_) | BitOrAssign(_) | BitXorAssign(_) | ShlAssign(_) | ShrAssign(_) => {
+                self.place(&b.left)
+            }
+            _ => self.visit_expr(&b.left),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(src: &str) -> Vec<String> {
+        assigned_names(&syn::parse_str::<syn::Block>(src).unwrap())
+    }
+
+    #[test]
+    fn assigned_names_respect_shadowing() {
+        assert_eq!(names("{ s += x; a[i] = 1.0; t.0 = 2.0; }"), ["s", "a", "t"]);
+        assert_eq!(
+            names("{ let mut s = 0.0; s += 1.0; }"),
+            Vec::<String>::new()
+        );
+        assert_eq!(names("{ s += 1.0; let mut s = 0.0; s += 1.0; }"), ["s"]);
+        assert_eq!(
+            names("{ for j in 0..n { acc *= 2.0; let mut q = 1.0; q += 1.0; } }"),
+            ["acc"]
+        );
+        assert_eq!(names("{ { let mut z = 0.0; z = 1.0; } z = 2.0; }"), ["z"]);
+        assert_eq!(names("{ (a, b) = (b, a); }"), ["a", "b"]);
+        assert_eq!(names("{ if c { x = 1.0 } else { y -= 2.0 } }"), ["x", "y"]);
+    }
+}

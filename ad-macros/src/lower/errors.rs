@@ -1,0 +1,99 @@
+//! The texts of the front end's refusals, in one place (rustc style: lower
+//! case, what is not supported, then what to write instead). Type errors
+//! that mirror rustc's wording are built where they arise (`ops.rs`).
+
+/// `&mut` in an expression.
+pub const MUT_REF: &str =
+    "mutable references (`&mut`) are not supported in #[differentiable] functions: use `let mut` variables and assignments";
+/// A labelled block or loop.
+pub const LABEL: &str = "labelled blocks and loops are not supported";
+/// `unsafe { .. }`.
+pub const UNSAFE: &str = "`unsafe` blocks are not supported in #[differentiable] functions";
+/// `while`.
+pub const WHILE: &str =
+    "`while` loops are not supported: use `for i in a..b` (the number of iterations must be known when the loop starts) and `if` inside the body";
+/// `loop`.
+pub const LOOP: &str =
+    "`loop` is not supported: use `for i in a..b` (the number of iterations must be known when the loop starts) and `if` inside the body";
+/// `break`.
+pub const BREAK: &str =
+    "`break` is not supported: loops run their full range; guard the rest of the body with `if` instead";
+/// `continue`.
+pub const CONTINUE: &str =
+    "`continue` is not supported: guard the rest of the loop body with `if` instead";
+/// `return` before the end.
+pub const EARLY_RETURN: &str =
+    "early `return` is not supported: only a final `return value;` is; compute the result with `if`/`else` expressions instead (`if c { a } else { b }`)";
+/// `match`.
+pub const MATCH: &str = "`match` is not supported: use `if` / `else if` / `else`";
+/// A closure outside the places that take one.
+pub const CLOSURE_VALUE: &str =
+    "closures are only supported as the argument of `mapv`, `map`, `fold`, `from_shape_fn` and of iterator methods: write the computation inline or as another #[differentiable] function";
+/// A struct literal.
+pub const STRUCT_LIT: &str =
+    "struct literals are not supported in #[differentiable] functions: use tuples";
+/// A range outside `for` and iterator chains.
+pub const RANGE_VALUE: &str =
+    "ranges are only supported in `for i in a..b` loops and iterator chains (`(a..b).map(|i| ..).sum::<f64>()`)";
+/// `let` as an expression (`if let`, `while let`).
+pub const LET_EXPR: &str =
+    "`if let` and `let` expressions are not supported: use `if` with a condition";
+/// `?`.
+pub const TRY: &str = "the `?` operator is not supported in #[differentiable] functions";
+/// Array literals.
+pub const ARRAY_LIT: &str =
+    "array literals are not supported: build arrays with `Array1::from_shape_fn`, `Array1::zeros` or `Array1::from_elem` (in indexing, write `m[[i, j]]`)";
+/// `async` / `.await`.
+pub const ASYNC: &str = "`async` and `.await` are not supported in #[differentiable] functions";
+/// Anything else.
+pub const UNSUPPORTED_EXPR: &str =
+    "this expression is not supported in a #[differentiable] function";
+/// `f32`.
+pub const F32: &str = "`f32` is not supported: #[differentiable] functions compute in `f64`";
+/// String, char and byte literals.
+pub const OTHER_LIT: &str =
+    "only numeric and boolean literals are supported in #[differentiable] functions";
+/// Items inside the body.
+pub const ITEM: &str =
+    "items (functions, `use`, `const`, `static`, ...) inside a #[differentiable] function are not supported: move them outside the function";
+/// `let x;`.
+pub const LET_NO_INIT: &str =
+    "`let` without a value is not supported: give the variable its value where it is declared (`let x = if c { a } else { b };`)";
+/// `let .. else`.
+pub const LET_ELSE: &str = "`let ... else` is not supported";
+/// An iterator stored in a variable.
+pub const ITER_VALUE: &str =
+    "iterators must be consumed in the expression that creates them: end the chain with `.sum::<f64>()`, `.fold(..)` or `.collect::<Array1<f64>>()`";
+/// A pattern we cannot bind.
+pub const PATTERN: &str =
+    "this pattern is not supported: bind a name, `_`, `&name` or a tuple of these";
+/// `ref` bindings.
+pub const REF_PATTERN: &str = "`ref` bindings are not supported: bind by value";
+
+/// A macro call.
+pub fn macro_refused(m: &syn::Macro) -> String {
+    let name = m
+        .path
+        .segments
+        .last()
+        .map(|s| s.ident.to_string())
+        .unwrap_or_default();
+    let hint = match name.as_str() {
+        "vec" | "array" => {
+            "build arrays with `Array1::from_shape_fn`, `Array1::zeros` or `Array1::from_elem`"
+        }
+        "assert" | "assert_eq" | "debug_assert" | "debug_assert_eq" | "assert_ne" => {
+            "remove it (check the arguments before calling the function)"
+        }
+        "panic" | "unreachable" | "todo" | "unimplemented" => "remove it",
+        _ => "remove it",
+    };
+    format!("macros are not supported in #[differentiable] functions: `{name}!` cannot be differentiated; {hint}")
+}
+
+/// A path to a constant or static we do not know.
+pub fn const_refused(name: &str) -> String {
+    format!(
+        "`{name}` is not supported: #[differentiable] functions can only read their parameters, their local variables and `f64` constants such as `std::f64::consts::PI` or `f64::INFINITY`; pass `{name}` as a parameter"
+    )
+}

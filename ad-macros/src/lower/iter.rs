@@ -1,0 +1,500 @@
+//! Iterator chains, lowered when consumed: `a.iter()`, `(a..b)`, `.zip(..)`,
+//! `.enumerate()`, `.rev()`, `.cloned()`/`.copied()`, `.map(|x| ..)`, then one of
+//! `.sum()`, `.product()`, `.fold(init, f)`, `.count()`, `.collect()`.
+//!
+//! - elements of arrays (no index needed): `Map` over the arrays, then
+//!   `Reduce` (`sum`, `product`) or `Fold`; `fold(f64::NEG_INFINITY, f64::max)`
+//!   is `Reduce Max` (and the `min` form `Reduce Min`);
+//! - ranges, `enumerate` or `rev` (the index is needed): `Build` over the
+//!   length with `Index` of the arrays, or a `Loop` for `fold` (order matters).
+
+use super::ctx::{span_of, Lowerer};
+use super::expr::strip;
+use super::types::{classify, Elem, IntTy, TyDesc};
+use super::val::Val;
+use ad_core_ir::ir::{ArrayOp, Atom, Expr, Fold, Loop, Prim, ReduceOp};
+use ad_core_ir::types::Ty;
+use quote::ToTokens;
+
+/// How the items of a zipped iterator nest: `a.zip(b).zip(c)` gives `((a, b), c)`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Item {
+    /// The element of source `k`.
+    Leaf(usize),
+    /// A pair from `zip`.
+    Pair(Box<Item>, Box<Item>),
+}
+
+impl Item {
+    fn shifted(&self, by: usize) -> Item {
+        match self {
+            Item::Leaf(k) => Item::Leaf(k + by),
+            Item::Pair(a, b) => Item::Pair(Box::new(a.shifted(by)), Box::new(b.shifted(by))),
+        }
+    }
+
+    fn value(&self, elems: &[Val]) -> Val {
+        match self {
+            Item::Leaf(k) => elems.get(*k).cloned().unwrap_or(Val::Poison),
+            Item::Pair(a, b) => Val::Tuple(vec![a.value(elems), b.value(elems)]),
+        }
+    }
+}
+
+/// Where the items come from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Source {
+    /// Elements of arrays of one shape (zipped).
+    Arrays {
+        /// The arrays and their element types.
+        arrs: Vec<(Atom, Elem)>,
+        /// Their rank.
+        rank: usize,
+        /// The item structure.
+        item: Item,
+    },
+    /// The integers `start..start + n`.
+    Range {
+        /// First value.
+        start: Atom,
+        /// Number of values (non-negative).
+        n: Atom,
+        /// Their type.
+        ty: IntTy,
+    },
+}
+
+/// An iterator chain not consumed yet.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IterVal {
+    /// The source.
+    pub src: Source,
+    /// `.enumerate()` was called (items are `(index, item)`).
+    pub enumerate: bool,
+    /// `.rev()` was called.
+    pub rev: bool,
+    /// The closures of `.map(..)`, in order.
+    pub maps: Vec<syn::Expr>,
+}
+
+impl IterVal {
+    /// `a.iter()`.
+    pub fn of_array(arr: Atom, elem: Elem, rank: usize) -> IterVal {
+        IterVal {
+            src: Source::Arrays {
+                arrs: vec![(arr, elem)],
+                rank,
+                item: Item::Leaf(0),
+            },
+            enumerate: false,
+            rev: false,
+            maps: vec![],
+        }
+    }
+
+    /// Whether the lowering needs the item's index (a `Build` or a `Loop`).
+    fn indexed(&self) -> bool {
+        self.enumerate || self.rev || matches!(self.src, Source::Range { .. })
+    }
+}
+
+const ITER_METHODS: &str =
+    "zip, enumerate, rev, cloned, copied, map, then sum, product, fold, count or collect";
+
+impl Lowerer<'_> {
+    /// `(a..b)` as the receiver of an iterator method.
+    pub fn range_iter(&mut self, r: &syn::ExprRange) -> Option<Val> {
+        let (start, n, ty) = self.range_bounds(r)?;
+        Some(Val::Iter(Box::new(IterVal {
+            src: Source::Range { start, n, ty },
+            enumerate: false,
+            rev: false,
+            maps: vec![],
+        })))
+    }
+
+    /// A method of an iterator.
+    pub fn iter_method(&mut self, m: &syn::ExprMethodCall, recv: Val) -> Option<Val> {
+        let name = m.method.to_string();
+        let mut it = match recv {
+            Val::Iter(it) => *it,
+            Val::Array(a, e, r) => IterVal::of_array(a, e, r),
+            _ => return None,
+        };
+        match name.as_str() {
+            "iter" | "into_iter" | "cloned" | "copied" | "by_ref" => {
+                self.nargs(m, 0)?;
+                Some(Val::Iter(Box::new(it)))
+            }
+            "enumerate" => {
+                self.nargs(m, 0)?;
+                if it.enumerate || !it.maps.is_empty() {
+                    return self.fail(&m.method, "call `enumerate` directly on the source (`a.iter().enumerate().map(..)`)");
+                }
+                if let Source::Arrays { rank, .. } = it.src {
+                    if rank != 1 {
+                        return self.fail(&m.method, "`enumerate` is supported on one-dimensional arrays only");
+                    }
+                }
+                it.enumerate = true;
+                Some(Val::Iter(Box::new(it)))
+            }
+            "rev" => {
+                self.nargs(m, 0)?;
+                if let Source::Arrays { rank, .. } = it.src {
+                    if rank != 1 {
+                        return self.fail(&m.method, "`rev` is supported on one-dimensional arrays only");
+                    }
+                }
+                it.rev = !it.rev;
+                Some(Val::Iter(Box::new(it)))
+            }
+            "map" => {
+                let args = self.nargs(m, 1)?;
+                if !matches!(strip(args[0]), syn::Expr::Closure(_)) {
+                    return self.fail(args[0], "`map` takes a closure here (`.map(|x| ..)`)");
+                }
+                it.maps.push(args[0].clone());
+                Some(Val::Iter(Box::new(it)))
+            }
+            "zip" => {
+                let args = self.nargs(m, 1)?;
+                let other = match self.receiver(args[0])? {
+                    Val::Iter(o) => *o,
+                    Val::Array(a, e, r) => IterVal::of_array(a, e, r),
+                    v => return self.fail(args[0], format!("`zip` needs an array iterator (`b.iter()`), found `{}`", v.ty())),
+                };
+                let plain = |i: &IterVal| !i.enumerate && !i.rev && i.maps.is_empty();
+                let both_plain = plain(&it) && plain(&other);
+                match (&mut it.src, other.src.clone()) {
+                    (
+                        Source::Arrays { arrs, rank, item },
+                        Source::Arrays { arrs: arrs2, rank: rank2, item: item2 },
+                    ) if both_plain => {
+                        if *rank != rank2 {
+                            return self.fail(args[0], "`zip` of arrays of different ranks is not supported");
+                        }
+                        let shift = arrs.len();
+                        arrs.extend(arrs2);
+                        *item = Item::Pair(Box::new(item.clone()), Box::new(item2.shifted(shift)));
+                        Some(Val::Iter(Box::new(it)))
+                    }
+                    _ => self.fail(
+                        m,
+                        "`zip` is supported between array iterators before `map`/`enumerate`/`rev` (`a.iter().zip(b.iter()).map(|(x, y)| ..)`); for indices use `enumerate`",
+                    ),
+                }
+            }
+            "sum" | "product" => {
+                self.nargs(m, 0)?;
+                let want = self.turbofish_elem(m)?;
+                let op = if name == "sum" { ReduceOp::Sum } else { ReduceOp::Prod };
+                let (arr, elem, _) = self.materialize(&it, m)?;
+                if elem == Elem::Bool {
+                    return self.fail(m, format!("cannot {name} `bool` items"));
+                }
+                if let Some(w) = want {
+                    if w.unify(elem).is_none() {
+                        return self.fail(m, format!("a value of type `{}` cannot be made by summing an iterator over elements of type `{}`", w.name(), elem.name()));
+                    }
+                }
+                let v = self.array(ArrayOp::Reduce { op, arr, axis: None }, span_of(m))?;
+                Some(Val::Scalar(v, elem))
+            }
+            "count" => {
+                self.nargs(m, 0)?;
+                let n = self.iter_len(&it, m)?;
+                Some(Val::Scalar(n, Elem::Int(IntTy::Usize)))
+            }
+            "collect" => {
+                self.nargs(m, 0)?;
+                if let Source::Arrays { rank, .. } = it.src {
+                    if rank != 1 {
+                        return self.fail(m, "`collect` is supported for one-dimensional iterators only: use `mapv`");
+                    }
+                }
+                let (arr, elem, _) = self.materialize(&it, m)?;
+                Some(Val::Array(arr, elem, 1))
+            }
+            "fold" => {
+                let args = self.nargs(m, 2)?;
+                self.fold(it, args[0], args[1], m)
+            }
+            "max" | "min" | "max_by" | "min_by" | "reduce" => self.fail(
+                &m.method,
+                format!("`{name}` is not supported on iterators: use `.fold(f64::NEG_INFINITY, f64::max)` (or `.fold(f64::INFINITY, f64::min)`)"),
+            ),
+            "filter" | "filter_map" | "take" | "skip" | "step_by" | "chain" | "flat_map" | "take_while" | "skip_while" => self.fail(
+                &m.method,
+                format!("`{name}` is not supported: iterate over the whole range and use `if` inside `map` (e.g. `.map(|x| if keep {{ x }} else {{ 0.0 }})`)"),
+            ),
+            _ => self.fail(
+                &m.method,
+                format!("no iterator method `{name}` is supported in #[differentiable] functions; supported: {ITER_METHODS}"),
+            ),
+        }
+    }
+
+    /// The element type named by `sum::<T>()`, if given.
+    fn turbofish_elem(&mut self, m: &syn::ExprMethodCall) -> Option<Option<Elem>> {
+        let Some(t) = &m.turbofish else {
+            return Some(None);
+        };
+        match t.args.first() {
+            Some(syn::GenericArgument::Type(ty)) => match classify(ty) {
+                Ok(TyDesc::Scalar(e)) => Some(Some(e)),
+                Ok(_) => self.fail(ty, "expected a scalar type (`sum::<f64>()`)"),
+                Err(e) => {
+                    self.errors.push(e);
+                    None
+                }
+            },
+            _ => Some(None),
+        }
+    }
+
+    /// The number of items.
+    fn iter_len(&mut self, it: &IterVal, node: &dyn ToTokens) -> Option<Atom> {
+        let span = span_of(node);
+        match &it.src {
+            Source::Range { n, .. } => Some(*n),
+            Source::Arrays { arrs, rank, .. } => {
+                let arr = arrs[0].0;
+                let mut n = self.array(ArrayOp::Shape { arr, axis: 0 }, span)?;
+                for axis in 1..*rank {
+                    let s = self.array(ArrayOp::Shape { arr, axis }, span)?;
+                    n = self.prim(Prim::Mul, &[n, s], span)?;
+                }
+                Some(n)
+            }
+        }
+    }
+
+    /// The item at position `k` (an `i64` atom counting from the first
+    /// item in iteration order is `pos`): `(index, item)` with `enumerate`.
+    fn item_at(&mut self, it: &IterVal, pos: Atom, node: &dyn ToTokens) -> Option<Val> {
+        let span = span_of(node);
+        let base = match &it.src {
+            Source::Range { start, ty, .. } => {
+                let v = self.add_i64(*start, pos, span)?;
+                Val::Scalar(v, Elem::Int(*ty))
+            }
+            Source::Arrays { arrs, item, .. } => {
+                let mut elems = vec![];
+                for (a, e) in arrs {
+                    let v = self.array(
+                        ArrayOp::Index {
+                            arr: *a,
+                            idx: vec![pos],
+                        },
+                        span,
+                    )?;
+                    elems.push(Val::Scalar(v, *e));
+                }
+                item.value(&elems)
+            }
+        };
+        Some(if it.enumerate {
+            Val::Tuple(vec![Val::Scalar(pos, Elem::Int(IntTy::Usize)), base])
+        } else {
+            base
+        })
+    }
+
+    /// Applies the `map` closures to an item.
+    fn apply_maps(&mut self, it: &IterVal, mut v: Val) -> Option<Val> {
+        for c in &it.maps {
+            v = self.apply_closure(c, vec![v])?;
+        }
+        Some(v)
+    }
+
+    /// The items as an array (rank of the source for plain array maps, 1
+    /// otherwise): `(array, element type, rank)`.
+    fn materialize(&mut self, it: &IterVal, node: &dyn ToTokens) -> Option<(Atom, Elem, usize)> {
+        if let (false, Source::Arrays { arrs, rank, item }) = (it.indexed(), &it.src) {
+            if it.maps.is_empty() {
+                if let (Item::Leaf(k), Some((a, e))) = (item, arrs.first()) {
+                    return Some((arrs.get(*k).map_or(*a, |x| x.0), *e, *rank));
+                }
+                return self.fail(node, "the items of a `zip` are pairs: `map` them to numbers first (`.map(|(x, y)| x * y)`)");
+            }
+            let item = item.clone();
+            let v = self.map_with(arrs, *rank, node, |lw, elems| {
+                let v = item.value(&elems);
+                lw.apply_maps(it, v)
+            })?;
+            let Val::Array(a, e, r) = v else { return None };
+            return Some((a, e, r));
+        }
+        let n = self.iter_len(it, node)?;
+        let span = span_of(node);
+        let v = self.build_with(vec![n], node, |lw, ix| {
+            let pos = lw.position(it, n, Atom::Var(ix[0]), span)?;
+            let item = lw.item_at(it, pos, node)?;
+            lw.apply_maps(it, item)
+        })?;
+        let Val::Array(a, e, r) = v else { return None };
+        Some((a, e, r))
+    }
+
+    /// The position of the `k`-th item (`n - 1 - k` when reversed).
+    fn position(
+        &mut self,
+        it: &IterVal,
+        n: Atom,
+        k: Atom,
+        span: proc_macro2::Span,
+    ) -> Option<Atom> {
+        if it.rev {
+            let last = self.sub_i64(n, Atom::I64(1), span)?;
+            self.sub_i64(last, k, span)
+        } else {
+            Some(k)
+        }
+    }
+
+    /// `.fold(init, f)`.
+    fn fold(
+        &mut self,
+        it: IterVal,
+        init_e: &syn::Expr,
+        f: &syn::Expr,
+        m: &syn::ExprMethodCall,
+    ) -> Option<Val> {
+        let init = self.expr(init_e)?;
+        let span = span_of(m);
+        // `fold(init, f64::max)` / `fold(init, f64::min)`: a reduction.
+        if let syn::Expr::Path(p) = strip(f) {
+            let segs: Vec<String> = p
+                .path
+                .segments
+                .iter()
+                .map(|s| s.ident.to_string())
+                .collect();
+            let op = match segs
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .as_slice()
+            {
+                [.., "f64", "max"] => ReduceOp::Max,
+                [.., "f64", "min"] => ReduceOp::Min,
+                _ => {
+                    return self.fail(
+                        f,
+                        "`fold` takes a closure (`|acc, x| ..`), or `f64::max` / `f64::min`",
+                    )
+                }
+            };
+            let Val::Scalar(init_a, Elem::F64) = init else {
+                return self.fail(
+                    init_e,
+                    format!("mismatched types: expected `f64`, found `{}`", init.ty()),
+                );
+            };
+            let (arr, elem, _) = self.materialize(&it, m)?;
+            if elem != Elem::F64 {
+                return self.fail(
+                    m,
+                    format!("`f64::max` folds `f64` items, found `{}`", elem.name()),
+                );
+            }
+            let r = self.array(
+                ArrayOp::Reduce {
+                    op,
+                    arr,
+                    axis: None,
+                },
+                span,
+            )?;
+            let neutral = if op == ReduceOp::Max {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            };
+            return Some(match init_a {
+                Atom::F64(x) if x == neutral => Val::f64(r),
+                _ => {
+                    let p = if op == ReduceOp::Max {
+                        Prim::Max
+                    } else {
+                        Prim::Min
+                    };
+                    Val::f64(self.prim(p, &[init_a, r], span)?)
+                }
+            });
+        }
+        let Some(init_leaves) = init.leaves() else {
+            return self.fail(init_e, format!("the initial value of `fold` must be numbers, arrays or tuples of these, found `{}`", init.ty()));
+        };
+        let tys: Vec<Ty> = init_leaves.iter().map(|a| self.b.atom_ty(a)).collect();
+        let nacc = init_leaves.len();
+        let body = |lw: &mut Self, accs: &[ad_core_ir::ir::Var], item: Val| -> Option<Vec<Atom>> {
+            let acc = init.rebuild(&mut accs.iter().map(|v| Atom::Var(*v)));
+            let r = lw.apply_closure(f, vec![acc, item])?;
+            if r.is_poison() {
+                return None;
+            }
+            if init.ty().unify(&r.ty()).is_none() {
+                return lw.fail(f, format!("mismatched types: the closure of `fold` returns `{}` for an accumulator of type `{}`", r.ty(), init.ty()));
+            }
+            r.leaves()
+        };
+        let single_rank1 =
+            matches!(&it.src, Source::Arrays { arrs, rank: 1, .. } if arrs.len() == 1);
+        let outs = if !it.indexed() && (single_rank1 || !it.maps.is_empty()) {
+            // A sequential IR fold over a (mapped) one-dimensional array.
+            let (arr, elem, rank) = self.materialize(&it, m)?;
+            if rank != 1 {
+                return self.fail(
+                    m,
+                    "`fold` is supported over one-dimensional arrays and ranges only",
+                );
+            }
+            let mut ptys = tys.clone();
+            ptys.push(Ty::Scalar(elem.scalar()));
+            let lam = self.lambda(&ptys, &["acc"], |lw, ps| {
+                let item = Val::Scalar(Atom::Var(ps[nacc]), elem);
+                body(lw, &ps[..nacc], item)
+            })?;
+            self.emit(
+                Expr::Fold(Fold {
+                    init: init_leaves.clone(),
+                    arr,
+                    body: lam,
+                }),
+                span,
+            )?
+        } else {
+            if let Source::Arrays { rank, .. } = &it.src {
+                if *rank != 1 {
+                    return self.fail(
+                        m,
+                        "`fold` is supported over one-dimensional arrays and ranges only",
+                    );
+                }
+            }
+            // A counted loop over the positions, accumulators as state.
+            let n = self.iter_len(&it, m)?;
+            let mut ptys = vec![Ty::I64];
+            ptys.extend(tys.iter().cloned());
+            let lam = self.lambda(&ptys, &["k", "acc"], |lw, ps| {
+                let item = lw.item_at(&it, Atom::Var(ps[0]), m)?;
+                let item = lw.apply_maps(&it, item)?;
+                body(lw, &ps[1..], item)
+            })?;
+            self.emit(
+                Expr::Loop(Loop {
+                    n,
+                    rev: it.rev,
+                    init: init_leaves.clone(),
+                    lin_init: vec![],
+                    body: lam,
+                }),
+                span,
+            )?
+        };
+        Some(init.rebuild(&mut outs.into_iter().map(Atom::Var)))
+    }
+}

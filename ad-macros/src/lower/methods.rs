@@ -1,0 +1,290 @@
+//! Method calls: the dispatcher by receiver type, and the methods of `f64`
+//! (`x.sin()`, `x.powi(2)`, `x.max(y)`, `x.mul_add(a, b)`, ...) and of integers
+//! (`max`, `min`, `abs`, `pow`). Array methods are in `arrays.rs`, iterator
+//! methods in `iter.rs`.
+
+use super::ctx::{span_of, Lowerer};
+use super::expr::strip;
+use super::types::Elem;
+use super::val::Val;
+use ad_core_ir::ir::{Atom, Prim};
+use proc_macro2::Span;
+use quote::ToTokens;
+
+const F64_METHODS: &str = "sin, cos, tan, exp, ln, log2, log10, sqrt, abs, tanh, sinh, cosh, atan, exp_m1, ln_1p, recip, powi, powf, atan2, hypot, max, min, mul_add, sin_cos, exp2, log, clamp, to_degrees, to_radians";
+
+/// The primitive of a one-argument `f64` method.
+fn unary_prim(name: &str) -> Option<Prim> {
+    Some(match name {
+        "sin" => Prim::Sin,
+        "cos" => Prim::Cos,
+        "tan" => Prim::Tan,
+        "exp" => Prim::Exp,
+        "ln" => Prim::Ln,
+        "log2" => Prim::Log2,
+        "log10" => Prim::Log10,
+        "sqrt" => Prim::Sqrt,
+        "abs" => Prim::Abs,
+        "tanh" => Prim::Tanh,
+        "sinh" => Prim::Sinh,
+        "cosh" => Prim::Cosh,
+        "atan" => Prim::Atan,
+        "exp_m1" => Prim::ExpM1,
+        "ln_1p" => Prim::Ln1p,
+        _ => return None,
+    })
+}
+
+/// The primitive of a two-argument `f64` method.
+fn binary_prim(name: &str) -> Option<Prim> {
+    Some(match name {
+        "powf" => Prim::Powf,
+        "atan2" => Prim::Atan2,
+        "hypot" => Prim::Hypot,
+        "max" => Prim::Max,
+        "min" => Prim::Min,
+        _ => return None,
+    })
+}
+
+impl Lowerer<'_> {
+    /// The receiver of a method call (a range `(a..b)` starts an iterator).
+    pub fn receiver(&mut self, e: &syn::Expr) -> Option<Val> {
+        match strip(e) {
+            syn::Expr::Range(r) => self.range_iter(r),
+            _ => self.expr(e),
+        }
+    }
+
+    /// `recv.method(args)`.
+    pub fn method_call(&mut self, m: &syn::ExprMethodCall) -> Option<Val> {
+        let recv = self.receiver(&m.receiver)?;
+        if m.turbofish.is_some()
+            && !matches!(m.method.to_string().as_str(), "sum" | "product" | "collect")
+        {
+            return self.fail(
+                &m.turbofish,
+                "generic arguments on this method are not supported",
+            );
+        }
+        match recv {
+            Val::Scalar(a, Elem::F64) => {
+                let mut args = vec![];
+                for e in &m.args {
+                    args.push((self.expr(e)?, e));
+                }
+                self.f64_method(&m.method, Val::f64(a), args, span_of(m))
+            }
+            Val::Scalar(a, e @ Elem::Int(_)) => {
+                let mut args = vec![];
+                for x in &m.args {
+                    args.push((self.expr(x)?, x));
+                }
+                self.int_method(&m.method, a, e, args, span_of(m))
+            }
+            Val::Array(a, e, r) => self.array_method(m, a, e, r),
+            it @ Val::Iter(_) => self.iter_method(m, it),
+            other => self.fail(
+                &m.method,
+                format!(
+                    "no method `{}` on `{}` is supported in #[differentiable] functions",
+                    m.method,
+                    other.ty()
+                ),
+            ),
+        }
+    }
+
+    /// An `f64` method on lowered operands (also used for `f64::sin(x)` and
+    /// elementwise on arrays).
+    pub fn f64_method(
+        &mut self,
+        name: &syn::Ident,
+        x: Val,
+        args: Vec<(Val, &syn::Expr)>,
+        span: Span,
+    ) -> Option<Val> {
+        let Val::Scalar(x, Elem::F64) = x else {
+            return None;
+        };
+        let n = name.to_string();
+        let want = match n.as_str() {
+            _ if unary_prim(&n).is_some() => 0,
+            "recip" | "exp2" | "to_degrees" | "to_radians" | "sin_cos" => 0,
+            "powi" | "log" => 1,
+            _ if binary_prim(&n).is_some() => 1,
+            "mul_add" | "clamp" => 2,
+            "floor" | "ceil" | "round" | "trunc" | "fract" | "signum" => {
+                return self.fail(
+                    name,
+                    format!("`{n}` is not supported: it is piecewise constant (its derivative is zero almost everywhere); compute it outside the #[differentiable] function and pass it as a parameter"),
+                )
+            }
+            _ => {
+                return self.fail(
+                    name,
+                    format!("no method `{n}` on `f64` is supported in #[differentiable] functions; supported: {F64_METHODS}"),
+                )
+            }
+        };
+        if args.len() != want {
+            let s = |k: usize| if k == 1 { "argument" } else { "arguments" };
+            let were = if args.len() == 1 { "was" } else { "were" };
+            return self.fail_at(
+                span,
+                format!(
+                    "this method takes {want} {} but {} {} {were} supplied",
+                    s(want),
+                    args.len(),
+                    s(args.len())
+                ),
+            );
+        }
+        // Arguments: `f64`, except `powi`'s exponent (an integer).
+        let mut ops = vec![];
+        for (k, (v, e)) in args.iter().enumerate() {
+            let int = n == "powi" && k == 0;
+            match v {
+                Val::Scalar(a, Elem::Int(_)) if int => ops.push(*a),
+                Val::Scalar(a, Elem::F64) if !int => ops.push(*a),
+                Val::Poison => return None,
+                other => {
+                    let want = if int { "i32" } else { "f64" };
+                    return self.fail(
+                        *e,
+                        format!(
+                            "mismatched types: expected `{want}`, found `{}`",
+                            other.ty()
+                        ),
+                    );
+                }
+            }
+        }
+        let f = |a: Atom| Some(Val::f64(a));
+        if let Some(p) = unary_prim(&n) {
+            return f(self.prim(p, &[x], span)?);
+        }
+        if let Some(p) = binary_prim(&n) {
+            return f(self.prim(p, &[x, ops[0]], span)?);
+        }
+        match n.as_str() {
+            "recip" => f(self.prim(Prim::Div, &[Atom::F64(1.0), x], span)?),
+            "powi" => f(self.prim(Prim::Powi, &[x, ops[0]], span)?),
+            "mul_add" => {
+                let p = self.prim(Prim::Mul, &[x, ops[0]], span)?;
+                f(self.prim(Prim::Add, &[p, ops[1]], span)?)
+            }
+            "clamp" => {
+                let lo = self.prim(Prim::Max, &[x, ops[0]], span)?;
+                f(self.prim(Prim::Min, &[lo, ops[1]], span)?)
+            }
+            "exp2" => {
+                let y = self.prim(Prim::Mul, &[x, Atom::F64(std::f64::consts::LN_2)], span)?;
+                f(self.prim(Prim::Exp, &[y], span)?)
+            }
+            "log" => {
+                let a = self.prim(Prim::Ln, &[x], span)?;
+                let b = self.prim(Prim::Ln, &[ops[0]], span)?;
+                f(self.prim(Prim::Div, &[a, b], span)?)
+            }
+            "to_degrees" => f(self.prim(
+                Prim::Mul,
+                &[x, Atom::F64(180.0 / std::f64::consts::PI)],
+                span,
+            )?),
+            "to_radians" => f(self.prim(
+                Prim::Mul,
+                &[x, Atom::F64(std::f64::consts::PI / 180.0)],
+                span,
+            )?),
+            "sin_cos" => {
+                let s = self.prim(Prim::Sin, &[x], span)?;
+                let c = self.prim(Prim::Cos, &[x], span)?;
+                Some(Val::Tuple(vec![Val::f64(s), Val::f64(c)]))
+            }
+            _ => None,
+        }
+    }
+
+    /// An integer method: `max`, `min`, `abs`, `pow` (literal exponent).
+    pub fn int_method(
+        &mut self,
+        name: &syn::Ident,
+        x: Atom,
+        elem: Elem,
+        args: Vec<(Val, &syn::Expr)>,
+        span: Span,
+    ) -> Option<Val> {
+        let n = name.to_string();
+        let arg = |lw: &mut Self, k: usize| -> Option<(Atom, Elem)> {
+            match args.get(k) {
+                Some((Val::Scalar(a, e @ Elem::Int(_)), _)) => Some((*a, *e)),
+                Some((Val::Poison, _)) => None,
+                Some((v, e)) => lw.fail(
+                    *e,
+                    format!(
+                        "mismatched types: expected `{}`, found `{}`",
+                        elem.name(),
+                        v.ty()
+                    ),
+                ),
+                None => lw.fail_at(span, format!("`{n}` takes 1 argument")),
+            }
+        };
+        match n.as_str() {
+            "max" | "min" => {
+                let (y, ey) = arg(self, 0)?;
+                let Some(e) = elem.unify(ey) else {
+                    return self.fail(args[0].1, format!("mismatched types: expected `{}`, found `{}`", elem.name(), ey.name()));
+                };
+                let p = if n == "max" { Prim::Max } else { Prim::Min };
+                Some(Val::Scalar(self.prim(p, &[x, y], span)?, e))
+            }
+            "abs" => Some(Val::Scalar(self.prim(Prim::Abs, &[x], span)?, elem)),
+            "pow" => {
+                let k = match args.first().map(|(_, e)| strip(e)) {
+                    Some(syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. })) => i.base10_parse::<u32>().ok(),
+                    _ => None,
+                };
+                let Some(k) = k.filter(|k| *k <= 16) else {
+                    return self.fail_at(span, "`pow` of integers is supported with a literal exponent up to 16");
+                };
+                let mut acc = Atom::I64(1);
+                for _ in 0..k {
+                    acc = match acc {
+                        Atom::I64(1) => x,
+                        a => self.prim(Prim::Mul, &[a, x], span)?,
+                    };
+                }
+                Some(Val::Scalar(acc, elem))
+            }
+            _ => self.fail(
+                name,
+                format!("no method `{n}` on `{}` is supported in #[differentiable] functions; supported integer methods: max, min, abs, pow", elem.name()),
+            ),
+        }
+    }
+}
+
+/// Whether `name` is a method of `f64` the front end knows (for `f64::name(x)`).
+pub fn is_f64_method(name: &str) -> bool {
+    unary_prim(name).is_some()
+        || binary_prim(name).is_some()
+        || [
+            "recip",
+            "powi",
+            "mul_add",
+            "clamp",
+            "exp2",
+            "log",
+            "to_degrees",
+            "to_radians",
+            "sin_cos",
+        ]
+        .contains(&name)
+}
+
+/// Tokens for a spanned error on a method name.
+pub fn method_node(m: &syn::ExprMethodCall) -> &dyn ToTokens {
+    &m.method
+}

@@ -1,0 +1,122 @@
+//! Taint analysis: which IR variables depend on the differentiable
+//! parameters. It decides whether a called function is differentiated
+//! (`calls.rs`). Dependence flows through operands, branch results, loop
+//! and fold state (to a fixpoint) and the bodies of maps and builds.
+
+use ad_core_ir::ir::{Atom, Block, Expr, Func, Var};
+use ad_core_ir::visit::{for_each_operand, free_vars_block};
+use std::collections::HashSet;
+
+/// The variables of `f` that depend on `seeds`.
+pub fn tainted(f: &Func, seeds: &[Var]) -> HashSet<Var> {
+    let mut t: HashSet<Var> = seeds.iter().copied().collect();
+    // Each pass only adds variables; iterate to the fixpoint (loop state
+    // that becomes tainted in a later iteration of the analysis).
+    loop {
+        let before = t.len();
+        block(&f.body, &mut t);
+        if t.len() == before {
+            return t;
+        }
+    }
+}
+
+fn is(t: &HashSet<Var>, a: &Atom) -> bool {
+    matches!(a, Atom::Var(v) if t.contains(v))
+}
+
+fn block(b: &Block, t: &mut HashSet<Var>) {
+    for s in &b.stmts {
+        let mut any = false;
+        for_each_operand(&s.expr, &mut |a| any |= is(t, a), &mut |_| {});
+        match &s.expr {
+            Expr::If(i) => {
+                block(&i.then_, t);
+                block(&i.else_, t);
+                for (k, v) in s.binds.iter().enumerate() {
+                    if i.then_.results.get(k).is_some_and(|a| is(t, a))
+                        || i.else_.results.get(k).is_some_and(|a| is(t, a))
+                    {
+                        t.insert(*v);
+                    }
+                }
+            }
+            Expr::Loop(l) => {
+                for (p, a) in l.body.params[1..].iter().zip(&l.init) {
+                    if is(t, a) {
+                        t.insert(*p);
+                    }
+                }
+                block(&l.body.body, t);
+                let k = l.init.len();
+                for (j, r) in l.body.body.results.iter().enumerate() {
+                    if is(t, r) {
+                        if j < k {
+                            t.insert(l.body.params[1 + j]);
+                        }
+                        if let Some(v) = s.binds.get(j) {
+                            t.insert(*v);
+                        }
+                    }
+                }
+                for (j, p) in l.body.params[1..].iter().enumerate() {
+                    if t.contains(p) {
+                        if let Some(v) = s.binds.get(j) {
+                            t.insert(*v);
+                        }
+                    }
+                }
+            }
+            Expr::Fold(fd) => {
+                let k = fd.init.len();
+                for (p, a) in fd.body.params.iter().zip(&fd.init) {
+                    if is(t, a) {
+                        t.insert(*p);
+                    }
+                }
+                if is(t, &fd.arr) {
+                    t.insert(fd.body.params[k]);
+                }
+                block(&fd.body.body, t);
+                for (j, r) in fd.body.body.results.iter().enumerate() {
+                    if is(t, r) {
+                        t.insert(fd.body.params[j]);
+                        if let Some(v) = s.binds.get(j) {
+                            t.insert(*v);
+                        }
+                    }
+                }
+            }
+            Expr::Map(m) => {
+                for (p, a) in m.body.params.iter().zip(&m.arrs) {
+                    if is(t, a) {
+                        t.insert(*p);
+                    }
+                }
+                block(&m.body.body, t);
+                results(&m.body.body, &s.binds, t);
+            }
+            Expr::Build(b) => {
+                block(&b.body.body, t);
+                results(&b.body.body, &s.binds, t);
+            }
+            _ => {
+                // Captured variables of nested blocks count as operands.
+                for blk in ad_core_ir::visit::blocks(&s.expr) {
+                    any |= free_vars_block(blk).nl.iter().any(|v| t.contains(v));
+                }
+                if any {
+                    t.extend(s.binds.iter().copied());
+                }
+            }
+        }
+    }
+}
+
+fn results(b: &Block, binds: &[Var], t: &mut HashSet<Var>) {
+    for (r, v) in b.results.iter().zip(binds) {
+        if is(t, r) {
+            t.insert(*v);
+        }
+    }
+}
