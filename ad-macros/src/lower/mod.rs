@@ -35,7 +35,7 @@ mod types;
 mod val;
 
 #[cfg(test)]
-mod tests;
+mod testutil;
 
 use crate::sig::{ParamKind, Signature};
 use ad_core_ir::check::{check_program, Mode};

@@ -233,3 +233,145 @@ impl Lowerer<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::lower::testutil::*;
+
+    #[test]
+    fn scalar_arithmetic() {
+        both! {
+            fn f(x: f64, y: f64) -> f64 {
+                let z = x * y + x / (y + 3.0) - -x;
+                z * z - 2.0 * y
+            }
+        }
+        for (x, y) in [(0.3, 1.2), (-2.0, 0.5)] {
+            check(SRC, &[fv(x), fv(y)], &[fv(f(x, y))]);
+        }
+    }
+
+    #[test]
+    fn integer_arithmetic_and_casts() {
+        both! {
+            fn f(x: f64, n: usize, k: i32) -> f64 {
+                let m = (n * 3 + 1) % 4 + n / 2;
+                let j = -k + 2;
+                x * (m as f64) + (j as f64) + (x as i64) as f64 + (2.7 as usize) as f64
+            }
+        }
+        for (x, n, k) in [(1.5, 3usize, 2i32), (-0.25, 7, -4)] {
+            check(SRC, &[fv(x), iv(n as i64), iv(k as i64)], &[fv(f(x, n, k))]);
+        }
+    }
+
+    #[test]
+    fn negative_f64_to_unsigned_saturates() {
+        both! {
+            fn f(x: f64) -> f64 {
+                let n = x as usize;
+                n as f64 + x
+            }
+        }
+        for x in [-3.5, 2.5] {
+            check(SRC, &[fv(x)], &[fv(f(x))]);
+        }
+    }
+
+    #[test]
+    fn comparisons_and_logic() {
+        both! {
+            fn f(x: f64, y: f64, n: i64, flag: bool) -> f64 {
+                let a = x < y && !(n >= 3);
+                let b = x == y || y != 1.0 && flag;
+                let c = (a as i64) + (b as i64) * 2;
+                x * (c as f64) + if n <= 2 && x > 0.0 { y } else { x }
+            }
+        }
+        for (x, y, n, fl) in [
+            (0.5, 1.25, 1, true),
+            (2.0, 1.5, 5, false),
+            (1.5, 0.5, 2, true),
+        ] {
+            check(SRC, &[fv(x), fv(y), iv(n), bv(fl)], &[fv(f(x, y, n, fl))]);
+        }
+        // At the discontinuity `x == y` only the value is compared.
+        let got = run_lowered(&lowered(SRC), &[fv(1.0), fv(1.0), iv(2), bv(true)]);
+        assert_eq!(got, [fv(f(1.0, 1.0, 2, true))]);
+    }
+
+    #[test]
+    fn type_errors_mirror_rustc() {
+        refuses(
+            "fn f(x: f64, n: usize) -> f64 { x + n }",
+            "cannot add `usize` to `f64`",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { x * 2 }",
+            "cannot multiply `f64` by `{integer}`",
+        );
+        refuses(
+            "fn f(x: f64, n: i32) -> f64 { x - n }",
+            "cannot subtract `i32` from `f64`",
+        );
+        refuses(
+            "fn f(x: f64, n: usize) -> f64 { let k: i64 = 3; (n / k) as f64 }",
+            "cannot divide `usize` by `i64`",
+        );
+        refuses(
+            "fn f(x: f64, n: usize) -> f64 { if x < n { x } else { 0.0 } }",
+            "mismatched types: expected `f64`, found `usize`",
+        );
+        refuses(
+            "fn f(x: f64, b: bool) -> f64 { let c = b + b; x }",
+            "cannot add `bool` to `bool`",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { if x { x } else { 1.0 } }",
+            "mismatched types: expected `bool`, found `f64`",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { let b = !x; x }",
+            "cannot apply unary operator `!` to type `f64`",
+        );
+        refuses(
+            "fn f(x: f64, n: usize) -> f64 { let m = -n; x }",
+            "cannot apply unary operator `-` to type `usize`",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { x % 2.0 }",
+            "the remainder `%` of `f64` values is not supported",
+        );
+        refuses(
+            "fn f(x: f64, n: usize) -> f64 { let m = n << 2; x }",
+            "bitwise and shift operators are not supported",
+        );
+        refuses(
+            "fn f(x: f64, b: bool) -> f64 { (b as f64) * x }",
+            "casting `bool` as `f64` is invalid",
+        );
+        refuses(
+            "fn f(x: f64, w: &Array1<f64>) -> f64 { w as f64 }",
+            "non-primitive cast: `Array1<f64>` as `f64`",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { x as f32 as f64 }",
+            "`f32` is not supported",
+        );
+        refuses(
+            "fn f(x: f64, p: (f64, f64)) -> f64 { let q = p + p; x }",
+            "cannot add `(f64, f64)` to `(f64, f64)`",
+        );
+    }
+
+    #[test]
+    fn errors_do_not_cascade() {
+        // One mistake, one error: the poisoned `y` is used silently afterwards.
+        let es =
+            errors("fn f(x: f64, n: usize) -> f64 { let y = x + n; let z = y * 2.0 + y.sin(); z }");
+        assert_eq!(es, ["cannot add `usize` to `f64`"]);
+        // Independent mistakes are all reported.
+        let es = errors("fn f(x: f64, n: usize) -> f64 { let y = x + n; let z = x * 2; y }");
+        assert_eq!(es.len(), 2, "{es:?}");
+    }
+}

@@ -515,3 +515,151 @@ pub fn out_ty(o: &Out) -> RTy {
         Out::Tuple(ps) => RTy::Tuple(ps.iter().map(out_ty).collect()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::lower::testutil::*;
+
+    #[test]
+    fn lets_shadowing_blocks_and_return() {
+        both! {
+            fn f(x: f64, y: f64) -> f64 {
+                let a: f64 = x * 2.0;
+                let mut b = a + y;
+                b = b * b;
+                let a = { let t = b - x; t / 3.0 };
+                b += a;
+                b -= 1.0;
+                b *= y;
+                b /= 2.0;
+                let _ = x;
+                return b + a;
+            }
+        }
+        for (x, y) in [(0.3, 1.2), (-2.0, 0.5)] {
+            check(SRC, &[fv(x), fv(y)], &[fv(f(x, y))]);
+        }
+    }
+
+    #[test]
+    fn tuples_destructuring_fields_and_tuple_outputs() {
+        both! {
+            fn f(p: (f64, f64), x: f64) -> (f64, (f64, f64)) {
+                let (a, b) = p;
+                let mut t = (a * x, (b, 1.0));
+                t.0 += b;
+                (t.1).1 = t.0 * a;
+                let ((c, _), &d) = ((t.1 .0, 2.0), &t.1 .1);
+                let (mut u, mut v) = (c, d);
+                (u, v) = (v, u);
+                (u - v, (t.0, p.1 * u))
+            }
+        }
+        for (a, b, x) in [(0.3, 1.2, 2.0), (-1.0, 0.5, 0.25)] {
+            let (r0, (r1, r2)) = f((a, b), x);
+            let args = [ad_core_ir::interp::Value::Tuple(vec![fv(a), fv(b)]), fv(x)];
+            check(SRC, &args, &[fv(r0), fv(r1), fv(r2)]);
+        }
+    }
+
+    #[test]
+    fn mutable_parameters() {
+        both! {
+            fn f(mut x: f64, n: usize) -> f64 {
+                x = x * x;
+                x + n as f64
+            }
+        }
+        check(SRC, &[fv(1.5), iv(2)], &[fv(f(1.5, 2))]);
+    }
+
+    #[test]
+    fn annotations_refine_integer_literals() {
+        both! {
+            fn f(x: f64, n: u32) -> f64 {
+                let k: u32 = 3;
+                let m = k + n;
+                x * m as f64
+            }
+        }
+        check(SRC, &[fv(1.5), iv(2)], &[fv(f(1.5, 2))]);
+        refuses(
+            "fn f(x: f64) -> f64 { let k: usize = x; x }",
+            "mismatched types: expected `usize`, found `f64`",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { let k: (f64, f64) = x; x }",
+            "mismatched types: expected `(f64, f64)`, found `f64`",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { let k: String = x; x }",
+            "unsupported type `String`",
+        );
+    }
+
+    #[test]
+    fn refusals() {
+        refuses(
+            "fn f(x: f64) -> f64 { let y; y = x; y }",
+            "`let` without a value is not supported",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { let y = x; y = 2.0; y }",
+            "cannot assign twice to immutable variable `y`: declare it with `let mut y`",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { x = 2.0; x }",
+            "cannot assign twice to immutable variable `x`",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { let mut y = x; y = 2; y }",
+            "mismatched types: expected `f64`, found `{integer}`",
+        );
+        refuses("fn f(x: f64) -> f64 { fn g() {} x }", "items (functions, `use`, `const`, `static`, ...) inside a #[differentiable] function are not supported");
+        refuses("fn f(x: f64) -> f64 { println!(\"{}\", x); x }", "macros are not supported in #[differentiable] functions: `println!` cannot be differentiated; remove it");
+        refuses(
+            "fn f(x: f64) -> f64 { let v = vec![x]; x }",
+            "`vec!` cannot be differentiated; build arrays with `Array1::from_shape_fn`",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { if x > 0.0 { return x; } 2.0 * x }",
+            "early `return` is not supported",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { let n = 3; n }",
+            "mismatched types: expected `f64`, found `{integer}`",
+        );
+        refuses(
+            "fn f(x: f64) -> (f64, f64) { x }",
+            "mismatched types: expected `(f64, f64)`, found `f64`",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { let y = x; }",
+            "mismatched types: expected `f64`, found `()`",
+        );
+        refuses(
+            "fn f(x: f64) -> Array1<f64> { x }",
+            "mismatched types: expected `Array1<f64>`, found `f64`",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { let (a, b) = x; a }",
+            "mismatched types: expected `f64`, found a tuple of 2 elements",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { let Some(y) = x else { return 0.0 }; y }",
+            "`let ... else` is not supported",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { let ref y = x; *y }",
+            "`ref` bindings are not supported",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { let [a] = x; a }",
+            "this pattern is not supported",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { 2.0 = x; x }",
+            "this place cannot be assigned",
+        );
+    }
+}
