@@ -706,3 +706,223 @@ impl Lowerer<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::lower::testutil::*;
+    use ad_core_ir::interp::Value;
+
+    fn m(r: usize, c: usize, xs: &[f64]) -> Value {
+        Value::f64s(&[r, c], xs.to_vec())
+    }
+
+    #[test]
+    fn indexing_and_shapes() {
+        let src = "fn f(w: &Array1<f64>, m: &Array2<f64>, t: ArrayView3<f64>) -> f64 {
+            let (r, c) = m.dim();
+            w[0] * m[[1, 0]] + m[(0, 1)] + t[[1, 0, 1]] + w.len() as f64
+                + (m.nrows() * 10 + m.ncols()) as f64 * 100.0 + (r + c) as f64 + m.shape()[1] as f64
+                + m.len() as f64 + t.len_of(Axis(2)) as f64 + w.dim() as f64
+        }";
+        let w = [1.5, 2.0, -1.0];
+        let mm = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]; // 2 x 3
+        let t: Vec<f64> = (0..8).map(|k| k as f64 * 0.5).collect(); // 2 x 2 x 2
+        let want = w[0] * mm[3] + mm[1] + t[5] + 3.0 + 23.0 * 100.0 + 5.0 + 3.0 + 6.0 + 2.0 + 3.0;
+        check(
+            src,
+            &[v1(&w), m(2, 3, &mm), Value::f64s(&[2, 2, 2], t)],
+            &[fv(want)],
+        );
+    }
+
+    #[test]
+    fn integer_index_arrays() {
+        let src = "fn f(w: &Array1<f64>, idx: &Array1<usize>) -> f64 {
+            let mut s = 0.0;
+            for k in 0..idx.len() { s += w[idx[k]] * w[idx[k]]; }
+            s + idx.sum() as f64
+        }";
+        let w = [1.5, 2.0, -1.0];
+        let want = 2.0 * 2.0 + (-1.0f64) * -1.0 + 1.5 * 1.5 + 3.0;
+        check(src, &[v1(&w), i1(&[1, 2, 0])], &[fv(want)]);
+    }
+
+    #[test]
+    fn reductions_products_and_transposes() {
+        let src = "fn f(a: &Array2<f64>, v: ArrayView1<f64>) -> (f64, Array1<f64>, Array2<f64>, Array1<f64>) {
+            let mv = a.dot(&v);
+            let vm = v.dot(a);
+            let aat = a.dot(&a.t());
+            let s = v.dot(&v) + a.sum() + a.row(1).sum() * a.column(0)[1] + v.t().sum() + a.product();
+            (s, &mv + &vm, aat, a.sum_axis(Axis(0)))
+        }";
+        let a = [1.0, 2.0, 3.0, 4.0];
+        let v = [0.5, -1.5];
+        let mv = [a[0] * v[0] + a[1] * v[1], a[2] * v[0] + a[3] * v[1]];
+        let vm = [v[0] * a[0] + v[1] * a[2], v[0] * a[1] + v[1] * a[3]];
+        let aat = [
+            a[0] * a[0] + a[1] * a[1],
+            a[0] * a[2] + a[1] * a[3],
+            a[2] * a[0] + a[3] * a[1],
+            a[2] * a[2] + a[3] * a[3],
+        ];
+        let s = v[0] * v[0] + v[1] * v[1] + 10.0 + (a[2] + a[3]) * a[2] + (v[0] + v[1]) + 24.0;
+        check(
+            src,
+            &[m(2, 2, &a), v1(&v)],
+            &[
+                fv(s),
+                v1(&[mv[0] + vm[0], mv[1] + vm[1]]),
+                m(2, 2, &aat),
+                v1(&[a[0] + a[2], a[1] + a[3]]),
+            ],
+        );
+    }
+
+    #[test]
+    fn mapv_and_elementwise_operators() {
+        let src = "fn f(a: &Array1<f64>, b: Array1<f64>, s: f64) -> Array1<f64> {
+            let c = a.mapv(|x| x.sin() * s);
+            let d = &c + &b;
+            let e = &d * s - 1.0;
+            let g = 2.0 / (&e * &e + 1.0);
+            let h = a.map(|&x| x * x);
+            -g + a.exp() + a.powi(2) - &h / &b
+        }";
+        let (a, b, s): ([f64; 3], [f64; 3], f64) = ([0.5, -1.0, 2.0], [1.0, 2.0, -3.0], 0.7);
+        let want: Vec<f64> = (0..3)
+            .map(|k| {
+                let c = a[k].sin() * s;
+                let d = c + b[k];
+                let e = d * s - 1.0;
+                let g = 2.0 / (e * e + 1.0);
+                -g + a[k].exp() + a[k].powi(2) - a[k] * a[k] / b[k]
+            })
+            .collect();
+        check(src, &[v1(&a), v1(&b), fv(s)], &[v1(&want)]);
+    }
+
+    #[test]
+    fn array_accumulation_operators() {
+        let src = "fn f(a: &Array1<f64>, x: f64) -> Array1<f64> {
+            let mut acc = a.to_owned();
+            acc += a;
+            acc *= x;
+            acc -= &a.mapv(|v| v * v);
+            acc
+        }";
+        let (a, x) = ([0.5, -1.0, 2.0], 1.3);
+        let want: Vec<f64> = a.iter().map(|v| (v + v) * x - v * v).collect();
+        check(src, &[v1(&a), fv(x)], &[v1(&want)]);
+    }
+
+    #[test]
+    fn constructors() {
+        let src = "fn f(x: f64, n: usize) -> (Array1<f64>, Array2<f64>, Array2<f64>, Array1<f64>) {
+            let z = Array1::<f64>::zeros(n);
+            let o = Array2::ones((n, 2));
+            let e = Array1::from_elem(n, x * 2.0);
+            let b = Array2::from_shape_fn((n, 2), |(i, j)| x * (i as f64) + j as f64);
+            let c = Array1::from_shape_fn(n, |i| if i == 0 { x } else { x * x });
+            (&z + &e + &c, &o * &b, Array2::eye(2) * x, ndarray::Array::zeros(2))
+        }";
+        let (x, n) = (0.6f64, 3usize);
+        let first: Vec<f64> = (0..n)
+            .map(|i| 2.0 * x + if i == 0 { x } else { x * x })
+            .collect();
+        let b: Vec<f64> = (0..n)
+            .flat_map(|i| (0..2).map(move |j| x * i as f64 + j as f64))
+            .collect();
+        check(
+            src,
+            &[fv(x), iv(n as i64)],
+            &[
+                v1(&first),
+                m(n, 2, &b),
+                m(2, 2, &[x, 0.0, 0.0, x]),
+                v1(&[0.0, 0.0]),
+            ],
+        );
+    }
+
+    #[test]
+    fn loops_inside_array_closures() {
+        let src = "fn f(w: &Array1<f64>, k: usize) -> Array1<f64> {
+            Array1::from_shape_fn(w.len(), |i| {
+                let mut s = 0.0;
+                for j in 0..k { s += w[(i + j) % w.len()]; }
+                s
+            })
+        }";
+        let w = [1.0, 2.0, 4.0];
+        let want: Vec<f64> = (0..3)
+            .map(|i| (0..2).map(|j| w[(i + j) % 3]).sum())
+            .collect();
+        check(src, &[v1(&w), iv(2)], &[v1(&want)]);
+    }
+
+    #[test]
+    fn refusals() {
+        refuses(
+            "fn f(w: &Array1<f64>) -> f64 { w[1..].sum() }",
+            "indexing with a range (slicing) is not supported",
+        );
+        refuses(
+            "fn f(m: &Array2<f64>) -> f64 { m[0].sum() }",
+            "an array of rank 2 is indexed by 2 indices (`m[[i, j]]`), found 1",
+        );
+        refuses(
+            "fn f(w: &Array1<f64>, x: f64) -> f64 { w[x] }",
+            "arrays are indexed by integers (`usize`), found `f64`",
+        );
+        refuses(
+            "fn f(w: &Array1<f64>) -> f64 { w.frobnicate() }",
+            "no method `frobnicate` on `Array1<f64>` is supported",
+        );
+        refuses(
+            "fn f(w: &Array1<f64>) -> f64 { let mut v = w.to_owned(); v.fill(0.0); v.sum() }",
+            "mutating array methods (`fill`) are not supported",
+        );
+        refuses(
+            "fn f(w: &Array1<f64>) -> f64 { w.slice(s![..2]).sum() }",
+            "`slice` is not supported",
+        );
+        refuses("fn f(a: &Array2<f64>, w: &Array1<f64>) -> Array2<f64> { a + w }", "elementwise operations on arrays of different ranks (`Array2<f64>` and `Array1<f64>`) are not supported");
+        refuses(
+            "fn f(a: &Array1<f64>, w: &Array1<f64>) -> f64 { if a < w { 1.0 } else { 0.0 } }",
+            "comparison operators on arrays",
+        );
+        refuses(
+            "fn f(a: &Array3<f64>, w: &Array1<f64>) -> f64 { a.dot(w) }",
+            "`dot` of `Array3<f64>` and `Array1<f64>` is not supported",
+        );
+        refuses(
+            "fn f(x: f64) -> Array1<f64> { Array1::from_vec(vec![x]) }",
+            "`Array1::from_vec` is not supported",
+        );
+        refuses(
+            "fn f(x: f64, n: usize) -> Array1<f64> { Array1::zeros((n, n)) }",
+            "`Array1` has rank 1 but this shape has 2 sizes",
+        );
+        refuses(
+            "fn f(x: f64, n: usize) -> Array1<f64> { Array1::from_shape_fn(n, |i| (x, x)) }",
+            "the closure must return a scalar (`f64`) here, found `(f64, f64)`",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { let c = |y: f64| y * x; c(2.0) }",
+            "closures are only supported as the argument of",
+        );
+        refuses(
+            "fn f(w: &Array1<f64>) -> f64 { w.len(1) as f64 }",
+            "this method takes 0 arguments but 1 argument was supplied",
+        );
+        refuses(
+            "fn f(w: &Array1<usize>, x: f64) -> f64 { (w * x).sum() }",
+            "cannot multiply `Array1<usize>` by `f64`",
+        );
+        refuses(
+            "fn f(w: &Array1<f64>) -> f64 { w.sum_axis(Axis(3)).sum() }",
+            "expected `Axis(k)` with a literal axis",
+        );
+    }
+}

@@ -495,3 +495,200 @@ mod tests {
         assert_eq!(names("{ if c { x = 1.0 } else { y -= 2.0 } }"), ["x", "y"]);
     }
 }
+
+#[cfg(test)]
+mod lowering_tests {
+    use crate::lower::testutil::*;
+
+    #[test]
+    fn if_as_expression_and_else_if() {
+        both! {
+            fn f(x: f64, n: usize) -> f64 {
+                let y = if x > 1.0 { x * x } else if x > 0.0 { x.sin() } else { -x };
+                let z = if n % 2 == 0 { (y, 1.0) } else { (2.0 * y, x) };
+                z.0 + z.1
+            }
+        }
+        for (x, n) in [(1.5, 2usize), (0.5, 3), (-0.7, 4)] {
+            check(SRC, &[fv(x), iv(n as i64)], &[fv(f(x, n))]);
+        }
+    }
+
+    #[test]
+    fn if_statement_assigns_mutable_variables() {
+        both! {
+            fn f(x: f64, y: f64) -> f64 {
+                let mut a = x;
+                let mut b = (y, 0.0);
+                let c = 3.0;
+                if x > y {
+                    a = a * y;
+                    b.1 = x;
+                } else if x < 0.0 {
+                    b = (x, y);
+                }
+                if a > 1.0 {
+                    a += c;
+                }
+                a + b.0 * b.1
+            }
+        }
+        for (x, y) in [(2.0, 0.75), (-1.0, 0.5), (0.25, 0.5), (0.8, 0.3)] {
+            check(SRC, &[fv(x), fv(y)], &[fv(f(x, y))]);
+        }
+    }
+
+    #[test]
+    fn for_loops_carry_scalars_and_tuples() {
+        both! {
+            fn f(x: f64, n: usize) -> f64 {
+                let mut s = 0.0;
+                let mut p = (1.0, x);
+                for i in 0..n {
+                    let t = (i as f64) * x;
+                    s += t.sin();
+                    p = (p.0 * x, p.1 + s);
+                }
+                for i in (1..=n).rev() {
+                    s = s * 0.5 + i as f64;
+                }
+                for _ in 3..2 {
+                    s = 100.0;
+                }
+                s + p.0 - p.1
+            }
+        }
+        for (x, n) in [(0.3, 4usize), (-1.1, 0), (0.9, 1)] {
+            check(SRC, &[fv(x), iv(n as i64)], &[fv(f(x, n))]);
+        }
+    }
+
+    #[test]
+    fn nested_loops_and_branches_in_loops() {
+        both! {
+            fn f(x: f64, n: usize, m: usize) -> f64 {
+                let mut acc = 0.0;
+                for i in 0..n {
+                    let mut row = 0.0;
+                    for j in i..m {
+                        if (i + j) % 2 == 0 {
+                            row += x * j as f64;
+                        } else {
+                            row -= x.cos();
+                        }
+                    }
+                    acc = acc * x + row;
+                }
+                acc
+            }
+        }
+        for (x, n, m) in [(0.4, 3usize, 4usize), (1.2, 2, 1)] {
+            check(SRC, &[fv(x), iv(n as i64), iv(m as i64)], &[fv(f(x, n, m))]);
+        }
+    }
+
+    #[test]
+    fn loops_update_local_arrays() {
+        // out[i] = x^i with a prefix sum, written with element assignments.
+        let src = "fn f(x: f64, n: usize) -> Array1<f64> {
+            let mut out = Array1::zeros(n);
+            let mut m = Array2::zeros((n, 2));
+            for i in 0..n {
+                out[i] = x.powi(i as i32);
+                m[[i, 0]] += out[i];
+                m[[i, 1]] -= 2.0 * x;
+                if i > 0 {
+                    out[i] = out[i] + out[i - 1];
+                    m[[i, 0]] *= 2.0;
+                }
+            }
+            for i in 0..n {
+                out[i] += m[[i, 0]] + m[[i, 1]];
+            }
+            out
+        }";
+        let n = 4;
+        let x: f64 = 0.7;
+        let mut out = vec![0.0; n];
+        let mut m = vec![[0.0; 2]; n];
+        for i in 0..n {
+            out[i] = x.powi(i as i32);
+            m[i][0] += out[i];
+            m[i][1] -= 2.0 * x;
+            if i > 0 {
+                out[i] += out[i - 1];
+                m[i][0] *= 2.0;
+            }
+        }
+        for i in 0..n {
+            out[i] += m[i][0] + m[i][1];
+        }
+        check(src, &[fv(x), iv(n as i64)], &[v1(&out)]);
+    }
+
+    #[test]
+    fn short_circuit_guards_an_index() {
+        let src = "fn f(w: &Array1<f64>, k: usize) -> f64 {
+            let mut s = 0.0;
+            if k < w.len() && w[k] > 0.0 { s = w[k]; }
+            if k >= w.len() || w[k] < -1.0 { s += 1.0; }
+            s
+        }";
+        let w = v1(&[0.5, -2.0]);
+        let l = lowered(src);
+        for (k, want) in [(0, 0.5), (1, 1.0), (5, 1.0)] {
+            assert_eq!(run_lowered(&l, &[w.clone(), iv(k)]), [fv(want)]);
+        }
+        derivatives(&l, &[w, iv(0)]);
+    }
+
+    #[test]
+    fn refusals() {
+        refuses(
+            "fn f(x: f64) -> f64 { let mut y = x; while y > 1.0 { y = y / 2.0; } y }",
+            "`while` loops are not supported: use `for i in a..b`",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { loop { } }",
+            "`loop` is not supported",
+        );
+        refuses("fn f(x: f64, n: usize) -> f64 { let mut s = x; for i in 0..n { if s > 2.0 { break; } s = s * s; } s }", "`break` is not supported");
+        refuses(
+            "fn f(x: f64, n: usize) -> f64 { let mut s = x; for i in 0..n { continue; } s }",
+            "`continue` is not supported",
+        );
+        refuses(
+            "fn f(x: f64, n: usize) -> f64 { match n { 0 => x, _ => 1.0 } }",
+            "`match` is not supported: use `if` / `else if` / `else`",
+        );
+        refuses(
+            "fn f(w: &Array1<f64>) -> f64 { let mut s = 0.0; for x in w.iter() { s += x; } s }",
+            "only `for i in a..b` and `for i in (a..b).rev()` loops are supported",
+        );
+        refuses(
+            "fn f(x: f64, n: f64) -> f64 { let mut s = 0.0; for i in 0..n { s += x; } s }",
+            "ranges must be of integers, found `{integer}` and `f64`",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { 'a: for i in 0..3 { } x }",
+            "labelled blocks and loops are not supported",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { let y = if x > 0.0 { x }; 1.0 }",
+            "`if` may be missing an `else` clause",
+        );
+        refuses(
+            "fn f(x: f64, n: usize) -> f64 { if x > 0.0 { x } else { n } }",
+            "`if` and `else` have incompatible types: expected `f64`, found `usize`",
+        );
+        refuses("fn f(x: f64, n: usize) -> Array1<f64> { let mut s = 0.0; Array1::from_shape_fn(n, |i| { s += x; s }) }", "cannot assign to `s` inside a closure");
+        refuses(
+            "fn f(x: f64) -> f64 { let y = if let Some(z) = x { z } else { 0.0 }; y }",
+            "`if let` and `let` expressions are not supported",
+        );
+        refuses(
+            "fn f(x: f64, n: usize) -> f64 { let mut s = x; for i in 0.. { s = s; } s }",
+            "a range needs both bounds here",
+        );
+    }
+}
