@@ -94,6 +94,11 @@ pub struct GenConfig {
     pub fold: bool,
     /// `Call` of helper functions.
     pub call: bool,
+    /// Loop outputs and build/map results that are arrays (stacked to a
+    /// higher rank). Off by default: reverse mode refuses differentiable
+    /// stacked results with array elements (a documented limitation);
+    /// `LINAD_GEN_STACK_ARRAYS=1` turns them on.
+    pub stack_arrays: bool,
     /// Maximum number of statements of the entry function (about).
     pub max_stmts: usize,
     /// Maximum nesting depth of bodies.
@@ -120,6 +125,7 @@ impl Default for GenConfig {
             broadcast: true,
             fold: true,
             call: true,
+            stack_arrays: false,
             max_stmts: 40,
             max_depth: 3,
         }
@@ -131,6 +137,7 @@ impl GenConfig {
     /// `LINAD_GEN_DISABLE` (comma-separated field names, `if`/`loop` accepted).
     pub fn from_env() -> Self {
         let mut c = GenConfig::default();
+        c.stack_arrays = std::env::var("LINAD_GEN_STACK_ARRAYS").is_ok();
         if let Ok(s) = std::env::var("LINAD_GEN_DISABLE") {
             for name in s.split(',').map(str::trim).filter(|s| !s.is_empty()) {
                 c.disable(name);
@@ -1678,6 +1685,7 @@ impl<'s, 'd, 'p> Gen<'s, 'd, 'p> {
         let mut atoms = vec![];
         let mut ks = vec![];
         for _ in 0..n {
+            let allow_arr = allow_arr && self.cfg.stack_arrays;
             let pred = |k: &K| matches!(k, K::F(_)) || (allow_arr && matches!(k, K::A1(..)));
             if let Some(e) = self.pick_result(benv, start, pred) {
                 self.used.insert(e.v);
