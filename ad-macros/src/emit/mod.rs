@@ -1,5 +1,34 @@
 //! The emitter: IR to Rust tokens calling `linad::__private::ad_runtime`.
 //! The only place that knows runtime function names.
+//!
+//! For `#[differentiable] fn f` it generates (see `wrappers.rs`):
+//! - `f_jvp` and `f_vjp` with the user's types, from the derivatives with
+//!   respect to the `wrt` parameters;
+//! - the hidden building blocks `__linad_f_{primal,jvp,lin,lin_t}` with the
+//!   canonical signature (see `calls.rs`), from the derivatives with respect
+//!   to every differentiable parameter, called by other differentiable
+//!   functions that call `f`;
+//! - a private support module when the code needs helpers the runtime lacks.
+//!
+//! Files: `names.rs` (variable names), `types.rs` (IR types to Rust types),
+//! `uses.rs` (which use may move a value), `func.rs` (function bodies,
+//! blocks, statements), `scalar.rs`, `array.rs`, `linear.rs`, `control.rs`,
+//! `calls.rs` (statement forms), `support.rs`, `wrappers.rs`.
+
+mod array;
+mod calls;
+mod control;
+mod func;
+mod linear;
+mod names;
+mod scalar;
+mod support;
+mod types;
+mod uses;
+mod wrappers;
+
+#[cfg(test)]
+mod tests;
 
 use crate::lower::Lowered;
 use crate::sig::Signature;
@@ -20,7 +49,29 @@ pub struct Input<'a> {
 }
 
 /// `f_jvp`, `f_vjp` and the hidden building blocks of `crate::names`.
+///
+/// An emitter failure (an IR construct it cannot emit: a compiler bug) is
+/// reported as a `compile_error!` at the function's name.
 pub fn companions(input: &Input) -> TokenStream {
-    let _ = input;
-    TokenStream::new()
+    match wrappers::companions(input) {
+        Ok(ts) => ts,
+        Err(msg) => {
+            let msg = format!(
+                "linad internal compiler error (please report it with `#[differentiable(dump)]` output): emitter: {msg}"
+            );
+            let span = input.sig.ident.span();
+            quote::quote_spanned!(span=> ::core::compile_error!(#msg);)
+        }
+    }
+}
+
+/// Emits IR functions of a program as standalone public Rust functions with
+/// the canonical signature, named `__linad_ir_<name>` (for tests).
+#[cfg(test)]
+pub fn standalone(
+    prog: &ad_core_ir::ir::Program,
+    names: &[&str],
+    callees: &[crate::lower::Callee],
+) -> Result<TokenStream, String> {
+    wrappers::standalone(prog, names, callees)
 }

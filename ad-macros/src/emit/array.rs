@@ -1,0 +1,337 @@
+//! Non-linear array operations, and the kernels they share with their linear
+//! twins (indexing, update, gather, scatter-add, sums, broadcast, transpose,
+//! matrix products, scans). Float kernels go to the runtime (parallel and
+//! deterministic); integer ones and the max/min/arg reductions (whose NaN
+//! rules are the interpreter's, not the runtime's) are emitted inline or
+//! call the support module.
+
+use super::func::{Emitter, Out, R};
+use super::types::{array_ty, dim_ty, nd, owned_repr, rt, Repr};
+use ad_core_ir::ir::{ArrayOp, Atom, ReduceOp, Var};
+use ad_core_ir::types::Scalar;
+use proc_macro2::{Literal, TokenStream};
+use quote::quote;
+
+/// `[a, b, c]`: a static shape / index list.
+pub fn list(xs: &[TokenStream]) -> TokenStream {
+    quote!([#(#xs),*])
+}
+
+impl Emitter<'_> {
+    /// A non-linear array operation.
+    pub fn array_op(&mut self, op: &ArrayOp, binds: &[Var], site: usize) -> R<Out> {
+        match op {
+            ArrayOp::Index { arr, idx } => self.index(arr, idx),
+            ArrayOp::Update { arr, idx, val, add } => {
+                let (elem, rank) = self.array_of(arr)?;
+                let target = self.own(arr, site);
+                let val_ref = self.by_ref(val);
+                let v = self.scalar(val);
+                self.update(target, elem, rank, idx, v, val_ref, *add)
+            }
+            ArrayOp::Gather { arr, idx } => self.gather(arr, idx),
+            ArrayOp::ScatterAdd { len, idx, vals } => self.scatter_add(len, idx, vals),
+            ArrayOp::Reduce { op, arr, axis } => self.reduce(*op, arr, *axis),
+            ArrayOp::ArgReduce { op, arr, axis } => self.arg_reduce(*op, arr, *axis, binds.len()),
+            ArrayOp::Scan { arr, reverse } => self.scan(arr, *reverse),
+            ArrayOp::MatMul { a, b } => self.matmul(a, b),
+            ArrayOp::Transpose { arr } => {
+                let m = self.nl_movable(arr, site);
+                self.transpose(arr, m)
+            }
+            ArrayOp::Broadcast { arr, shape, axes } => self.broadcast(arr, shape, axes),
+            ArrayOp::Shape { arr, axis } => {
+                let x = self.scalar(arr);
+                Ok(Out::one(quote!(#x.shape()[#axis] as i64), Repr::Val))
+            }
+        }
+    }
+
+    /// `s![i0, .., ik, ..]` for leading indices.
+    fn slice_info(&self, idx: &[Atom]) -> TokenStream {
+        let nd = nd();
+        let ix: Vec<_> = idx.iter().map(|a| self.usize_of(a)).collect();
+        quote!(#nd::s![#(#ix,)* ..])
+    }
+
+    /// `arr[i0, .., ik]`: an element, or the sub-array (a view of a view,
+    /// a copy of an owned array).
+    pub fn index(&mut self, arr: &Atom, idx: &[Atom]) -> R<Out> {
+        let (_, rank) = self.array_of(arr)?;
+        let x = self.scalar(arr);
+        if idx.len() == rank {
+            let ix: Vec<_> = idx.iter().map(|a| self.usize_of(a)).collect();
+            let ix = list(&ix);
+            return Ok(Out::one(quote!(#x[#ix]), Repr::Val));
+        }
+        if idx.len() > rank {
+            return Err(format!(
+                "{} indices into an array of rank {rank}",
+                idx.len()
+            ));
+        }
+        let s = self.slice_info(idx);
+        let var = arr.var().expect("an array operand is a variable");
+        Ok(match self.repr(var) {
+            Repr::View => Out::one(quote!(#x.clone().slice_move(#s)), Repr::View),
+            _ => Out::one(quote!(#x.slice(#s).to_owned()), Repr::Owned),
+        })
+    }
+
+    /// `target with [idx] = val` (`+=` when `add`), in place on the owned
+    /// `target`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn update(
+        &mut self,
+        target: TokenStream,
+        elem: Scalar,
+        rank: usize,
+        idx: &[Atom],
+        val: TokenStream,
+        val_ref: TokenStream,
+        add: bool,
+    ) -> R<Out> {
+        let u = self.fresh("u");
+        let write = if idx.len() == rank {
+            let ix: Vec<_> = idx.iter().map(|a| self.usize_of(a)).collect();
+            let ix = list(&ix);
+            if add {
+                quote!(#u[#ix] += #val;)
+            } else {
+                quote!(#u[#ix] = #val;)
+            }
+        } else {
+            let s = self.slice_info(idx);
+            let d = self.fresh("d");
+            if add && elem == Scalar::F64 {
+                let rt = rt();
+                quote!(#rt::add_assign(&mut #u.slice_mut(#s), #val_ref);)
+            } else {
+                let op = if add {
+                    quote!(#d += #val_ref;)
+                } else {
+                    quote!(#d.assign(#val_ref);)
+                };
+                quote!({
+                    let mut #d = #u.slice_mut(#s);
+                    assert_eq!(#d.shape(), (#val_ref).shape(), "linad: update of a sub-array of another shape");
+                    #op
+                })
+            }
+        };
+        Ok(Out::one(
+            quote!({ let mut #u = #target; #write #u }),
+            Repr::Owned,
+        ))
+    }
+
+    /// `i64` index array to `usize` (`idx.mapv(|i| i as usize)`).
+    fn usize_indices(&self, idx: &Atom) -> TokenStream {
+        let i = self.scalar(idx);
+        quote!(#i.mapv(|__i: i64| __i as usize))
+    }
+
+    /// Rows of `arr` picked by `idx`.
+    pub fn gather(&mut self, arr: &Atom, idx: &Atom) -> R<Out> {
+        let rt = rt();
+        let x = self.by_ref(arr);
+        let ix = self.usize_indices(idx);
+        Ok(Out::one(quote!(#rt::gather(#x, &#ix)), Repr::Owned))
+    }
+
+    /// `out[idx[k], ..] += vals[k, ..]` into `len` rows of zeros.
+    pub fn scatter_add(&mut self, len: &Atom, idx: &Atom, vals: &Atom) -> R<Out> {
+        let (elem, rank) = self.array_of(vals)?;
+        let n = self.usize_of(len);
+        let x = self.by_ref(vals);
+        let e = match elem {
+            Scalar::F64 => {
+                let rt = rt();
+                let ix = self.usize_indices(idx);
+                quote!(#rt::scatter_add(#x, &#ix, #n))
+            }
+            Scalar::I64 => {
+                let sup = self.cx.support();
+                let i = self.scalar(idx);
+                let d = dim_ty(rank);
+                let v = self.scalar(vals);
+                quote!(#sup::scatter_add_i64(#n, #i.view(), #v.view().into_dyn())
+                    .into_dimensionality::<#d>().expect("linad: rank"))
+            }
+            Scalar::Bool => return Err("scatter-add of a bool array".into()),
+        };
+        Ok(Out::one(e, Repr::Owned))
+    }
+
+    /// A reduction of a whole array or along an axis.
+    pub fn reduce(&mut self, op: ReduceOp, arr: &Atom, axis: Option<usize>) -> R<Out> {
+        let (elem, rank) = self.array_of(arr)?;
+        let rt = rt();
+        let nd = nd();
+        let x = self.scalar(arr);
+        let xr = self.by_ref(arr);
+        let scalar_out = axis.is_none() || rank == 1;
+        let (init, comb) = match (op, elem) {
+            (ReduceOp::Sum, Scalar::F64) => {
+                let e = match axis {
+                    None => quote!(#rt::sum(#xr)),
+                    Some(a) if rank == 1 => quote!(#rt::sum_axis(#xr, #a).into_scalar()),
+                    Some(a) => quote!(#rt::sum_axis(#xr, #a)),
+                };
+                let repr = if scalar_out { Repr::Val } else { Repr::Owned };
+                return Ok(Out::one(e, repr));
+            }
+            (_, Scalar::Bool) => return Err("reduction of a bool array".into()),
+            (ReduceOp::Sum, _) => (quote!(0i64), quote!(__p + __v)),
+            (ReduceOp::Prod, Scalar::F64) => (quote!(1.0f64), quote!(__p * __v)),
+            (ReduceOp::Prod, _) => (quote!(1i64), quote!(__p * __v)),
+            (ReduceOp::Max, Scalar::F64) => (quote!(f64::NEG_INFINITY), quote!(f64::max(__p, __v))),
+            (ReduceOp::Max, _) => (quote!(i64::MIN), quote!(::core::cmp::Ord::max(__p, __v))),
+            (ReduceOp::Min, Scalar::F64) => (quote!(f64::INFINITY), quote!(f64::min(__p, __v))),
+            (ReduceOp::Min, _) => (quote!(i64::MAX), quote!(::core::cmp::Ord::min(__p, __v))),
+        };
+        let e = match axis {
+            None => quote!(#x.iter().fold(#init, |__p, &__v| #comb)),
+            Some(a) => {
+                let f = quote!(#x.fold_axis(#nd::Axis(#a), #init, |&__p, &__v| #comb));
+                if rank == 1 {
+                    quote!(#f.into_scalar())
+                } else {
+                    f
+                }
+            }
+        };
+        let repr = if scalar_out { Repr::Val } else { Repr::Owned };
+        Ok(Out::one(e, repr))
+    }
+
+    /// Position of the first maximum / minimum (NaNs skipped): the
+    /// multi-index (`rank` results), or an `i64` array along an axis.
+    pub fn arg_reduce(
+        &mut self,
+        op: ReduceOp,
+        arr: &Atom,
+        axis: Option<usize>,
+        n_binds: usize,
+    ) -> R<Out> {
+        let (_, rank) = self.array_of(arr)?;
+        let max = match op {
+            ReduceOp::Max => true,
+            ReduceOp::Min => false,
+            _ => return Err("arg-reduction by sum or product".into()),
+        };
+        let sup = self.cx.support();
+        let x = self.scalar(arr);
+        Ok(match axis {
+            None => {
+                let v = self.fresh("arg");
+                let parts: Vec<_> = (0..n_binds).map(|k| quote!(#v[#k])).collect();
+                let r = super::types::flat(&parts);
+                Out {
+                    expr: quote!({ let #v = #sup::arg_all(#x.view().into_dyn(), #max); #r }),
+                    reprs: vec![Repr::Val; n_binds],
+                }
+            }
+            Some(a) => {
+                let e = quote!(#sup::arg_axis(#x.view().into_dyn(), #a, #max));
+                if rank == 1 {
+                    let d = dim_ty(0);
+                    Out::one(
+                        quote!(#e.into_dimensionality::<#d>().expect("linad: rank").into_scalar()),
+                        Repr::Val,
+                    )
+                } else {
+                    let d = dim_ty(rank - 1);
+                    Out::one(
+                        quote!(#e.into_dimensionality::<#d>().expect("linad: rank")),
+                        Repr::Owned,
+                    )
+                }
+            }
+        })
+    }
+
+    /// Inclusive prefix (or suffix) sums along axis 0.
+    pub fn scan(&mut self, arr: &Atom, reverse: bool) -> R<Out> {
+        let (elem, rank) = self.array_of(arr)?;
+        let e = match elem {
+            Scalar::F64 => {
+                let rt = rt();
+                let x = self.by_ref(arr);
+                let kind = if reverse {
+                    quote!(#rt::ScanKind::ReverseInclusive)
+                } else {
+                    quote!(#rt::ScanKind::Inclusive)
+                };
+                quote!(#rt::scan_axis(#x, 0, #kind))
+            }
+            Scalar::I64 => {
+                let sup = self.cx.support();
+                let x = self.scalar(arr);
+                let d = dim_ty(rank);
+                quote!(#sup::scan_i64(#x.view().into_dyn(), #reverse)
+                    .into_dimensionality::<#d>().expect("linad: rank"))
+            }
+            Scalar::Bool => return Err("scan of a bool array".into()),
+        };
+        Ok(Out::one(e, Repr::Owned))
+    }
+
+    /// Matrix product by ranks: dot, mat·vec, vec·mat, mat·mat.
+    pub fn matmul(&mut self, a: &Atom, b: &Atom) -> R<Out> {
+        let ((_, ra), (_, rb)) = (self.array_of(a)?, self.array_of(b)?);
+        let rt = rt();
+        let (x, y) = (self.by_ref(a), self.by_ref(b));
+        Ok(match (ra, rb) {
+            (1, 1) => Out::one(quote!(#rt::dot(#x, #y)), Repr::Val),
+            (2, 1) => Out::one(quote!(#rt::matvec(#x, #y)), Repr::Owned),
+            (1, 2) => Out::one(quote!(#rt::vecmat(#x, #y)), Repr::Owned),
+            (2, 2) => Out::one(quote!(#rt::matmul(#x, #y)), Repr::Owned),
+            _ => return Err(format!("matmul of ranks {ra} and {rb}")),
+        })
+    }
+
+    /// Transpose of a rank-2 array: free for a view or a movable owned array.
+    pub fn transpose(&mut self, arr: &Atom, movable: bool) -> R<Out> {
+        let x = self.scalar(arr);
+        let var = arr.var().ok_or("transpose of a literal")?;
+        Ok(match self.repr(var) {
+            Repr::View => Out::one(quote!(#x.clone().reversed_axes()), Repr::View),
+            Repr::Owned if movable => Out::one(quote!(#x.reversed_axes()), Repr::Owned),
+            _ => Out::one(quote!(#x.t().to_owned()), Repr::Owned),
+        })
+    }
+
+    /// Broadcast to `shape` with `arr`'s axes at `axes`.
+    pub fn broadcast(&mut self, arr: &Atom, shape: &[Atom], axes: &[usize]) -> R<Out> {
+        let nd = nd();
+        let sizes: Vec<_> = shape.iter().map(|a| self.usize_of(a)).collect();
+        let sh = list(&sizes);
+        let ty = self.atom_ty(arr);
+        let elem = ty.elem().ok_or("broadcast of a tuple")?;
+        let out_ty = array_ty(elem, shape.len());
+        let x = self.scalar(arr);
+        if axes.is_empty() {
+            return Ok(Out::one(quote!(<#out_ty>::from_elem(#sh, #x)), Repr::Owned));
+        }
+        let mut view = quote!(#x.view());
+        for p in 0..shape.len() {
+            if !axes.contains(&p) {
+                view = quote!(#view.insert_axis(#nd::Axis(#p)));
+            }
+        }
+        let s = self.fresh("s");
+        let checks = axes.iter().enumerate().map(|(k, ax)| {
+            let (k, ax) = (Literal::usize_unsuffixed(k), Literal::usize_unsuffixed(*ax));
+            quote!(#x.shape()[#k] == #s[#ax])
+        });
+        Ok(Out::one(
+            quote!({
+                let #s = #sh;
+                assert!(#(#checks)&&*, "linad: broadcast of shape {:?} to {:?}", #x.shape(), #s);
+                #view.broadcast(#s).expect("linad: broadcast").to_owned()
+            }),
+            owned_repr(&ad_core_ir::types::Ty::array(elem, shape.len().max(1))),
+        ))
+    }
+}

@@ -1,0 +1,393 @@
+//! Structured control: `if`, counted loops, `build`, `map` and `fold`.
+//!
+//! - `If` is a Rust `if` whose branches are blocks ending in their results.
+//! - `Loop` is a `for` loop over `0..n` (or reversed) with the state in
+//!   `let mut` variables named after the body's state parameters; each
+//!   iteration's results are evaluated into temporaries, then assigned (so
+//!   a permutation of the state is fine). Per-iteration outputs are written at
+//!   index `i` of a preallocated vector (scalars) or pushed and stacked after
+//!   the loop (arrays, whose size is known only once computed).
+//! - `Build` and `Map` call the runtime's `build`/`map`/`zip_map`/`zip3_map`
+//!   (parallel above its threshold, sequential when nested in another
+//!   kernel) with the body as a closure returning all its results; several
+//!   results come back as an array of tuples and are split, array results
+//!   are stacked by the support module.
+//! - `Fold` (only in the primal, before normalisation) is a `for` loop over
+//!   axis 0.
+
+use super::func::{Emitter, Out, R};
+use super::types::{dim_ty, elem_ty, flat, nd, owned_repr, owned_ty, rt, tuple, Repr};
+use ad_core_ir::ir::{Build, Fold, If, Lambda, Loop, Map, Stmt, Var};
+use ad_core_ir::types::{Scalar, Ty};
+use proc_macro2::{Ident, TokenStream};
+use quote::quote;
+
+impl Emitter<'_> {
+    /// `if c { .. } else { .. }`.
+    pub fn if_(&mut self, i: &If, s: &Stmt) -> R<Out> {
+        let c = self.scalar(&i.cond);
+        let t = self.block_expr(&i.then_)?;
+        let e = self.block_expr(&i.else_)?;
+        Ok(Out {
+            expr: quote!(if #c #t else #e),
+            reprs: self.owned_reprs(s),
+        })
+    }
+
+    fn owned_reprs(&self, s: &Stmt) -> Vec<Repr> {
+        s.binds
+            .iter()
+            .chain(&s.lin_binds)
+            .map(|v| owned_repr(self.ty(*v)))
+            .collect()
+    }
+
+    /// Types of a lambda's results from `from` on (non-linear) and `lin_from`
+    /// on (linear): the stacked outputs.
+    fn out_tys(&self, lam: &Lambda, from: usize, lin_from: usize) -> Vec<Ty> {
+        lam.body.results[from..]
+            .iter()
+            .map(|a| self.atom_ty(a))
+            .chain(
+                lam.body.lin_results[lin_from..]
+                    .iter()
+                    .map(|v| self.ty(*v).clone()),
+            )
+            .collect()
+    }
+
+    /// A counted loop.
+    pub fn loop_(&mut self, l: &Loop, s: &Stmt, site: usize) -> R<Out> {
+        let lam = &l.body;
+        let (k, m) = (l.init.len(), l.lin_init.len());
+        if lam.params.len() != k + 1 || lam.lin_params.len() != m {
+            return Err("a loop body's parameters do not match its state".into());
+        }
+        let (nr, nlr) = (lam.body.results.len(), lam.body.lin_results.len());
+        if nr < k || nlr < m {
+            return Err("a loop body's results do not match its state".into());
+        }
+        let n = self.fresh("n");
+        let step = self.fresh("step");
+        let trip = self.scalar(&l.n);
+        let mut pre = quote!(let #n: usize = usize::try_from(#trip).unwrap_or(0););
+        // State variables.
+        let mut state: Vec<Var> = vec![];
+        for (p, a) in lam.params[1..].iter().zip(&l.init) {
+            let init = self.own(a, site);
+            state.push(*p);
+            self.declare_mut(*p, init, &mut pre);
+        }
+        for (p, v) in lam.lin_params.iter().zip(&l.lin_init) {
+            let init = self.own_lin(*v, site);
+            state.push(*p);
+            self.declare_mut(*p, init, &mut pre);
+        }
+        // Stacks for the per-iteration outputs (non-linear, then linear).
+        let out_tys = self.out_tys(lam, k, m);
+        let stacks: Vec<Ident> = out_tys.iter().map(|_| self.fresh("ys")).collect();
+        for (st, ty) in stacks.iter().zip(&out_tys) {
+            let t = owned_ty(ty);
+            pre.extend(match ty {
+                Ty::Scalar(e) => {
+                    let z = zero_of(*e);
+                    quote!(let mut #st: ::std::vec::Vec<#t> = ::std::vec![#z; #n];)
+                }
+                _ => quote!(let mut #st: ::std::vec::Vec<#t> = ::std::vec::Vec::with_capacity(#n);),
+            });
+        }
+        // The body.
+        let i = lam.params[0];
+        self.set_repr(i, Repr::Val);
+        let ib = self.binder(i);
+        let (stmts, results, _) = self.block_parts(&lam.body, false)?;
+        let temps: Vec<Ident> = results.iter().map(|_| self.fresh("r")).collect();
+        let tpat: Vec<TokenStream> = temps.iter().map(|t| quote!(#t)).collect();
+        let (tpat, rv) = (tuple(&tpat), tuple(&results));
+        // results = [s'.., y.., ls'.., ly..]
+        let (p, q) = (nr - k, nlr - m);
+        let order: Vec<usize> = (0..k).chain(nr..nr + m).collect();
+        let outs: Vec<usize> = (k..nr).chain(nr + m..nr + m + q).collect();
+        debug_assert_eq!(outs.len(), p + q);
+        let assign_state = state.iter().zip(&order).map(|(v, j)| {
+            let (n, t) = (self.name(*v), &temps[*j]);
+            quote!(#n = #t;)
+        });
+        let push = stacks.iter().zip(&outs).zip(&out_tys).map(|((st, j), ty)| {
+            let t = &temps[*j];
+            match ty {
+                Ty::Scalar(_) => quote!(#st[#step] = #t;),
+                _ => quote!(#st.push(#t);),
+            }
+        });
+        let range = if l.rev {
+            quote!((0..#n).rev())
+        } else {
+            quote!(0..#n)
+        };
+        let body = quote!(
+            for #step in #range {
+                let #ib: i64 = #step as i64;
+                #stmts
+                let #tpat = #rv;
+                #(#assign_state)*
+                #(#push)*
+            }
+        );
+        // Final values: state, then stacked outputs (non-linear before linear).
+        let mut finals = vec![];
+        let mut post = TokenStream::new();
+        let state_name = |e: &Self, v: &Var| {
+            let n = e.name(*v);
+            quote!(#n)
+        };
+        let stacked: Vec<TokenStream> = stacks
+            .iter()
+            .zip(&out_tys)
+            .map(|(st, ty)| self.finish_stack(st, ty, &n, l.rev, &mut post))
+            .collect::<R<_>>()?;
+        finals.extend(state[..k].iter().map(|v| state_name(self, v)));
+        finals.extend(stacked[..p].iter().cloned());
+        finals.extend(state[k..].iter().map(|v| state_name(self, v)));
+        finals.extend(stacked[p..].iter().cloned());
+        let r = flat(&finals);
+        Ok(Out {
+            expr: quote!({ #pre #body #post #r }),
+            reprs: self.owned_reprs(s),
+        })
+    }
+
+    /// `let mut p: T = init;` for a loop-carried variable.
+    fn declare_mut(&mut self, p: Var, init: TokenStream, out: &mut TokenStream) {
+        let ty = self.ty(p).clone();
+        self.set_repr(p, owned_repr(&ty));
+        let (n, t) = (self.name(p), owned_ty(&ty));
+        out.extend(quote!(let mut #n: #t = #init;));
+    }
+
+    /// The stacked array of a loop output collected in vector `st`.
+    fn finish_stack(
+        &mut self,
+        st: &Ident,
+        ty: &Ty,
+        n: &Ident,
+        rev: bool,
+        post: &mut TokenStream,
+    ) -> R<TokenStream> {
+        let nd = nd();
+        Ok(match ty {
+            Ty::Scalar(_) => quote!(#nd::Array1::from_vec(#st)),
+            Ty::Array { rank, .. } => {
+                if rev {
+                    post.extend(quote!(#st.reverse();));
+                }
+                let sup = self.cx.support();
+                let d = dim_ty(rank + 1);
+                quote!(#sup::stack(&[#n], #rank, #st.iter().map(|__a| __a.view().into_dyn()).collect())
+                    .into_dimensionality::<#d>().expect("linad: rank"))
+            }
+            Ty::Tuple(_) => return Err("a loop output of a tuple type".into()),
+        })
+    }
+
+    /// Splits the output `b` of a build/map kernel whose elements are the
+    /// body's results (`flat`) into one stacked array per result.
+    fn unstack(&mut self, b: &Ident, lead_rank: usize, tys: &[Ty]) -> R<Vec<TokenStream>> {
+        let nd = nd();
+        let one = tys.len() == 1;
+        let mut out = vec![];
+        for (k, ty) in tys.iter().enumerate() {
+            let field = syn::Index::from(k);
+            let get = if one { quote!(__t) } else { quote!(__t.#field) };
+            out.push(match ty {
+                Ty::Scalar(_) if one => quote!(#b),
+                Ty::Scalar(_) => quote!(#b.map(|__t| #get)),
+                Ty::Array { rank, .. } => {
+                    let sup = self.cx.support();
+                    let d = dim_ty(lead_rank + rank);
+                    quote!(#sup::stack(#b.shape(), #rank, #b.iter().map(|__t| #get.view().into_dyn()).collect())
+                        .into_dimensionality::<#d>().expect("linad: rank"))
+                }
+                Ty::Tuple(_) => return Err("a stacked tuple".into()),
+            });
+        }
+        let _ = nd;
+        Ok(out)
+    }
+
+    /// `build(shape, |i..| body)`.
+    pub fn build(&mut self, b: &Build, s: &Stmt) -> R<Out> {
+        let lam = &b.body;
+        let r = b.shape.len();
+        if lam.params.len() != r || r == 0 || !lam.lin_params.is_empty() {
+            return Err("a build body's parameters do not match its shape".into());
+        }
+        let rt = rt();
+        let sizes: Vec<_> = b.shape.iter().map(|a| self.usize_of(a)).collect();
+        let ixs: Vec<Ident> = (0..r).map(|_| self.fresh("i")).collect();
+        let closure_param = if r == 1 {
+            let i = &ixs[0];
+            quote!(#i: usize)
+        } else {
+            let us = ixs.iter().map(|_| quote!(usize));
+            quote!((#(#ixs),*): (#(#us),*))
+        };
+        let mut binds = vec![];
+        for p in &lam.params {
+            self.set_repr(*p, Repr::Val);
+            binds.push(self.binder(*p));
+        }
+        let casts = ixs.iter().map(|i| quote!(#i as i64));
+        let ity = lam.params.iter().map(|_| quote!(i64));
+        let bind = quote!(let (#(#binds,)*): (#(#ity,)*) = (#(#casts,)*););
+        let (stmts, results, _) = self.block_parts(&lam.body, false)?;
+        let res = flat(&results);
+        let tys = self.out_tys(lam, 0, 0);
+        let out = self.fresh("b");
+        let parts = self.unstack(&out, r, &tys)?;
+        let fin = flat(&parts);
+        Ok(Out {
+            expr: quote!({
+                let #out = #rt::build([#(#sizes),*], |#closure_param| { #bind #stmts #res });
+                #fin
+            }),
+            reprs: self.owned_reprs(s),
+        })
+    }
+
+    /// `map(|x..| body, arrays)`.
+    pub fn map(&mut self, m: &Map, s: &Stmt) -> R<Out> {
+        let lam = &m.body;
+        if lam.params.len() != m.arrs.len() || lam.lin_params.len() != m.lin_arrs.len() {
+            return Err("a map body's parameters do not match its arrays".into());
+        }
+        let rt = rt();
+        let mut arrs = vec![];
+        let mut elems = vec![];
+        let mut rank = 0;
+        for a in &m.arrs {
+            let (e, r) = self.array_of(a)?;
+            arrs.push(self.by_ref(a));
+            elems.push(e);
+            rank = r;
+        }
+        for v in &m.lin_arrs {
+            let (e, r) = self.array_of(&ad_core_ir::ir::Atom::Var(*v))?;
+            arrs.push(self.var_ref(*v));
+            elems.push(e);
+            rank = r;
+        }
+        if arrs.is_empty() {
+            return Err("a map over no arrays".into());
+        }
+        let params: Vec<Var> = lam.params.iter().chain(&lam.lin_params).copied().collect();
+        let mut pats = vec![];
+        for (p, e) in params.iter().zip(&elems) {
+            self.set_repr(*p, Repr::Val);
+            let (b, t) = (self.binder(*p), elem_ty(*e));
+            pats.push(quote!(#b: #t));
+        }
+        let (stmts, results, _) = self.block_parts(&lam.body, false)?;
+        let res = flat(&results);
+        let tys = self.out_tys(lam, 0, 0);
+        let out = self.fresh("b");
+        let parts = self.unstack(&out, rank, &tys)?;
+        let fin = flat(&parts);
+        let kernel = match arrs.len() {
+            1 => {
+                let (a, p) = (&arrs[0], &pats[0]);
+                quote!(#rt::map(#a, |#p| { #stmts #res }))
+            }
+            2 => {
+                let (a, b) = (&arrs[0], &arrs[1]);
+                let (p, q) = (&pats[0], &pats[1]);
+                quote!(#rt::zip_map(#a, #b, |#p, #q| { #stmts #res }))
+            }
+            3 => {
+                let (a, b, c) = (&arrs[0], &arrs[1], &arrs[2]);
+                let (p, q, r) = (&pats[0], &pats[1], &pats[2]);
+                quote!(#rt::zip3_map(#a, #b, #c, |#p, #q, #r| { #stmts #res }))
+            }
+            _ => {
+                let a0 = &arrs[0];
+                let checks = arrs[1..].iter().map(|a| {
+                    quote!(assert_eq!((#a0).shape(), (#a).shape(), "linad: map over arrays of different shapes");)
+                });
+                let ix = self.fresh("ix");
+                let fetch = params.iter().zip(&arrs).zip(&elems).map(|((p, a), e)| {
+                    let (b, t) = (self.binder(*p), elem_ty(*e));
+                    quote!(let #b: #t = (#a)[#ix];)
+                });
+                quote!({
+                    #(#checks)*
+                    #rt::build((#a0).raw_dim(), |#ix| { #(#fetch)* #stmts #res })
+                })
+            }
+        };
+        Ok(Out {
+            expr: quote!({ let #out = #kernel; #fin }),
+            reprs: self.owned_reprs(s),
+        })
+    }
+
+    /// `fold(init, |acc.., x| body, arr)`: a loop over axis 0.
+    pub fn fold(&mut self, fd: &Fold, s: &Stmt, site: usize) -> R<Out> {
+        let lam = &fd.body;
+        let k = fd.init.len();
+        if lam.params.len() != k + 1 || lam.body.results.len() != k {
+            return Err("a fold body's parameters do not match its accumulators".into());
+        }
+        let nd = nd();
+        let (_, rank) = self.array_of(&fd.arr)?;
+        let arr = self.scalar(&fd.arr);
+        let arr_var = fd.arr.var().ok_or("a fold over a literal")?;
+        let mut pre = TokenStream::new();
+        for (p, a) in lam.params[..k].iter().zip(&fd.init) {
+            let init = self.own(a, site);
+            self.declare_mut(*p, init, &mut pre);
+        }
+        let x = lam.params[k];
+        let row = self.fresh("k");
+        let (xrepr, fetch) = if rank == 1 {
+            (Repr::Val, quote!(#arr[[#row]]))
+        } else if self.repr(arr_var) == Repr::View {
+            (
+                Repr::View,
+                quote!(#arr.clone().index_axis_move(#nd::Axis(0), #row)),
+            )
+        } else {
+            (Repr::View, quote!(#arr.index_axis(#nd::Axis(0), #row)))
+        };
+        self.set_repr(x, xrepr);
+        let xb = self.binder(x);
+        let (stmts, results, _) = self.block_parts(&lam.body, false)?;
+        let temps: Vec<Ident> = results.iter().map(|_| self.fresh("r")).collect();
+        let tpat: Vec<TokenStream> = temps.iter().map(|t| quote!(#t)).collect();
+        let (tpat, rv) = (tuple(&tpat), tuple(&results));
+        let accs: Vec<Ident> = lam.params[..k].iter().map(|p| self.name(*p)).collect();
+        let fin: Vec<TokenStream> = accs.iter().map(|a| quote!(#a)).collect();
+        let fin = flat(&fin);
+        Ok(Out {
+            expr: quote!({
+                #pre
+                for #row in 0..#arr.shape()[0] {
+                    let #xb = #fetch;
+                    #stmts
+                    let #tpat = #rv;
+                    #(#accs = #temps;)*
+                }
+                #fin
+            }),
+            reprs: self.owned_reprs(s),
+        })
+    }
+}
+
+/// The zero / default element of a scalar type.
+fn zero_of(e: Scalar) -> TokenStream {
+    match e {
+        Scalar::F64 => quote!(0.0f64),
+        Scalar::I64 => quote!(0i64),
+        Scalar::Bool => quote!(false),
+    }
+}

@@ -1,0 +1,462 @@
+//! The emitter of one IR function body: variables, operands, statements and
+//! blocks. The statement forms live in `scalar.rs`, `array.rs`, `linear.rs`,
+//! `control.rs` and `calls.rs` (further `impl Emitter` blocks).
+//!
+//! Operands are read in one of three ways:
+//! - [`Emitter::scalar`]: a scalar (or `Copy` tuple) by value;
+//! - [`Emitter::by_ref`]: `&x` for arrays (an owned array or a view: the
+//!   runtime kernels take any `&ArrayBase`);
+//! - [`Emitter::own`] / [`Emitter::own_lin`]: an owned value, moving the
+//!   variable when this is its last use (see `uses.rs`), cloning otherwise;
+//!   a view becomes `.to_owned()`.
+
+use super::names;
+use super::types::{self, owned_repr, repr_ty, Repr};
+use super::uses::Uses;
+use crate::lower::Callee;
+use ad_core_ir::ir::*;
+use ad_core_ir::types::{Scalar, Ty};
+use proc_macro2::{Ident, Literal, TokenStream};
+use quote::quote;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+
+/// Emission result: generated tokens or an internal error message.
+pub type R<T> = Result<T, String>;
+
+/// What is shared by every function emitted for one `#[differentiable]` item.
+pub struct Ctx<'a> {
+    /// The program the functions come from (for calls).
+    pub prog: &'a Program,
+    /// The externs the lowered function calls.
+    pub callees: &'a [Callee],
+    /// The support module's name.
+    pub support: Ident,
+    /// Whether generated code calls the support module.
+    pub used_support: Cell<bool>,
+    /// Non-extern functions of the program called so far (emitted as nested
+    /// functions by the wrapper).
+    pub internal: RefCell<Vec<String>>,
+}
+
+impl<'a> Ctx<'a> {
+    /// A context for functions of `prog`.
+    pub fn new(prog: &'a Program, callees: &'a [Callee], support: Ident) -> Ctx<'a> {
+        Ctx {
+            prog,
+            callees,
+            support,
+            used_support: Cell::new(false),
+            internal: RefCell::new(vec![]),
+        }
+    }
+
+    /// `path::to::support` (and records that it is needed).
+    pub fn support(&self) -> TokenStream {
+        self.used_support.set(true);
+        let m = &self.support;
+        quote!(#m)
+    }
+}
+
+/// An emitted statement right-hand side and the representation of each of
+/// its binders (non-linear, then linear).
+pub struct Out {
+    /// The expression.
+    pub expr: TokenStream,
+    /// One per binder.
+    pub reprs: Vec<Repr>,
+}
+
+impl Out {
+    /// One result.
+    pub fn one(expr: TokenStream, repr: Repr) -> Out {
+        Out {
+            expr,
+            reprs: vec![repr],
+        }
+    }
+}
+
+/// The emitter of one function.
+pub struct Emitter<'a> {
+    /// Shared context.
+    pub cx: &'a Ctx<'a>,
+    /// The function.
+    pub f: &'a Func,
+    names: Vec<Ident>,
+    /// Use analysis.
+    pub uses: Uses,
+    repr: HashMap<Var, Repr>,
+    tmp: u32,
+}
+
+/// A function body as a block expression evaluating to its results (flat:
+/// non-linear then linear; one value, or a tuple), with the parameters bound
+/// from the given expressions. With `view_results`, results that are views
+/// stay views (their representations are returned); otherwise every result
+/// is owned.
+pub fn body(
+    cx: &Ctx,
+    f: &Func,
+    params: Vec<(TokenStream, Repr)>,
+    lin_params: Vec<(TokenStream, Repr)>,
+    view_results: bool,
+) -> R<(TokenStream, Vec<Repr>)> {
+    if params.len() != f.params.len() || lin_params.len() != f.lin_params.len() {
+        return Err(format!(
+            "`{}` takes {} ; {} parameters, bound to {} ; {}",
+            f.name,
+            f.params.len(),
+            f.lin_params.len(),
+            params.len(),
+            lin_params.len()
+        ));
+    }
+    if let Some(v) = f.vars.vars.iter().find(|v| types::too_deep(&v.ty)) {
+        return Err(format!(
+            "arrays of rank above {} are not supported (`{}: {}`)",
+            types::MAX_RANK,
+            v.name,
+            v.ty
+        ));
+    }
+    let mut e = Emitter {
+        cx,
+        f,
+        names: names::var_names(f),
+        uses: Uses::of(f),
+        repr: HashMap::new(),
+        tmp: 0,
+    };
+    let mut pats = vec![];
+    let mut tys = vec![];
+    let mut vals = vec![];
+    for (v, (x, r)) in f
+        .params
+        .iter()
+        .zip(params)
+        .chain(f.lin_params.iter().zip(lin_params))
+    {
+        e.repr.insert(*v, r);
+        pats.push(e.binder(*v));
+        tys.push(repr_ty(f.vars.ty(*v), r));
+        vals.push(x);
+    }
+    let bind = if pats.is_empty() {
+        quote!()
+    } else {
+        let (p, t, x) = (
+            types::tuple(&pats),
+            types::tuple_ty(tys),
+            types::tuple(&vals),
+        );
+        quote!(let #p: #t = #x;)
+    };
+    let (stmts, results, reprs) = e.block_parts(&f.body, view_results)?;
+    let results = types::flat(&results);
+    Ok((quote!({ #bind #stmts #results }), reprs))
+}
+
+impl<'a> Emitter<'a> {
+    /// The Rust name of a variable (of what it stands for, for copies).
+    pub fn name(&self, v: Var) -> Ident {
+        self.names[self.uses.root(v).0 as usize].clone()
+    }
+
+    /// The name to bind `v` with: `_` when it is never read.
+    pub fn binder(&self, v: Var) -> TokenStream {
+        if self.uses.used(v) {
+            let n = &self.names[v.0 as usize];
+            quote!(#n)
+        } else {
+            quote!(_)
+        }
+    }
+
+    /// The type of a variable.
+    pub fn ty(&self, v: Var) -> &'a Ty {
+        self.f.vars.ty(v)
+    }
+
+    /// The type of an atom.
+    pub fn atom_ty(&self, a: &Atom) -> Ty {
+        ad_core_ir::typing::atom_ty(a, &self.f.vars)
+    }
+
+    /// The element type and rank of an array atom.
+    pub fn array_of(&self, a: &Atom) -> R<(Scalar, usize)> {
+        match self.atom_ty(a) {
+            Ty::Array { elem, rank } => Ok((elem, rank)),
+            t => Err(format!("expected an array operand, found {t}")),
+        }
+    }
+
+    /// The rank of a linear array variable.
+    pub fn lin_rank(&self, v: Var) -> R<usize> {
+        match self.ty(v) {
+            Ty::Array { rank, .. } => Ok(*rank),
+            t => Err(format!("expected a linear array, found {t}")),
+        }
+    }
+
+    /// How a variable is held.
+    pub fn repr(&self, v: Var) -> Repr {
+        let r = self.uses.root(v);
+        self.repr
+            .get(&r)
+            .copied()
+            .unwrap_or_else(|| owned_repr(self.ty(r)))
+    }
+
+    /// Records how a variable is held.
+    pub fn set_repr(&mut self, v: Var, r: Repr) {
+        self.repr.insert(v, r);
+    }
+
+    /// A fresh temporary name.
+    pub fn fresh(&mut self, what: &str) -> Ident {
+        self.tmp += 1;
+        names::temp(what, self.tmp)
+    }
+
+    /// A literal.
+    pub fn lit(a: &Atom) -> TokenStream {
+        match *a {
+            Atom::F64(x) => f64_lit(x),
+            Atom::I64(x) => i64_lit(x),
+            Atom::Bool(b) => quote!(#b),
+            Atom::Var(_) => unreachable!("not a literal"),
+        }
+    }
+
+    /// A scalar (or `Copy` tuple) operand by value.
+    pub fn scalar(&self, a: &Atom) -> TokenStream {
+        match a {
+            Atom::Var(v) => {
+                let n = self.name(*v);
+                quote!(#n)
+            }
+            _ => Self::lit(a),
+        }
+    }
+
+    /// An `i64` operand as a `usize` (for indices and sizes; no parentheses:
+    /// only used in comma-separated positions).
+    pub fn usize_of(&self, a: &Atom) -> TokenStream {
+        match a {
+            Atom::I64(k) if *k >= 0 => {
+                let l = Literal::usize_suffixed(*k as usize);
+                quote!(#l)
+            }
+            _ => {
+                let x = self.scalar(a);
+                quote!(#x as usize)
+            }
+        }
+    }
+
+    /// An operand by reference: `&x` for arrays, the value for scalars.
+    pub fn by_ref(&self, a: &Atom) -> TokenStream {
+        match a {
+            Atom::Var(v) => self.var_ref(*v),
+            _ => Self::lit(a),
+        }
+    }
+
+    /// A variable by reference: `&x` for arrays and tuples holding arrays.
+    pub fn var_ref(&self, v: Var) -> TokenStream {
+        let n = self.name(v);
+        match self.repr(v) {
+            Repr::Val => quote!(#n),
+            Repr::Owned | Repr::View => quote!(&#n),
+        }
+    }
+
+    /// An array variable as a view (`x.view()`).
+    pub fn var_view(&self, v: Var) -> TokenStream {
+        let n = self.name(v);
+        match self.repr(v) {
+            Repr::Val => quote!(#n),
+            Repr::Owned | Repr::View => quote!(#n.view()),
+        }
+    }
+
+    /// A non-linear operand as an owned value, moved at its last use.
+    pub fn own(&self, a: &Atom, site: usize) -> TokenStream {
+        match a {
+            Atom::Var(v) => self.own_var(*v, self.uses.movable(*v, site)),
+            _ => Self::lit(a),
+        }
+    }
+
+    /// A linear variable as an owned value (moved unless captured).
+    pub fn own_lin(&self, v: Var, site: usize) -> TokenStream {
+        self.own_var(v, self.uses.local(v, site))
+    }
+
+    /// An owned copy of a variable, moving it when `movable`.
+    pub fn own_var(&self, v: Var, movable: bool) -> TokenStream {
+        let n = self.name(v);
+        match self.repr(v) {
+            Repr::Val => quote!(#n),
+            Repr::Owned if movable => quote!(#n),
+            Repr::Owned => quote!(#n.clone()),
+            Repr::View => quote!(#n.to_owned()),
+        }
+    }
+
+    /// Whether a non-linear operand is an owned array that may be moved here
+    /// (so it can be updated in place).
+    pub fn nl_movable(&self, a: &Atom, site: usize) -> bool {
+        match a {
+            Atom::Var(v) => self.repr(*v) == Repr::Owned && self.uses.movable(*v, site),
+            _ => false,
+        }
+    }
+
+    /// Whether a linear variable is an owned array that may be moved here.
+    pub fn lin_movable(&self, v: Var, site: usize) -> bool {
+        self.repr(v) == Repr::Owned && self.uses.local(v, site)
+    }
+
+    /// A block's statements, and its results (owned unless `view_results`
+    /// allows views) with their representations.
+    pub fn block_parts(
+        &mut self,
+        b: &Block,
+        view_results: bool,
+    ) -> R<(TokenStream, Vec<TokenStream>, Vec<Repr>)> {
+        let mut stmts = TokenStream::new();
+        for s in &b.stmts {
+            stmts.extend(self.stmt(s)?);
+        }
+        let site = self.uses.results(b);
+        let mut results = vec![];
+        let mut reprs = vec![];
+        for a in &b.results {
+            match a {
+                Atom::Var(v) if view_results && self.repr(*v) == Repr::View => {
+                    let n = self.name(*v);
+                    results.push(quote!(#n));
+                    reprs.push(Repr::View);
+                }
+                _ => {
+                    results.push(self.own(a, site));
+                    reprs.push(owned_repr(&self.atom_ty(a)));
+                }
+            }
+        }
+        for v in &b.lin_results {
+            if view_results && self.repr(*v) == Repr::View {
+                let n = self.name(*v);
+                results.push(quote!(#n));
+                reprs.push(Repr::View);
+            } else {
+                results.push(self.own_lin(*v, site));
+                reprs.push(owned_repr(self.ty(*v)));
+            }
+        }
+        Ok((stmts, results, reprs))
+    }
+
+    /// A block as an expression `{ stmts; results }` with owned results (a
+    /// value, a tuple, or `()`).
+    pub fn block_expr(&mut self, b: &Block) -> R<TokenStream> {
+        let (stmts, results, _) = self.block_parts(b, false)?;
+        let r = types::flat(&results);
+        Ok(quote!({ #stmts #r }))
+    }
+
+    /// Binds variables to a value: `let (a, b): (A, B) = expr;`.
+    pub fn let_(&mut self, vars: &[Var], reprs: &[Repr], expr: TokenStream) -> TokenStream {
+        for (v, r) in vars.iter().zip(reprs) {
+            self.repr.insert(*v, *r);
+        }
+        match vars {
+            [] => quote!(let _ = #expr;),
+            [v] => {
+                let (p, t) = (self.binder(*v), repr_ty(self.ty(*v), reprs[0]));
+                quote!(let #p: #t = #expr;)
+            }
+            _ => {
+                let pats: Vec<_> = vars.iter().map(|v| self.binder(*v)).collect();
+                let tys = vars
+                    .iter()
+                    .zip(reprs)
+                    .map(|(v, r)| repr_ty(self.ty(*v), *r))
+                    .collect();
+                let (p, t) = (types::tuple(&pats), types::tuple_ty(tys));
+                quote!(let #p: #t = #expr;)
+            }
+        }
+    }
+
+    /// One statement.
+    pub fn stmt(&mut self, s: &Stmt) -> R<TokenStream> {
+        let site = self.uses.stmt(s);
+        let out = match &s.expr {
+            Expr::Atom(Atom::Var(_)) if s.binds.len() == 1 && self.uses.is_alias(s.binds[0]) => {
+                return Ok(TokenStream::new())
+            }
+            Expr::Atom(a) => Out::one(Self::lit(a), Repr::Val),
+            Expr::Prim(p, args) => self.prim(*p, args)?,
+            Expr::Tuple(xs) => self.tuple_expr(xs, site),
+            Expr::Untuple(a) => self.untuple_expr(a, site)?,
+            Expr::Array(op) => self.array_op(op, &s.binds, site)?,
+            Expr::Lin(LinOp::Drop(v)) => {
+                let n = self.name(*v);
+                return Ok(quote!(let _ = #n;));
+            }
+            Expr::Lin(op) => self.lin_op(op, &s.lin_binds, site)?,
+            Expr::Call(c) => self.call(c, s, site)?,
+            Expr::If(i) => self.if_(i, s)?,
+            Expr::Loop(l) => self.loop_(l, s, site)?,
+            Expr::Build(b) => self.build(b, s)?,
+            Expr::Map(m) => self.map(m, s)?,
+            Expr::Fold(fd) => self.fold(fd, s, site)?,
+        };
+        let vars: Vec<Var> = s.binds.iter().chain(&s.lin_binds).copied().collect();
+        if out.reprs.len() != vars.len() {
+            return Err(format!(
+                "a statement binds {} variables but its expression gives {}",
+                vars.len(),
+                out.reprs.len()
+            ));
+        }
+        Ok(self.let_(&vars, &out.reprs, out.expr))
+    }
+}
+
+/// An `f64` literal (`f64::NAN`, `f64::INFINITY` for non-finite values; a
+/// leading `-` token for negative ones, including `-0.0`).
+pub fn f64_lit(x: f64) -> TokenStream {
+    if x.is_nan() {
+        quote!(f64::NAN)
+    } else if x == f64::INFINITY {
+        quote!(f64::INFINITY)
+    } else if x == f64::NEG_INFINITY {
+        quote!(f64::NEG_INFINITY)
+    } else {
+        let l = Literal::f64_suffixed(x.abs());
+        if x.is_sign_negative() {
+            quote!(-#l)
+        } else {
+            quote!(#l)
+        }
+    }
+}
+
+/// An `i64` literal.
+pub fn i64_lit(x: i64) -> TokenStream {
+    if x == i64::MIN {
+        quote!(i64::MIN)
+    } else {
+        let l = Literal::i64_suffixed(x.abs());
+        if x < 0 {
+            quote!(-#l)
+        } else {
+            quote!(#l)
+        }
+    }
+}

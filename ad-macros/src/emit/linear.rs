@@ -1,0 +1,299 @@
+//! Linear operations: ordinary arithmetic on `f64`, arrays and tuples of
+//! them. A linear variable is consumed by its one use, so an owned array
+//! operand is updated in place (`add_assign`, `mapv_inplace`, `+=` at an
+//! index) instead of allocating; views and captured variables are read.
+
+use super::func::{Emitter, Out, R};
+use super::types::{array_ty, owned_repr, rt, tuple, Repr};
+use ad_core_ir::ir::{Atom, Dim, LinOp, ReduceOp, ShapeTree, Var};
+use ad_core_ir::types::{Scalar, Ty};
+use proc_macro2::{Ident, TokenStream};
+use quote::quote;
+
+/// An operand of `add`/`neg` on (possibly tuple) values.
+#[derive(Clone)]
+struct Opnd {
+    /// Its name.
+    name: Ident,
+    /// How it is held.
+    repr: Repr,
+    /// Whether it may be moved.
+    movable: bool,
+}
+
+impl Opnd {
+    fn owned(&self) -> TokenStream {
+        let n = &self.name;
+        match self.repr {
+            Repr::Val => quote!(#n),
+            Repr::Owned if self.movable => quote!(#n),
+            Repr::Owned => quote!(#n.clone()),
+            Repr::View => quote!(#n.to_owned()),
+        }
+    }
+    fn in_place(&self) -> bool {
+        self.repr == Repr::Owned && self.movable
+    }
+}
+
+impl Emitter<'_> {
+    fn opnd(&self, v: Var, site: usize) -> Opnd {
+        Opnd {
+            name: self.name(v),
+            repr: self.repr(v),
+            movable: self.uses.local(v, site),
+        }
+    }
+
+    /// A linear operation.
+    pub fn lin_op(&mut self, op: &LinOp, binds: &[Var], site: usize) -> R<Out> {
+        let var = |v: &Var| Atom::Var(*v);
+        match op {
+            LinOp::Zero(st) => {
+                let ty = ad_core_ir::typing::shape_ty(st)?;
+                Ok(Out::one(self.zeros(st)?, owned_repr(&ty)))
+            }
+            LinOp::Add(x, y) => {
+                let ty = self.ty(*x).clone();
+                let (a, b) = (self.opnd(*x, site), self.opnd(*y, site));
+                let e = self.add(&ty, &a, &b)?;
+                Ok(Out::one(e, owned_repr(&ty)))
+            }
+            LinOp::Neg(x) => {
+                let ty = self.ty(*x).clone();
+                let a = self.opnd(*x, site);
+                let e = self.neg(&ty, &a)?;
+                Ok(Out::one(e, owned_repr(&ty)))
+            }
+            LinOp::Scale { s, x } => self.scale(s, *x, site),
+            LinOp::Dup(x) => {
+                let a = self.opnd(*x, site);
+                let n = &a.name;
+                Ok(match a.repr {
+                    Repr::Val => Out {
+                        expr: quote!((#n, #n)),
+                        reprs: vec![Repr::Val; 2],
+                    },
+                    Repr::View => Out {
+                        expr: quote!((#n.clone(), #n.clone())),
+                        reprs: vec![Repr::View; 2],
+                    },
+                    Repr::Owned if a.movable => {
+                        let t = self.fresh("dup");
+                        Out {
+                            expr: quote!({ let #t = #n; (#t.clone(), #t) }),
+                            reprs: vec![Repr::Owned; 2],
+                        }
+                    }
+                    Repr::Owned => Out {
+                        expr: quote!((#n.clone(), #n.clone())),
+                        reprs: vec![Repr::Owned; 2],
+                    },
+                })
+            }
+            LinOp::Drop(_) => Ok(Out {
+                expr: quote!(()),
+                reprs: vec![],
+            }),
+            LinOp::Tuple(xs) => {
+                let parts: Vec<_> = xs.iter().map(|x| self.own_lin(*x, site)).collect();
+                let ty = Ty::Tuple(xs.iter().map(|x| self.ty(*x).clone()).collect());
+                Ok(Out::one(tuple(&parts), owned_repr(&ty)))
+            }
+            LinOp::Untuple(x) => {
+                let Ty::Tuple(parts) = self.ty(*x).clone() else {
+                    return Err("linear untuple of a non-tuple".into());
+                };
+                let e = self.own_lin(*x, site);
+                Ok(Out {
+                    expr: if parts.len() == 1 { quote!(#e.0) } else { e },
+                    reprs: parts.iter().map(owned_repr).collect(),
+                })
+            }
+            LinOp::Index { x, idx } => self.index(&var(x), idx),
+            LinOp::Update { x, idx, val, add } => {
+                let rank = self.lin_rank(*x)?;
+                let target = self.own_lin(*x, site);
+                let v = self.scalar(&var(val));
+                let vr = self.var_ref(*val);
+                self.update(target, Scalar::F64, rank, idx, v, vr, *add)
+            }
+            LinOp::Gather { x, idx } => self.gather(&var(x), idx),
+            LinOp::ScatterAdd { len, idx, x } => self.scatter_add(len, idx, &var(x)),
+            LinOp::Sum { x, axis } => self.reduce(ReduceOp::Sum, &var(x), *axis),
+            LinOp::Broadcast { x, shape, axes } => self.broadcast(&var(x), shape, axes),
+            LinOp::Transpose(x) => {
+                let m = self.lin_movable(*x, site);
+                self.transpose(&var(x), m)
+            }
+            LinOp::MatMul { a, x, lin_left } => {
+                if *lin_left {
+                    self.matmul(&var(x), a)
+                } else {
+                    self.matmul(a, &var(x))
+                }
+            }
+            LinOp::Outer { x, b, lin_left } => {
+                let rt = rt();
+                let (xr, br) = (self.var_ref(*x), self.by_ref(b));
+                let e = if *lin_left {
+                    quote!(#rt::outer(#xr, #br))
+                } else {
+                    quote!(#rt::outer(#br, #xr))
+                };
+                Ok(Out::one(e, Repr::Owned))
+            }
+            LinOp::Scan { x, reverse } => self.scan(&var(x), *reverse),
+        }
+        .map(|o| {
+            debug_assert!(o.reprs.len() == binds.len() || matches!(op, LinOp::Drop(_)));
+            o
+        })
+    }
+
+    /// The zero of a shape tree.
+    pub fn zeros(&self, st: &ShapeTree) -> R<TokenStream> {
+        Ok(match st {
+            ShapeTree::Scalar => quote!(0.0f64),
+            ShapeTree::Array(ds) if ds.is_empty() => return Err("a zero array of rank 0".into()),
+            ShapeTree::Array(ds) => {
+                let sizes: Vec<_> = ds
+                    .iter()
+                    .map(|d| match d {
+                        Dim::Atom(a) => self.usize_of(a),
+                        Dim::Of(v, k) => {
+                            let n = self.name(*v);
+                            quote!(#n.shape()[#k])
+                        }
+                    })
+                    .collect();
+                let t = array_ty(Scalar::F64, ds.len());
+                quote!(<#t>::zeros([#(#sizes),*]))
+            }
+            ShapeTree::Tuple(ts) => {
+                let parts = ts.iter().map(|t| self.zeros(t)).collect::<R<Vec<_>>>()?;
+                tuple(&parts)
+            }
+        })
+    }
+
+    /// `x + y` of linear values of type `ty`.
+    fn add(&mut self, ty: &Ty, x: &Opnd, y: &Opnd) -> R<TokenStream> {
+        let rt = rt();
+        let (a, b) = (&x.name, &y.name);
+        Ok(match ty {
+            Ty::Scalar(Scalar::F64) => quote!(#a + #b),
+            Ty::Array {
+                elem: Scalar::F64, ..
+            } => {
+                if x.in_place() {
+                    let t = self.fresh("acc");
+                    quote!({ let mut #t = #a; #rt::add_assign(&mut #t, &#b); #t })
+                } else if y.in_place() {
+                    let t = self.fresh("acc");
+                    quote!({ let mut #t = #b; #rt::add_assign(&mut #t, &#a); #t })
+                } else {
+                    quote!(#rt::zip_map(&#a, &#b, |__a: f64, __b: f64| __a + __b))
+                }
+            }
+            Ty::Tuple(ts) => {
+                let (xs, ys) = (self.parts(ts.len(), "x"), self.parts(ts.len(), "y"));
+                let mut sums = vec![];
+                for (k, t) in ts.iter().enumerate() {
+                    let (p, q) = (part(&xs[k], t), part(&ys[k], t));
+                    sums.push(self.add(t, &p, &q)?);
+                }
+                let (px, py) = (names_pat(&xs), names_pat(&ys));
+                let (ox, oy) = (x.owned(), y.owned());
+                let r = tuple(&sums);
+                quote!({ let #px = #ox; let #py = #oy; #r })
+            }
+            _ => return Err(format!("linear add of a {ty}")),
+        })
+    }
+
+    /// `-x` of a linear value of type `ty`.
+    fn neg(&mut self, ty: &Ty, x: &Opnd) -> R<TokenStream> {
+        let rt = rt();
+        let a = &x.name;
+        Ok(match ty {
+            Ty::Scalar(Scalar::F64) => quote!(-#a),
+            Ty::Array {
+                elem: Scalar::F64, ..
+            } => {
+                if x.in_place() {
+                    let t = self.fresh("neg");
+                    quote!({ let mut #t = #a; #t.mapv_inplace(|__v: f64| -__v); #t })
+                } else {
+                    quote!(#rt::map(&#a, |__v: f64| -__v))
+                }
+            }
+            Ty::Tuple(ts) => {
+                let xs = self.parts(ts.len(), "x");
+                let mut negs = vec![];
+                for (k, t) in ts.iter().enumerate() {
+                    let p = part(&xs[k], t);
+                    negs.push(self.neg(t, &p)?);
+                }
+                let px = names_pat(&xs);
+                let ox = x.owned();
+                let r = tuple(&negs);
+                quote!({ let #px = #ox; #r })
+            }
+            _ => return Err(format!("linear negation of a {ty}")),
+        })
+    }
+
+    /// `s * x`, `s` a non-linear scalar or array (elementwise).
+    fn scale(&mut self, s: &Atom, x: Var, site: usize) -> R<Out> {
+        let rt = rt();
+        let nd = super::types::nd();
+        let a = self.opnd(x, site);
+        let n = &a.name;
+        let sv = self.scalar(s);
+        let s_arr = matches!(self.atom_ty(s), Ty::Array { .. });
+        let x_ty = self.ty(x).clone();
+        let x_arr = matches!(x_ty, Ty::Array { .. });
+        let e = match (s_arr, x_arr) {
+            (false, false) => quote!(#sv * #n),
+            (false, true) if a.in_place() => {
+                let t = self.fresh("sc");
+                quote!({ let mut #t = #n; #t.mapv_inplace(|__v: f64| #sv * __v); #t })
+            }
+            (false, true) => quote!(#rt::map(&#n, |__v: f64| #sv * __v)),
+            (true, false) => quote!(#rt::map(&#sv, |__s: f64| __s * #n)),
+            (true, true) if a.in_place() => {
+                let t = self.fresh("sc");
+                quote!({
+                    let mut #t = #n;
+                    #nd::Zip::from(&mut #t).and(&#sv).for_each(|__x: &mut f64, &__s: &f64| *__x = __s * *__x);
+                    #t
+                })
+            }
+            (true, true) => quote!(#rt::zip_map(&#sv, &#n, |__s: f64, __v: f64| __s * __v)),
+        };
+        let repr = if s_arr || x_arr {
+            Repr::Owned
+        } else {
+            Repr::Val
+        };
+        Ok(Out::one(e, repr))
+    }
+
+    fn parts(&mut self, n: usize, what: &str) -> Vec<Ident> {
+        (0..n).map(|_| self.fresh(what)).collect()
+    }
+}
+
+fn part(name: &Ident, ty: &Ty) -> Opnd {
+    Opnd {
+        name: name.clone(),
+        repr: owned_repr(ty),
+        movable: true,
+    }
+}
+
+fn names_pat(ns: &[Ident]) -> TokenStream {
+    let ts: Vec<TokenStream> = ns.iter().map(|n| quote!(#n)).collect();
+    tuple(&ts)
+}

@@ -1,0 +1,93 @@
+//! Rust names of IR variables and of the emitter's own temporaries.
+//!
+//! An IR variable `v` with name hint `h` becomes `{h}_{v}` with `h` sanitised
+//! to ASCII letters, digits and `_` (a hint that is empty or does not start
+//! with a letter gets a `v` prefix), so it never starts with `_` and never is
+//! a keyword. The emitter's temporaries start with `__`, so the two never
+//! clash. All of these use `Span::mixed_site()`: they cannot capture or shadow
+//! the user's names (the public functions' parameters keep the user's spans).
+
+use ad_core_ir::ir::{Func, Var};
+use proc_macro2::{Ident, Span};
+
+/// The sanitised name hint.
+pub fn sanitise(hint: &str) -> String {
+    let mut s: String = hint
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if !s.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        s.insert(0, 'v');
+    }
+    s
+}
+
+/// An identifier with mixed-site hygiene.
+pub fn ident(s: &str) -> Ident {
+    Ident::new(s, Span::mixed_site())
+}
+
+/// The Rust names of every variable of a function, indexed by [`Var`].
+pub fn var_names(f: &Func) -> Vec<Ident> {
+    f.vars
+        .vars
+        .iter()
+        .enumerate()
+        .map(|(k, info)| ident(&format!("{}_{k}", sanitise(&info.name))))
+        .collect()
+}
+
+/// The Rust name of variable `v` of `f`.
+pub fn var_name(f: &Func, v: Var) -> Ident {
+    let hint = f
+        .vars
+        .vars
+        .get(v.0 as usize)
+        .map(|i| i.name.as_str())
+        .unwrap_or("");
+    ident(&format!("{}_{}", sanitise(hint), v.0))
+}
+
+/// The name of the nested Rust function emitted for an IR function of the
+/// program that is not an extern (`f__fwd` -> `__linad_ir_f__fwd`).
+pub fn internal_fn(ir_name: &str) -> Ident {
+    let s: String = ir_name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    ident(&format!("__linad_ir_{s}"))
+}
+
+/// A fresh temporary: `__{what}{n}`.
+pub fn temp(what: &str, n: u32) -> Ident {
+    ident(&format!("__{what}{n}"))
+}
+
+/// The per-function support module (helpers the generated code calls that
+/// the runtime does not provide).
+pub fn support_mod(f: &Ident) -> Ident {
+    Ident::new(&format!("__linad_{f}_support"), Span::call_site())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanitised_names() {
+        assert_eq!(sanitise("x"), "x");
+        assert_eq!(sanitise("x.1"), "x_1");
+        assert_eq!(sanitise("_x"), "v_x");
+        assert_eq!(sanitise(""), "v");
+        assert_eq!(sanitise("1a"), "v1a");
+        assert_eq!(sanitise("ct_state"), "ct_state");
+        assert_eq!(sanitise("é"), "v_");
+        assert_eq!(internal_fn("m::g__fwd").to_string(), "__linad_ir_m__g__fwd");
+    }
+}

@@ -1,0 +1,164 @@
+//! IR types to Rust types, and how a value is held in generated code.
+//!
+//! | IR type | held as (`Repr`) | Rust type |
+//! |---|---|---|
+//! | `f64`, `i64`, `bool` | `Val` | `f64`, `i64`, `bool` |
+//! | tuple of scalars | `Val` | a tuple (`Copy`) |
+//! | array | `Owned` | `Array<E, IxR>` |
+//! | array | `View` | `ArrayView<'_, E, IxR>` (parameters, slices of them) |
+//! | tuple with arrays | `Owned` | a tuple of owned parts |
+//!
+//! Generated code names ndarray and the runtime only through the facade:
+//! `::linad::ndarray` and `::linad::__private::ad_runtime`.
+
+use ad_core_ir::types::{Scalar, Ty};
+use proc_macro2::TokenStream;
+use quote::quote;
+
+/// How a value is held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Repr {
+    /// A `Copy` value: a scalar or a tuple of scalars.
+    Val,
+    /// An owned array (or a tuple containing arrays).
+    Owned,
+    /// An array view.
+    View,
+}
+
+/// Largest array rank the emitter supports (ndarray's static dimensions).
+pub const MAX_RANK: usize = 6;
+
+/// `::linad::ndarray`.
+pub fn nd() -> TokenStream {
+    quote!(::linad::ndarray)
+}
+
+/// `::linad::__private::ad_runtime`.
+pub fn rt() -> TokenStream {
+    quote!(::linad::__private::ad_runtime)
+}
+
+/// Whether values of the type are `Copy` in generated code.
+pub fn is_copy(ty: &Ty) -> bool {
+    match ty {
+        Ty::Scalar(_) => true,
+        Ty::Array { .. } => false,
+        Ty::Tuple(ts) => ts.iter().all(is_copy),
+    }
+}
+
+/// The representation of an owned value of the type.
+pub fn owned_repr(ty: &Ty) -> Repr {
+    if is_copy(ty) {
+        Repr::Val
+    } else {
+        Repr::Owned
+    }
+}
+
+/// The representation of a value of the type passed with the canonical
+/// convention (arrays as views, everything else owned).
+pub fn canonical_repr(ty: &Ty) -> Repr {
+    match ty {
+        Ty::Array { .. } => Repr::View,
+        _ => owned_repr(ty),
+    }
+}
+
+/// `f64`, `i64` or `bool`.
+pub fn elem_ty(s: Scalar) -> TokenStream {
+    match s {
+        Scalar::F64 => quote!(f64),
+        Scalar::I64 => quote!(i64),
+        Scalar::Bool => quote!(bool),
+    }
+}
+
+/// `::linad::ndarray::IxR` (`Ix0` for rank 0).
+pub fn dim_ty(rank: usize) -> TokenStream {
+    let nd = nd();
+    match rank {
+        0 => quote!(#nd::Ix0),
+        1 => quote!(#nd::Ix1),
+        2 => quote!(#nd::Ix2),
+        3 => quote!(#nd::Ix3),
+        4 => quote!(#nd::Ix4),
+        5 => quote!(#nd::Ix5),
+        6 => quote!(#nd::Ix6),
+        _ => quote!(#nd::IxDyn),
+    }
+}
+
+/// `Array<E, IxR>`.
+pub fn array_ty(elem: Scalar, rank: usize) -> TokenStream {
+    let (nd, e, d) = (nd(), elem_ty(elem), dim_ty(rank));
+    quote!(#nd::Array<#e, #d>)
+}
+
+/// `ArrayView<'_, E, IxR>`.
+pub fn view_ty(elem: Scalar, rank: usize) -> TokenStream {
+    let (nd, e, d) = (nd(), elem_ty(elem), dim_ty(rank));
+    quote!(#nd::ArrayView<'_, #e, #d>)
+}
+
+/// The Rust type of an owned value of the IR type.
+pub fn owned_ty(ty: &Ty) -> TokenStream {
+    match ty {
+        Ty::Scalar(s) => elem_ty(*s),
+        Ty::Array { elem, rank } => array_ty(*elem, *rank),
+        Ty::Tuple(ts) => tuple_ty(ts.iter().map(owned_ty).collect()),
+    }
+}
+
+/// The Rust type of a value of the IR type held as `repr`.
+pub fn repr_ty(ty: &Ty, repr: Repr) -> TokenStream {
+    match (ty, repr) {
+        (Ty::Array { elem, rank }, Repr::View) => view_ty(*elem, *rank),
+        _ => owned_ty(ty),
+    }
+}
+
+/// The canonical parameter type (arrays as views).
+pub fn canonical_ty(ty: &Ty) -> TokenStream {
+    repr_ty(ty, canonical_repr(ty))
+}
+
+/// A tuple type (`(T,)` for one part).
+pub fn tuple_ty(parts: Vec<TokenStream>) -> TokenStream {
+    if parts.len() == 1 {
+        let p = &parts[0];
+        quote!((#p,))
+    } else {
+        quote!((#(#parts),*))
+    }
+}
+
+/// A tuple expression or pattern (`(x,)` for one part).
+pub fn tuple(parts: &[TokenStream]) -> TokenStream {
+    if parts.len() == 1 {
+        let p = &parts[0];
+        quote!((#p,))
+    } else {
+        quote!((#(#parts),*))
+    }
+}
+
+/// A flat list of values as one Rust value: the value itself for one, a
+/// tuple otherwise (`()` for none). Functions return their results so.
+pub fn flat(parts: &[TokenStream]) -> TokenStream {
+    if parts.len() == 1 {
+        parts[0].clone()
+    } else {
+        quote!((#(#parts),*))
+    }
+}
+
+/// Whether a type is an array of rank above [`MAX_RANK`] anywhere inside.
+pub fn too_deep(ty: &Ty) -> bool {
+    match ty {
+        Ty::Scalar(_) => false,
+        Ty::Array { rank, .. } => *rank > MAX_RANK,
+        Ty::Tuple(ts) => ts.iter().any(too_deep),
+    }
+}

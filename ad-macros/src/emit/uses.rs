@@ -1,0 +1,154 @@
+//! Use analysis of one IR function: which use of a variable may move it.
+//!
+//! Every statement and every block's result list is a *site*, numbered in
+//! evaluation order (a statement's own operands, then its nested blocks).
+//! Lambda bodies (loop, build, map, fold) are one level deeper than the
+//! statement that holds them: a value bound outside a lambda is read on every
+//! iteration, so a use inside the lambda never moves it.
+//!
+//! - A non-linear variable may be moved at its last use if that use is at
+//!   the depth of its binder and the site reads it only once.
+//! - A linear variable is used exactly once (the checker's rule); it may be
+//!   moved unless the use is inside a lambda its binder is outside of.
+//!
+//! Copies (`let y = x`, `Expr::Atom` of a variable) are not emitted: `y` is
+//! an alias of `x` (both are immutable), and uses of `y` count as uses of `x`.
+
+use ad_core_ir::ir::*;
+use ad_core_ir::visit::for_each_operand;
+use std::collections::HashMap;
+
+/// The result of the analysis.
+#[derive(Default, Debug)]
+pub struct Uses {
+    alias: HashMap<Var, Var>,
+    bind_depth: HashMap<Var, u32>,
+    last: HashMap<Var, usize>,
+    count: HashMap<(usize, Var), u32>,
+    stmt_site: HashMap<*const Stmt, usize>,
+    result_site: HashMap<*const Block, usize>,
+    site_depth: Vec<u32>,
+}
+
+impl Uses {
+    /// Analyses a function.
+    pub fn of(f: &Func) -> Uses {
+        let mut u = Uses::default();
+        for p in f.params.iter().chain(&f.lin_params) {
+            u.bind_depth.insert(*p, 0);
+        }
+        u.block(&f.body, 0);
+        u
+    }
+
+    /// The variable `v` stands for (itself unless it is a copy).
+    pub fn root(&self, v: Var) -> Var {
+        let mut v = v;
+        while let Some(w) = self.alias.get(&v) {
+            v = *w;
+        }
+        v
+    }
+
+    /// Whether `v` (or what it stands for) is read anywhere.
+    pub fn used(&self, v: Var) -> bool {
+        self.last.contains_key(&self.root(v))
+    }
+
+    /// Whether `v` is an alias (its binder emits no code).
+    pub fn is_alias(&self, v: Var) -> bool {
+        self.alias.contains_key(&v)
+    }
+
+    /// The site of a statement.
+    pub fn stmt(&self, s: &Stmt) -> usize {
+        self.stmt_site[&(s as *const Stmt)]
+    }
+
+    /// The site of a block's results.
+    pub fn results(&self, b: &Block) -> usize {
+        self.result_site[&(b as *const Block)]
+    }
+
+    /// Whether the use of `v` at `site` is in the lambda that binds it.
+    pub fn local(&self, v: Var, site: usize) -> bool {
+        let v = self.root(v);
+        self.bind_depth.get(&v).copied() == self.site_depth.get(site).copied()
+    }
+
+    /// Whether the non-linear use of `v` at `site` may move it.
+    pub fn movable(&self, v: Var, site: usize) -> bool {
+        let v = self.root(v);
+        self.local(v, site)
+            && self.last.get(&v) == Some(&site)
+            && self.count.get(&(site, v)) == Some(&1)
+    }
+
+    fn new_site(&mut self, depth: u32) -> usize {
+        self.site_depth.push(depth);
+        self.site_depth.len() - 1
+    }
+
+    fn use_var(&mut self, v: Var, site: usize) {
+        let v = self.root(v);
+        self.last.insert(v, site);
+        *self.count.entry((site, v)).or_insert(0) += 1;
+    }
+
+    fn block(&mut self, b: &Block, depth: u32) {
+        for s in &b.stmts {
+            self.stmt_(s, depth);
+        }
+        let site = self.new_site(depth);
+        self.result_site.insert(b as *const Block, site);
+        for a in &b.results {
+            if let Atom::Var(v) = a {
+                self.use_var(*v, site);
+            }
+        }
+        for v in &b.lin_results {
+            self.use_var(*v, site);
+        }
+    }
+
+    fn stmt_(&mut self, s: &Stmt, depth: u32) {
+        let site = self.new_site(depth);
+        self.stmt_site.insert(s as *const Stmt, site);
+        if let (Expr::Atom(Atom::Var(x)), [y]) = (&s.expr, &s.binds[..]) {
+            let r = self.root(*x);
+            self.alias.insert(*y, r);
+            return;
+        }
+        let mut nl: Vec<Var> = vec![];
+        let mut lin: Vec<Var> = vec![];
+        match &s.expr {
+            // The declared shapes of linear results are not read by emitted code.
+            Expr::Call(c) => {
+                nl.extend(c.args.iter().filter_map(Atom::var));
+                lin.extend(&c.lin_args);
+            }
+            Expr::If(i) => nl.extend(i.cond.var()),
+            e => for_each_operand(e, &mut |a| nl.extend(a.var()), &mut |v| lin.push(v)),
+        }
+        for v in nl.into_iter().chain(lin) {
+            self.use_var(v, site);
+        }
+        match &s.expr {
+            Expr::If(i) => {
+                self.block(&i.then_, depth);
+                self.block(&i.else_, depth);
+            }
+            e => {
+                for l in ad_core_ir::visit::lambdas(e) {
+                    for p in l.params.iter().chain(&l.lin_params) {
+                        self.bind_depth.insert(*p, depth + 1);
+                    }
+                    self.block(&l.body, depth + 1);
+                }
+            }
+        }
+        for v in s.binds.iter().chain(&s.lin_binds) {
+            self.bind_depth.insert(*v, depth);
+        }
+    }
+}

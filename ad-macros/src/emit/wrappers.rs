@@ -1,0 +1,506 @@
+//! The generated items: the public `f_jvp` / `f_vjp` (user types, `wrt`
+//! parameters) and the hidden building blocks (canonical types, every
+//! differentiable parameter), each a Rust function whose body is emitted IR:
+//! a prologue converting the parameters to the canonical representation,
+//! one block per IR function (so the variables of two IR functions never
+//! meet), and an epilogue nesting the flat results as the signature says.
+
+use super::func::{body, Ctx, R};
+use super::names::{self, ident};
+use super::types::{array_ty, canonical_repr, canonical_ty, flat, owned_ty, tuple, tuple_ty, Repr};
+use super::Input;
+use crate::names::{hidden, Block as Hidden};
+use crate::sig::{Out, Param, ParamKind};
+use ad_core_ir::ir::{Func, Program};
+use ad_core_ir::types::{Scalar, Ty};
+use proc_macro2::{Ident, TokenStream};
+use quote::quote;
+
+/// Lints silenced on generated functions (the code is generated from IR, so
+/// e.g. a never-read binder or an explicit `return`-free tail are expected).
+pub fn allows() -> TokenStream {
+    quote!(#[allow(
+        dead_code,
+        unused_variables,
+        unused_mut,
+        unused_parens,
+        unused_braces,
+        unused_assignments,
+        non_snake_case,
+        clippy::all,
+        clippy::pedantic,
+        clippy::nursery
+    )])
+}
+
+/// Every generated item of one `#[differentiable]` function.
+pub fn companions(input: &Input) -> R<TokenStream> {
+    let sig = input.sig;
+    let support = names::support_mod(&sig.ident);
+    let user = Ctx::new(&input.user.program, &input.lowered.callees, support.clone());
+    let all = Ctx::new(&input.all.program, &input.lowered.callees, support.clone());
+    let mut out = TokenStream::new();
+    out.extend(f_jvp(input, &user)?);
+    out.extend(f_vjp(input, &user)?);
+    out.extend(hidden_blocks(input, &all)?);
+    if user.used_support.get() || all.used_support.get() {
+        out.extend(super::support::module(&support));
+    }
+    Ok(out)
+}
+
+/// Looks up a function of a program.
+fn func<'p>(prog: &'p Program, name: &str) -> R<&'p Func> {
+    prog.func(name)
+        .ok_or_else(|| format!("the program has no function `{name}`"))
+}
+
+/// The nested functions for the program's own functions that the emitted
+/// bodies call (transitively).
+fn nested_fns(cx: &Ctx) -> R<TokenStream> {
+    let mut out = TokenStream::new();
+    let mut done = 0;
+    loop {
+        let next = cx.internal.borrow().get(done).cloned();
+        let Some(name) = next else { break };
+        done += 1;
+        let f = func(cx.prog, &name)?;
+        let (decls, params) = canonical_params(f.params.iter().map(|v| f.vars.ty(*v)), "x");
+        let (ldecls, lparams) = canonical_params(f.lin_params.iter().map(|v| f.vars.ty(*v)), "dx");
+        let (b, _) = body(cx, f, params, lparams, false)?;
+        let ret = result_ty(f);
+        let n = names::internal_fn(&name);
+        let all = decls.iter().chain(&ldecls);
+        out.extend(quote!(fn #n(#(#all),*) -> #ret #b));
+    }
+    cx.internal.borrow_mut().clear();
+    Ok(out)
+}
+
+/// Parameter declarations `__x0: T` and their bindings for the body, with
+/// the canonical convention.
+fn canonical_params<'t>(
+    tys: impl Iterator<Item = &'t Ty>,
+    what: &str,
+) -> (Vec<TokenStream>, Vec<(TokenStream, Repr)>) {
+    let mut decls = vec![];
+    let mut binds = vec![];
+    for (k, ty) in tys.enumerate() {
+        let n = ident(&format!("__{what}{k}"));
+        let t = canonical_ty(ty);
+        decls.push(quote!(#n: #t));
+        binds.push((quote!(#n), canonical_repr(ty)));
+    }
+    (decls, binds)
+}
+
+/// The owned result type of a function (flat).
+fn result_ty(f: &Func) -> TokenStream {
+    let tys: Vec<TokenStream> = f
+        .body
+        .results
+        .iter()
+        .map(|a| ad_core_ir::typing::atom_ty(a, &f.vars))
+        .chain(f.body.lin_results.iter().map(|v| f.vars.ty(*v).clone()))
+        .map(|t| owned_ty(&t))
+        .collect();
+    flat(&tys)
+}
+
+/// A user parameter converted to the canonical representation.
+fn convert_param(id: &Ident, kind: &ParamKind) -> (TokenStream, Repr) {
+    match kind {
+        ParamKind::F64 | ParamKind::F64Tuple(_) | ParamKind::Bool => (quote!(#id), Repr::Val),
+        ParamKind::Int(_) => (quote!(#id as i64), Repr::Val),
+        ParamKind::F64Array { .. } => (quote!(#id.view()), Repr::View),
+        ParamKind::IntArray { elem, .. } => {
+            if super::calls::is_int_type(elem) && quote!(#elem).to_string() == "i64" {
+                (quote!(#id.view()), Repr::View)
+            } else {
+                (quote!(#id.mapv(|__v| __v as i64)), Repr::Owned)
+            }
+        }
+    }
+}
+
+/// The Rust type of an output.
+fn out_ty(o: &Out) -> TokenStream {
+    match o {
+        Out::F64 => quote!(f64),
+        Out::Array(r) => array_ty(Scalar::F64, *r),
+        Out::Tuple(parts) => tuple_ty(parts.iter().map(out_ty).collect()),
+    }
+}
+
+/// The type of the output's cotangent parameter: arrays by reference.
+fn ct_ty(o: &Out) -> TokenStream {
+    match o {
+        Out::F64 => quote!(f64),
+        Out::Array(r) => {
+            let t = array_ty(Scalar::F64, *r);
+            quote!(&#t)
+        }
+        Out::Tuple(parts) => tuple_ty(parts.iter().map(ct_ty).collect()),
+    }
+}
+
+/// A pattern destructuring a value of the output's shape into leaf names
+/// (appended to `leaves` with whether each is an array).
+fn out_pattern(o: &Out, leaves: &mut Vec<(Ident, bool)>) -> TokenStream {
+    match o {
+        Out::F64 | Out::Array(_) => {
+            let n = ident(&format!("__ct{}", leaves.len()));
+            leaves.push((n.clone(), matches!(o, Out::Array(_))));
+            quote!(#n)
+        }
+        Out::Tuple(parts) => {
+            let ps: Vec<TokenStream> = parts.iter().map(|p| out_pattern(p, leaves)).collect();
+            tuple(&ps)
+        }
+    }
+}
+
+/// Nests flat leaf values as the output says.
+fn nest(o: &Out, leaves: &mut impl Iterator<Item = TokenStream>) -> R<TokenStream> {
+    Ok(match o {
+        Out::F64 | Out::Array(_) => leaves
+            .next()
+            .ok_or("fewer IR results than the output has leaves")?,
+        Out::Tuple(parts) => {
+            let ps = parts
+                .iter()
+                .map(|p| nest(p, leaves))
+                .collect::<R<Vec<_>>>()?;
+            tuple(&ps)
+        }
+    })
+}
+
+/// Temporaries `__{what}0..` and a pattern binding them (flat).
+fn temps(what: &str, n: usize) -> (Vec<Ident>, TokenStream) {
+    let ts: Vec<Ident> = (0..n).map(|k| ident(&format!("__{what}{k}"))).collect();
+    let ps: Vec<TokenStream> = ts.iter().map(|t| quote!(#t)).collect();
+    (ts, flat(&ps))
+}
+
+/// A result as an owned value.
+fn owned(t: &Ident, r: Repr) -> TokenStream {
+    match r {
+        Repr::View => quote!(#t.to_owned()),
+        _ => quote!(#t),
+    }
+}
+
+/// The owned type of a parameter's tangent / cotangent.
+fn tangent_ty(p: &Param) -> TokenStream {
+    match &p.kind {
+        ParamKind::F64 => quote!(f64),
+        ParamKind::F64Tuple(n) => tuple_ty(vec![quote!(f64); *n]),
+        ParamKind::F64Array { rank, .. } => array_ty(Scalar::F64, *rank),
+        _ => quote!(()),
+    }
+}
+
+fn check(cond: bool, msg: impl FnOnce() -> String) -> R<()> {
+    if cond {
+        Ok(())
+    } else {
+        Err(msg())
+    }
+}
+
+/// `f_jvp(x.., d_x..) -> (y, dy)`.
+fn f_jvp(input: &Input, cx: &Ctx) -> R<TokenStream> {
+    let sig = input.sig;
+    let f = func(cx.prog, &input.user.names.jvp)?;
+    let wrt: Vec<&Param> = sig.wrt_params().collect();
+    let n_out = sig.out.ir_tys().len();
+    check(
+        f.params.len() == sig.params.len() && f.lin_params.len() == wrt.len(),
+        || format!("`{}` does not take the signature's parameters", f.name),
+    )?;
+    check(
+        f.body.results.len() == n_out && f.body.lin_results.len() == n_out,
+        || format!("`{}` does not return the signature's results", f.name),
+    )?;
+    let params: Vec<_> = sig
+        .params
+        .iter()
+        .map(|p| convert_param(&p.ident, &p.kind))
+        .collect();
+    let dnames: Vec<Ident> = wrt
+        .iter()
+        .map(|p| Ident::new(&format!("d_{}", p.ident), p.ident.span()))
+        .collect();
+    let lparams: Vec<_> = wrt
+        .iter()
+        .zip(&dnames)
+        .map(|(p, d)| convert_param(d, &p.kind))
+        .collect();
+    let (b, reprs) = body(cx, f, params, lparams, true)?;
+    let nested = nested_fns(cx)?;
+    let (ts, pat) = temps("y", 2 * n_out);
+    let vals: Vec<TokenStream> = ts.iter().zip(&reprs).map(|(t, r)| owned(t, *r)).collect();
+    let y = nest(&sig.out, &mut vals[..n_out].iter().cloned())?;
+    let dy = nest(&sig.out, &mut vals[n_out..].iter().cloned())?;
+    let decls = sig
+        .params
+        .iter()
+        .map(|p| {
+            let (n, t) = (&p.ident, &p.ty);
+            quote!(#n: #t)
+        })
+        .chain(wrt.iter().zip(&dnames).map(|(p, d)| {
+            let t = &p.ty;
+            quote!(#d: #t)
+        }));
+    let o = out_ty(&sig.out);
+    let (vis, fname) = (&sig.vis, &sig.ident);
+    let name = crate::names::jvp(fname);
+    let doc = format!(
+        " Forward-mode derivative of [`{fname}`]: returns `({fname}(..), tangent)`, the primal \
+         result and its directional derivative along the tangents `d_*` of the differentiated \
+         parameters."
+    );
+    let allows = allows();
+    Ok(quote! {
+        #[doc = #doc]
+        #allows
+        #vis fn #name(#(#decls),*) -> (#o, #o) {
+            #nested
+            let #pat = #b;
+            (#y, #dy)
+        }
+    })
+}
+
+/// `f_vjp(x.., ct) -> (y, cotangents)`.
+fn f_vjp(input: &Input, cx: &Ctx) -> R<TokenStream> {
+    let sig = input.sig;
+    let d = input.user;
+    let fwd = func(cx.prog, &d.names.fwd)?;
+    let lin_t = func(cx.prog, &d.names.lin_t)?;
+    let wrt: Vec<&Param> = sig.wrt_params().collect();
+    let n_out = sig.out.ir_tys().len();
+    let n_res = fwd.body.results.len();
+    check(
+        fwd.params.len() == sig.params.len() && d.n_results == n_out,
+        || format!("`{}` does not match the signature", fwd.name),
+    )?;
+    check(
+        lin_t.params.len() == n_res - n_out
+            && lin_t.lin_params.len() == n_out
+            && lin_t.body.lin_results.len() == wrt.len()
+            && lin_t.body.results.is_empty(),
+        || {
+            format!(
+                "`{}` does not match `{}` and the signature",
+                lin_t.name, fwd.name
+            )
+        },
+    )?;
+    let params: Vec<_> = sig
+        .params
+        .iter()
+        .map(|p| convert_param(&p.ident, &p.kind))
+        .collect();
+    let (fb, freprs) = body(cx, fwd, params, vec![], true)?;
+    let (ys, ypat) = temps("y", n_res);
+    let mut leaves = vec![];
+    let ct_pat = out_pattern(&sig.out, &mut leaves);
+    let resid: Vec<(TokenStream, Repr)> = ys[n_out..]
+        .iter()
+        .zip(&freprs[n_out..])
+        .map(|(t, r)| (quote!(#t), *r))
+        .collect();
+    let cts: Vec<(TokenStream, Repr)> = leaves
+        .iter()
+        .map(|(n, arr)| {
+            if *arr {
+                (quote!(#n.view()), Repr::View)
+            } else {
+                (quote!(#n), Repr::Val)
+            }
+        })
+        .collect();
+    let (tb, treprs) = body(cx, lin_t, resid, cts, true)?;
+    let nested = nested_fns(cx)?;
+    let (cs, cpat) = temps("c", wrt.len());
+    let yv: Vec<TokenStream> = ys[..n_out]
+        .iter()
+        .zip(&freprs)
+        .map(|(t, r)| owned(t, *r))
+        .collect();
+    let y = nest(&sig.out, &mut yv.into_iter())?;
+    let cv: Vec<TokenStream> = cs.iter().zip(&treprs).map(|(t, r)| owned(t, *r)).collect();
+    let c = flat(&cv);
+    let ct_use = Ident::new("ct", proc_macro2::Span::call_site());
+    let ct_decl = {
+        let t = ct_ty(&sig.out);
+        quote!(#ct_use: #t)
+    };
+    let decls = sig
+        .params
+        .iter()
+        .map(|p| {
+            let (n, t) = (&p.ident, &p.ty);
+            quote!(#n: #t)
+        })
+        .chain([ct_decl]);
+    let o = out_ty(&sig.out);
+    let ctys: Vec<TokenStream> = wrt.iter().map(|p| tangent_ty(p)).collect();
+    let ct_ret = flat(&ctys);
+    let (vis, fname) = (&sig.vis, &sig.ident);
+    let name = crate::names::vjp(fname);
+    let doc = format!(
+        " Reverse-mode derivative of [`{fname}`]: returns `({fname}(..), cotangents)`, the \
+         primal result and the cotangents (vector-Jacobian product with `ct`) of the \
+         differentiated parameters, in order (a bare value for one parameter)."
+    );
+    let allows = allows();
+    Ok(quote! {
+        #[doc = #doc]
+        #allows
+        #vis fn #name(#(#decls),*) -> (#o, #ct_ret) {
+            #nested
+            let #ypat = #fb;
+            let #ct_pat = #ct_use;
+            let #cpat = #tb;
+            (#y, #c)
+        }
+    })
+}
+
+/// `__linad_f_primal`, `__linad_f_jvp`, `__linad_f_lin`, `__linad_f_lin_t`.
+fn hidden_blocks(input: &Input, cx: &Ctx) -> R<TokenStream> {
+    let sig = input.sig;
+    let d = input.all;
+    let (vis, fname) = (&sig.vis, &sig.ident);
+    let allows = allows();
+    let mut out = TokenStream::new();
+    let mut item = |b: Hidden,
+                    doc: String,
+                    decls: Vec<TokenStream>,
+                    ret: TokenStream,
+                    body: TokenStream,
+                    nested: TokenStream| {
+        let name = hidden(fname, b);
+        out.extend(quote! {
+            #[doc = #doc]
+            #[doc(hidden)]
+            #allows
+            #vis fn #name(#(#decls),*) -> #ret {
+                #nested
+                #body
+            }
+        });
+    };
+
+    // The primal.
+    let primal = func(cx.prog, &input.lowered.name)?;
+    let ptys = primal.param_tys();
+    let (pdecls, pbinds) = canonical_params(ptys.iter(), "x");
+    let (b, _) = body(cx, primal, pbinds.clone(), vec![], false)?;
+    let nested = nested_fns(cx)?;
+    item(
+        Hidden::Primal,
+        format!(
+            " [`{fname}`] with the canonical signature (building block for callers' derivatives)."
+        ),
+        pdecls.clone(),
+        result_ty(primal),
+        b,
+        nested,
+    );
+
+    // Forward mode.
+    let jvp = func(cx.prog, &d.names.jvp)?;
+    let (tdecls, tbinds) = canonical_params(jvp.lin_params.iter().map(|v| jvp.vars.ty(*v)), "dx");
+    let (b, _) = body(cx, jvp, pbinds.clone(), tbinds.clone(), false)?;
+    let nested = nested_fns(cx)?;
+    item(
+        Hidden::Jvp,
+        format!(
+            " Forward mode of [`{fname}`] in every differentiable parameter (canonical signature)."
+        ),
+        pdecls.iter().chain(&tdecls).cloned().collect(),
+        result_ty(jvp),
+        b,
+        nested,
+    );
+
+    // Linear and transposed linear maps, recomputing the primal.
+    let fwd = func(cx.prog, &d.names.fwd)?;
+    let n_out = d.n_results;
+    let n_res = fwd.body.results.len();
+    let (fb, freprs) = body(cx, fwd, pbinds.clone(), vec![], true)?;
+    let (ys, _) = temps("y", n_res);
+    let pats: Vec<TokenStream> = ys
+        .iter()
+        .enumerate()
+        .map(|(k, y)| if k < n_out { quote!(_) } else { quote!(#y) })
+        .collect();
+    let ypat = flat(&pats);
+    let resid: Vec<(TokenStream, Repr)> = ys[n_out..]
+        .iter()
+        .zip(&freprs[n_out..])
+        .map(|(t, r)| (quote!(#t), *r))
+        .collect();
+
+    let lin = func(cx.prog, &d.names.lin)?;
+    let (lb, _) = body(cx, lin, resid.clone(), tbinds, false)?;
+    let nested = nested_fns(cx)?;
+    item(
+        Hidden::Lin,
+        format!(" The linear map (Jacobian-vector product) of [`{fname}`] at a point, recomputing the primal."),
+        pdecls.iter().chain(&tdecls).cloned().collect(),
+        result_ty(lin),
+        quote!(let #ypat = #fb; #lb),
+        nested,
+    );
+
+    let lin_t = func(cx.prog, &d.names.lin_t)?;
+    let (cdecls, cbinds) =
+        canonical_params(lin_t.lin_params.iter().map(|v| lin_t.vars.ty(*v)), "ct");
+    let (fb, _) = body(cx, fwd, pbinds, vec![], true)?;
+    let (tb, _) = body(cx, lin_t, resid, cbinds, false)?;
+    let nested = nested_fns(cx)?;
+    item(
+        Hidden::LinT,
+        format!(" The transposed linear map (vector-Jacobian product) of [`{fname}`] at a point, recomputing the primal."),
+        pdecls.iter().chain(&cdecls).cloned().collect(),
+        result_ty(lin_t),
+        quote!(let #ypat = #fb; #tb),
+        nested,
+    );
+    Ok(out)
+}
+
+/// IR functions as standalone public functions with the canonical signature
+/// (plus the nested functions and support module they need).
+#[cfg(test)]
+pub fn standalone(
+    prog: &Program,
+    fns: &[&str],
+    callees: &[crate::lower::Callee],
+) -> R<TokenStream> {
+    let support = ident("__linad_test_support");
+    let cx = Ctx::new(prog, callees, support.clone());
+    let mut out = TokenStream::new();
+    for name in fns {
+        let f = func(prog, name)?;
+        let (decls, params) = canonical_params(f.params.iter().map(|v| f.vars.ty(*v)), "x");
+        let (ldecls, lparams) = canonical_params(f.lin_params.iter().map(|v| f.vars.ty(*v)), "dx");
+        let (b, _) = body(&cx, f, params, lparams, false)?;
+        let nested = nested_fns(&cx)?;
+        let ret = result_ty(f);
+        let n = names::internal_fn(name);
+        let allows = allows();
+        let all = decls.iter().chain(&ldecls);
+        out.extend(quote!(#allows pub fn #n(#(#all),*) -> #ret { #nested #b }));
+    }
+    if cx.used_support.get() {
+        out.extend(super::support::module(&support));
+    }
+    Ok(out)
+}
