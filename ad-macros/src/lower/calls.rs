@@ -74,7 +74,10 @@ impl Lowerer<'_> {
         let span = span_of(c);
         // `f64::sin(x)`
         if let [.., "f64", m] = segs_ref.as_slice() {
-            if segs.len() == 2 || segs_ref[0] == "std" || segs_ref[0] == "core" {
+            if segs.len() == 2
+                || segs_ref[..segs.len() - 2] == ["std", "primitive"]
+                || segs_ref[..segs.len() - 2] == ["core", "primitive"]
+            {
                 if !is_f64_method(m) {
                     let name = &p.path.segments.last()?.ident;
                     let _ = self.f64_method(name, Val::f64(0.0), vec![], span);
@@ -380,3 +383,138 @@ pub fn callee_tokens(c: &syn::ExprCall) -> proc_macro2::TokenStream {
 
 #[allow(dead_code)]
 fn _unused(_: IntTy) {}
+
+#[cfg(test)]
+mod tests {
+    use crate::lower::testutil::*;
+    use ad_core_ir::types::Ty;
+
+    fn callee<'l>(l: &'l crate::lower::Lowered, name: &str) -> &'l crate::lower::Callee {
+        l.callees
+            .iter()
+            .find(|c| c.ir_name == name)
+            .expect("callee")
+    }
+
+    #[test]
+    fn differentiable_and_constant_callees() {
+        let l = differentiates(
+            "fn f(x: f64, w: &Array1<f64>, n: usize) -> f64 {
+                let a = g(x, w);
+                let (b, c): (f64, Array1<f64>) = m::h((x, 2.0), n);
+                let k: usize = count(n, 3);
+                let s = scale(n as f64);
+                a + b + c.sum() + k as f64 * s + g(a, w)
+            }",
+        );
+        assert_eq!(l.callees.len(), 4);
+        assert!(callee(&l, "g").differentiable);
+        assert!(callee(&l, "m::h").differentiable);
+        assert!(!callee(&l, "count").differentiable);
+        assert!(!callee(&l, "scale").differentiable);
+        let h = l.program.func("m::h").unwrap();
+        assert_eq!(h.param_tys(), [Ty::Tuple(vec![Ty::F64, Ty::F64]), Ty::I64]);
+        assert_eq!(ad_core_ir::typing::func_sig(h).2, [Ty::F64, Ty::f64s(1)]);
+        let rust: Vec<String> = callee(&l, "m::h")
+            .result_tys
+            .iter()
+            .map(|t| quote::ToTokens::to_token_stream(t).to_string())
+            .collect();
+        assert_eq!(rust, ["f64", "Array1 < f64 >"]);
+        let count = callee(&l, "count");
+        assert_eq!(
+            quote::ToTokens::to_token_stream(&count.result_tys[0]).to_string(),
+            "usize"
+        );
+        assert_eq!(
+            quote::ToTokens::to_token_stream(&callee(&l, "scale").result_tys[0]).to_string(),
+            "f64"
+        );
+        assert!(l.program.func("g__lin_t").is_some());
+    }
+
+    #[test]
+    fn taint_flows_through_loops_branches_and_closures() {
+        // `s` starts constant and becomes dependent in the loop; `t` only
+        // through a branch; `u` through a map closure capturing `x`.
+        let l = differentiates(
+            "fn f(x: f64, n: usize, w: &Array1<f64>) -> f64 {
+                let mut s = 0.0;
+                for i in 0..n { s = s + x; }
+                let mut t = 1.0;
+                if n > 2 { t = x; }
+                let u = Array1::from_shape_fn(n, |i| x * i as f64).sum();
+                let c = 2.0 * n as f64;
+                a(s) + b(t) + cc(u) + d(c) + e(w.len() as f64)
+            }",
+        );
+        for (name, diff) in [
+            ("a", true),
+            ("b", true),
+            ("cc", true),
+            ("d", false),
+            ("e", false),
+        ] {
+            assert_eq!(callee(&l, name).differentiable, diff, "{name}");
+        }
+    }
+
+    #[test]
+    fn calls_run_in_the_interpreter() {
+        // With the callee's lowered body inserted, the caller computes the
+        // same as Rust.
+        both! {
+            fn f(x: f64, y: f64) -> f64 {
+                let a = g(x, y);
+                a * g(y, x)
+            }
+        }
+        fn g(x: f64, y: f64) -> f64 {
+            x.sin() * y
+        }
+        let mut l = lowered(SRC);
+        let g_ir = lowered("fn g(x: f64, y: f64) -> f64 { x.sin() * y }");
+        l.program.externs.retain(|e| e.name != "g");
+        l.program
+            .funcs
+            .insert(0, g_ir.program.func("g").unwrap().clone());
+        assert_eq!(run_lowered(&l, &[fv(0.3), fv(1.7)]), [fv(f(0.3, 1.7))]);
+    }
+
+    #[test]
+    fn refusals() {
+        refuses(
+            "fn f(x: f64, w: &Array1<f64>) -> f64 { let s = g(w.len(), &Array1::zeros(3)); x * s }",
+            "calls of functions that are not #[differentiable] may only take scalar arguments (`f64`, integers, `bool`): no argument of `g` depends on a differentiable parameter",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { let a = g(x); let b: f64 = g(x, x); a + b }",
+            "`g` is called here with types `(f64, f64) -> (f64)` but with `(f64) -> (f64)` at an earlier call",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { let k: usize = g(x); x }",
+            "`g` receives values that depend on differentiable parameters, so it must be a #[differentiable] function",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { f(x) }",
+            "recursive calls are not supported",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { g::<f64>(x) }",
+            "generic arguments on function calls are not supported",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { (x.sin)(x) }",
+            "only calls of functions by name are supported",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { g(|y| y) }",
+            "closures are only supported as the argument of",
+        );
+        refuses("fn f(x: f64, n: usize) -> f64 { g((x, n)) }", "arguments of function calls must be `f64`, integers, `bool`, tuples of `f64` or arrays, found `(f64, usize)`");
+        refuses(
+            "fn f(x: f64) -> f64 { Some(x).unwrap() }",
+            "`Some` is not supported here",
+        );
+    }
+}

@@ -95,7 +95,10 @@ impl Lowerer<'_> {
                     let ty = if s.is_empty() {
                         IntTy::Lit
                     } else {
-                        IntTy::from_name(s)?
+                        match IntTy::from_name(s) {
+                            Some(t) => t,
+                            None => return self.fail(l, format!("`{s}` is not supported: use `i64`, `usize` or another integer type of at most 64 bits")),
+                        }
                     };
                     match i.base10_parse::<i64>() {
                         Ok(x) => Some(Val::Scalar(Atom::I64(x), Elem::Int(ty))),
@@ -249,4 +252,145 @@ pub fn shown(node: &dyn ToTokens) -> String {
 /// `span_of` for expressions (re-exported for the other files).
 pub fn espan(e: &dyn ToTokens) -> proc_macro2::Span {
     span_of(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::lower::testutil::*;
+
+    #[test]
+    fn literals_and_constants() {
+        both! {
+            fn f(x: f64) -> f64 {
+                let a = 1e-3 + 2.5f64 + 3f64 + 0x10 as f64 + 1_000usize as f64;
+                let b = std::f64::consts::PI + std::f64::consts::E + core::f64::consts::LN_2 + std::f64::consts::FRAC_PI_4;
+                let c = if x > f64::NEG_INFINITY && x < f64::INFINITY { f64::EPSILON } else { f64::MAX };
+                let d = (i64::MAX - i64::MAX + i16::MIN as i64 - u8::MIN as i64) as f64;
+                x * (a + b + c) + d + if true { 1.0 } else { 0.0 }
+            }
+        }
+        for x in [0.3, -2.0] {
+            check(SRC, &[fv(x)], &[fv(f(x))]);
+        }
+    }
+
+    #[test]
+    fn references_and_derefs_are_identities() {
+        both! {
+            fn f(x: f64) -> f64 {
+                let r = &x;
+                let y = *r * 2.0;
+                let t = &(y, x);
+                t.0 + (*t).1
+            }
+        }
+        check(SRC, &[fv(0.7)], &[fv(f(0.7))]);
+    }
+
+    #[test]
+    fn refusals() {
+        refuses(
+            "fn f(x: f64) -> f64 { let y = &mut 2.0; x }",
+            "mutable references (`&mut`) are not supported",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { unsafe { x } }",
+            "`unsafe` blocks are not supported",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { let p = P { x }; x }",
+            "struct literals are not supported",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { let r = 0..3; x }",
+            "ranges are only supported in `for i in a..b` loops and iterator chains",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { let y = g(x)?; y }",
+            "the `?` operator is not supported",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { let a = [x, x]; x }",
+            "array literals are not supported",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { let s = \"a\"; x }",
+            "only numeric and boolean literals are supported",
+        );
+        refuses("fn f(x: f64) -> f64 { x * SCALE }", "`SCALE` is not supported: #[differentiable] functions can only read their parameters, their local variables and `f64` constants");
+        refuses(
+            "fn f(x: f64) -> f64 { x * std::f64::consts::TAUX }",
+            "`std::f64::consts::TAUX` is not supported",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { x * y }",
+            "cannot find value `y` in this scope",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { x.field }",
+            "no field `field` on type `f64`: structs are not supported",
+        );
+        refuses(
+            "fn f(p: (f64, f64)) -> f64 { p.2 }",
+            "no field `2` on type `(f64, f64)`",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { 2.5f32 as f64 }",
+            "`f32` is not supported",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { async { x }; x }",
+            "`async` and `.await` are not supported",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { x * 99999999999999999999 as f64 }",
+            "integer literal out of range",
+        );
+    }
+
+    #[test]
+    fn every_error_of_a_function_is_reported() {
+        let es = errors(
+            "fn f(x: f64, n: usize) -> f64 {
+            let a = x + n;
+            while x > 0.0 { }
+            println!(\"{}\", x);
+            let b = x.floor();
+            let c = match n { _ => 1.0 };
+            x
+        }",
+        );
+        assert_eq!(es.len(), 5, "{es:#?}");
+    }
+
+    #[test]
+    fn no_panic_on_odd_input() {
+        // Odd but parseable input must give errors, never a panic.
+        for src in [
+            "fn f(x: f64) -> f64 { x.0 }",
+            "fn f(x: f64) -> f64 { let (a, ..) = (x, x); a }",
+            "fn f(x: f64) -> f64 { for i in 0..3 { i } x }",
+            "fn f(x: f64) -> f64 { x[0] }",
+            "fn f(x: f64) -> f64 { Array1::zeros(()).sum() }",
+            "fn f(x: f64) -> f64 { Array1::from_shape_fn(3, x).sum() }",
+            "fn f(x: f64) -> f64 { (0..3).map(|i| i).sum::<f64>() }",
+            "fn f(x: f64) -> f64 { ().0 }",
+            "fn f(x: f64) -> f64 { let mut t = (x, x); t.5 = 1.0; x }",
+            "fn f(x: f64) -> f64 { x.sin; x }",
+            "fn f(x: f64, n: usize) -> f64 { n += 1; x }",
+            "fn f(x: f64) -> f64 { let a = 1 + 2u8 + 3usize; x }",
+            "fn f(x: f64) -> f64 { <f64 as Foo>::bar(x) }",
+            "fn f(x: f64) -> f64 { (|y| y)(x) }",
+            "fn f(x: f64) -> f64 { x.iter().sum() }",
+            "fn f(w: &Array1<f64>) -> f64 { w.iter().zip(3).sum::<f64>() }",
+            "fn f(w: &Array1<f64>) -> f64 { w.iter().enumerate().enumerate().count() as f64 }",
+            "fn f(w: &Array2<f64>) -> f64 { w.row(0.0).sum() }",
+            "fn f(w: &Array1<f64>) -> f64 { w[[0, 1]] }",
+            "fn f(w: &Array1<f64>) -> f64 { let mut v = w.to_owned(); v[0] = (1.0, 2.0); v.sum() }",
+            "fn f(w: &Array1<f64>) -> f64 { let mut v = w.to_owned(); v[[0, 1]] += 1.0; v.sum() }",
+            "fn f(x: f64) -> f64 { let a = 1u128; x }",
+        ] {
+            assert!(try_lower(src).is_err(), "{src}");
+        }
+    }
 }

@@ -498,3 +498,133 @@ impl Lowerer<'_> {
         Some(init.rebuild(&mut outs.into_iter().map(Atom::Var)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::lower::testutil::*;
+    use ad_core_ir::interp::Value;
+
+    #[test]
+    fn map_sum_zip_and_product() {
+        let src = "fn f(a: &Array1<f64>, b: &Array1<f64>, m: &Array2<f64>) -> f64 {
+            let s1 = a.iter().map(|x| x * x).sum::<f64>();
+            let s2: f64 = a.iter().zip(b.iter()).map(|(x, y)| x * y).sum();
+            let s3 = a.iter().zip(b).zip(a.iter()).map(|((x, y), &z)| x * y * z).sum::<f64>();
+            let s4 = m.iter().map(|&x| x.exp()).sum::<f64>() + m.iter().sum::<f64>();
+            let s5 = b.iter().product::<f64>();
+            s1 + s2 + s3 + s4 + s5 + a.iter().count() as f64
+        }";
+        let (a, b) = ([0.5, -1.0, 2.0], [1.0, 2.0, -3.0]);
+        let mm = [0.1, 0.2, 0.3, 0.4];
+        let s1: f64 = a.iter().map(|x| x * x).sum();
+        let s2: f64 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+        let s3: f64 = a.iter().zip(&b).zip(&a).map(|((x, y), z)| x * y * z).sum();
+        let s4: f64 = mm.iter().map(|x: &f64| x.exp()).sum::<f64>() + mm.iter().sum::<f64>();
+        let s5: f64 = b.iter().product();
+        check(
+            src,
+            &[v1(&a), v1(&b), Value::f64s(&[2, 2], mm.to_vec())],
+            &[fv(s1 + s2 + s3 + s4 + s5 + 3.0)],
+        );
+    }
+
+    #[test]
+    fn ranges_enumerate_and_rev() {
+        let src = "fn f(a: &Array1<f64>, x: f64, n: usize) -> (f64, Array1<f64>) {
+            let s1 = (0..n).map(|i| x.powi(i as i32)).sum::<f64>();
+            let s2 = (1..=n).rev().map(|i| i as f64 * x).sum::<f64>();
+            let s3 = a.iter().enumerate().map(|(i, &v)| v * i as f64).sum::<f64>();
+            let c: Array1<f64> = a.iter().rev().map(|v| v * x).collect();
+            (s1 + s2 + s3, c)
+        }";
+        let (a, x, n) = ([0.5, -1.0, 2.0], 0.8f64, 4usize);
+        let s1: f64 = (0..n).map(|i| x.powi(i as i32)).sum();
+        let s2: f64 = (1..=n).rev().map(|i| i as f64 * x).sum();
+        let s3: f64 = a.iter().enumerate().map(|(i, v)| v * i as f64).sum();
+        let c: Vec<f64> = a.iter().rev().map(|v| v * x).collect();
+        check(
+            src,
+            &[v1(&a), fv(x), iv(n as i64)],
+            &[fv(s1 + s2 + s3), v1(&c)],
+        );
+    }
+
+    #[test]
+    fn folds() {
+        let src = "fn f(a: &Array1<f64>, b: &Array1<f64>, x: f64) -> f64 {
+            let mx = a.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let mn = a.iter().copied().fold(f64::INFINITY, f64::min);
+            let m2 = b.iter().cloned().fold(x, f64::max);
+            let h = a.iter().fold(0.0, |acc, &v| acc * x + v);
+            let (p, q) = a.iter().zip(b.iter()).fold((1.0, 0.0), |(p, q), (u, w)| (p * u, q + u * w));
+            let r = (0..3).rev().fold(x, |acc, i| acc * acc + i as f64);
+            let t = a.iter().map(|v| v.sin()).fold(0.0, |acc, v| acc + v * v);
+            let e = a.fold(0.0, |acc, v| acc + v);
+            mx + mn + m2 + h + p + q + r + t + e
+        }";
+        let (a, b, x) = ([0.5, -1.0, 2.0], [1.0, 2.0, -3.0], 0.3f64);
+        let mx = a.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let mn = a.iter().cloned().fold(f64::INFINITY, f64::min);
+        let m2 = b.iter().cloned().fold(x, f64::max);
+        let h = a.iter().fold(0.0, |acc, &v| acc * x + v);
+        let (p, q) = a
+            .iter()
+            .zip(b.iter())
+            .fold((1.0, 0.0), |(p, q), (u, w)| (p * u, q + u * w));
+        let r = (0..3).rev().fold(x, |acc, i| acc * acc + i as f64);
+        let t = a
+            .iter()
+            .map(|v: &f64| v.sin())
+            .fold(0.0, |acc, v| acc + v * v);
+        let e: f64 = a.iter().sum();
+        check(
+            src,
+            &[v1(&a), v1(&b), fv(x)],
+            &[fv(mx + mn + m2 + h + p + q + r + t + e)],
+        );
+    }
+
+    #[test]
+    fn refusals() {
+        refuses(
+            "fn f(a: &Array1<f64>) -> f64 { let it = a.iter(); 1.0 }",
+            "iterators must be consumed in the expression that creates them",
+        );
+        refuses(
+            "fn f(a: &Array1<f64>) -> f64 { a.iter().filter(|x| **x > 0.0).sum::<f64>() }",
+            "`filter` is not supported",
+        );
+        refuses(
+            "fn f(a: &Array1<f64>) -> f64 { *a.iter().max().unwrap() }",
+            "`max` is not supported on iterators: use `.fold(f64::NEG_INFINITY, f64::max)`",
+        );
+        refuses(
+            "fn f(a: &Array1<f64>) -> f64 { a.iter().zip(a.iter()).sum::<f64>() }",
+            "the items of a `zip` are pairs",
+        );
+        refuses(
+            "fn f(a: &Array1<f64>) -> f64 { a.iter().fold(0.0, |acc, x| (acc, x)) }",
+            "the closure of `fold` returns `(f64, f64)` for an accumulator of type `f64`",
+        );
+        refuses(
+            "fn f(a: &Array1<f64>) -> f64 { a.iter().map(f64::sin).sum::<f64>() }",
+            "`map` takes a closure here",
+        );
+        refuses(
+            "fn f(a: &Array1<f64>) -> f64 { a.iter().fold(0.0, f64::powf) }",
+            "`fold` takes a closure",
+        );
+        refuses(
+            "fn f(a: &Array1<f64>) -> f64 { a.iter().map(|x, y| x).sum::<f64>() }",
+            "this closure must take 1 parameter here, found 2",
+        );
+        refuses(
+            "fn f(a: &Array1<f64>) -> f64 { a.iter().frob() }",
+            "no iterator method `frob` is supported",
+        );
+        refuses(
+            "fn f(a: &Array2<f64>) -> f64 { a.iter().fold(0.0, |s, x| s + x) }",
+            "`fold` is supported over one-dimensional arrays and ranges only",
+        );
+    }
+}

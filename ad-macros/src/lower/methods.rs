@@ -9,7 +9,6 @@ use super::types::Elem;
 use super::val::Val;
 use ad_core_ir::ir::{Atom, Prim};
 use proc_macro2::Span;
-use quote::ToTokens;
 
 const F64_METHODS: &str = "sin, cos, tan, exp, ln, log2, log10, sqrt, abs, tanh, sinh, cosh, atan, exp_m1, ln_1p, recip, powi, powf, atan2, hypot, max, min, mul_add, sin_cos, exp2, log, clamp, to_degrees, to_radians";
 
@@ -284,7 +283,92 @@ pub fn is_f64_method(name: &str) -> bool {
         .contains(&name)
 }
 
-/// Tokens for a spanned error on a method name.
-pub fn method_node(m: &syn::ExprMethodCall) -> &dyn ToTokens {
-    &m.method
+#[cfg(test)]
+mod tests {
+    use crate::lower::testutil::*;
+
+    #[test]
+    fn f64_methods() {
+        both! {
+            fn f(x: f64, y: f64) -> f64 {
+                let a = x.sin() + x.cos() + x.tan() + x.exp() + y.ln() + y.log2() + y.log10() + y.sqrt();
+                let b = x.abs() + x.tanh() + x.sinh() + x.cosh() + x.atan() + x.exp_m1() + y.ln_1p() + y.recip();
+                let c = x.powi(3) + y.powf(x) + x.atan2(y) + x.hypot(y) + x.max(y) + x.min(y) + x.mul_add(y, 2.0);
+                let (s, co) = x.sin_cos();
+                let d = s * co + x.exp2() + y.log(3.0) + x.clamp(-0.5, 0.5) + x.to_degrees() + y.to_radians();
+                a + b + c + d
+            }
+        }
+        for (x, y) in [(0.3, 1.2), (-0.7, 2.5)] {
+            check(SRC, &[fv(x), fv(y)], &[fv(f(x, y))]);
+        }
+    }
+
+    #[test]
+    fn associated_function_forms() {
+        both! {
+            fn f(x: f64, y: f64, n: usize, k: i64) -> f64 {
+                let m = usize::max(n, 2) + std::cmp::min(n, 1) + n.max(3) + n.min(0);
+                let j = k.abs() + i64::min(k, 0) + k.pow(2);
+                f64::sin(x) + f64::powi(y, 2) + f64::max(x, y) + f64::hypot(x, y)
+                    + f64::mul_add(x, y, 1.0) + (m as f64) + (j as f64)
+            }
+        }
+        for (x, y, n, k) in [(0.3, 1.2, 4usize, -3i64), (1.7, -2.5, 0, 2)] {
+            check(
+                SRC,
+                &[fv(x), fv(y), iv(n as i64), iv(k)],
+                &[fv(f(x, y, n, k))],
+            );
+        }
+    }
+
+    #[test]
+    fn refusals() {
+        refuses(
+            "fn f(x: f64) -> f64 { x.floor() }",
+            "`floor` is not supported: it is piecewise constant",
+        );
+        refuses("fn f(x: f64) -> f64 { x.frobnicate() }", "no method `frobnicate` on `f64` is supported in #[differentiable] functions; supported: sin, cos");
+        refuses(
+            "fn f(x: f64) -> f64 { f64::frobnicate(x) }",
+            "no method `frobnicate` on `f64` is supported",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { x.powi(2.0) }",
+            "mismatched types: expected `i32`, found `f64`",
+        );
+        refuses(
+            "fn f(x: f64, n: usize) -> f64 { x.powf(n) }",
+            "mismatched types: expected `f64`, found `usize`",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { x.sin(2.0) }",
+            "this method takes 0 arguments but 1 argument was supplied",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { x.atan2() }",
+            "this method takes 1 argument but 0 arguments were supplied",
+        );
+        refuses(
+            "fn f(x: f64, n: usize) -> f64 { n.count_ones() as f64 }",
+            "no method `count_ones` on `usize` is supported",
+        );
+        refuses(
+            "fn f(x: f64, n: usize) -> f64 { n.pow(n as u32) as f64 }",
+            "`pow` of integers is supported with a literal exponent up to 16",
+        );
+        refuses(
+            "fn f(x: f64, b: bool) -> f64 { b.then(|| x); x }",
+            "no method `then` on `bool` is supported",
+        );
+        refuses(
+            "fn f(x: f64, n: usize) -> f64 { n.max(x) as f64 }",
+            "mismatched types: expected `usize`, found `f64`",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { f64::sin(2) }",
+            "mismatched types: expected `f64`, found `{integer}`",
+        );
+    }
 }

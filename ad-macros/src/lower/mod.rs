@@ -137,6 +137,12 @@ pub fn lower(item: &syn::ItemFn, sig: &Signature) -> Result<Lowered, Vec<syn::Er
         calls,
         ..
     } = lw;
+    if results.is_none() && errors.is_empty() {
+        errors.push(syn::Error::new(
+            span,
+            "linad internal compiler error (please report it): this expression failed to lower without a diagnostic",
+        ));
+    }
     let results = results.unwrap_or_default();
     let func = b.finish(results, vec![]);
     let (decls, callees, call_errors) = calls::finish(&func, &seeds, &calls);

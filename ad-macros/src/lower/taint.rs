@@ -1,31 +1,60 @@
 //! Taint analysis: which IR variables depend on the differentiable
 //! parameters. It decides whether a called function is differentiated
 //! (`calls.rs`). Dependence flows through operands, branch results, loop
-//! and fold state (to a fixpoint) and the bodies of maps and builds.
+//! and fold state (to a fixpoint) and the bodies of maps and builds; only
+//! variables of differentiable types (`f64`, `f64` arrays, tuples with
+//! those) are tainted: an integer or a boolean computed from a
+//! differentiable value (a shape, a comparison) carries no derivative.
 
-use ad_core_ir::ir::{Atom, Block, Expr, Func, Var};
+use ad_core_ir::ir::{Atom, Block, Expr, Func, Var, VarTable};
 use ad_core_ir::visit::{for_each_operand, free_vars_block};
 use std::collections::HashSet;
 
 /// The variables of `f` that depend on `seeds`.
 pub fn tainted(f: &Func, seeds: &[Var]) -> HashSet<Var> {
-    let mut t: HashSet<Var> = seeds.iter().copied().collect();
+    let mut t = Taint {
+        set: seeds.iter().copied().collect(),
+        vars: &f.vars,
+    };
     // Each pass only adds variables; iterate to the fixpoint (loop state
     // that becomes tainted in a later iteration of the analysis).
     loop {
-        let before = t.len();
+        let before = t.set.len();
         block(&f.body, &mut t);
-        if t.len() == before {
-            return t;
+        if t.set.len() == before {
+            return t.set;
         }
     }
 }
 
-fn is(t: &HashSet<Var>, a: &Atom) -> bool {
+struct Taint<'f> {
+    set: HashSet<Var>,
+    vars: &'f VarTable,
+}
+
+impl Taint<'_> {
+    fn insert(&mut self, v: Var) {
+        if self.vars.ty(v).is_differentiable() {
+            self.set.insert(v);
+        }
+    }
+
+    fn contains(&self, v: &Var) -> bool {
+        self.set.contains(v)
+    }
+
+    fn extend(&mut self, vs: impl IntoIterator<Item = Var>) {
+        for v in vs {
+            self.insert(v);
+        }
+    }
+}
+
+fn is(t: &Taint, a: &Atom) -> bool {
     matches!(a, Atom::Var(v) if t.contains(v))
 }
 
-fn block(b: &Block, t: &mut HashSet<Var>) {
+fn block(b: &Block, t: &mut Taint) {
     for s in &b.stmts {
         let mut any = false;
         for_each_operand(&s.expr, &mut |a| any |= is(t, a), &mut |_| {});
@@ -113,7 +142,7 @@ fn block(b: &Block, t: &mut HashSet<Var>) {
     }
 }
 
-fn results(b: &Block, binds: &[Var], t: &mut HashSet<Var>) {
+fn results(b: &Block, binds: &[Var], t: &mut Taint) {
     for (r, v) in b.results.iter().zip(binds) {
         if is(t, r) {
             t.insert(*v);
