@@ -420,8 +420,9 @@ impl Lowerer<'_> {
             return self.fail(
                 &cl.inputs,
                 format!(
-                    "this closure takes {} parameters here, found {}",
+                    "this closure must take {} parameter{} here, found {}",
                     args.len(),
+                    if args.len() == 1 { "" } else { "s" },
                     cl.inputs.len()
                 ),
             );

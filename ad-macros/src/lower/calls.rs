@@ -21,7 +21,6 @@ use super::Callee;
 use ad_core_ir::ir::{Atom, Call, Expr, Func, Stmt, Var};
 use ad_core_ir::types::Ty;
 use proc_macro2::Span;
-use quote::ToTokens;
 
 /// One call of another function, as lowered.
 #[derive(Clone, Debug)]
@@ -290,21 +289,19 @@ fn leaf_types(t: &syn::Type) -> Vec<syn::Type> {
     }
 }
 
+/// Extern declarations `(name, parameter types, result types)`.
+pub type Decls = Vec<(String, Vec<Ty>, Vec<Ty>)>;
+
+/// What [`finish`] returns: declarations, callees and errors.
+pub type Finished = (Decls, Vec<Callee>, Vec<syn::Error>);
+
 /// After lowering: the extern declarations `(name, params, results)`, the
 /// callees, and the errors of calls (inconsistent types, constant calls
 /// with array arguments, differentiable callees with integer results).
-pub fn finish(
-    func: &Func,
-    seeds: &[Var],
-    sites: &[CallSite],
-) -> (
-    Vec<(String, Vec<Ty>, Vec<Ty>)>,
-    Vec<Callee>,
-    Vec<syn::Error>,
-) {
+pub fn finish(func: &Func, seeds: &[Var], sites: &[CallSite]) -> Finished {
     let tainted = super::taint::tainted(func, seeds);
     let is_tainted = |a: &Atom| matches!(a, Atom::Var(v) if tainted.contains(v));
-    let mut decls: Vec<(String, Vec<Ty>, Vec<Ty>)> = vec![];
+    let mut decls: Decls = vec![];
     let mut callees: Vec<Callee> = vec![];
     let mut errors = vec![];
     let mut firsts: Vec<&CallSite> = vec![];
@@ -375,14 +372,6 @@ fn show_sig(args: &[Ty], results: &[Ty]) -> String {
     let r: Vec<String> = results.iter().map(|t| t.to_string()).collect();
     format!("`({}) -> ({})`", a.join(", "), r.join(", "))
 }
-
-/// Tokens of a call's function path (for messages).
-pub fn callee_tokens(c: &syn::ExprCall) -> proc_macro2::TokenStream {
-    c.func.to_token_stream()
-}
-
-#[allow(dead_code)]
-fn _unused(_: IntTy) {}
 
 #[cfg(test)]
 mod tests {

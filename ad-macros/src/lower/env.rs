@@ -7,7 +7,6 @@
 //! Bindings live in one arena (ids are stable); scopes map names to ids.
 
 use super::val::Val;
-use proc_macro2::Span;
 
 /// One variable.
 #[derive(Clone, Debug)]
@@ -18,8 +17,6 @@ pub struct Binding {
     pub val: Val,
     /// Declared `mut`.
     pub mutable: bool,
-    /// Where it was declared.
-    pub span: Span,
 }
 
 /// Scopes of bindings.
@@ -53,13 +50,12 @@ impl Env {
 
     /// Declares a variable in the innermost scope (shadowing any other of
     /// the same name); returns its id.
-    pub fn declare(&mut self, name: &str, val: Val, mutable: bool, span: Span) -> usize {
+    pub fn declare(&mut self, name: &str, val: Val, mutable: bool) -> usize {
         let id = self.bindings.len();
         self.bindings.push(Binding {
             name: name.to_string(),
             val,
             mutable,
-            span,
         });
         self.scopes
             .last_mut()
@@ -113,10 +109,9 @@ mod tests {
     #[test]
     fn shadowing_and_scopes() {
         let mut env = Env::new();
-        let s = Span::call_site();
-        let a = env.declare("x", Val::Unit, false, s);
+        let a = env.declare("x", Val::Unit, false);
         env.push_scope();
-        let b = env.declare("x", Val::Poison, true, s);
+        let b = env.declare("x", Val::Poison, true);
         assert_eq!(env.lookup("x"), Some(b));
         env.pop_scope();
         assert_eq!(env.lookup("x"), Some(a));

@@ -2,12 +2,11 @@
 //! `f64` constants), tuples and tuple fields, references, and the refusals
 //! of every construct outside the supported subset.
 
-use super::ctx::{or_poison, span_of, Lowerer};
+use super::ctx::{or_poison, Lowerer};
 use super::errors;
 use super::types::{Elem, IntTy};
 use super::val::Val;
 use ad_core_ir::ir::Atom;
-use quote::ToTokens;
 
 impl Lowerer<'_> {
     /// Lowers an expression; a failed expression gives [`Val::Poison`].
@@ -242,16 +241,6 @@ pub fn strip(e: &syn::Expr) -> &syn::Expr {
         syn::Expr::Group(g) => strip(&g.expr),
         e => e,
     }
-}
-
-/// The tokens of a node as a short string (for messages).
-pub fn shown(node: &dyn ToTokens) -> String {
-    node.to_token_stream().to_string()
-}
-
-/// `span_of` for expressions (re-exported for the other files).
-pub fn espan(e: &dyn ToTokens) -> proc_macro2::Span {
-    span_of(e)
 }
 
 #[cfg(test)]

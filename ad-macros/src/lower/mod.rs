@@ -125,8 +125,7 @@ pub fn lower(item: &syn::ItemFn, sig: &Signature) -> Result<Lowered, Vec<syn::Er
                 _ => Val::Poison,
             },
         };
-        lw.env
-            .declare(&p.ident.to_string(), val, mutable, p.ident.span());
+        lw.env.declare(&p.ident.to_string(), val, mutable);
     }
     let (value, span) = lw.lower_fn_body(&item.block);
     let results = lw.output(&value, &sig.out, span);

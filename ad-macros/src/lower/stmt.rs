@@ -151,12 +151,8 @@ impl Lowerer<'_> {
                 if let Some((_, sub)) = &pi.subpat {
                     let _: Option<()> = self.fail(sub, errors::PATTERN);
                 }
-                self.env.declare(
-                    &pi.ident.to_string(),
-                    val,
-                    pi.mutability.is_some(),
-                    pi.ident.span(),
-                );
+                self.env
+                    .declare(&pi.ident.to_string(), val, pi.mutability.is_some());
             }
             syn::Pat::Wild(_) => {}
             syn::Pat::Paren(p) => self.bind_pat(&p.pat, val),
@@ -208,8 +204,7 @@ impl Lowerer<'_> {
         let mut n = Names(vec![]);
         syn::visit::Visit::visit_pat(&mut n, pat);
         for i in n.0 {
-            self.env
-                .declare(&i.to_string(), Val::Poison, true, i.span());
+            self.env.declare(&i.to_string(), Val::Poison, true);
         }
     }
 

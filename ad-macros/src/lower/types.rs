@@ -7,7 +7,7 @@
 //! word diagnostics as rustc would.
 
 use crate::sig::Passing;
-use ad_core_ir::types::{Scalar, Ty};
+use ad_core_ir::types::Scalar;
 use std::fmt;
 use syn::spanned::Spanned;
 
@@ -133,11 +133,6 @@ impl Elem {
         }
     }
 
-    /// Whether this is an integer type.
-    pub fn is_int(self) -> bool {
-        matches!(self, Elem::Int(_))
-    }
-
     /// The element type of a named scalar type (`f64`, `usize`, `bool`, ...).
     pub fn from_name(s: &str) -> Option<Elem> {
         match s {
@@ -169,16 +164,6 @@ pub enum RTy {
 impl RTy {
     /// `f64`.
     pub const F64: RTy = RTy::Scalar(Elem::F64);
-
-    /// The IR type, if the type has one.
-    pub fn ir(&self) -> Option<Ty> {
-        match self {
-            RTy::Scalar(e) => Some(Ty::Scalar(e.scalar())),
-            RTy::Array(e, r) => Some(Ty::array(e.scalar(), *r)),
-            RTy::Tuple(ts) => ts.iter().map(RTy::ir).collect::<Option<_>>().map(Ty::Tuple),
-            RTy::Unit | RTy::Iter | RTy::Error => None,
-        }
-    }
 
     /// The common type of two types (integer literals adapt; `Error` matches
     /// anything), `None` if they differ.
