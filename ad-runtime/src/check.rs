@@ -60,9 +60,10 @@ pub(crate) fn row_in_range(kernel: &str, index: usize, len: usize) {
     }
 }
 
+/// The panic of [`row_in_range`], for loops that test the index themselves.
 #[cold]
 #[inline(never)]
 #[track_caller]
-fn row_out_of_range(kernel: &str, index: usize, len: usize) -> ! {
+pub(crate) fn row_out_of_range(kernel: &str, index: usize, len: usize) -> ! {
     panic!("ad_runtime::{kernel}: index {index} out of range for axis 0 of length {len}");
 }

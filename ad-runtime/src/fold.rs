@@ -61,6 +61,7 @@ pub(crate) trait LaneOp<T>: Sync {
     }
 }
 
+/// The fixed lane tree `((l0·l1)·(l2·l3))·((l4·l5)·(l6·l7))`.
 #[inline(always)]
 pub(crate) fn tree<T, O: LaneOp<T>>(op: &O, a: [O::Acc; LANES]) -> O::Acc {
     let l = op.merge(op.merge(a[0], a[1]), op.merge(a[2], a[3]));
@@ -313,6 +314,17 @@ where
     O: LaneOp<T>,
     D: Dimension + RemoveAxis,
 {
+    let n = sub.len_of(ax);
+    if let (Some(xs), true) = (sub.as_slice(), ax.index() + 1 == sub.ndim()) {
+        // Row-major with the reduced axis last: lanes are consecutive runs.
+        if n > 0 {
+            return xs
+                .chunks_exact(n)
+                .zip(ps.iter())
+                .map(|(lane, &p)| op.fold_chunk(lane, base, p))
+                .collect();
+        }
+    }
     ps.iter()
         .zip(sub.lanes(ax))
         .map(|(&p, lane)| match lane.as_slice() {
@@ -348,7 +360,7 @@ where
     let mine = (0..rows).filter(|k| k % LANES >= l0 && k % LANES < l0 + count);
     for k in mine {
         let l = k % LANES - l0;
-        let acc = &mut accs[l * w..(l + 1) * w];
+        let acc = &mut accs[l * w..(l + 1) * w][..w];
         let row = sub.index_axis(ax, k);
         let j = base + k;
         match (row.as_slice(), k < LANES) {

@@ -30,15 +30,32 @@ where
     let n0 = a.len_of(Axis(0));
     let parallel = par::go_parallel(idx.len() * a.len() / n0.max(1));
     if let Ok(a1) = a.view().into_dimensionality::<Ix1>() {
-        let pick = |&j: &usize| {
-            check::row_in_range("gather", j, n0);
-            a1[j]
-        };
-        let z = Zip::from(idx);
-        let out = if parallel {
-            z.par_map_collect(pick)
-        } else {
-            z.map_collect(pick)
+        let out = match (a1.as_slice(), idx.as_slice()) {
+            (Some(xs), Some(is)) => {
+                let pick = |&j: &usize| match xs.get(j) {
+                    Some(&x) => x,
+                    None => check::row_out_of_range("gather", j, n0),
+                };
+                let mut v = Vec::with_capacity(is.len());
+                if parallel {
+                    is.par_iter().map(pick).collect_into_vec(&mut v);
+                } else {
+                    v.extend(is.iter().map(pick));
+                }
+                ndarray::Array1::from_vec(v)
+            }
+            _ => {
+                let pick = |&j: &usize| {
+                    check::row_in_range("gather", j, n0);
+                    a1[j]
+                };
+                let z = Zip::from(idx);
+                if parallel {
+                    z.par_map_collect(pick)
+                } else {
+                    z.map_collect(pick)
+                }
+            }
         };
         return out.into_dimensionality::<D>().expect("rank 1");
     }
@@ -140,8 +157,10 @@ fn scatter_private<T: Elem>(
         let mut acc = vec![T::ZERO; len * row];
         if row == 1 {
             for (&j, &x) in idx[lo..hi].iter().zip(&xs[lo..hi]) {
-                check::row_in_range("scatter_add", j, len);
-                acc[j] = acc[j] + x;
+                match acc.get_mut(j) {
+                    Some(a) => *a = *a + x,
+                    None => check::row_out_of_range("scatter_add", j, len),
+                }
             }
         } else {
             for (&j, x) in idx[lo..hi]
@@ -216,8 +235,10 @@ fn owner_rows<T: Elem>(
     if lo == 0 && hi == len && row == 1 {
         // The whole output: the plain loop.
         for (&j, &x) in idx.iter().zip(xs) {
-            check::row_in_range("scatter_add", j, len);
-            dst[j] = dst[j] + x;
+            match dst.get_mut(j) {
+                Some(d) => *d = *d + x,
+                None => check::row_out_of_range("scatter_add", j, len),
+            }
         }
         return;
     }

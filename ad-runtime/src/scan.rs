@@ -122,13 +122,17 @@ fn scan1<T: Elem>(x: ArrayView1<'_, T>, kind: ScanKind, parallel: bool) -> Array
         }
         ScanKind::Exclusive => {}
     }
-    // SAFETY: the first `n` elements of the capacity are initialised:
-    // `scan_into(xs, buf, ..)` writes every element of `buf` (it asserts
-    // `buf.len() == xs.len()`, pairs the chunks of `buf` one to one with the
-    // chunks of `xs`, and `scan_chunk_*` write every element of their chunk:
-    // all full groups of four, then the remainder); the exclusive scan also
-    // writes `buf[0]`. `T: Copy`, so nothing needs dropping if a panic
-    // unwinds before this point (the vector then still has length 0).
+    // SAFETY: the first `n` elements of the capacity are initialised.
+    // `scan_into(xs, buf, ..)` asserts `buf.len() == xs.len()` and hands every
+    // element of `buf` to exactly one `scan_chunk_*` call: sequentially the
+    // chunk ranges `range(0), .., range(nc - 1)` tile `0..n`; in parallel
+    // `par_(r)chunks_mut(CHUNK)` of `buf` is zipped with the same chunking of
+    // `xs`, which has the same length. Each `scan_chunk_*` asserts its two
+    // slices have equal length and writes every element of its output (all
+    // full groups of four, then the remainder). The exclusive scan writes
+    // `buf[0]` itself and the rest through `scan_into`. `T: Copy`, so if a
+    // panic unwinds before this point nothing needs dropping and the vector
+    // still has length 0.
     #[allow(unsafe_code)]
     unsafe {
         out.set_len(n)
@@ -169,48 +173,51 @@ fn scan_into<T: Elem>(xs: &[T], out: &mut [MaybeUninit<T>], rev: bool, parallel:
             c * CHUNK..n.min((c + 1) * CHUNK)
         }
     };
-    let totals = par::map_tasks(nc.saturating_sub(1), parallel, |c| {
+    let total = |c: usize| {
         let r = range(c);
         if rev {
             fold_iter(&Add, xs[r].iter().rev().copied(), 0, ())
         } else {
             fold_slice(&Add, &xs[r], 0, ())
         }
-    });
+    };
+    let body = |x: &[T], o: &mut [MaybeUninit<T>], s: T| {
+        if rev {
+            scan_chunk_rev(x, o, s);
+        } else {
+            scan_chunk_fwd(x, o, s);
+        }
+    };
+    if !parallel || nc <= 1 {
+        // One pass: scan a chunk, then total it while it is still in cache.
+        let mut s = T::ZERO;
+        for c in 0..nc {
+            let r = range(c);
+            body(&xs[r.clone()], &mut out[r], s);
+            if c + 1 < nc {
+                let t = total(c);
+                s = if c == 0 { t } else { s + t };
+            }
+        }
+        return;
+    }
     // offsets = [0, t₀, t₀ + t₁, ...]
+    let totals = par::map_tasks(nc - 1, true, total);
     let mut offsets = Vec::with_capacity(nc);
     offsets.push(T::ZERO);
     for (c, t) in totals.into_iter().enumerate() {
         offsets.push(if c == 0 { t } else { offsets[c] + t });
     }
-    let body = |c: usize, x: &[T], o: &mut [MaybeUninit<T>]| {
-        if rev {
-            scan_chunk_rev(x, o, offsets[c]);
-        } else {
-            scan_chunk_fwd(x, o, offsets[c]);
-        }
-    };
-    match (parallel && nc > 1, rev) {
-        (true, false) => out
-            .par_chunks_mut(CHUNK)
-            .zip(xs.par_chunks(CHUNK))
-            .enumerate()
-            .for_each(|(c, (o, x))| body(c, x, o)),
-        (true, true) => out
-            .par_rchunks_mut(CHUNK)
+    if rev {
+        out.par_rchunks_mut(CHUNK)
             .zip(xs.par_rchunks(CHUNK))
             .enumerate()
-            .for_each(|(c, (o, x))| body(c, x, o)),
-        (false, false) => {
-            for (c, (o, x)) in out.chunks_mut(CHUNK).zip(xs.chunks(CHUNK)).enumerate() {
-                body(c, x, o);
-            }
-        }
-        (false, true) => {
-            for (c, (o, x)) in out.rchunks_mut(CHUNK).zip(xs.rchunks(CHUNK)).enumerate() {
-                body(c, x, o);
-            }
-        }
+            .for_each(|(c, (o, x))| body(x, o, offsets[c]));
+    } else {
+        out.par_chunks_mut(CHUNK)
+            .zip(xs.par_chunks(CHUNK))
+            .enumerate()
+            .for_each(|(c, (o, x))| body(x, o, offsets[c]));
     }
 }
 

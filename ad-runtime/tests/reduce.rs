@@ -249,3 +249,24 @@ fn reductions_are_deterministic_across_threads() {
     same_bits("min_arg", || min_arg(&x));
     same_bits("logsumexp", || logsumexp(&x));
 }
+
+#[test]
+fn f32_elements_use_the_same_kernels() {
+    low_threshold();
+    let x = Array1::from_shape_fn(50_000, |i| ((i % 13) as f32 - 6.0) * 0.25);
+    let naive: f32 = x.iter().sum();
+    assert!((sum(&x) - naive).abs() < 1e-2);
+    assert_eq!(max_arg(&x), (1.5, 12));
+    assert!(logsumexp(&x).is_finite());
+    let m = Array2::from_shape_fn((40, 30), |(i, j)| (i * 30 + j) as f32 * 1e-3);
+    let mm = matmul(&m, &m.t());
+    assert!((mm[(3, 4)] - m.row(3).dot(&m.row(4))).abs() < 1e-4);
+    let s = scan_inclusive(&Array1::from(vec![1.0f32, 2.0, 3.0]));
+    assert_eq!(s.to_vec(), vec![1.0, 3.0, 6.0]);
+    let g = scatter_add(
+        &Array1::from(vec![1.0f32, 2.0]),
+        &Array1::from(vec![1, 1]),
+        2,
+    );
+    assert_eq!(g.to_vec(), vec![0.0, 3.0]);
+}
