@@ -18,6 +18,9 @@ impl Lowerer<'_> {
     /// The function body: statements, then the tail expression or a final
     /// `return e;`. Returns the value and the span of the expression giving it.
     pub fn lower_fn_body(&mut self, block: &syn::Block) -> (Val, Span) {
+        let mut block = block.clone();
+        strip_tail_returns(&mut block);
+        let block = &block;
         let stmts = &block.stmts;
         let (init, last) = match stmts.split_last() {
             Some((l, init)) => (init, Some(l)),
@@ -502,6 +505,47 @@ impl Lowerer<'_> {
     }
 }
 
+/// Replaces `return e` in tail position (the last statement of the body, of
+/// the branches of a tail `if`, of a tail block) by `e`: those returns are
+/// not early, they give the function's value.
+pub fn strip_tail_returns(block: &mut syn::Block) {
+    let Some(last) = block.stmts.last_mut() else {
+        return;
+    };
+    let expr = match last {
+        syn::Stmt::Expr(syn::Expr::Return(r), _) => match r.expr.take() {
+            Some(e) => *e,
+            None => return,
+        },
+        syn::Stmt::Expr(e, None) => {
+            strip_tail_returns_expr(e);
+            return;
+        }
+        syn::Stmt::Expr(e @ syn::Expr::If(_), Some(_)) => {
+            // `if c { return a; } else { return b; }` as the last statement.
+            let mut e = e.clone();
+            strip_tail_returns_expr(&mut e);
+            e
+        }
+        _ => return,
+    };
+    *last = syn::Stmt::Expr(expr, None);
+}
+
+fn strip_tail_returns_expr(e: &mut syn::Expr) {
+    match e {
+        syn::Expr::If(i) => {
+            strip_tail_returns(&mut i.then_branch);
+            if let Some((_, els)) = &mut i.else_branch {
+                strip_tail_returns_expr(els);
+            }
+        }
+        syn::Expr::Block(b) => strip_tail_returns(&mut b.block),
+        syn::Expr::Paren(p) => strip_tail_returns_expr(&mut p.expr),
+        _ => {}
+    }
+}
+
 /// The Rust type of an output.
 pub fn out_ty(o: &Out) -> RTy {
     match o {
@@ -589,6 +633,63 @@ mod tests {
         refuses(
             "fn f(x: f64) -> f64 { let k: String = x; x }",
             "unsupported type `String`",
+        );
+    }
+
+    #[test]
+    fn output_edge_cases() {
+        check("fn f(x: f64) -> f64 { 1.0 }", &[fv(0.5)], &[fv(1.0)]);
+        check(
+            "fn f(x: f64) -> (f64, f64) { (x, x) }",
+            &[fv(0.5)],
+            &[fv(0.5), fv(0.5)],
+        );
+        check(
+            "fn f(a: Array1<f64>) -> Array1<f64> { a }",
+            &[v1(&[1.0, 2.0])],
+            &[v1(&[1.0, 2.0])],
+        );
+        check(
+            "fn f(n: usize, x: f64) -> f64 { n as f64 }",
+            &[iv(3), fv(0.5)],
+            &[fv(3.0)],
+        );
+        check(
+            "fn f(n: usize) -> Array2<f64> { Array2::zeros((n, n)) }",
+            &[iv(1)],
+            &[m2(1, &[0.0])],
+        );
+        check(
+            "fn f(x: f64, w: &Array1<f64>) -> ((f64, Array1<f64>), f64) { ((x, w.mapv(|v| v * x)), w.sum()) }",
+            &[fv(2.0), v1(&[1.0, 3.0])],
+            &[fv(2.0), v1(&[2.0, 6.0]), fv(4.0)],
+        );
+    }
+
+    #[test]
+    fn returns_in_tail_position() {
+        both! {
+            fn f(x: f64) -> f64 {
+                let y = x * 2.0;
+                if y > 1.0 {
+                    return y;
+                } else if y < -1.0 {
+                    return -y
+                } else {
+                    { return x * x; }
+                }
+            }
+        }
+        for x in [0.8, -0.9, 0.1] {
+            check(SRC, &[fv(x)], &[fv(f(x))]);
+        }
+        refuses(
+            "fn f(x: f64) -> f64 { if x > 1.0 { return x; } x }",
+            "early `return` is not supported",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { let y = if x > 1.0 { return x; } else { x }; y }",
+            "early `return` is not supported",
         );
     }
 
