@@ -331,3 +331,42 @@ mod tests {
         assert!(e[0].contains("take the value"));
     }
 }
+
+#[cfg(test)]
+mod lowering_tests {
+    use crate::lower::testutil::*;
+    use ad_core_ir::driver::{differentiate, Options};
+
+    #[test]
+    fn wrt_subset_differentiates() {
+        let l = try_lower_wrt(
+            "fn f(x: f64, w: &Array1<f64>, n: usize) -> f64 { x * w.sum() + n as f64 }",
+            Some(&["w"]),
+        )
+        .unwrap();
+        let d = differentiate(
+            &l.program,
+            &l.name,
+            &[false, true, false],
+            &Options::default(),
+        )
+        .unwrap();
+        let lin_t = d.program.func(&d.names.lin_t).unwrap();
+        assert_eq!(lin_t.lin_params.len(), 1);
+    }
+
+    #[test]
+    fn loop_lowering_shape() {
+        // `for i in a..b` is a counted loop of max(b - a, 0) iterations with
+        // i = k + a; the assigned variable is the loop state.
+        let l = lowered("fn f(x: f64, a: usize, b: usize) -> f64 { let mut s = x; for i in a..b { s = s * x; } s }");
+        let text = ad_core_ir::pretty::func_to_string(l.program.func("f").unwrap());
+        assert!(text.contains("sub b_2, a_1"), "{text}");
+        assert!(text.contains("max sub_3, 0"), "{text}");
+        assert!(
+            text.contains("loop max_4 (s_6: f64 = x_0) |k_5: i64|"),
+            "{text}"
+        );
+        assert!(text.contains("add a_1, k_5"), "{text}");
+    }
+}
