@@ -47,11 +47,13 @@ impl Emitter<'_> {
         }
     }
 
-    /// `s![i0, .., ik, ..]` for leading indices.
-    fn slice_info(&self, idx: &[Atom]) -> TokenStream {
+    /// `s![i0, .., ik, .., ..]` for leading indices into an array of rank
+    /// `rank` (`..` takes one whole axis).
+    fn slice_info(&self, idx: &[Atom], rank: usize) -> TokenStream {
         let nd = nd();
         let ix: Vec<_> = idx.iter().map(|a| self.usize_of(a)).collect();
-        quote!(#nd::s![#(#ix,)* ..])
+        let rest = (idx.len()..rank).map(|_| quote!(..));
+        quote!(#nd::s![#(#ix,)* #(#rest),*])
     }
 
     /// `arr[i0, .., ik]`: an element, or the sub-array (a view of a view,
@@ -70,7 +72,7 @@ impl Emitter<'_> {
                 idx.len()
             ));
         }
-        let s = self.slice_info(idx);
+        let s = self.slice_info(idx, rank);
         let var = arr.var().expect("an array operand is a variable");
         Ok(match self.repr(var) {
             Repr::View => Out::one(quote!(#x.clone().slice_move(#s)), Repr::View),
@@ -101,7 +103,7 @@ impl Emitter<'_> {
                 quote!(#u[#ix] = #val;)
             }
         } else {
-            let s = self.slice_info(idx);
+            let s = self.slice_info(idx, rank);
             let d = self.fresh("d");
             if add && elem == Scalar::F64 {
                 let rt = rt();

@@ -573,6 +573,332 @@ def f(x_0: f64, w_1: [f64]) -> (f64) {
             args: vec![Value::F64(-0.4), arr1(&[2.0, 3.0])],
             ..Default::default()
         },
+        Case {
+            name: "loop_rows",
+            ir: "
+def f(a_0: [[f64]], w_1: [f64]) -> (f64) {
+  let n_2: i64 = shape a_0, 0
+  let r_3: f64 = loop n_2 (acc_4: f64 = 0.0) |i_5: i64| {
+    let row_6: [f64] = index a_0[i_5]
+    let d_7: f64 = matmul row_6, w_1
+    let s_8: f64 = mul d_7, d_7
+    let acc_9: f64 = add acc_4, s_8
+    yield acc_9
+  }
+  return r_3
+}",
+            params: vec![
+                P("a", "&Array2<f64>", f64a(2)),
+                P("w", "&Array1<f64>", f64a(1)),
+            ],
+            args: vec![
+                arr(&[3, 2], &[0.1, 0.2, -0.3, 0.4, -0.5, 0.6]),
+                arr1(&[1.0, -1.5]),
+            ],
+            ..Default::default()
+        },
+        Case {
+            name: "build_shift",
+            ir: "
+def f(w_0: [f64]) -> ([f64]) {
+  let n_1: i64 = shape w_0, 0
+  let b_2: [f64] = build [n_1] |i_3: i64| {
+    let j_4: i64 = add i_3, 1
+    let k_5: i64 = rem j_4, n_1
+    let a_6: f64 = index w_0[i_3]
+    let c_7: f64 = index w_0[k_5]
+    let p_8: f64 = mul a_6, c_7
+    yield p_8
+  }
+  return b_2
+}",
+            params: vec![P("w", "&Array1<f64>", f64a(1))],
+            out: Out::Array(1),
+            args: vec![arr1(&[1.0, -2.0, 0.5, 3.0])],
+            ..Default::default()
+        },
+        Case {
+            name: "build_2d",
+            ir: "
+def f(u_0: [f64], v_1: [f64]) -> ([[f64]], f64) {
+  let m_2: i64 = shape u_0, 0
+  let n_3: i64 = shape v_1, 0
+  let b_4: [[f64]], c_5: [[f64]] = build [m_2, n_3] |i_6: i64, j_7: i64| {
+    let a_8: f64 = index u_0[i_6]
+    let b_9: f64 = index v_1[j_7]
+    let p_10: f64 = mul a_8, b_9
+    let q_11: f64 = sin p_10
+    yield p_10, q_11
+  }
+  let s_12: f64 = reduce_sum c_5
+  return b_4, s_12
+}",
+            params: vec![
+                P("u", "&Array1<f64>", f64a(1)),
+                P("v", "&Array1<f64>", f64a(1)),
+            ],
+            out: Out::Tuple(vec![Out::Array(2), Out::F64]),
+            args: vec![arr1(&[1.0, -2.0]), arr1(&[0.5, 0.25, -1.0])],
+            ..Default::default()
+        },
+        Case {
+            name: "gather_scatter",
+            ir: "
+def f(w_0: [f64], idx_1: [i64]) -> (f64) {
+  let g_2: [f64] = gather w_0, idx_1
+  let s_3: [f64] = map(g_2) |x_4: f64| {
+    let y_5: f64 = mul x_4, x_4
+    yield y_5
+  }
+  let n_6: i64 = shape w_0, 0
+  let t_7: [f64] = scatter_add n_6, idx_1, s_3
+  let u_8: [f64] = map(t_7, w_0) |a_9: f64, b_10: f64| {
+    let c_11: f64 = mul a_9, b_10
+    yield c_11
+  }
+  let r_12: f64 = reduce_sum u_8
+  let k_13: i64 = reduce_sum idx_1
+  let kf_14: f64 = to_f64 k_13
+  let r_15: f64 = mul r_12, kf_14
+  return r_15
+}",
+            params: vec![
+                P("w", "&Array1<f64>", f64a(1)),
+                P(
+                    "idx",
+                    "&Array1<usize>",
+                    ParamKind::IntArray {
+                        rank: 1,
+                        passing: Passing::Ref,
+                        elem: syn::parse_str("usize").unwrap(),
+                    },
+                ),
+            ],
+            args: vec![
+                arr1(&[1.0, -2.0, 0.5]),
+                Value::i64s(&[5], vec![0, 2, 2, 1, 0]),
+            ],
+            ..Default::default()
+        },
+        Case {
+            name: "matrix_ops",
+            ir: "
+def f(a_0: [[f64]], b_1: [[f64]], v_2: [f64]) -> ([[f64]], [f64]) {
+  let t_3: [[f64]] = transpose b_1
+  let c_4: [[f64]] = matmul a_0, t_3
+  let m_5: [f64] = reduce_max c_4, axis=1
+  let s_6: [f64] = reduce_sum c_4, axis=0
+  let q_7: [f64] = matmul v_2, c_4
+  let w_8: [f64] = scan q_7
+  let z_9: [f64] = map(w_8, s_6) |x_10: f64, y_11: f64| {
+    let p_12: f64 = mul x_10, y_11
+    yield p_12
+  }
+  let r_13: i64 = shape c_4, 0
+  let k_14: i64 = shape c_4, 1
+  let bb_15: [[f64]] = broadcast z_9, [r_13, k_14], axes=[1]
+  let o_16: [[f64]] = map(bb_15, c_4) |x_17: f64, y_18: f64| {
+    let p_19: f64 = mul x_17, y_18
+    yield p_19
+  }
+  let w2_20: [f64] = scan m_5 rev
+  let am_21: [i64] = argmax c_4, axis=1
+  let g_22: [f64] = gather s_6, am_21
+  let o2_23: [f64] = map(w2_20, g_22) |x_24: f64, y_25: f64| {
+    let p_26: f64 = mul x_24, y_25
+    yield p_26
+  }
+  return o_16, o2_23
+}",
+            params: vec![
+                P("a", "&Array2<f64>", f64a(2)),
+                P(
+                    "b",
+                    "ArrayView2<f64>",
+                    ParamKind::F64Array {
+                        rank: 2,
+                        passing: Passing::View,
+                    },
+                ),
+                P("v", "&Array1<f64>", f64a(1)),
+            ],
+            out: Out::Tuple(vec![Out::Array(2), Out::Array(1)]),
+            args: vec![
+                arr(&[2, 3], &[0.1, 0.2, -0.3, 0.4, -0.5, 0.6]),
+                arr(
+                    &[4, 3],
+                    &[
+                        1.0, 0.5, -0.2, 0.3, 0.7, -1.1, 0.25, -0.75, 0.9, 1.3, -0.4, 0.15,
+                    ],
+                ),
+                arr1(&[0.7, -1.2]),
+            ],
+            ..Default::default()
+        },
+        Case {
+            name: "array_state_loop",
+            ir: "
+def f(w_0: [f64], n_1: i64) -> ([f64]) {
+  let r_2: [f64] = loop n_1 (s_3: [f64] = w_0) |i_4: i64| {
+    let t_5: [f64] = map(s_3) |x_6: f64| {
+      let y_7: f64 = sin x_6
+      let z_8: f64 = mul y_7, 1.5
+      yield z_8
+    }
+    let k_9: i64 = shape s_3, 0
+    let j_10: i64 = rem i_4, k_9
+    let e_11: f64 = index t_5[j_10]
+    let e2_12: f64 = mul e_11, e_11
+    let u_13: [f64] = update t_5[j_10] += e2_12
+    yield u_13
+  }
+  return r_2
+}",
+            params: vec![
+                P("w", "&Array1<f64>", f64a(1)),
+                P(
+                    "n",
+                    "usize",
+                    ParamKind::Int(syn::parse_str("usize").unwrap()),
+                ),
+            ],
+            out: Out::Array(1),
+            args: vec![arr1(&[0.3, -0.2, 0.9]), Value::I64(4)],
+            ..Default::default()
+        },
+        Case {
+            name: "fold_rows",
+            ir: "
+def f(a_0: [[f64]], w_1: [f64]) -> (f64) {
+  let r_2: f64 = fold a_0 (acc_3: f64 = 0.0) |row_4: [f64]| {
+    let d_5: f64 = matmul row_4, w_1
+    let c_6: f64 = cos d_5
+    let a_7: f64 = add acc_3, c_6
+    yield a_7
+  }
+  let r2_8: f64 = fold w_1 (acc_9: f64 = 1.0) |x_10: f64| {
+    let m_11: f64 = mul acc_9, x_10
+    yield m_11
+  }
+  let o_12: f64 = add r_2, r2_8
+  return o_12
+}",
+            params: vec![
+                P("a", "&Array2<f64>", f64a(2)),
+                P("w", "&Array1<f64>", f64a(1)),
+            ],
+            args: vec![
+                arr(&[3, 2], &[0.1, 0.2, -0.3, 0.4, -0.5, 0.6]),
+                arr1(&[1.0, -1.5]),
+            ],
+            ..Default::default()
+        },
+        Case {
+            name: "internal_call",
+            ir: "
+def sq(x_0: f64, w_1: [f64]) -> (f64, [f64]) {
+  let m_2: f64 = mul x_0, x_0
+  let v_3: [f64] = map(w_1) |u_4: f64| {
+    let p_5: f64 = mul u_4, m_2
+    yield p_5
+  }
+  return m_2, v_3
+}
+def f(x_0: f64, w_1: [f64]) -> (f64) {
+  let a_2: f64, b_3: [f64] = call sq(x_0, w_1)
+  let s_4: f64 = reduce_sum b_3
+  let r_5: f64 = mul a_2, s_4
+  return r_5
+}",
+            params: vec![
+                P("x", "f64", ParamKind::F64),
+                P("w", "&Array1<f64>", f64a(1)),
+            ],
+            args: vec![Value::F64(0.8), arr1(&[1.0, 2.0, -0.5])],
+            ..Default::default()
+        },
+        Case {
+            name: "extern_calls",
+            ir: "
+def g(x_0: f64, w_1: [f64], n_2: i64) -> (f64, [f64]) {
+  let s_3: f64 = reduce_sum w_1
+  let nf_4: f64 = to_f64 n_2
+  let m_5: f64 = mul x_0, s_3
+  let t_6: f64 = mul m_5, nf_4
+  let v_7: [f64] = map(w_1) |u_8: f64| {
+    let p_9: f64 = mul u_8, x_0
+    let q_10: f64 = sin p_9
+    yield q_10
+  }
+  return t_6, v_7
+}
+def h(n_0: i64) -> (i64) {
+  let m_1: i64 = mul n_0, 2
+  return m_1
+}
+def f(x_0: f64, w_1: [f64], n_2: i64) -> (f64) {
+  let k_3: i64 = call h(n_2)
+  let a_4: f64, b_5: [f64] = call g(x_0, w_1, k_3)
+  let s_6: f64 = reduce_sum b_5
+  let r_7: f64 = mul a_4, s_6
+  return r_7
+}",
+            params: vec![
+                P("x", "f64", ParamKind::F64),
+                P("w", "&Array1<f64>", f64a(1)),
+                P(
+                    "n",
+                    "usize",
+                    ParamKind::Int(syn::parse_str("usize").unwrap()),
+                ),
+            ],
+            args: vec![Value::F64(0.8), arr1(&[1.0, 2.0, -0.5]), Value::I64(2)],
+            externs: vec![
+                Extern {
+                    name: "g",
+                    differentiable: true,
+                    result_tys: vec![],
+                },
+                Extern {
+                    name: "h",
+                    differentiable: false,
+                    result_tys: vec!["usize"],
+                },
+            ],
+            helpers: vec![Case {
+                name: "extern_calls_g",
+                fname: "g",
+                ir: "
+def g(x_0: f64, w_1: [f64], n_2: i64) -> (f64, [f64]) {
+  let s_3: f64 = reduce_sum w_1
+  let nf_4: f64 = to_f64 n_2
+  let m_5: f64 = mul x_0, s_3
+  let t_6: f64 = mul m_5, nf_4
+  let v_7: [f64] = map(w_1) |u_8: f64| {
+    let p_9: f64 = mul u_8, x_0
+    let q_10: f64 = sin p_9
+    yield q_10
+  }
+  return t_6, v_7
+}",
+                params: vec![
+                    P("x", "f64", ParamKind::F64),
+                    P(
+                        "w",
+                        "ArrayView1<f64>",
+                        ParamKind::F64Array {
+                            rank: 1,
+                            passing: Passing::View,
+                        },
+                    ),
+                    P("n", "i32", ParamKind::Int(syn::parse_str("i32").unwrap())),
+                ],
+                out: Out::Tuple(vec![Out::F64, Out::Array(1)]),
+                ..Default::default()
+            }],
+            rust: "fn h(n: usize) -> usize { n * 2 }",
+            ..Default::default()
+        },
     ]
 }
 
