@@ -7,11 +7,14 @@
 
 use crate::check;
 use crate::elem::Elem;
-use crate::fold::{standard, CHUNK, LANES};
+use crate::fold::{standard, LANES};
 use crate::par;
 use ndarray::{Array, ArrayBase, Axis, Data, DataMut, Dimension, Ix1, NdIndex, RemoveAxis, Zip};
 use rayon::prelude::*;
 use std::fmt::Debug;
+
+/// Source elements per chunk of the private-accumulator path.
+const PRIVATE_CHUNK: usize = 1 << 16;
 
 /// Largest output (in elements) for which scatter-add always uses per-chunk
 /// private accumulators (`Note [scatter order]`).
@@ -86,7 +89,7 @@ where
 /// `Note [scatter order]`: with `n` source rows and `row` elements per row,
 /// - if the output is small (`len·row ≤ 2^15`) or heavily hit
 ///   (`n ≥ 8·len`), the source rows are cut into fixed chunks of
-///   `max(⌈8192 / row⌉, 4·len)` rows; each chunk adds its rows in order into
+///   `max(⌈65536 / row⌉, 4·len)` rows; each chunk adds its rows in order into
 ///   a private zero accumulator, and the accumulators are added together in
 ///   chunk order, starting from the first (with a single chunk these are
 ///   the bits of the plain sequential loop);
@@ -150,18 +153,13 @@ fn scatter_private<T: Elem>(
     parallel: bool,
 ) -> Vec<T> {
     let n = idx.len();
-    let chunk = CHUNK.div_ceil(row).max(4 * len).max(1);
+    let chunk = PRIVATE_CHUNK.div_ceil(row).max(4 * len).max(1);
     let parts = par::map_tasks(n.div_ceil(chunk), parallel, |c| {
         let lo = c * chunk;
         let hi = n.min(lo + chunk);
         let mut acc = vec![T::ZERO; len * row];
         if row == 1 {
-            for (&j, &x) in idx[lo..hi].iter().zip(&xs[lo..hi]) {
-                match acc.get_mut(j) {
-                    Some(a) => *a = *a + x,
-                    None => check::row_out_of_range("scatter_add", j, len),
-                }
-            }
+            add_elems(&mut acc, &idx[lo..hi], &xs[lo..hi]);
         } else {
             for (&j, x) in idx[lo..hi]
                 .iter()
@@ -181,6 +179,18 @@ fn scatter_private<T: Elem>(
         add_row(&mut out, &p);
     }
     out
+}
+
+/// `acc[idx[i]] += xs[i]` in increasing `i`; every index checked against
+/// `acc.len()`.
+#[inline(never)]
+fn add_elems<T: Elem>(acc: &mut [T], idx: &[usize], xs: &[T]) {
+    for (&j, &x) in idx.iter().zip(xs) {
+        match acc.get_mut(j) {
+            Some(a) => *a = *a + x,
+            None => check::row_out_of_range("scatter_add", j, acc.len()),
+        }
+    }
 }
 
 /// `dst[k] += x[k]`.
@@ -234,12 +244,7 @@ fn owner_rows<T: Elem>(
 ) {
     if lo == 0 && hi == len && row == 1 {
         // The whole output: the plain loop.
-        for (&j, &x) in idx.iter().zip(xs) {
-            match dst.get_mut(j) {
-                Some(d) => *d = *d + x,
-                None => check::row_out_of_range("scatter_add", j, len),
-            }
-        }
+        add_elems(dst, idx, xs);
         return;
     }
     if lo == 0 && hi == len {
