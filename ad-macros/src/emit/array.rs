@@ -75,7 +75,7 @@ impl Emitter<'_> {
         let s = self.slice_info(idx, rank);
         let var = arr.var().expect("an array operand is a variable");
         Ok(match self.repr(var) {
-            Repr::View => Out::one(quote!(#x.clone().slice_move(#s)), Repr::View),
+            Repr::View => Out::one(quote!(#x.slice_move(#s)), Repr::View),
             _ => Out::one(quote!(#x.slice(#s).to_owned()), Repr::Owned),
         })
     }
@@ -224,13 +224,14 @@ impl Emitter<'_> {
         };
         let sup = self.cx.support();
         let x = self.scalar(arr);
+        let xr = self.by_ref(arr);
         Ok(match axis {
             None => {
                 let v = self.fresh("arg");
                 let parts: Vec<_> = (0..n_binds).map(|k| quote!(#v[#k])).collect();
                 let r = super::types::flat(&parts);
                 Out {
-                    expr: quote!({ let #v = #sup::arg_all(#x.view().into_dyn(), #max); #r }),
+                    expr: quote!({ let #v = #sup::arg_all(#xr, #max); #r }),
                     reprs: vec![Repr::Val; n_binds],
                 }
             }
@@ -298,7 +299,7 @@ impl Emitter<'_> {
         let x = self.scalar(arr);
         let var = arr.var().ok_or("transpose of a literal")?;
         Ok(match self.repr(var) {
-            Repr::View => Out::one(quote!(#x.clone().reversed_axes()), Repr::View),
+            Repr::View => Out::one(quote!(#x.reversed_axes()), Repr::View),
             Repr::Owned if movable => Out::one(quote!(#x.reversed_axes()), Repr::Owned),
             _ => Out::one(quote!(#x.t().to_owned()), Repr::Owned),
         })

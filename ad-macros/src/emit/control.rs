@@ -243,6 +243,18 @@ impl Emitter<'_> {
         let (stmts, results, _) = self.block_parts(&lam.body, false)?;
         let res = flat(&results);
         let tys = self.out_tys(lam, 0, 0);
+        if let Some(e) = self.one_pass(
+            &tys,
+            r,
+            quote!([#(#sizes),*]),
+            &[],
+            quote!(|#closure_param| { #bind #stmts #res }),
+        ) {
+            return Ok(Out {
+                expr: e,
+                reprs: self.owned_reprs(s),
+            });
+        }
         let out = self.fresh("b");
         let parts = self.unstack(&out, r, &tys)?;
         let fin = flat(&parts);
@@ -253,6 +265,81 @@ impl Emitter<'_> {
             }),
             reprs: self.owned_reprs(s),
         })
+    }
+
+    /// Several scalar results of a build (no inputs) or a map (inputs
+    /// `inputs`, by reference) in one pass writing every output in place:
+    /// `Zip` over the outputs (indexed for a build) and the inputs, in
+    /// parallel above the runtime's threshold unless already inside a
+    /// parallel kernel. `None` when not applicable (one result, an array
+    /// result, or more than ndarray's six `Zip` producers).
+    fn one_pass(
+        &mut self,
+        tys: &[Ty],
+        rank: usize,
+        shape: TokenStream,
+        inputs: &[TokenStream],
+        body: TokenStream,
+    ) -> Option<TokenStream> {
+        let scalars: Option<Vec<Scalar>> = tys
+            .iter()
+            .map(|t| match t {
+                Ty::Scalar(e) => Some(*e),
+                _ => None,
+            })
+            .collect();
+        let elems = scalars?;
+        let build = inputs.is_empty();
+        if elems.len() < 2 || elems.len() + inputs.len() + usize::from(build) > 6 {
+            return None;
+        }
+        let (nd, rt) = (nd(), rt());
+        let f = self.fresh("body");
+        let sh = self.fresh("sh");
+        let par = self.fresh("par");
+        let outs: Vec<Ident> = elems.iter().map(|_| self.fresh("o")).collect();
+        let rs: Vec<Ident> = elems.iter().map(|_| self.fresh("r")).collect();
+        let xs: Vec<Ident> = inputs.iter().map(|_| self.fresh("x")).collect();
+        let d = dim_ty(rank);
+        let allocs = outs.iter().zip(&elems).map(|(o, e)| {
+            let (t, z) = (elem_ty(*e), zero_of(*e));
+            quote!(let mut #o = #nd::Array::<#t, #d>::from_elem(#sh.clone(), #z);)
+        });
+        let ix = self.fresh("ix");
+        let (zip, params, call) = if build {
+            let (o0, rest) = (&outs[0], &outs[1..]);
+            (
+                quote!(#nd::Zip::indexed(&mut #o0)#(.and(&mut #rest))*),
+                quote!(#ix, #(#outs),*),
+                quote!(#f(#ix)),
+            )
+        } else {
+            let o0 = &outs[0];
+            let rest = &outs[1..];
+            (
+                quote!(#nd::Zip::from(&mut #o0)#(.and(&mut #rest))*#(.and(#inputs))*),
+                quote!(#(#outs,)* #(&#xs),*),
+                quote!(#f(#(#xs),*)),
+            )
+        };
+        let rpat = tuple(&rs.iter().map(|r| quote!(#r)).collect::<Vec<_>>());
+        let shim = quote!(|#params| { let #rpat = #call; #(*#outs = #rs;)* });
+        let o0 = &outs[0];
+        let fin = flat(&outs.iter().map(|o| quote!(#o)).collect::<Vec<_>>());
+        let zv = self.fresh("zip");
+        Some(quote!({
+            let #f = #body;
+            let #sh = #shape;
+            #(#allocs)*
+            let #par = #o0.len() >= #rt::par_threshold() && !#rt::in_parallel_kernel();
+            let #zv = #zip;
+            if #par {
+                #zv.par_for_each(#shim);
+            } else {
+                #zv.for_each(#shim);
+            }
+            #fin
+        }))
     }
 
     /// `map(|x..| body, arrays)`.
@@ -290,6 +377,19 @@ impl Emitter<'_> {
         let (stmts, results, _) = self.block_parts(&lam.body, false)?;
         let res = flat(&results);
         let tys = self.out_tys(lam, 0, 0);
+        let a0 = arrs[0].clone();
+        if let Some(e) = self.one_pass(
+            &tys,
+            rank,
+            quote!((#a0).raw_dim()),
+            &arrs,
+            quote!(|#(#pats),*| { #stmts #res }),
+        ) {
+            return Ok(Out {
+                expr: e,
+                reprs: self.owned_reprs(s),
+            });
+        }
         let out = self.fresh("b");
         let parts = self.unstack(&out, rank, &tys)?;
         let fin = flat(&parts);
@@ -351,10 +451,7 @@ impl Emitter<'_> {
         let (xrepr, fetch) = if rank == 1 {
             (Repr::Val, quote!(#arr[[#row]]))
         } else if self.repr(arr_var) == Repr::View {
-            (
-                Repr::View,
-                quote!(#arr.clone().index_axis_move(#nd::Axis(0), #row)),
-            )
+            (Repr::View, quote!(#arr.index_axis_move(#nd::Axis(0), #row)))
         } else {
             (Repr::View, quote!(#arr.index_axis(#nd::Axis(0), #row)))
         };

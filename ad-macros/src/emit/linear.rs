@@ -74,8 +74,9 @@ impl Emitter<'_> {
                         expr: quote!((#n, #n)),
                         reprs: vec![Repr::Val; 2],
                     },
+                    // Views of static rank are `Copy`.
                     Repr::View => Out {
-                        expr: quote!((#n.clone(), #n.clone())),
+                        expr: quote!((#n, #n)),
                         reprs: vec![Repr::View; 2],
                     },
                     Repr::Owned if a.movable => {

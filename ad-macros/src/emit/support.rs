@@ -15,7 +15,7 @@ pub fn module(name: &Ident) -> TokenStream {
         #[doc(hidden)]
         #[allow(dead_code, unused_imports, unused_variables, clippy::all, clippy::pedantic, clippy::nursery)]
         mod #name {
-            use #nd::{ArrayD, ArrayView1, ArrayViewD, Axis, IxDyn};
+            use #nd::{ArrayBase, ArrayD, ArrayView1, ArrayViewD, Axis, Data, Dimension, IxDyn};
 
             /// Stacks equally shaped arrays of rank `elem_rank`, given in
             /// row-major order of the leading shape `lead`, into one array of
@@ -70,7 +70,7 @@ pub fn module(name: &Ident) -> TokenStream {
             }
 
             /// The multi-index of the first maximum (`max`) or minimum (all 0 when empty).
-            pub(super) fn arg_all<T: Num>(a: ArrayViewD<'_, T>, max: bool) -> ::std::vec::Vec<i64> {
+            pub(super) fn arg_all<T: Num, S: Data<Elem = T>, D: Dimension>(a: &ArrayBase<S, D>, max: bool) -> ::std::vec::Vec<i64> {
                 let mut best: Option<(usize, T)> = None;
                 for (k, &x) in a.iter().enumerate() {
                     match best {
