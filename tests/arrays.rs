@@ -496,20 +496,113 @@ fn array_loop_state() {
     );
 }
 
-/// `ndarray`'s own `.fold(init, |acc, x| ..)` on an array.
+/// `ndarray`'s own `.fold(init, |acc, x| ..)` on a vector (not through `iter()`).
 #[differentiable]
-fn array_fold(v: &Array2<f64>) -> f64 {
+fn array_fold(v: &Array1<f64>) -> f64 {
     v.fold(0.0, |acc, x| acc + x.sin() * x)
 }
 
 #[test]
 fn array_fold_method() {
     let mut rng = rng("array_fold");
-    let v = rng.array2(2, 3, -1.0, 1.0);
+    let v = rng.array1(5, -1.0, 1.0);
     check_derivatives(
         &v,
         |v| array_fold(v),
         |v, dv| array_fold_jvp(v, dv),
         |v, ct| array_fold_vjp(v, *ct),
+    );
+}
+
+// --- bit-identical primals of reductions ----------------------------------------
+
+#[differentiable]
+fn red_sum(a: &Array1<f64>) -> f64 {
+    a.sum()
+}
+
+#[differentiable]
+fn red_dot(a: &Array1<f64>, b: &Array1<f64>) -> f64 {
+    a.dot(b)
+}
+
+#[differentiable]
+fn red_iter(a: &Array1<f64>) -> f64 {
+    a.iter().map(|x| x * x).sum::<f64>()
+}
+
+#[differentiable]
+fn red_zip(a: &Array1<f64>, b: &Array1<f64>) -> f64 {
+    a.iter().zip(b.iter()).map(|(x, y)| x * y).sum::<f64>()
+}
+
+#[differentiable]
+fn red_matvec(m: &Array2<f64>, v: &Array1<f64>) -> Array1<f64> {
+    m.dot(v)
+}
+
+#[differentiable]
+fn red_sum2(m: &Array2<f64>) -> f64 {
+    m.sum()
+}
+
+/// The primal results of `f_jvp` and `f_vjp` are those of `f` bit for bit,
+/// also where `f` sums: `ArrayBase::sum` and `dot` (ndarray's unrolled
+/// order), `Iterator::sum` (sequential order), for every length up to 40.
+#[test]
+fn reductions_are_bit_identical_for_all_lengths() {
+    let mut rng = rng("reductions");
+    let mut bad: Vec<String> = vec![];
+    for n in 1..=40 {
+        let a = rng.array1(n, -1.0, 1.0);
+        let b = rng.array1(n, -1.0, 1.0);
+        let m = rng.array2(3, n, -1.0, 1.0);
+        let mut check = |what: &str, f: f64, j: f64, v: f64| {
+            if f.to_bits() != j.to_bits() || f.to_bits() != v.to_bits() {
+                bad.push(format!("{what} n={n}: f {f:e}, jvp {j:e}, vjp {v:e}"));
+            }
+        };
+        check(
+            "sum",
+            red_sum(&a),
+            red_sum_jvp(&a, &b).0,
+            red_sum_vjp(&a, 1.0).0,
+        );
+        check(
+            "dot",
+            red_dot(&a, &b),
+            red_dot_jvp(&a, &b, &a, &b).0,
+            red_dot_vjp(&a, &b, 1.0).0,
+        );
+        check(
+            "iter().map().sum()",
+            red_iter(&a),
+            red_iter_jvp(&a, &b).0,
+            red_iter_vjp(&a, 1.0).0,
+        );
+        check(
+            "iter().zip().map().sum()",
+            red_zip(&a, &b),
+            red_zip_jvp(&a, &b, &a, &b).0,
+            red_zip_vjp(&a, &b, 1.0).0,
+        );
+        check(
+            "sum (2-D)",
+            red_sum2(&m),
+            red_sum2_jvp(&m, &m).0,
+            red_sum2_vjp(&m, 1.0).0,
+        );
+        let y = red_matvec(&m, &a);
+        let yj = red_matvec_jvp(&m, &a, &m, &b).0;
+        let yv = red_matvec_vjp(&m, &a, &y).0;
+        for i in 0..3 {
+            check("mat.dot(vec)", y[i], yj[i], yv[i]);
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} primal results differ from f:\n{}",
+        bad.len(),
+        bad.join("\n")
     );
 }

@@ -107,10 +107,12 @@ pub mod m {
 }
 
 /// Calls through `crate::m::..` and `m::..`, with tuple and array results.
+/// (A callee's result type is not visible to the caller's macro: results
+/// other than `f64` are annotated where they are bound.)
 #[differentiable]
 fn via_paths(v: &Array1<f64>, a: f64) -> f64 {
-    let w = crate::m::affine(v, a, 0.5);
-    let (s, q) = m::moments(&w, 3);
+    let w: Array1<f64> = crate::m::affine(v, a, 0.5);
+    let (s, q): (f64, f64) = m::moments(&w, 3);
     let n = m::norm2(&w);
     s * q + n + crate::m::inner::deep(v, a)
 }
@@ -215,12 +217,13 @@ fn gram(a: &Array2<f64>) -> Array2<f64> {
 
 #[differentiable]
 fn gram_trace(a: &Array2<f64>) -> f64 {
-    let g = gram(a);
+    let g: Array2<f64> = gram(a);
     let mut t = 0.0;
     for i in 0..g.nrows() {
         t += g[[i, i]];
     }
-    t + gram(&g).sum() * 0.01
+    let gg: Array2<f64> = gram(&g);
+    t + gg.sum() * 0.01
 }
 
 #[test]

@@ -405,6 +405,7 @@ fn constant_output(x: f64) -> f64 {
 
 #[test]
 fn constant_function() {
+    assert_eq!(constant_output(1.0), 4.0);
     assert_eq!(constant_output_jvp(1.0, 1.0), (4.0, 0.0));
     assert_eq!(constant_output_vjp(1.0, 1.0), (4.0, 0.0));
 }

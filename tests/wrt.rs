@@ -49,6 +49,7 @@ fn wrt_all_differentiable_parameters() {
     let _: fn(f64, &Array1<f64>, usize, f64, &Array1<f64>) -> (f64, f64) = f_explicit_jvp;
     let _: fn(f64, &Array1<f64>, usize, f64) -> (f64, (f64, Array1<f64>)) = f_explicit_vjp;
     let w = Array1::from(vec![0.5, -0.25, 2.0]);
+    assert_eq!(f_explicit(1.5, &w, 3), f(1.5, &w, 3));
     assert_eq!(
         f_explicit_vjp(1.5, &w, 3, 1.0).1 .1,
         f_vjp(1.5, &w, 3, 1.0).1 .1
@@ -108,7 +109,8 @@ fn out_of_order(a: f64, b: f64, c: f64) -> f64 {
 
 #[test]
 fn wrt_order_is_parameter_order() {
-    let (_, (ga, gc)) = out_of_order_vjp(1.0, 1.0, 1.0, 1.0);
+    let (v, (ga, gc)) = out_of_order_vjp(1.0, 1.0, 1.0, 1.0);
+    assert_eq!(v, out_of_order(1.0, 1.0, 1.0));
     assert_eq!((ga, gc), (2.0, 5.0));
     let (_, t) = out_of_order_jvp(1.0, 1.0, 1.0, 1.0, 0.0);
     assert_eq!(t, 2.0);
@@ -325,6 +327,8 @@ mod visibility {
 
 #[test]
 fn companions_have_the_functions_visibility() {
+    assert_eq!(visibility::public(0.0), 1.0);
+    assert_eq!(visibility::crate_visible(1.0), 0.0);
     assert_eq!(visibility::public_jvp(0.0, 1.0), (1.0, 1.0));
     assert_eq!(visibility::public_vjp(0.0, 2.0), (1.0, 2.0));
     assert_eq!(visibility::crate_visible_vjp(1.0, 1.0), (0.0, 1.0));

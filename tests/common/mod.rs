@@ -1,6 +1,6 @@
 //! Shared helpers of the integration tests: the public checker of
 //! `linad::testing`, plus small conveniences.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 pub use linad::testing::{
     assert_close, check_derivatives, check_derivatives_with, CheckOptions, CheckReport, Flatten,

@@ -1,5 +1,5 @@
 use linad::differentiable;
-use linad::ndarray::{Array1, Array2};
+use linad::ndarray::Array2;
 
 use linad::ndarray::Axis;
 

@@ -1,5 +1,5 @@
 use linad::differentiable;
-use linad::ndarray::{Array1, Array2};
+use linad::ndarray::Array1;
 
 #[differentiable]
 fn f(v: &Array1<f64>) -> f64 {
