@@ -8,7 +8,8 @@
 //! 2. inside a chunk, element `k` goes to lane `k % 8`; each lane folds its
 //!    elements left to right: `first` of its first element, then `step`;
 //! 3. the 8 lanes are combined by the fixed tree
-//!    `((l0·l1)·(l2·l3))·((l4·l5)·(l6·l7))` with `merge`;
+//!    `(((l0·l4)·(l1·l5))·(l2·l6))·(l3·l7)` with `merge` (an order that
+//!    compilers vectorise without lane shuffles);
 //! 4. the chunk results are merged left to right, starting from the first
 //!    (an empty sequence gives `init`).
 //!
@@ -61,12 +62,12 @@ pub(crate) trait LaneOp<T>: Sync {
     }
 }
 
-/// The fixed lane tree `((l0·l1)·(l2·l3))·((l4·l5)·(l6·l7))`.
+/// The fixed lane tree `(((l0·l4)·(l1·l5))·(l2·l6))·(l3·l7)`.
 #[inline(always)]
 pub(crate) fn tree<T, O: LaneOp<T>>(op: &O, a: [O::Acc; LANES]) -> O::Acc {
-    let l = op.merge(op.merge(a[0], a[1]), op.merge(a[2], a[3]));
-    let r = op.merge(op.merge(a[4], a[5]), op.merge(a[6], a[7]));
-    op.merge(l, r)
+    let s = op.merge(op.merge(a[0], a[4]), op.merge(a[1], a[5]));
+    let s = op.merge(s, op.merge(a[2], a[6]));
+    op.merge(s, op.merge(a[3], a[7]))
 }
 
 /// Lane fold of one chunk held in a slice whose first element has index
@@ -74,10 +75,14 @@ pub(crate) fn tree<T, O: LaneOp<T>>(op: &O, a: [O::Acc; LANES]) -> O::Acc {
 /// `xs[l + 8], xs[l + 16], ..`; untouched lanes stay `init`.
 #[inline]
 pub(crate) fn fold_slice<T: Copy, O: LaneOp<T>>(op: &O, xs: &[T], base: usize, p: O::P) -> O::Acc {
+    // Lane indices are loop constants everywhere (no `acc[dynamic]`), so the
+    // lanes stay in registers and vectorise.
     let mut acc = [op.init(); LANES];
     let head = xs.len().min(LANES);
-    for (l, &x) in xs[..head].iter().enumerate() {
-        acc[l] = op.first(x, base + l, p);
+    for l in 0..LANES {
+        if l < head {
+            acc[l] = op.first(xs[l], base + l, p);
+        }
     }
     let mut it = xs[head..].chunks_exact(LANES);
     let mut j = base + LANES;
@@ -87,8 +92,11 @@ pub(crate) fn fold_slice<T: Copy, O: LaneOp<T>>(op: &O, xs: &[T], base: usize, p
         }
         j += LANES;
     }
-    for (l, &x) in it.remainder().iter().enumerate() {
-        acc[l] = op.step(acc[l], x, j + l, p);
+    let rem = it.remainder();
+    for l in 0..LANES {
+        if l < rem.len() {
+            acc[l] = op.step(acc[l], rem[l], j + l, p);
+        }
     }
     tree(op, acc)
 }
@@ -115,6 +123,9 @@ pub(crate) fn fold_iter<T, O: LaneOp<T>>(
 /// Reduce a contiguous sequence (`Note [lane order]`).
 pub(crate) fn reduce_slice<T: Elem, O: LaneOp<T>>(op: &O, xs: &[T], p: O::P) -> O::Acc {
     let n = xs.len();
+    if n > 0 && n <= CHUNK {
+        return op.fold_chunk(xs, 0, p);
+    }
     let parts = par::map_tasks(n.div_ceil(CHUNK), par::go_parallel(n), |c| {
         let lo = c * CHUNK;
         op.fold_chunk(&xs[lo..n.min(lo + CHUNK)], lo, p)
@@ -206,15 +217,20 @@ where
     // Note [rows path]: when the reduced axis is not contiguous, whole rows
     // (index_axis(axis, k)) are streamed into per-lane accumulator rows.
     let rows = a.stride_of(ax).unsigned_abs() != 1 && n > 1 && out_len >= 2 * LANES;
+    let parallel = par::go_parallel(a.len());
     // Output blocks along the longest output axis (none for a 0-d output).
     let (ob, k, nb) = match (0..out_dim.ndim()).rev().max_by_key(|&i| out_dim[i]) {
         None => (0, 1, 1),
         Some(ob) => {
             let len = out_dim[ob];
+            // Blocks bound the lane buffers of the rows path, and give the
+            // lane path its parallel tasks; a sequential lane path needs none.
             let want = if rows {
                 out_len.div_ceil(ROWS_BLOCK)
-            } else {
+            } else if parallel {
                 (out_len * n.min(CHUNK)).div_ceil(TASK_WORK)
+            } else {
+                1
             };
             let k = len.div_ceil(want.clamp(1, len));
             (ob, k, len.div_ceil(k))
@@ -222,7 +238,6 @@ where
     };
     let ob_a = if ob < axis { ob } else { ob + 1 };
     let nc = n.div_ceil(CHUNK);
-    let parallel = par::go_parallel(a.len());
     // In parallel the rows path makes one task per lane; sequentially one
     // pass over the rows feeds all 8 lanes (better locality, fewer buffers).
     let lanes = if rows && parallel { LANES } else { 1 };
@@ -318,8 +333,12 @@ where
     if let (Some(xs), true) = (sub.as_slice(), ax.index() + 1 == sub.ndim()) {
         // Row-major with the reduced axis last: lanes are consecutive runs.
         if n > 0 {
-            return xs
-                .chunks_exact(n)
+            let lanes = xs.chunks_exact(n);
+            // A broadcast parameter (all strides 0, e.g. `()`) is one value.
+            if let (true, Some(&p)) = (ps.strides().iter().all(|&s| s == 0), ps.iter().next()) {
+                return lanes.map(|lane| op.fold_chunk(lane, base, p)).collect();
+            }
+            return lanes
                 .zip(ps.iter())
                 .map(|(lane, &p)| op.fold_chunk(lane, base, p))
                 .collect();
@@ -400,24 +419,25 @@ fn tree_in_place<T, O: LaneOp<T>>(op: &O, acc: &mut Vec<O::Acc>) {
             *x = op.merge(*x, y);
         }
     };
-    merge_into(0, 1);
-    merge_into(2, 3);
-    merge_into(0, 2);
-    merge_into(4, 5);
-    merge_into(6, 7);
-    merge_into(4, 6);
+    // In the order of `tree`.
     merge_into(0, 4);
+    merge_into(1, 5);
+    merge_into(2, 6);
+    merge_into(3, 7);
+    merge_into(0, 1);
+    merge_into(0, 2);
+    merge_into(0, 3);
     acc.truncate(w);
 }
 
-/// The lane tree `((l0·l1)·(l2·l3))·((l4·l5)·(l6·l7))` of [`tree`],
+/// The lane tree `(((l0·l4)·(l1·l5))·(l2·l6))·(l3·l7)` of [`tree`],
 /// elementwise over 8 lane rows.
 fn tree_rows<T, O: LaneOp<T>, L: AsRef<[O::Acc]>>(op: &O, ls: &[L]) -> Vec<O::Acc> {
     let m = |a: &[O::Acc], b: &[O::Acc]| -> Vec<O::Acc> {
         a.iter().zip(b).map(|(&x, &y)| op.merge(x, y)).collect()
     };
     let g = |i: usize| ls[i].as_ref();
-    let l = m(&m(g(0), g(1)), &m(g(2), g(3)));
-    let r = m(&m(g(4), g(5)), &m(g(6), g(7)));
-    m(&l, &r)
+    let s = m(&m(g(0), g(4)), &m(g(1), g(5)));
+    let s = m(&s, &m(g(2), g(6)));
+    m(&s, &m(g(3), g(7)))
 }

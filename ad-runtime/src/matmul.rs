@@ -6,7 +6,7 @@
 //! any thread count and for any memory layout of the matrix.
 //! Matrix-matrix products call ndarray's `general_mat_mul` (the
 //! `matrixmultiply` kernels, single-threaded) on blocks of
-//! `max(64, ⌈len / 8⌉)` output rows (or columns when the output is wider than
+//! `max(64, ⌈len / 4⌉)` output rows (or columns when the output is wider than
 //! tall); the blocks are fixed by the
 //! shapes and each output element is computed by one call, so the result
 //! does not depend on the thread count. Work for the parallel threshold:
@@ -25,8 +25,9 @@ use rayon::prelude::*;
 const MM_BLOCK: usize = 64;
 
 /// Most matrix-multiply tasks of one product: each task repacks the whole
-/// of the other operand, so blocks are at least `len / MM_TASKS` wide.
-const MM_TASKS: usize = 8;
+/// of the other operand, so blocks are at least `len / MM_TASKS` wide (this
+/// caps a product at 4-way parallelism; each block costs one repacking).
+const MM_TASKS: usize = 4;
 
 /// `acc + x · v[j]`: dot product with a fixed second operand.
 struct Dot<'a, T>(&'a [T]);
@@ -50,17 +51,28 @@ impl<T: Elem> LaneOp<T> for Dot<'_, T> {
     /// check): `first = 0 + x·v`, the same arithmetic as `step` from `init`.
     #[inline(always)]
     fn fold_chunk(&self, xs: &[T], base: usize, _: ()) -> T {
-        let vs = &self.0[base..base + xs.len()];
+        let ys = &self.0[base..base + xs.len()];
         let mut acc = [T::ZERO; LANES];
-        let mut xi = xs.chunks_exact(LANES);
-        let mut vi = vs.chunks_exact(LANES);
-        for (x, v) in (&mut xi).zip(&mut vi) {
+        let mut body = |x: &[T], y: &[T]| {
             for l in 0..LANES {
-                acc[l] = acc[l] + x[l] * v[l];
+                acc[l] = acc[l] + x[l] * y[l];
             }
+        };
+        let mut xi = xs.chunks_exact(LANES);
+        let mut yi = ys.chunks_exact(LANES);
+        for (x, y) in (&mut xi).zip(&mut yi) {
+            body(x, y);
         }
-        for (l, (&x, &v)) in xi.remainder().iter().zip(vi.remainder()).enumerate() {
-            acc[l] = acc[l] + x * v;
+        // The remainder, zero-padded to a full group: a lane accumulator is
+        // never -0 (it starts at +0 and +0 + -0 = +0), so adding the padding's
+        // 0·0 = +0 leaves every lane bit-identical to `fold_slice`.
+        let (xr, yr) = (xi.remainder(), yi.remainder());
+        if !xr.is_empty() {
+            let mut xp = [T::ZERO; LANES];
+            let mut yp = [T::ZERO; LANES];
+            xp[..xr.len()].copy_from_slice(xr);
+            yp[..yr.len()].copy_from_slice(yr);
+            body(&xp, &yp);
         }
         tree(self, acc)
     }

@@ -142,7 +142,7 @@ pub fn lane_sum(xs: &[f64]) -> f64 {
         for (k, &x) in c.iter().enumerate() {
             l[k % 8] += x;
         }
-        let p = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+        let p = (((l[0] + l[4]) + (l[1] + l[5])) + (l[2] + l[6])) + (l[3] + l[7]);
         total = Some(total.map_or(p, |t| t + p));
     }
     total.unwrap_or(0.0)
