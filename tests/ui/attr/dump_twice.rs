@@ -1,9 +1,8 @@
 use linad::differentiable;
 
-#[differentiable]
+#[differentiable(dump, dump)]
 fn f(x: f64) -> f64 {
-    let d: f64 = Default::default();
-    x + d
+    x * x
 }
 
 fn main() {}

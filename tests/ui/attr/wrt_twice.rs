@@ -1,6 +1,6 @@
 use linad::differentiable;
 
-#[differentiable(wrt(x, x))]
+#[differentiable(wrt(x), wrt(y))]
 fn f(x: f64, y: f64) -> f64 {
     x * y
 }

@@ -1,0 +1,6 @@
+use linad::differentiable;
+
+#[differentiable]
+type F = fn(f64) -> f64;
+
+fn main() {}
