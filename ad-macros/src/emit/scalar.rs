@@ -13,6 +13,16 @@ impl Emitter<'_> {
         if args.len() != p.arity() {
             return Err(format!("{} applied to {} operands", p.name(), args.len()));
         }
+        // `-literal` is folded (`--0.5` would trip rustc's `double_negations`).
+        match (p, args) {
+            (Prim::Neg, [Atom::F64(v)]) => {
+                return Ok(Out::one(Self::lit(&Atom::F64(-v)), Repr::Val))
+            }
+            (Prim::Neg, [Atom::I64(v)]) if *v != i64::MIN => {
+                return Ok(Out::one(Self::lit(&Atom::I64(-v)), Repr::Val))
+            }
+            _ => {}
+        }
         let x: Vec<_> = args.iter().map(|a| self.scalar(a)).collect();
         let int = self.atom_ty(&args[0]) == Ty::Scalar(Scalar::I64);
         let a = &x[0];

@@ -899,6 +899,42 @@ def g(x_0: f64, w_1: [f64], n_2: i64) -> (f64, [f64]) {
             rust: "fn h(n: usize) -> usize { n * 2 }",
             ..Default::default()
         },
+        Case {
+            name: "rank3_tuple",
+            ir: "
+def f(t_0: [[[f64]]], p_1: (f64, f64)) -> (f64, [[f64]]) {
+  let a_2: f64, b_3: f64 = untuple p_1
+  let c_4: f64, d_5: f64 = untuple p_1
+  let e_6: f64 = mul a_2, c_4
+  let g_7: f64 = mul b_3, d_5
+  let h_8: f64 = add e_6, g_7
+  let m_9: [[f64]] = index t_0[1]
+  let r_10: f64 = index t_0[0, 1, 2]
+  let s_11: f64 = reduce_sum m_9
+  let u_12: f64 = mul s_11, h_8
+  let v_13: f64 = mul u_12, r_10
+  let w_14: [[f64]] = reduce_prod t_0, axis=0
+  let i_15: i64, j_16: i64, k_17: i64 = argmin t_0
+  let x_18: f64 = index t_0[i_15, j_16, k_17]
+  let y_19: f64 = add v_13, x_18
+  return y_19, w_14
+}",
+            params: vec![
+                P("t", "&Array3<f64>", f64a(3)),
+                P("p", "(f64, f64)", ParamKind::F64Tuple(2)),
+            ],
+            out: Out::Tuple(vec![Out::F64, Out::Array(2)]),
+            args: vec![
+                arr(
+                    &[2, 2, 3],
+                    &[
+                        0.1, 0.2, -0.3, 0.4, -0.5, 0.6, 0.7, -0.8, 0.9, 1.0, -1.1, 1.2,
+                    ],
+                ),
+                Value::Tuple(vec![Value::F64(0.5), Value::F64(-1.5)]),
+            ],
+            ..Default::default()
+        },
     ]
 }
 
@@ -959,17 +995,23 @@ fn public_signatures() {
     );
 }
 
-/// Writes every case as a module with its `check()` into `$LINAD_EMIT_OUT`.
+/// Writes every case as a module with its `check()` into `$LINAD_EMIT_OUT`
+/// (the hand-written cases, or with `$LINAD_EMIT_RANDOM=<dir>` the random
+/// programs read from `<dir>`, see [`random_cases`]).
 #[test]
 fn write_cases() {
     let Ok(dir) = std::env::var("LINAD_EMIT_OUT") else {
         return;
     };
+    let cases = match std::env::var("LINAD_EMIT_RANDOM") {
+        Ok(d) => random_cases(std::path::Path::new(&d)),
+        Err(_) => cases(),
+    };
     let dir = std::path::Path::new(&dir);
     std::fs::create_dir_all(dir).unwrap();
     let mut mods = TokenStream::new();
     let mut calls = TokenStream::new();
-    for c in cases() {
+    for c in cases {
         let d = derive(&c);
         let mut ts = emit(&d);
         ts.extend(check_fn(&c, &d));
@@ -989,8 +1031,119 @@ fn write_cases() {
         let m = format_ident!("{}", c.name);
         mods.extend(quote!(pub mod #m;));
         let label = c.name;
-        calls.extend(quote!(#m::check(); println!("ok {}", #label);));
+        calls.extend(quote!(println!("{}", #label); #m::check();));
     }
     let text = format!("{mods}\npub fn check_all() {{ {calls} }}\n");
     std::fs::write(dir.join("mod.rs"), text).unwrap();
+}
+
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+/// Random programs written by a driver of ad-core-ir's property-test
+/// generator: `<dir>/caseN.ir` and `<dir>/caseN.args` (one argument per line:
+/// `f64 <bits hex>`, `i64 <n>`, `arr <rank> <dims..> <bits hex..>`, then
+/// `wrt <bool..>`). Parameters get Rust names `p0..`, arrays passed by
+/// reference, view and value in turn, `i64` as `usize`.
+fn random_cases(dir: &std::path::Path) -> Vec<Case> {
+    let mut all = vec![];
+    for k in 0.. {
+        let Ok(ir) = std::fs::read_to_string(dir.join(format!("case{k}.ir"))) else {
+            break;
+        };
+        let args_text = std::fs::read_to_string(dir.join(format!("case{k}.args"))).unwrap();
+        let prog = parse_program(&ir).unwrap();
+        let f = prog.func("f").unwrap();
+        let mut args = vec![];
+        let mut wrt = vec![];
+        for line in args_text.lines() {
+            let w: Vec<&str> = line.split_whitespace().collect();
+            let bits = |s: &str| f64::from_bits(u64::from_str_radix(s, 16).unwrap());
+            match w[0] {
+                "f64" => args.push(Value::F64(bits(w[1]))),
+                "i64" => args.push(Value::I64(w[1].parse().unwrap())),
+                "arr" => {
+                    let r: usize = w[1].parse().unwrap();
+                    let dims: Vec<usize> = w[2..2 + r].iter().map(|d| d.parse().unwrap()).collect();
+                    let xs: Vec<f64> = w[2 + r..].iter().map(|x| bits(x)).collect();
+                    args.push(arr(&dims, &xs));
+                }
+                "wrt" => wrt = w[1..].iter().map(|b| *b == "true").collect(),
+                other => panic!("bad argument line {other}"),
+            }
+        }
+        let mut params = vec![];
+        let mut wrt_names = vec![];
+        for (j, v) in f.params.iter().enumerate() {
+            let name = leak(format!("p{j}"));
+            let passing = [Passing::Ref, Passing::View, Passing::Owned][j % 3];
+            let (ty, kind) = match f.vars.ty(*v) {
+                ad_core_ir::types::Ty::Scalar(ad_core_ir::types::Scalar::F64) => {
+                    ("f64".to_string(), ParamKind::F64)
+                }
+                ad_core_ir::types::Ty::Scalar(ad_core_ir::types::Scalar::I64) => (
+                    "usize".to_string(),
+                    ParamKind::Int(syn::parse_str("usize").unwrap()),
+                ),
+                ad_core_ir::types::Ty::Array { rank, .. } => {
+                    let t = match passing {
+                        Passing::Ref => {
+                            format!("&::linad::ndarray::Array<f64, ::linad::ndarray::Ix{rank}>")
+                        }
+                        Passing::View => {
+                            format!("::linad::ndarray::ArrayView<f64, ::linad::ndarray::Ix{rank}>")
+                        }
+                        Passing::Owned => {
+                            format!("::linad::ndarray::Array<f64, ::linad::ndarray::Ix{rank}>")
+                        }
+                    };
+                    (
+                        t,
+                        ParamKind::F64Array {
+                            rank: *rank,
+                            passing,
+                        },
+                    )
+                }
+                t => panic!("case{k}: parameter type {t}"),
+            };
+            if wrt.get(j).copied().unwrap_or(false) && kind.is_differentiable() {
+                wrt_names.push(name);
+            }
+            params.push(P(name, leak(ty), kind));
+        }
+        let (_, _, rtys, _) = ad_core_ir::typing::func_sig(f);
+        let outs: Option<Vec<Out>> = rtys
+            .iter()
+            .map(|t| match t {
+                ad_core_ir::types::Ty::Scalar(ad_core_ir::types::Scalar::F64) => Some(Out::F64),
+                ad_core_ir::types::Ty::Array {
+                    rank,
+                    elem: ad_core_ir::types::Scalar::F64,
+                } => Some(Out::Array(*rank)),
+                _ => None,
+            })
+            .collect();
+        // Integer results have no place in a user signature.
+        let Some(outs) = outs else { continue };
+        let out = if outs.len() == 1 {
+            outs.into_iter().next().unwrap()
+        } else {
+            Out::Tuple(outs)
+        };
+        if wrt_names.is_empty() {
+            continue;
+        }
+        all.push(Case {
+            name: leak(format!("case{k}")),
+            ir: leak(ir),
+            params,
+            wrt: Some(wrt_names),
+            out,
+            args,
+            ..Default::default()
+        });
+    }
+    all
 }
