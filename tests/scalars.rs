@@ -9,7 +9,7 @@
     clippy::let_and_return,
     clippy::assign_op_pattern,
     clippy::neg_multiply,
-    clippy::double_neg,
+    double_negations,
     clippy::precedence,
     clippy::shadow_unrelated,
     clippy::redundant_locals,
