@@ -183,11 +183,16 @@ fn temps(what: &str, n: usize) -> (Vec<Ident>, TokenStream) {
     (ts, flat(&ps))
 }
 
-/// A result as an owned value.
+/// A result as an owned value; arrays returned to the user are in standard
+/// (row-major) layout, whatever layout the computation left them in (a
+/// transpose is free in ndarray, so a gradient may come out column-major).
 fn owned(t: &Ident, r: Repr) -> TokenStream {
     match r {
-        Repr::View => quote!(#t.to_owned()),
-        _ => quote!(#t),
+        Repr::View => quote!(#t.as_standard_layout().into_owned()),
+        Repr::Owned => {
+            quote!(if #t.is_standard_layout() { #t } else { #t.as_standard_layout().into_owned() })
+        }
+        Repr::Val => quote!(#t),
     }
 }
 
