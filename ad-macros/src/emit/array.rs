@@ -31,10 +31,10 @@ impl Emitter<'_> {
             }
             ArrayOp::Gather { arr, idx } => self.gather(arr, idx),
             ArrayOp::ScatterAdd { len, idx, vals } => self.scatter_add(len, idx, vals),
-            ArrayOp::Reduce { op, arr, axis } => self.reduce(*op, arr, *axis),
+            ArrayOp::Reduce { op, arr, axis } => self.reduce(*op, arr, *axis, true),
             ArrayOp::ArgReduce { op, arr, axis } => self.arg_reduce(*op, arr, *axis, binds.len()),
             ArrayOp::Scan { arr, reverse } => self.scan(arr, *reverse),
-            ArrayOp::MatMul { a, b } => self.matmul(a, b),
+            ArrayOp::MatMul { a, b } => self.matmul(a, b, true),
             ArrayOp::Transpose { arr } => {
                 let m = self.nl_movable(arr, site);
                 self.transpose(arr, m)
@@ -166,7 +166,17 @@ impl Emitter<'_> {
     }
 
     /// A reduction of a whole array or along an axis.
-    pub fn reduce(&mut self, op: ReduceOp, arr: &Atom, axis: Option<usize>) -> R<Out> {
+    ///
+    /// A primal (`primal`) float sum is ndarray's own `sum` / `sum_axis`,
+    /// so that `f_jvp` and `f_vjp` return the bits of the user's `a.sum()`;
+    /// sums of linear values use the runtime's parallel kernels.
+    pub fn reduce(
+        &mut self,
+        op: ReduceOp,
+        arr: &Atom,
+        axis: Option<usize>,
+        primal: bool,
+    ) -> R<Out> {
         let (elem, rank) = self.array_of(arr)?;
         let rt = rt();
         let nd = nd();
@@ -174,6 +184,15 @@ impl Emitter<'_> {
         let xr = self.by_ref(arr);
         let scalar_out = axis.is_none() || rank == 1;
         let (init, comb) = match (op, elem) {
+            (ReduceOp::Sum, Scalar::F64) if primal => {
+                let e = match axis {
+                    None => quote!(#x.sum()),
+                    Some(a) if rank == 1 => quote!(#x.sum_axis(#nd::Axis(#a)).into_scalar()),
+                    Some(a) => quote!(#x.sum_axis(#nd::Axis(#a))),
+                };
+                let repr = if scalar_out { Repr::Val } else { Repr::Owned };
+                return Ok(Out::one(e, repr));
+            }
             (ReduceOp::Sum, Scalar::F64) => {
                 let e = match axis {
                     None => quote!(#rt::sum(#xr)),
@@ -281,10 +300,25 @@ impl Emitter<'_> {
     }
 
     /// Matrix product by ranks: dot, mat·vec, vec·mat, mat·mat.
-    pub fn matmul(&mut self, a: &Atom, b: &Atom) -> R<Out> {
+    ///
+    /// A primal product is ndarray's `dot` (the bits of the user's
+    /// `a.dot(&b)`); products with a linear operand use the runtime.
+    pub fn matmul(&mut self, a: &Atom, b: &Atom, primal: bool) -> R<Out> {
         let ((_, ra), (_, rb)) = (self.array_of(a)?, self.array_of(b)?);
         let rt = rt();
         let (x, y) = (self.by_ref(a), self.by_ref(b));
+        if primal {
+            let (xn, yr) = (self.scalar(a), y.clone());
+            let repr = if ra == 1 && rb == 1 {
+                Repr::Val
+            } else {
+                Repr::Owned
+            };
+            if !(1..=2).contains(&ra) || !(1..=2).contains(&rb) {
+                return Err(format!("matmul of ranks {ra} and {rb}"));
+            }
+            return Ok(Out::one(quote!(#xn.dot(#yr)), repr));
+        }
         Ok(match (ra, rb) {
             (1, 1) => Out::one(quote!(#rt::dot(#x, #y)), Repr::Val),
             (2, 1) => Out::one(quote!(#rt::matvec(#x, #y)), Repr::Owned),

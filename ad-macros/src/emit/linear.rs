@@ -121,7 +121,7 @@ impl Emitter<'_> {
             }
             LinOp::Gather { x, idx } => self.gather(&var(x), idx),
             LinOp::ScatterAdd { len, idx, x } => self.scatter_add(len, idx, &var(x)),
-            LinOp::Sum { x, axis } => self.reduce(ReduceOp::Sum, &var(x), *axis),
+            LinOp::Sum { x, axis } => self.reduce(ReduceOp::Sum, &var(x), *axis, false),
             LinOp::Broadcast { x, shape, axes } => self.broadcast(&var(x), shape, axes),
             LinOp::Transpose(x) => {
                 let m = self.lin_movable(*x, site);
@@ -129,9 +129,9 @@ impl Emitter<'_> {
             }
             LinOp::MatMul { a, x, lin_left } => {
                 if *lin_left {
-                    self.matmul(&var(x), a)
+                    self.matmul(&var(x), a, false)
                 } else {
-                    self.matmul(a, &var(x))
+                    self.matmul(a, &var(x), false)
                 }
             }
             LinOp::Outer { x, b, lin_left } => {
