@@ -146,9 +146,8 @@ impl Emitter<'_> {
             }
             LinOp::Scan { x, reverse } => self.scan(&var(x), *reverse),
         }
-        .map(|o| {
+        .inspect(|o| {
             debug_assert!(o.reprs.len() == binds.len() || matches!(op, LinOp::Drop(_)));
-            o
         })
     }
 
