@@ -1,19 +1,22 @@
 #!/usr/bin/env python3
-"""Print the speedup table of the `kernels` bench from criterion's estimates.
+"""Print the speedup table of the `kernels` bench from criterion's samples.
 
 Usage: python3 ad-runtime/benches/summary.py [target/criterion]
-Speedup = baseline time / ours time (> 1 means ad-runtime is faster).
+Speedup = baseline time / ours time (> 1 means ad-runtime is faster). Each
+time is the fastest of criterion's samples (time per iteration), which is
+less sensitive than the median to other processes on a busy machine.
 """
 import json, os, sys
 
 root = sys.argv[1] if len(sys.argv) > 1 else "target/criterion"
 
-def median_ns(group, fid, n):
-    p = os.path.join(root, group, fid, str(n), "new", "estimates.json")
+def best_ns(group, fid, n):
+    p = os.path.join(root, group, fid, str(n), "new", "sample.json")
     if not os.path.exists(p):
         return None
     with open(p) as f:
-        return json.load(f)["median"]["point_estimate"]
+        d = json.load(f)
+    return min(t / i for t, i in zip(d["times"], d["iters"]))
 
 def fmt_t(ns):
     for unit, div in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
@@ -31,7 +34,7 @@ for g in groups:
     for base in ("plain", "ndarray"):
         cells = []
         for n in (1000, 100000, 10000000):
-            o, b = median_ns(g, "ours", n), median_ns(g, base, n)
+            o, b = best_ns(g, "ours", n), best_ns(g, base, n)
             cells.append("—" if o is None or b is None else f"{b / o:.2f}× ({fmt_t(o)})")
         if all(c == "—" for c in cells):
             continue
@@ -44,6 +47,6 @@ for ours, base, label in (("ours", "ndarray", "A·B vs `a.dot(&b)`"),
                           ("ours_tn", "ndarray_tn", "Aᵀ·B vs `a.t().dot(&b)`")):
     cells = []
     for n in (256, 1024):
-        o, b = median_ns("matmul", ours, n), median_ns("matmul", base, n)
+        o, b = best_ns("matmul", ours, n), best_ns("matmul", base, n)
         cells.append("—" if o is None or b is None else f"{b / o:.2f}× ({fmt_t(o)})")
     print(f"| {label} | " + " | ".join(cells) + " |")

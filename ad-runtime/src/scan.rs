@@ -20,7 +20,7 @@
 
 use crate::check;
 use crate::elem::Elem;
-use crate::fold::{fold_iter, fold_slice, LaneOp, CHUNK};
+use crate::fold::{fold_iter, fold_slice, tree, LaneOp, CHUNK, LANES};
 use crate::par;
 use ndarray::{
     Array, Array1, ArrayBase, ArrayView1, ArrayViewMut1, Axis, Data, Dimension, Ix1, Zip,
@@ -176,9 +176,9 @@ fn scan_into<T: Elem>(xs: &[T], out: &mut [MaybeUninit<T>], rev: bool, parallel:
     let total = |c: usize| {
         let r = range(c);
         if rev {
-            fold_iter(&Add, xs[r].iter().rev().copied(), 0, ())
+            total_rev(&xs[r])
         } else {
-            fold_slice(&Add, &xs[r], 0, ())
+            total_fwd(&xs[r])
         }
     };
     let body = |x: &[T], o: &mut [MaybeUninit<T>], s: T| {
@@ -221,6 +221,37 @@ fn scan_into<T: Elem>(xs: &[T], out: &mut [MaybeUninit<T>], rev: bool, parallel:
     }
 }
 
+/// The lane fold of `xs` (`Note [lane order]`), as a plain 8-lane loop when
+/// the length is a multiple of 8 (`first` of `Add` is `0 + x`).
+fn total_fwd<T: Elem>(xs: &[T]) -> T {
+    if xs.len() % LANES != 0 {
+        return fold_slice(&Add, xs, 0, ());
+    }
+    let mut acc = [T::ZERO; LANES];
+    for c in xs.chunks_exact(LANES) {
+        for l in 0..LANES {
+            acc[l] = acc[l] + c[l];
+        }
+    }
+    tree(&Add, acc)
+}
+
+/// The lane fold of `xs` read backwards (`Note [lane order]`), without a
+/// reversed iterator when the length is a multiple of 8: element `m` of a
+/// group of 8 is reversed element `7 - m`, so it goes to lane `7 - m`.
+fn total_rev<T: Elem>(xs: &[T]) -> T {
+    if xs.len() % LANES != 0 {
+        return fold_iter(&Add, xs.iter().rev().copied(), 0, ());
+    }
+    let mut acc = [T::ZERO; LANES];
+    for c in xs.chunks_exact(LANES).rev() {
+        for l in 0..LANES {
+            acc[l] = acc[l] + c[LANES - 1 - l];
+        }
+    }
+    tree(&Add, acc)
+}
+
 /// Outputs of one group `y` (1 to 4 elements in scan order) from offset `s`:
 /// `s+y₀, s+(y₀+y₁), s+((y₀+y₁)+y₂), s+((y₀+y₁)+(y₂+y₃))`.
 #[inline(always)]
@@ -242,9 +273,13 @@ fn scan_chunk_fwd<T: Elem>(xs: &[T], out: &mut [MaybeUninit<T>], mut s: T) {
     let mut oi = out.chunks_exact_mut(4);
     for (x, o) in (&mut xi).zip(&mut oi) {
         let g = group(s, [x[0], x[1], x[2], x[3]]);
-        for (o, g) in o.iter_mut().zip(g) {
-            o.write(g);
-        }
+        // Stored last to first like `scan_chunk_rev`: the compiler then keeps
+        // the running sum in scalar registers instead of building vectors
+        // around it (which lengthens the dependency chain).
+        o[3].write(g[3]);
+        o[2].write(g[2]);
+        o[1].write(g[1]);
+        o[0].write(g[0]);
         s = g[3];
     }
     let (x, o) = (xi.remainder(), oi.into_remainder());
@@ -263,9 +298,10 @@ fn scan_chunk_rev<T: Elem>(xs: &[T], out: &mut [MaybeUninit<T>], mut s: T) {
     let mut oi = out.rchunks_exact_mut(4);
     for (x, o) in (&mut xi).zip(&mut oi) {
         let g = group(s, [x[3], x[2], x[1], x[0]]);
-        for (o, g) in o.iter_mut().zip([g[3], g[2], g[1], g[0]]) {
-            o.write(g);
-        }
+        o[3].write(g[0]);
+        o[2].write(g[1]);
+        o[1].write(g[2]);
+        o[0].write(g[3]);
         s = g[3];
     }
     let (x, o) = (xi.remainder(), oi.into_remainder());
