@@ -606,3 +606,27 @@ fn reductions_are_bit_identical_for_all_lengths() {
         bad.join("\n")
     );
 }
+
+/// A rank-3 output built with `Array3::from_shape_fn`.
+#[differentiable]
+fn outer3(a: &Array1<f64>, b: &Array1<f64>, m: &Array2<f64>) -> Array3<f64> {
+    Array3::from_shape_fn((a.len(), b.len(), m.ncols()), |(i, j, k)| {
+        a[i] * b[j] * m[[j, k]] + (a[i] * m[[j, k]]).sin()
+    })
+}
+
+#[test]
+fn rank3_output() {
+    let mut rng = rng("outer3");
+    let x = (
+        rng.array1(2, -1.0, 1.0),
+        rng.array1(3, -1.0, 1.0),
+        rng.array2(3, 4, -1.0, 1.0),
+    );
+    check_derivatives(
+        &x,
+        |(a, b, m)| outer3(a, b, m),
+        |(a, b, m), (da, db, dm)| outer3_jvp(a, b, m, da, db, dm),
+        |(a, b, m), ct| outer3_vjp(a, b, m, ct),
+    );
+}

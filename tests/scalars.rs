@@ -409,3 +409,25 @@ fn constant_function() {
     assert_eq!(constant_output_jvp(1.0, 1.0), (4.0, 0.0));
     assert_eq!(constant_output_vjp(1.0, 1.0), (4.0, 0.0));
 }
+
+/// `f64::consts::PI` written as in the contract (with `use std::f64;`).
+mod pi_path {
+    use linad::differentiable;
+    #[allow(clippy::legacy_numeric_constants)]
+    use std::f64;
+
+    #[differentiable]
+    pub fn circle(r: f64) -> f64 {
+        f64::consts::PI * r * r + (f64::consts::PI * r).sin()
+    }
+}
+
+#[test]
+fn consts_path_as_in_the_contract() {
+    check_derivatives(
+        &0.7,
+        |r| pi_path::circle(*r),
+        |r, dr| pi_path::circle_jvp(*r, *dr),
+        |r, ct| pi_path::circle_vjp(*r, *ct),
+    );
+}
