@@ -412,8 +412,8 @@ fn constant_function() {
 
 /// `f64::consts::PI` written as in the contract (with `use std::f64;`).
 mod pi_path {
+    #![allow(clippy::legacy_numeric_constants)]
     use linad::differentiable;
-    #[allow(clippy::legacy_numeric_constants)]
     use std::f64;
 
     #[differentiable]
