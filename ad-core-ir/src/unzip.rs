@@ -319,10 +319,42 @@ impl<'p> Unzip<'p> {
             let mut cache = ShapeCache::new();
             let stmts = std::mem::take(&mut blk.stmts);
             self.split(&stmts, &mut prim, &mut lin, &mut cache)?;
-            prim.extend(lin);
-            blk.stmts = prim;
+            // Both halves now live in one function: the primal half gets
+            // fresh binders (the split reuses binders across the two sides).
+            blk.stmts = self.with_fresh_copy(prim, lin);
         }
         Ok(())
+    }
+
+    /// `copy ++ rest`, where `copy` (statements that also exist elsewhere in
+    /// the function, or whose split counterpart reuses their binders) gets
+    /// fresh variables for every binder, and `rest`'s reads of `copy`'s
+    /// top-level results follow the renaming. Nested binders of `copy` are
+    /// renamed only inside it (they may reappear in `rest` as lambda
+    /// parameters or stack reads of the linear half).
+    fn with_fresh_copy(&mut self, mut copy: Vec<Stmt>, rest: Vec<Stmt>) -> Vec<Stmt> {
+        let mut ren: HashMap<Var, Var> = HashMap::new();
+        for v in binders(&copy) {
+            let info = self.vars.info(v).clone();
+            ren.insert(v, self.vars.fresh(info.name, info.ty, info.linear));
+        }
+        let top: BTreeSet<Var> = copy.iter().flat_map(|s| s.binds.iter().copied()).collect();
+        for st in &mut copy {
+            rename_stmt(st, &ren);
+        }
+        let uses: HashMap<Var, Atom> = ren
+            .iter()
+            .filter(|(k, _)| top.contains(k))
+            .map(|(k, v)| (*k, Atom::Var(*v)))
+            .collect();
+        let mut rest = Block {
+            stmts: rest,
+            results: vec![],
+            lin_results: vec![],
+        };
+        substitute_block(&mut rest, &uses, &HashMap::new());
+        copy.extend(rest.stmts);
+        copy
     }
 
     /// Splits a nested block: `(primal stmts, linear stmts, residuals bound on
@@ -388,35 +420,9 @@ impl<'p> Unzip<'p> {
                 }
             }
         }
-        // The slice is a second copy of primal statements: give its binders
-        // fresh variables (every variable is bound once per function).
-        let mut out: Vec<Stmt> = slice.iter().map(|k| prim[*k].clone()).collect();
-        let mut ren: HashMap<Var, Var> = HashMap::new();
-        for v in binders(&out) {
-            let info = self.vars.info(v).clone();
-            ren.insert(v, self.vars.fresh(info.name, info.ty, info.linear));
-        }
-        for st in &mut out {
-            rename_stmt(st, &ren);
-        }
-        let mut lin_block = Block {
-            stmts: lin,
-            results: vec![],
-            lin_results: vec![],
-        };
-        // Only the slice's own results can be read by the linear statements
-        // (its nested binders may reappear there as lambda parameters).
-        let top: BTreeSet<Var> = slice
-            .iter()
-            .flat_map(|k| prim[*k].binds.iter().copied())
-            .collect();
-        let uses: HashMap<Var, Atom> = ren
-            .iter()
-            .filter(|(k, _)| top.contains(k))
-            .map(|(k, v)| (*k, Atom::Var(*v)))
-            .collect();
-        substitute_block(&mut lin_block, &uses, &HashMap::new());
-        out.extend(lin_block.stmts);
+        // The slice is a second copy of primal statements: fresh binders.
+        let copy: Vec<Stmt> = slice.iter().map(|k| prim[*k].clone()).collect();
+        let out = self.with_fresh_copy(copy, lin);
         Ok((prim, out, stored.into_iter().collect()))
     }
 

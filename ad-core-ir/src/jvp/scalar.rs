@@ -185,23 +185,30 @@ impl<'p> Jvp<'p> {
                 let d = self.nl(Add, &[one, x]);
                 self.nl(Div, &[one, d])
             }
-            // powi(x, n)' = n x^(n-1)
+            // powi(x, n)' = n x^(n-1), and exactly 0 for n = 0 (not 0 * x^-1,
+            // which is NaN at x = 0)
             (Powi, _) => {
                 let nm1 = self.nl(Sub, &[args[1], Atom::I64(1)]);
                 let pw = self.nl(Powi, &[x, nm1]);
                 let nf = self.nl(ToF64, &[args[1]]);
-                self.nl(Mul, &[nf, pw])
+                let g = self.nl(Mul, &[nf, pw]);
+                let n0 = self.nl(Eq, &[args[1], Atom::I64(0)]);
+                self.nl(Select, &[n0, Atom::F64(0.0), g])
             }
-            // ∂x powf(x, e) = e x^(e-1)
+            // ∂x powf(x, e) = e x^(e-1), and exactly 0 for e = 0
             (Powf, 0) => {
                 let em1 = self.nl(Sub, &[args[1], one]);
                 let pw = self.nl(Powf, &[x, em1]);
-                self.nl(Mul, &[args[1], pw])
+                let g = self.nl(Mul, &[args[1], pw]);
+                let e0 = self.nl(Eq, &[args[1], Atom::F64(0.0)]);
+                self.nl(Select, &[e0, Atom::F64(0.0), g])
             }
-            // ∂e powf(x, e) = y ln x
+            // ∂e powf(x, e) = y ln x, and 0 at x = 0 (where y = 0 for e > 0)
             (Powf, _) => {
                 let l = self.nl(Ln, &[x]);
-                self.nl(Mul, &[y, l])
+                let g = self.nl(Mul, &[y, l]);
+                let x0 = self.nl(Eq, &[x, Atom::F64(0.0)]);
+                self.nl(Select, &[x0, Atom::F64(0.0), g])
             }
             // atan2(a, b): ∂a = b / (a² + b²), ∂b = -a / (a² + b²)
             (Atan2, k) => {

@@ -14,16 +14,26 @@ use crate::visit::{free_vars_block, free_vars_lambda};
 use std::collections::{BTreeSet, HashMap};
 
 impl<'p> Transposer<'p> {
+    /// Captured variables, one per cotangent list (copies made by `dup` share
+    /// their source's list, so a construct capturing two of them accumulates
+    /// once).
+    fn unique_roots(&self, caps: impl IntoIterator<Item = Var>) -> Vec<Var> {
+        let mut seen = BTreeSet::new();
+        caps.into_iter()
+            .filter(|v| seen.insert(self.root(*v)))
+            .collect()
+    }
+
     /// Removes and returns the contributions of `vs`.
     fn stash(&mut self, vs: &[Var]) -> HashMap<Var, Vec<Contrib>> {
         vs.iter()
-            .filter_map(|v| self.ct.remove(v).map(|c| (*v, c)))
+            .filter_map(|v| self.take(*v).map(|c| (*v, c)))
             .collect()
     }
 
     fn restore(&mut self, saved: HashMap<Var, Vec<Contrib>>) {
         for (v, cs) in saved {
-            self.ct.entry(v).or_default().extend(cs);
+            self.put(v, cs);
         }
     }
 
@@ -41,12 +51,24 @@ impl<'p> Transposer<'p> {
         }
         let mut caps: BTreeSet<Var> = free_vars_block(&i.then_).lin;
         caps.extend(free_vars_block(&i.else_).lin);
-        let caps: Vec<Var> = caps.into_iter().collect();
-        let saved = self.stash(&caps);
+        let caps: Vec<Var> = self.unique_roots(caps);
+        // Captured variables that already have contributions (from later
+        // statements, or an enclosing accumulator) are threaded: their sum is
+        // the base each branch adds to, so a branch that does not touch one
+        // returns it unchanged and no zero array is made.
+        let mut base: HashMap<Var, Var> = HashMap::new();
+        for &f in &caps {
+            if let Some(b) = self.materialize(f)? {
+                base.insert(f, b);
+            }
+        }
         // Transpose both branches; collect which captured variables get a cotangent.
         let mut branches = vec![];
         for blk in [&i.then_, &i.else_] {
             self.b.open();
+            for (f, b) in &base {
+                self.add(*f, Contrib::Dense(*b));
+            }
             self.block(blk, &cts)?;
             let mut got = vec![];
             for &f in &caps {
@@ -87,7 +109,6 @@ impl<'p> Transposer<'p> {
             else_,
             lin_shapes,
         }));
-        self.restore(saved);
         for (k, o) in used.into_iter().zip(outs) {
             self.add_dense(caps[k], Some(o));
         }
@@ -104,7 +125,7 @@ impl<'p> Transposer<'p> {
         }
         let m = l.lin_init.len();
         let i = l.body.params[0];
-        let caps: Vec<Var> = free_vars_lambda(&l.body).lin.into_iter().collect();
+        let caps: Vec<Var> = self.unique_roots(free_vars_lambda(&l.body).lin);
         let saved = self.stash(&caps);
         // Loop state of the transposed loop: state cotangents, then accumulators.
         let mut c_params = vec![];
@@ -128,20 +149,17 @@ impl<'p> Transposer<'p> {
                 })
             }));
         }
+        // The accumulators are contributions from the start, so nested loops
+        // and branches thread them instead of starting from zeros.
+        for (k, &f) in caps.iter().enumerate() {
+            self.add(f, Contrib::Dense(acc_params[k]));
+        }
         self.block(&l.body.body, &seeds)?;
         let mut state_out = vec![];
         for &p in &l.body.lin_params {
             state_out.push(self.materialize_or_zero(p)?);
         }
-        let mut used = vec![];
-        let mut acc_out = vec![];
-        for (k, &f) in caps.iter().enumerate() {
-            if self.ct.get(&f).is_some_and(|c| !c.is_empty()) {
-                self.add(f, Contrib::Dense(acc_params[k]));
-                acc_out.push(self.materialize(f)?.expect("has contributions"));
-                used.push(k);
-            }
-        }
+        let (used, acc_out) = self.collect_accumulators(&caps, &acc_params)?;
         let mut lin_results = state_out;
         lin_results.extend(&acc_out);
         let body = self.b.close(vec![], lin_results);
@@ -160,7 +178,7 @@ impl<'p> Transposer<'p> {
         for &k in &used {
             let f = caps[k];
             if let Some(cs) = saved.remove(&f) {
-                self.ct.insert(f, cs);
+                self.put(f, cs);
             }
             lin_init.push(self.materialize_or_zero(f)?);
         }
@@ -196,7 +214,7 @@ impl<'p> Transposer<'p> {
         if cts.iter().all(Option::is_none) {
             return Ok(());
         }
-        let caps: Vec<Var> = free_vars_lambda(&bd.body).lin.into_iter().collect();
+        let caps: Vec<Var> = self.unique_roots(free_vars_lambda(&bd.body).lin);
         let all_scalar = caps.iter().all(|v| self.b.ty(*v).rank() == Some(0));
         let idx: Vec<Atom> = bd.body.params.iter().map(|v| Atom::Var(*v)).collect();
         if all_scalar {
@@ -233,6 +251,29 @@ impl<'p> Transposer<'p> {
             return Ok(());
         }
         self.loop_nest(&bd.shape, &bd.body.params, &bd.body.body, &cts, &caps)
+    }
+
+    /// After a loop body seeded with `Dense(acc[k])` for each captured `caps[k]`:
+    /// the captured variables that received contributions (indices) and their
+    /// updated accumulators. An accumulator with no new contribution is not
+    /// loop state (its seed is removed unread).
+    fn collect_accumulators(
+        &mut self,
+        caps: &[Var],
+        acc: &[Var],
+    ) -> Result<(Vec<usize>, Vec<Var>), TransposeError> {
+        let mut used = vec![];
+        let mut outs = vec![];
+        for (k, &f) in caps.iter().enumerate() {
+            let untouched = matches!(self.peek(f).map(|c| c.as_slice()), Some([Contrib::Dense(d)]) if *d == acc[k]);
+            if untouched {
+                self.take(f);
+            } else {
+                outs.push(self.materialize(f)?.expect("seeded"));
+                used.push(k);
+            }
+        }
+        Ok((used, outs))
     }
 
     /// Materialises the contributions of the captured variables inside a
@@ -279,16 +320,11 @@ impl<'p> Transposer<'p> {
                 })
             }));
         }
-        self.block(body, &seeds)?;
-        let mut used = vec![];
-        let mut outs = vec![];
         for (k, &f) in caps.iter().enumerate() {
-            if self.ct.get(&f).is_some_and(|c| !c.is_empty()) {
-                self.add(f, Contrib::Dense(inner_acc[k]));
-                outs.push(self.materialize(f)?.expect("has contributions"));
-                used.push(k);
-            }
+            self.add(f, Contrib::Dense(inner_acc[k]));
         }
+        self.block(body, &seeds)?;
+        let (used, outs) = self.collect_accumulators(caps, &inner_acc)?;
         let mut blk = self.b.close(vec![], outs);
         let mut saved = saved;
         if used.is_empty() {
@@ -329,7 +365,7 @@ impl<'p> Transposer<'p> {
                 for &k in &used {
                     let f = caps[k];
                     if let Some(cs) = saved.remove(&f) {
-                        self.ct.insert(f, cs);
+                        self.put(f, cs);
                     }
                     inits.push(self.materialize_or_zero(f)?);
                 }
@@ -366,7 +402,7 @@ impl<'p> Transposer<'p> {
         if cts.iter().all(Option::is_none) {
             return Ok(());
         }
-        let caps: Vec<Var> = free_vars_lambda(&m.body).lin.into_iter().collect();
+        let caps: Vec<Var> = self.unique_roots(free_vars_lambda(&m.body).lin);
         if caps.iter().any(|v| self.b.ty(*v).rank() != Some(0)) {
             return self.map_as_build(s, m, &cts, &caps);
         }
@@ -475,7 +511,7 @@ impl<'p> Transposer<'p> {
                 all_caps.push(*x);
             }
         }
-        all_caps.sort();
+        let all_caps = self.unique_roots(all_caps);
         self.loop_nest(&shape, &params, &body, cts, &all_caps)
     }
 }

@@ -92,6 +92,7 @@ pub fn transpose_func(prog: &Program, f: &Func) -> Result<Func, TransposeError> 
     let mut t = Transposer {
         b: FuncBuilder::with_vars(prog, transpose_name(&f.name), f.vars.clone()),
         ct: HashMap::new(),
+        alias: HashMap::new(),
         binders,
     };
     for &p in &f.params {
@@ -123,6 +124,11 @@ pub(crate) struct Transposer<'p> {
     pub(crate) b: FuncBuilder<'p>,
     /// Contributions to the cotangent of each forward linear variable.
     pub(crate) ct: HashMap<Var, Vec<Contrib>>,
+    /// `dup(x) -> (a, b)`: `ct(x) = ct(a) + ct(b)`, so contributions to `a`
+    /// and `b` go straight into `x`'s list (`a -> x`, `b -> x`). A construct
+    /// capturing only the copy `a` then threads `x`'s accumulated cotangent
+    /// instead of starting from a zero, and `dup` transposes to nothing.
+    pub(crate) alias: HashMap<Var, Var>,
     pub(crate) binders: Binders,
 }
 
@@ -134,8 +140,34 @@ impl<'p> Transposer<'p> {
         }
     }
 
+    /// The variable whose cotangent list holds `v`'s contributions.
+    pub(crate) fn root(&self, mut v: Var) -> Var {
+        while let Some(x) = self.alias.get(&v) {
+            v = *x;
+        }
+        v
+    }
+
     pub(crate) fn add(&mut self, v: Var, c: Contrib) {
-        self.ct.entry(v).or_default().push(c);
+        let r = self.root(v);
+        self.ct.entry(r).or_default().push(c);
+    }
+
+    /// Removes and returns the contributions to `v`'s cotangent list.
+    pub(crate) fn take(&mut self, v: Var) -> Option<Vec<Contrib>> {
+        let r = self.root(v);
+        self.ct.remove(&r)
+    }
+
+    /// The contributions to `v`'s cotangent list, if any.
+    pub(crate) fn peek(&self, v: Var) -> Option<&Vec<Contrib>> {
+        self.ct.get(&self.root(v))
+    }
+
+    /// Puts contributions back on `v`'s list.
+    pub(crate) fn put(&mut self, v: Var, cs: Vec<Contrib>) {
+        let r = self.root(v);
+        self.ct.entry(r).or_default().extend(cs);
     }
 
     pub(crate) fn add_dense(&mut self, v: Var, c: Option<Var>) {
@@ -147,7 +179,7 @@ impl<'p> Transposer<'p> {
     /// Sums the contributions to `v`'s cotangent (removing them); `None` when
     /// there are none (a symbolic zero).
     pub(crate) fn materialize(&mut self, v: Var) -> Result<Option<Var>, TransposeError> {
-        let cs = self.ct.remove(&v).unwrap_or_default();
+        let cs = self.take(v).unwrap_or_default();
         if cs.is_empty() {
             return Ok(None);
         }
@@ -201,6 +233,12 @@ impl<'p> Transposer<'p> {
         for s in &b.stmts {
             if is_nonlinear(s) {
                 self.b.push(s.clone());
+            }
+        }
+        for s in &b.stmts {
+            if let (Expr::Lin(LinOp::Dup(x)), [a, c]) = (&s.expr, s.lin_binds.as_slice()) {
+                self.alias.insert(*a, *x);
+                self.alias.insert(*c, *x);
             }
         }
         for (y, c) in b.lin_results.iter().zip(seeds) {
@@ -262,6 +300,10 @@ impl<'p> Transposer<'p> {
     }
 
     fn lin_op(&mut self, s: &Stmt, op: &LinOp) -> Result<(), TransposeError> {
+        if let LinOp::Dup(_) = op {
+            // Its copies' contributions already went to the source (aliases).
+            return Ok(());
+        }
         // Cotangents of the results.
         let mut cts = vec![];
         for &y in &s.lin_binds {
@@ -296,10 +338,7 @@ impl<'p> Transposer<'p> {
                 };
                 self.add_dense(*x, Some(r));
             }
-            LinOp::Dup(x) => {
-                self.add_dense(*x, cts[0]);
-                self.add_dense(*x, cts[1]);
-            }
+            LinOp::Dup(_) => unreachable!("handled above"),
             LinOp::Tuple(xs) => {
                 let (_, parts) = self
                     .b

@@ -1199,11 +1199,16 @@ impl<'s, 'd, 'p> Gen<'s, 'd, 'p> {
         const CMP: [Prim; 6] = [Prim::Lt, Prim::Le, Prim::Gt, Prim::Ge, Prim::Ne, Prim::Eq];
         match self.src.weighted(&[8, 3, 2]) {
             0 => {
-                // two distinct computed f64 values (never a value with itself)
+                // two distinct computed f64 values (never a value with itself),
+                // one shifted by a non-zero constant: values that are equal in
+                // exact arithmetic (`ln(exp x)` and `x`) never tie, so finite
+                // differences never straddle the branch.
                 let (a, _) = self.get_fv(env);
                 let (b2, _) = self.get_fv_other(env, a);
+                let shift = 0.0731 * (1 + self.src.below(5)) as f64;
+                let b3 = self.prim(Prim::Add, &[b2, Atom::F64(shift)]);
                 let p = CMP[self.src.below(4)];
-                self.prim(p, &[a.into(), b2])
+                self.prim(p, &[a.into(), b3.into()])
             }
             1 => {
                 // integers: indices against literals or each other
