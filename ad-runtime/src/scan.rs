@@ -224,7 +224,7 @@ fn scan_into<T: Elem>(xs: &[T], out: &mut [MaybeUninit<T>], rev: bool, parallel:
 /// The lane fold of `xs` (`Note [lane order]`), as a plain 8-lane loop when
 /// the length is a multiple of 8 (`first` of `Add` is `0 + x`).
 fn total_fwd<T: Elem>(xs: &[T]) -> T {
-    if xs.len() % LANES != 0 {
+    if !xs.len().is_multiple_of(LANES) {
         return fold_slice(&Add, xs, 0, ());
     }
     let mut acc = [T::ZERO; LANES];
@@ -240,7 +240,7 @@ fn total_fwd<T: Elem>(xs: &[T]) -> T {
 /// reversed iterator when the length is a multiple of 8: element `m` of a
 /// group of 8 is reversed element `7 - m`, so it goes to lane `7 - m`.
 fn total_rev<T: Elem>(xs: &[T]) -> T {
-    if xs.len() % LANES != 0 {
+    if !xs.len().is_multiple_of(LANES) {
         return fold_iter(&Add, xs.iter().rev().copied(), 0, ());
     }
     let mut acc = [T::ZERO; LANES];
