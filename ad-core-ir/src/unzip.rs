@@ -272,11 +272,7 @@ impl<'p> Unzip<'p> {
         cache: &mut ShapeCache,
     ) -> Result<(), UnzipError> {
         for s in stmts {
-            let fv = free_vars_stmt(s);
-            let uses_lin = !fv.lin.is_empty()
-                || !s.lin_binds.is_empty()
-                || !lambdas(&s.expr).iter().all(|l| l.lin_params.is_empty());
-            if !uses_lin {
+            if !has_linear(s) {
                 prim.push(s.clone());
             } else if s.binds.is_empty() {
                 let mut s = s.clone();
@@ -380,13 +376,21 @@ impl<'p> Unzip<'p> {
 
     /// Splits the body of a loop, build or map, whose residuals are stacked.
     ///
-    /// Residual policy: scalars computed in the body and parameters (loop
-    /// state, map elements) are *stored* (stacked); arrays computed in the
-    /// body are *recomputed* on the linear side from a backward slice of the
-    /// primal body (the slice stops at stored residuals and parameters), so
-    /// stacks are never ragged and map operands keep the map's rank.
+    /// Residual policy: scalars computed in the body, parameters (loop state,
+    /// map elements) and — in loops (`stack_arrays`; not in maps, whose
+    /// operands all have the map's rank, nor yet in builds, whose emitted
+    /// form stacks scalar elements only) — arrays whose shape is the same
+    /// in every iteration ([`fixed_shape_vars`]) are *stored* (stacked); other arrays computed in
+    /// the body are *recomputed* on the linear side from a backward slice of
+    /// the primal body (the slice stops at stored residuals and parameters),
+    /// so stacks are never ragged and map operands keep the map's rank.
     /// Returns `(primal, slice ++ linear, stored residuals)`.
-    fn split_stacked(&mut self, b: &Block, params: &[Var]) -> Result<Split, UnzipError> {
+    fn split_stacked(
+        &mut self,
+        b: &Block,
+        params: &[Var],
+        stack_arrays: bool,
+    ) -> Result<Split, UnzipError> {
         let (prim, lin, res) = self.split_nested(b, params)?;
         let binder: HashMap<Var, usize> = prim
             .iter()
@@ -394,10 +398,15 @@ impl<'p> Unzip<'p> {
             .flat_map(|(k, s)| s.binds.iter().map(move |v| (*v, k)))
             .collect();
         let is_array = |u: &Self, v: Var| u.vars.ty(v).rank().is_none_or(|r| r > 0);
+        let fixed = if stack_arrays {
+            fixed_shape_vars(&prim, params, &self.vars)
+        } else {
+            BTreeSet::new()
+        };
         let mut stored: BTreeSet<Var> = BTreeSet::new();
         let mut todo: Vec<Var> = vec![];
         for &v in &res {
-            if binder.contains_key(&v) && is_array(self, v) {
+            if binder.contains_key(&v) && is_array(self, v) && !fixed.contains(&v) {
                 todo.push(v);
             } else {
                 stored.insert(v);
@@ -590,7 +599,7 @@ impl<'p> Unzip<'p> {
         _cache: &mut ShapeCache,
     ) -> Result<(), UnzipError> {
         let i = l.body.params[0];
-        let (pb, lb, res) = self.split_stacked(&l.body.body, &l.body.params)?;
+        let (pb, lb, res) = self.split_stacked(&l.body.body, &l.body.params, true)?;
         let res: Vec<Var> = res.into_iter().filter(|v| *v != i).collect();
         let stacks = self.stacked_vars(&res, 1)?;
         let mut results = l.body.body.results.clone();
@@ -663,7 +672,7 @@ impl<'p> Unzip<'p> {
         _cache: &mut ShapeCache,
     ) -> Result<(), UnzipError> {
         let idx = &b.body.params;
-        let (pb, lb, res) = self.split_stacked(&b.body.body, idx)?;
+        let (pb, lb, res) = self.split_stacked(&b.body.body, idx, false)?;
         let res: Vec<Var> = res.into_iter().filter(|v| !idx.contains(v)).collect();
         let stacks = self.stacked_vars(&res, idx.len())?;
         let mut results = b.body.body.results.clone();
@@ -731,7 +740,7 @@ impl<'p> Unzip<'p> {
         _cache: &mut ShapeCache,
     ) -> Result<(), UnzipError> {
         let params = &m.body.params;
-        let (pb, lb, res) = self.split_stacked(&m.body.body, params)?;
+        let (pb, lb, res) = self.split_stacked(&m.body.body, params, false)?;
         // Element parameters read by the linear side come from the input arrays.
         let mut arrs = vec![];
         let mut lparams = vec![];
@@ -900,6 +909,80 @@ impl<'p> Unzip<'p> {
         lin.push(ls);
         Ok(())
     }
+}
+
+/// Variables bound by `body` (a loop, build or map body with parameters
+/// `params`) that are the same in every iteration in the sense that matters
+/// for stacking: arrays whose *shape* is fixed and scalars whose *value* is
+/// fixed (so they can serve as fixed sizes). Variables from outside the body
+/// and literals are fixed; loop-carried arrays keep their shape by
+/// construction; shape-preserving operations of fixed-shape arrays, builds and
+/// broadcasts to fixed sizes, `shape()` of fixed-shape arrays and primitives
+/// of fixed scalars are fixed. Everything else (indexed elements, reductions
+/// to scalars, calls, branches, loops) is conservatively not.
+pub fn fixed_shape_vars(body: &[Stmt], params: &[Var], vars: &VarTable) -> BTreeSet<Var> {
+    let bound: BTreeSet<Var> = body.iter().flat_map(|s| s.binds.iter().copied()).collect();
+    let rank = |v: &Var| vars.ty(*v).rank().unwrap_or(0);
+    let mut fixed: BTreeSet<Var> = params.iter().copied().filter(|p| rank(p) > 0).collect();
+    let fx = |a: &Atom, fixed: &BTreeSet<Var>| match a {
+        Atom::Var(v) => !bound.contains(v) && !params.contains(v) || fixed.contains(v),
+        _ => true,
+    };
+    for s in body {
+        let all = |xs: &[Atom], fixed: &BTreeSet<Var>| xs.iter().all(|a| fx(a, fixed));
+        let ok = match &s.expr {
+            Expr::Atom(a) => fx(a, &fixed),
+            Expr::Prim(_, args) => all(args, &fixed),
+            Expr::Map(m) => {
+                let r = m.arrs.first().and_then(|a| a.var()).map(|v| rank(&v));
+                all(&m.arrs, &fixed)
+                    && m.lin_arrs.is_empty()
+                    && s.binds.iter().all(|b| Some(rank(b)) == r)
+            }
+            Expr::Build(b) => {
+                all(&b.shape, &fixed) && s.binds.iter().all(|v| rank(v) == b.shape.len())
+            }
+            Expr::Array(op) => {
+                let array_result = s.binds.iter().all(|b| rank(b) > 0);
+                match op {
+                    ArrayOp::Shape { arr, .. } => fx(arr, &fixed),
+                    ArrayOp::Update { arr, .. }
+                    | ArrayOp::Scan { arr, .. }
+                    | ArrayOp::Transpose { arr } => fx(arr, &fixed),
+                    ArrayOp::Index { arr, .. }
+                    | ArrayOp::Reduce { arr, .. }
+                    | ArrayOp::ArgReduce { arr, .. } => array_result && fx(arr, &fixed),
+                    ArrayOp::Gather { arr, idx } => fx(arr, &fixed) && fx(idx, &fixed),
+                    ArrayOp::ScatterAdd { len, vals, .. } => fx(len, &fixed) && fx(vals, &fixed),
+                    ArrayOp::MatMul { a, b } => array_result && fx(a, &fixed) && fx(b, &fixed),
+                    ArrayOp::Broadcast { shape, .. } => all(shape, &fixed),
+                }
+            }
+            Expr::Tuple(_)
+            | Expr::Untuple(_)
+            | Expr::Lin(_)
+            | Expr::Call(_)
+            | Expr::If(_)
+            | Expr::Loop(_)
+            | Expr::Fold(_) => false,
+        };
+        if ok {
+            fixed.extend(s.binds.iter().copied());
+        }
+    }
+    fixed
+}
+
+/// Whether a statement binds, reads or contains (at any depth) linear values:
+/// only statements without any go to the primal side unchanged.
+fn has_linear(s: &Stmt) -> bool {
+    !s.lin_binds.is_empty()
+        || matches!(s.expr, Expr::Lin(_))
+        || !free_vars_stmt(s).lin.is_empty()
+        || lambdas(&s.expr).iter().any(|l| !l.lin_params.is_empty())
+        || crate::visit::blocks(&s.expr)
+            .iter()
+            .any(|b| !b.lin_results.is_empty() || b.stmts.iter().any(has_linear))
 }
 
 fn collect_of(t: &ShapeTree, out: &mut Vec<(Var, usize)>) {

@@ -189,7 +189,7 @@ impl Lowerer<'_> {
                 self.nargs(m, 0)?;
                 let want = self.turbofish_elem(m)?;
                 let op = if name == "sum" { ReduceOp::Sum } else { ReduceOp::Prod };
-                let (arr, elem, _) = self.materialize(&it, m)?;
+                let (arr, elem, rank) = self.materialize(&it, m)?;
                 if elem == Elem::Bool {
                     return self.fail(m, format!("cannot {name} `bool` items"));
                 }
@@ -197,6 +197,21 @@ impl Lowerer<'_> {
                     if w.unify(elem).is_none() {
                         return self.fail(m, format!("a value of type `{}` cannot be made by summing an iterator over elements of type `{}`", w.name(), elem.name()));
                     }
+                }
+                if elem == Elem::F64 && rank == 1 {
+                    // `Iterator::sum`/`product` of f64 is a sequential left
+                    // fold from -0.0 / 1.0 (std's `impl Sum for f64`): lower it
+                    // to exactly that, so the derivative's primal is
+                    // bit-identical to the user's (ndarray's `sum` is a
+                    // different, unrolled order).
+                    let (init, p) = if name == "sum" {
+                        (Atom::F64(-0.0), Prim::Add)
+                    } else {
+                        (Atom::F64(1.0), Prim::Mul)
+                    };
+                    self.at(span_of(m));
+                    let r = self.b.fold(&[init], arr, |b, acc, x| vec![b.prim(p, &[acc[0].into(), x.into()]).into()]);
+                    return Some(Val::Scalar(Atom::Var(r[0]), elem));
                 }
                 let v = self.array(ArrayOp::Reduce { op, arr, axis: None }, span_of(m))?;
                 Some(Val::Scalar(v, elem))
