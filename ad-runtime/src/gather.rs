@@ -7,7 +7,7 @@
 
 use crate::check;
 use crate::elem::Elem;
-use crate::fold::{standard, LANES};
+use crate::fold::standard;
 use crate::par;
 use ndarray::{Array, ArrayBase, Axis, Data, DataMut, Dimension, Ix1, NdIndex, RemoveAxis, Zip};
 use rayon::prelude::*;
@@ -94,8 +94,7 @@ where
 ///   chunk order, starting from the first (with a single chunk these are
 ///   the bits of the plain sequential loop);
 /// - otherwise every output row adds its sources in increasing `i` starting
-///   from 0: the bits of the plain sequential loop. In parallel each thread
-///   owns a range of output rows and reads all the sources.
+///   from 0: the plain sequential loop (this case is not parallelised).
 ///
 /// Either way the bits depend only on the inputs, never on the threads.
 #[track_caller]
@@ -139,7 +138,7 @@ where
     } else if len * row <= PRIVATE_MAX || n >= 8 * len {
         scatter_private(xs, idx, len, row, parallel)
     } else {
-        scatter_owner(xs, idx, len, row, parallel)
+        scatter_sequential(xs, idx, len, row)
     };
     Array::from_shape_vec(dim, out).expect("scatter_add output shape")
 }
@@ -201,82 +200,22 @@ fn add_row<T: Elem>(dst: &mut [T], x: &[T]) {
     }
 }
 
-/// Output rows split into one range per thread; every thread reads all
-/// sources and adds those landing in its range, in increasing `i`: the bits
-/// of the sequential loop, whatever the split.
-fn scatter_owner<T: Elem>(
-    xs: &[T],
-    idx: &[usize],
-    len: usize,
-    row: usize,
-    parallel: bool,
-) -> Vec<T> {
+/// The plain sequential loop: every output row sums its sources in
+/// increasing `i`. Used for large outputs with few sources per row, where
+/// the loop is bound by cache misses on the output. Splitting the output
+/// among threads (each reading all sources) measured slower than this loop
+/// on the 2-core reference machine, so this path stays sequential.
+fn scatter_sequential<T: Elem>(xs: &[T], idx: &[usize], len: usize, row: usize) -> Vec<T> {
     let mut out = vec![T::ZERO; len * row];
-    let parts = if parallel {
-        rayon::current_num_threads().min(len)
-    } else {
-        1
-    };
-    if parts <= 1 {
-        owner_rows(&mut out, 0, len, xs, idx, len, row);
+    if row == 1 {
+        add_elems(&mut out, idx, xs);
         return out;
     }
-    let rows_per = len.div_ceil(parts);
-    out.par_chunks_mut(rows_per * row)
-        .enumerate()
-        .for_each(|(p, dst)| {
-            let lo = p * rows_per;
-            owner_rows(dst, lo, lo + dst.len() / row, xs, idx, len, row);
-        });
-    out
-}
-
-/// `dst[(j - lo)·row ..] += src row i` for every `i` with `lo ≤ idx[i] < hi`,
-/// in increasing `i`; checks every index against `len`.
-fn owner_rows<T: Elem>(
-    dst: &mut [T],
-    lo: usize,
-    hi: usize,
-    xs: &[T],
-    idx: &[usize],
-    len: usize,
-    row: usize,
-) {
-    if lo == 0 && hi == len && row == 1 {
-        // The whole output: the plain loop.
-        add_elems(dst, idx, xs);
-        return;
-    }
-    if lo == 0 && hi == len {
-        for (&j, x) in idx.iter().zip(xs.chunks_exact(row)) {
-            check::row_in_range("scatter_add", j, len);
-            add_row(&mut dst[j * row..(j + 1) * row], x);
-        }
-        return;
-    }
-    if row > 1 {
-        for (&j, x) in idx.iter().zip(xs.chunks_exact(row)) {
-            check::row_in_range("scatter_add", j, len);
-            if (lo..hi).contains(&j) {
-                add_row(&mut dst[(j - lo) * row..(j - lo + 1) * row], x);
-            }
-        }
-        return;
-    }
-    // One element per row, half or more of the sources elsewhere: written
-    // so the target is a select, not a branch. Foreign sources are added to
-    // one of 8 scratch slots (8 so those updates do not form one long
-    // dependency chain), which are then dropped.
-    let mut spare = [T::ZERO; LANES];
-    for (k, (&j, &x)) in idx.iter().zip(xs).enumerate() {
+    for (&j, x) in idx.iter().zip(xs.chunks_exact(row)) {
         check::row_in_range("scatter_add", j, len);
-        let t = match dst.get_mut(j.wrapping_sub(lo)) {
-            Some(t) => t,
-            None => &mut spare[k & (LANES - 1)],
-        };
-        *t = *t + x;
+        add_row(&mut out[j * row..(j + 1) * row], x);
     }
-    debug_assert!(hi - lo == dst.len());
+    out
 }
 
 /// One-hot accumulation of a single element: `acc[index] += v`.

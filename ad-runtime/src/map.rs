@@ -2,19 +2,20 @@
 //!
 //! Inputs are any `&ArrayBase` (owned arrays, views, strided or transposed
 //! views) of the same shape; there is no implicit broadcasting (use
-//! [`crate::broadcast_to`] to make a broadcast view). The output is a new
-//! array in row-major layout, or column-major when every input is
-//! column-major (as ndarray's `map_collect`). Work for the parallel
-//! threshold: the number of output elements. Elementwise results never
-//! depend on the thread count.
+//! [`crate::broadcast_to`] to make a broadcast view). Outputs are new arrays
+//! in row-major layout. Work for the parallel threshold: the number of output
+//! elements. Elementwise results never depend on the thread count.
 //!
-//! In parallel, ndarray's `Zip::par_map_collect` writes the output in place
-//! (no zero-filled buffer); the closure runs under the nesting flag of
-//! [`crate::par`], so kernels it calls stay sequential.
+//! In parallel, the nesting flag of [`crate::par`] is set once per rayon
+//! job (`map_init` / `for_each_init`), not once per element, so kernels the
+//! closure calls stay sequential at no per-element cost. Row-major inputs are
+//! collected straight into the output vector (no zero fill); other layouts
+//! fill a zeroed output through ndarray's parallel `Zip`.
 
 use crate::check;
-use crate::par;
-use ndarray::{indices, Array, ArrayBase, Data, Dimension, IntoDimension, Zip};
+use crate::par::{self, NestGuard};
+use ndarray::{Array, ArrayBase, Data, Dimension, IntoDimension, Zip};
+use rayon::prelude::*;
 
 /// `out[idx] = f(idx)` for every index of `shape`.
 ///
@@ -23,35 +24,48 @@ use ndarray::{indices, Array, ArrayBase, Data, Dimension, IntoDimension, Zip};
 /// (`build((m, n), |(i, j)| ..)`), `(usize, usize, usize)` for rank 3.
 pub fn build<T, Sh, D, F>(shape: Sh, f: F) -> Array<T, D>
 where
-    T: Send,
+    T: Copy + Default + Send + Sync,
     Sh: IntoDimension<Dim = D>,
     D: Dimension + Copy,
     D::Pattern: Send,
     F: Fn(D::Pattern) -> T + Sync + Send,
 {
-    let z = Zip::from(indices(shape));
-    if par::go_parallel(z.size()) {
-        z.par_map_collect(|i| par::nested(|| f(i)))
-    } else {
-        z.map_collect(f)
+    let dim = shape.into_dimension();
+    if !par::go_parallel(dim.size()) {
+        return Array::from_shape_fn(dim, f);
     }
+    let mut out = Array::from_elem(dim, T::default());
+    Zip::indexed(&mut out)
+        .into_par_iter()
+        .for_each_init(NestGuard::enter, |_, (i, o)| *o = f(i));
+    out
 }
 
 /// `out[i] = f(a[i])` for every index `i`.
 pub fn map<A, B, S, D, F>(a: &ArrayBase<S, D>, f: F) -> Array<B, D>
 where
     A: Copy + Sync,
-    B: Send,
+    B: Copy + Default + Send + Sync,
     S: Data<Elem = A>,
     D: Dimension,
     F: Fn(A) -> B + Sync + Send,
 {
-    let z = Zip::from(a);
-    if par::go_parallel(a.len()) {
-        z.par_map_collect(|&x| par::nested(|| f(x)))
-    } else {
-        z.map_collect(|&x| f(x))
+    if !par::go_parallel(a.len()) {
+        return Zip::from(a).map_collect(|&x| f(x));
     }
+    if let Some(xs) = a.as_slice() {
+        let mut v = Vec::with_capacity(xs.len());
+        xs.par_iter()
+            .map_init(NestGuard::enter, |_, &x| f(x))
+            .collect_into_vec(&mut v);
+        return Array::from_shape_vec(a.raw_dim(), v).expect("row-major shape");
+    }
+    let mut out = Array::from_elem(a.raw_dim(), B::default());
+    Zip::from(&mut out)
+        .and(a)
+        .into_par_iter()
+        .for_each_init(NestGuard::enter, |_, (o, &x)| *o = f(x));
+    out
 }
 
 /// `out[i] = f(a[i], b[i])`; `a` and `b` must have the same shape.
@@ -64,19 +78,31 @@ pub fn zip_map<A, B, C, SA, SB, D, F>(
 where
     A: Copy + Sync,
     B: Copy + Sync,
-    C: Send,
+    C: Copy + Default + Send + Sync,
     SA: Data<Elem = A>,
     SB: Data<Elem = B>,
     D: Dimension,
     F: Fn(A, B) -> C + Sync + Send,
 {
     check::same_shape("zip_map", a.shape(), b.shape());
-    let z = Zip::from(a).and(b);
-    if par::go_parallel(a.len()) {
-        z.par_map_collect(|&x, &y| par::nested(|| f(x, y)))
-    } else {
-        z.map_collect(|&x, &y| f(x, y))
+    if !par::go_parallel(a.len()) {
+        return Zip::from(a).and(b).map_collect(|&x, &y| f(x, y));
     }
+    if let (Some(xs), Some(ys)) = (a.as_slice(), b.as_slice()) {
+        let mut v = Vec::with_capacity(xs.len());
+        xs.par_iter()
+            .zip(ys)
+            .map_init(NestGuard::enter, |_, (&x, &y)| f(x, y))
+            .collect_into_vec(&mut v);
+        return Array::from_shape_vec(a.raw_dim(), v).expect("row-major shape");
+    }
+    let mut out = Array::from_elem(a.raw_dim(), C::default());
+    Zip::from(&mut out)
+        .and(a)
+        .and(b)
+        .into_par_iter()
+        .for_each_init(NestGuard::enter, |_, (o, &x, &y)| *o = f(x, y));
+    out
 }
 
 /// `out[i] = f(a[i], b[i], c[i])`; all inputs must have the same shape.
@@ -91,7 +117,7 @@ where
     A: Copy + Sync,
     B: Copy + Sync,
     C: Copy + Sync,
-    E: Send,
+    E: Copy + Default + Send + Sync,
     SA: Data<Elem = A>,
     SB: Data<Elem = B>,
     SC: Data<Elem = C>,
@@ -100,10 +126,27 @@ where
 {
     check::same_shape("zip3_map", a.shape(), b.shape());
     check::same_shape("zip3_map", a.shape(), c.shape());
-    let z = Zip::from(a).and(b).and(c);
-    if par::go_parallel(a.len()) {
-        z.par_map_collect(|&x, &y, &w| par::nested(|| f(x, y, w)))
-    } else {
-        z.map_collect(|&x, &y, &w| f(x, y, w))
+    if !par::go_parallel(a.len()) {
+        return Zip::from(a)
+            .and(b)
+            .and(c)
+            .map_collect(|&x, &y, &w| f(x, y, w));
     }
+    if let (Some(xs), Some(ys), Some(ws)) = (a.as_slice(), b.as_slice(), c.as_slice()) {
+        let mut v = Vec::with_capacity(xs.len());
+        xs.par_iter()
+            .zip(ys)
+            .zip(ws)
+            .map_init(NestGuard::enter, |_, ((&x, &y), &w)| f(x, y, w))
+            .collect_into_vec(&mut v);
+        return Array::from_shape_vec(a.raw_dim(), v).expect("row-major shape");
+    }
+    let mut out = Array::from_elem(a.raw_dim(), E::default());
+    Zip::from(&mut out)
+        .and(a)
+        .and(b)
+        .and(c)
+        .into_par_iter()
+        .for_each_init(NestGuard::enter, |_, (o, &x, &y, &w)| *o = f(x, y, w));
+    out
 }

@@ -62,7 +62,16 @@ pub(crate) fn go_parallel(work: usize) -> bool {
 }
 
 /// Restores the previous nesting flag, also when the task panics.
-struct NestGuard(bool);
+pub(crate) struct NestGuard(bool);
+
+impl NestGuard {
+    /// Set the nesting flag until the guard is dropped (use as the `init`
+    /// of rayon's `map_init` / `for_each_init`, so the flag is set once per
+    /// rayon job rather than once per element).
+    pub(crate) fn enter() -> Self {
+        NestGuard(NESTED.with(|c| c.replace(true)))
+    }
+}
 
 impl Drop for NestGuard {
     fn drop(&mut self) {
@@ -72,7 +81,7 @@ impl Drop for NestGuard {
 
 /// Run `f` with the nesting flag set, so kernels it calls stay sequential.
 pub(crate) fn nested<R>(f: impl FnOnce() -> R) -> R {
-    let _guard = NestGuard(NESTED.with(|c| c.replace(true)));
+    let _guard = NestGuard::enter();
     f()
 }
 
