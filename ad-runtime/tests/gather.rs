@@ -74,7 +74,7 @@ fn scatter_add_sums_duplicates() {
         &naive_scatter(&x, &idx, 100),
         1e-12,
     );
-    // Large output, owner path: exactly the sequential loop's bits.
+    // Large output, few sources per row: exactly the sequential loop's bits.
     let idx = indices(200_000, 150_000, 3);
     assert_eq!(
         scatter_add(&x, &idx, 150_000).bits(),

@@ -69,7 +69,7 @@ fn scatter_index_private() {
 #[should_panic(
     expected = "ad_runtime::scatter_add: index 100000 out of range for axis 0 of length 100000"
 )]
-fn scatter_index_owner() {
+fn scatter_index_large_output() {
     set_par_threshold(1);
     let mut idx = Array1::<usize>::zeros(100_000);
     idx[5] = 100_000;
