@@ -45,7 +45,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
     let wrt = args.wrt_idents().map_err(|e| vec![e])?;
     let sig = lower::signature(&func, wrt.as_deref())?;
     let lowered = lower::lower(&func, &sig)?;
-    let span = func.sig.ident.span();
+    let span = sig.span;
     let opts = Options::default();
     let user: Derivatives = differentiate(&lowered.program, &lowered.name, &sig.wrt_mask(), &opts)
         .map_err(|e| vec![driver_error(e, &lowered, span)])?;

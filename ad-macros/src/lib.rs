@@ -7,8 +7,6 @@
 //! `emit` (IR to Rust calling `linad::__private::ad_runtime`); on error,
 //! `fallback` emits the errors together with the original function.
 
-#![allow(dead_code)] // TEMPORARY: lower/ and emit/ are being written; remove when they are complete
-
 mod attr;
 mod emit;
 mod expand;

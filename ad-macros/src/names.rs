@@ -14,7 +14,7 @@
 //! its path as written (`"f"`, `"m::f"`); the derived names are
 //! `ad_core_ir::driver::Names::of(path)`.
 
-use proc_macro2::{Ident, Span};
+use proc_macro2::Ident;
 
 /// Which building block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,9 +53,4 @@ pub fn vjp(f: &Ident) -> Ident {
 /// `f_linad_dump` (with `#[differentiable(dump)]`).
 pub fn dump(f: &Ident) -> Ident {
     Ident::new(&format!("{f}_linad_dump"), f.span())
-}
-
-/// An identifier with the call-site span.
-pub fn ident(s: &str) -> Ident {
-    Ident::new(s, Span::call_site())
 }

@@ -38,6 +38,7 @@ pub mod algebra;
 pub mod copy_prop;
 pub mod cse;
 pub mod dce;
+pub mod dead_state;
 pub mod engine;
 pub mod facts;
 pub mod fold_const;
@@ -99,6 +100,7 @@ pub fn simplify_func(f: &mut Func, prog: &Program, opts: &Options) {
 pub fn sweep(f: &mut Func, prog: &Program, opts: &Options) -> bool {
     let mut changed = rewrite(f, prog, opts).total() > 0;
     changed |= dce::drop_dead_linear(f);
+    changed |= dead_state::dead_lin_state(f);
     if opts.cse {
         changed |= cse::cse(f);
     }

@@ -136,8 +136,10 @@ impl GenConfig {
     /// The default configuration minus the constructs named in
     /// `LINAD_GEN_DISABLE` (comma-separated field names, `if`/`loop` accepted).
     pub fn from_env() -> Self {
-        let mut c = GenConfig::default();
-        c.stack_arrays = std::env::var("LINAD_GEN_STACK_ARRAYS").is_ok();
+        let mut c = GenConfig {
+            stack_arrays: std::env::var("LINAD_GEN_STACK_ARRAYS").is_ok(),
+            ..GenConfig::default()
+        };
         if let Ok(s) = std::env::var("LINAD_GEN_DISABLE") {
             for name in s.split(',').map(str::trim).filter(|s| !s.is_empty()) {
                 c.disable(name);
@@ -225,7 +227,7 @@ impl<'a> Src<'a> {
         if total == 0 {
             return 0;
         }
-        let r = ((self.byte() as u32) << 8 | self.byte() as u32) * total >> 16;
+        let r = ((((self.byte() as u32) << 8) | self.byte() as u32) * total) >> 16;
         let mut acc = 0;
         for (k, w) in ws.iter().enumerate() {
             acc += w;

@@ -64,14 +64,3 @@ pub fn companions(input: &Input) -> TokenStream {
         }
     }
 }
-
-/// Emits IR functions of a program as standalone public Rust functions with
-/// the canonical signature, named `__linad_ir_<name>` (for tests).
-#[cfg(test)]
-pub fn standalone(
-    prog: &ad_core_ir::ir::Program,
-    names: &[&str],
-    callees: &[crate::lower::Callee],
-) -> Result<TokenStream, String> {
-    wrappers::standalone(prog, names, callees)
-}

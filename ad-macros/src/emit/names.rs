@@ -7,7 +7,7 @@
 //! clash. All of these use `Span::mixed_site()`: they cannot capture or shadow
 //! the user's names (the public functions' parameters keep the user's spans).
 
-use ad_core_ir::ir::{Func, Var};
+use ad_core_ir::ir::Func;
 use proc_macro2::{Ident, Span};
 
 /// The sanitised name hint.
@@ -27,7 +27,7 @@ pub fn ident(s: &str) -> Ident {
     Ident::new(s, Span::mixed_site())
 }
 
-/// The Rust names of every variable of a function, indexed by [`Var`].
+/// The Rust names of every variable of a function, indexed by variable.
 pub fn var_names(f: &Func) -> Vec<Ident> {
     f.vars
         .vars
@@ -35,17 +35,6 @@ pub fn var_names(f: &Func) -> Vec<Ident> {
         .enumerate()
         .map(|(k, info)| ident(&format!("{}_{k}", sanitise(&info.name))))
         .collect()
-}
-
-/// The Rust name of variable `v` of `f`.
-pub fn var_name(f: &Func, v: Var) -> Ident {
-    let hint = f
-        .vars
-        .vars
-        .get(v.0 as usize)
-        .map(|i| i.name.as_str())
-        .unwrap_or("");
-    ident(&format!("{}_{}", sanitise(hint), v.0))
 }
 
 /// The name of the nested Rust function emitted for an IR function of the

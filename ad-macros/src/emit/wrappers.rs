@@ -480,32 +480,3 @@ fn hidden_blocks(input: &Input, cx: &Ctx) -> R<TokenStream> {
     );
     Ok(out)
 }
-
-/// IR functions as standalone public functions with the canonical signature
-/// (plus the nested functions and support module they need).
-#[cfg(test)]
-pub fn standalone(
-    prog: &Program,
-    fns: &[&str],
-    callees: &[crate::lower::Callee],
-) -> R<TokenStream> {
-    let support = ident("__linad_test_support");
-    let cx = Ctx::new(prog, callees, support.clone());
-    let mut out = TokenStream::new();
-    for name in fns {
-        let f = func(prog, name)?;
-        let (decls, params) = canonical_params(f.params.iter().map(|v| f.vars.ty(*v)), "x");
-        let (ldecls, lparams) = canonical_params(f.lin_params.iter().map(|v| f.vars.ty(*v)), "dx");
-        let (b, _) = body(&cx, f, params, lparams, false)?;
-        let nested = nested_fns(&cx)?;
-        let ret = result_ty(f);
-        let n = names::internal_fn(name);
-        let allows = allows();
-        let all = decls.iter().chain(&ldecls);
-        out.extend(quote!(#allows pub fn #n(#(#all),*) -> #ret { #nested #b }));
-    }
-    if cx.used_support.get() {
-        out.extend(super::support::module(&support));
-    }
-    Ok(out)
-}
