@@ -5,7 +5,7 @@ use crate::elem::Elem;
 use crate::map::zip_map;
 use crate::reduce::sum_axis;
 use ndarray::{
-    Array, Array2, ArrayBase, ArrayView, Axis, Data, Dimension, IntoDimension, Ix1, IxDyn,
+    Array, Array2, ArrayBase, ArrayView, Axis, CowArray, Data, Dimension, IntoDimension, Ix1, IxDyn,
 };
 
 /// A read-only view of `x` broadcast to `shape` with NumPy rules: axes are
@@ -91,16 +91,17 @@ where
     if !ok {
         panic!("ad_runtime::sum_to_shape: cannot sum {xs:?} to {ts:?}");
     }
-    let mut cur: Array<T, IxDyn> = x.view().into_dyn().to_owned();
+    let mut cur: CowArray<'_, T, IxDyn> = x.view().into_dyn().into();
     for _ in 0..lead {
-        cur = sum_axis(&cur, 0);
+        cur = sum_axis(&cur, 0).into();
     }
     for (i, &t) in ts.iter().enumerate() {
         if t == 1 && cur.shape()[i] != 1 {
-            cur = sum_axis(&cur, i).insert_axis(Axis(i));
+            cur = sum_axis(&cur, i).insert_axis(Axis(i)).into();
         }
     }
-    cur.into_dimensionality::<E::Dim>()
+    cur.into_owned()
+        .into_dimensionality::<E::Dim>()
         .expect("sum_to_shape: rank matches the target")
 }
 
