@@ -17,11 +17,16 @@ pub struct Args {
 }
 
 impl Args {
-    /// Parses the attribute's arguments.
-    pub fn parse(attr: TokenStream) -> Result<Args, syn::Error> {
+    /// Parses the attribute's arguments; every problem is reported, in
+    /// rustc's style, with what to write instead.
+    pub fn parse(attr: TokenStream) -> Result<Args, Vec<syn::Error>> {
         let items = NestedMeta::parse_meta_list(attr)
-            .map_err(|e| syn::Error::new(e.span(), e.to_string()))?;
-        Args::from_list(&items).map_err(|e| syn::Error::new(e.span(), e.to_string()))
+            .map_err(|e| vec![syn::Error::new(e.span(), e.to_string())])?;
+        Args::from_list(&items).map_err(|e| {
+            e.into_iter()
+                .map(|e| syn::Error::new(e.span(), friendly(&e.to_string())))
+                .collect()
+        })
     }
 
     /// The `wrt` names, if given, as identifiers (a path with several segments
@@ -43,5 +48,23 @@ impl Args {
             }
         }
         Ok(Some(out))
+    }
+}
+
+const ACCEPTED: &str = "#[differentiable] accepts `wrt(a, b, ..)` and `dump`";
+
+/// A darling message rephrased for users of `#[differentiable]`.
+fn friendly(msg: &str) -> String {
+    let field = |m: &str| m.split('`').nth(1).unwrap_or("").to_string();
+    if msg.starts_with("Unknown field") {
+        format!("unknown argument `{}`: {ACCEPTED}", field(msg))
+    } else if msg.starts_with("Duplicate field") {
+        format!("`{}` is given twice", field(msg))
+    } else if msg.starts_with("Unexpected type") && msg.ends_with("at dump") {
+        "`dump` takes no value: write `#[differentiable(dump)]`".to_string()
+    } else if msg.ends_with("at wrt") {
+        "`wrt` takes a list of parameter names: write `wrt(x, w)`".to_string()
+    } else {
+        format!("{msg} ({ACCEPTED})")
     }
 }

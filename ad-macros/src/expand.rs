@@ -35,7 +35,7 @@ fn driver_error(e: DriverError, lowered: &Lowered, fallback_span: Span) -> syn::
 }
 
 fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<syn::Error>> {
-    let args = Args::parse(attr).map_err(|e| vec![e])?;
+    let args = Args::parse(attr)?;
     let func: syn::ItemFn = syn::parse2(item.clone()).map_err(|e| {
         vec![syn::Error::new(
             e.span(),

@@ -4,7 +4,7 @@
 //! reported together.
 
 use super::ctx::span_of;
-use super::types::{classify, Elem, TyDesc};
+use super::types::{classify, show, Elem, TyDesc};
 use crate::sig::{Out, Param, ParamKind, Passing, Signature};
 use quote::ToTokens;
 
@@ -95,7 +95,7 @@ pub fn signature(
                     name,
                     format!(
                         "`{name}` cannot be differentiated: its type `{}` has no derivative (only `f64`, tuples of `f64` and `f64` arrays have one)",
-                        p.ty.to_token_stream()
+                        show(&p.ty)
                     ),
                 )),
                 Some(p) => p.wrt = true,
@@ -178,7 +178,7 @@ fn output(ty: &syn::Type) -> Result<Out, syn::Error> {
             format!("a #[differentiable] function must return `f64`, an owned `f64` array (`Array1<f64>`, ...) or a tuple of these, not {found}"),
         )
     };
-    match classify(ty).map_err(|_| bad(&format!("`{}`", ty.to_token_stream())))? {
+    match classify(ty).map_err(|_| bad(&format!("`{}`", show(ty))))? {
         TyDesc::Scalar(Elem::F64) => Ok(Out::F64),
         TyDesc::Array {
             elem: Elem::F64,
@@ -195,10 +195,7 @@ fn output(ty: &syn::Type) -> Result<Out, syn::Error> {
             let parts: Vec<Out> = t.elems.iter().map(output).collect::<Result<_, _>>()?;
             Ok(Out::Tuple(parts))
         }
-        _ => Err(bad(&format!(
-            "`{}` (it has no derivative)",
-            ty.to_token_stream()
-        ))),
+        _ => Err(bad(&format!("`{}` (it has no derivative)", show(ty)))),
     }
 }
 

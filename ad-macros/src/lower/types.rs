@@ -288,15 +288,37 @@ fn array_elem(t: &syn::Type) -> Result<Elem, syn::Error> {
             t.span(),
             format!(
                 "arrays of `{}` are not supported: array elements must be `f64` or an integer type",
-                quote::ToTokens::to_token_stream(t)
+                show(t)
             ),
         )),
     }
 }
 
+/// A type (or other tokens) as a user wrote it, for messages: `&Array1<usize>`,
+/// not the token spacing `& Array1 < usize >`.
+pub fn show(t: &impl quote::ToTokens) -> String {
+    let s = t.to_token_stream().to_string();
+    let mut out = String::with_capacity(s.len());
+    let chars: Vec<char> = s.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if c == ' ' {
+            let prev = if i > 0 { chars[i - 1] } else { ' ' };
+            let next = chars.get(i + 1).copied().unwrap_or(' ');
+            // Drop spaces around `<`, `>`, `::`, before `,` `)` `]`, and after `&` `(` `[` `'`.
+            if matches!(prev, '<' | '&' | '(' | '[' | ':' | '\'')
+                || matches!(next, '<' | '>' | ',' | ')' | ']' | ':')
+            {
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Reads a written type.
 pub fn classify(ty: &syn::Type) -> Result<TyDesc, syn::Error> {
-    let shown = quote::ToTokens::to_token_stream(ty).to_string();
+    let shown = show(ty);
     let unsupported = || {
         syn::Error::new(
             ty.span(),
