@@ -372,17 +372,30 @@ where
     O: LaneOp<T>,
     D: Dimension + RemoveAxis,
 {
-    let ps: Vec<O::P> = ps.iter().copied().collect();
+    let ps = param_vec(ps);
     let w = ps.len();
     let mut accs = vec![op.init(); w * count];
     let rows = sub.len_of(ax);
+    // Row-major with the reduced axis first: row k is a slice of the buffer.
+    let flat = if ax.index() == 0 {
+        sub.as_slice()
+    } else {
+        None
+    };
     let mine = (0..rows).filter(|k| k % LANES >= l0 && k % LANES < l0 + count);
     for k in mine {
         let l = k % LANES - l0;
         let acc = &mut accs[l * w..(l + 1) * w][..w];
-        let row = sub.index_axis(ax, k);
         let j = base + k;
-        match (row.as_slice(), k < LANES) {
+        let view;
+        let r = match flat {
+            Some(xs) => Some(&xs[k * w..(k + 1) * w]),
+            None => {
+                view = sub.index_axis(ax, k);
+                view.as_slice()
+            }
+        };
+        match (r, k < LANES) {
             (Some(r), true) => {
                 let (r, ps) = (&r[..w], &ps[..w]);
                 for i in 0..w {
@@ -396,6 +409,7 @@ where
                 }
             }
             (None, first) => {
+                let row = sub.index_axis(ax, k);
                 for ((a, &x), &p) in acc.iter_mut().zip(row.iter()).zip(&ps) {
                     *a = if first {
                         op.first(x, j, p)
@@ -428,6 +442,18 @@ fn tree_in_place<T, O: LaneOp<T>>(op: &O, acc: &mut Vec<O::Acc>) {
     merge_into(0, 2);
     merge_into(0, 3);
     acc.truncate(w);
+}
+
+/// The parameters of an output block as a vector in logical order; a
+/// broadcast view (all strides 0, such as the `()` of most ops) is one value
+/// repeated, without walking the view.
+fn param_vec<P: Copy, E: Dimension>(ps: ArrayView<'_, P, E>) -> Vec<P> {
+    if ps.strides().iter().all(|&s| s == 0) {
+        if let Some(&p) = ps.iter().next() {
+            return vec![p; ps.len()];
+        }
+    }
+    ps.iter().copied().collect()
 }
 
 /// The lane tree `(((l0·l4)·(l1·l5))·(l2·l6))·(l3·l7)` of [`tree`],
