@@ -317,7 +317,7 @@ mod tests {
             ("usize", "not `usize` (it has no derivative)"),
             ("&Array1<f64>", "a view or a reference"),
             ("(f64, bool)", "not `bool`"),
-            ("Vec<f64>", "not `Vec < f64 >`"),
+            ("Vec<f64>", "not `Vec<f64>`"),
         ] {
             let e = sig(&format!("fn f(x: f64) -> {ret} {{ x }}"), None).unwrap_err();
             assert!(e[0].contains(want), "{ret}: {}", e[0]);
