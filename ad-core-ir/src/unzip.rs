@@ -626,19 +626,7 @@ impl<'p> Unzip<'p> {
             }),
             src: s.src,
         });
-        let mut stmts: Vec<Stmt> = res
-            .iter()
-            .zip(&stacks)
-            .map(|(r, st)| Stmt {
-                binds: vec![*r],
-                lin_binds: vec![],
-                expr: Expr::Array(ArrayOp::Index {
-                    arr: Atom::Var(*st),
-                    idx: vec![Atom::Var(i)],
-                }),
-                src: None,
-            })
-            .collect();
+        let mut stmts = stack_reads(&res, &stacks, &[Atom::Var(i)]);
         stmts.extend(lb);
         lin.push(Stmt {
             binds: vec![],
@@ -697,19 +685,7 @@ impl<'p> Unzip<'p> {
             src: s.src,
         });
         let iatoms: Vec<Atom> = idx.iter().map(|v| Atom::Var(*v)).collect();
-        let mut stmts: Vec<Stmt> = res
-            .iter()
-            .zip(&stacks)
-            .map(|(r, st)| Stmt {
-                binds: vec![*r],
-                lin_binds: vec![],
-                expr: Expr::Array(ArrayOp::Index {
-                    arr: Atom::Var(*st),
-                    idx: iatoms.clone(),
-                }),
-                src: None,
-            })
-            .collect();
+        let mut stmts = stack_reads(&res, &stacks, &iatoms);
         stmts.extend(lb);
         lin.push(Stmt {
             binds: vec![],
@@ -971,6 +947,23 @@ pub fn fixed_shape_vars(body: &[Stmt], params: &[Var], vars: &VarTable) -> BTree
         }
     }
     fixed
+}
+
+/// `r = R[idx]` for each stored residual `r` and its stack `R`: the first
+/// statements of a linear loop or build body.
+fn stack_reads(res: &[Var], stacks: &[Var], idx: &[Atom]) -> Vec<Stmt> {
+    res.iter()
+        .zip(stacks)
+        .map(|(r, st)| Stmt {
+            binds: vec![*r],
+            lin_binds: vec![],
+            expr: Expr::Array(ArrayOp::Index {
+                arr: Atom::Var(*st),
+                idx: idx.to_vec(),
+            }),
+            src: None,
+        })
+        .collect()
 }
 
 /// Whether a statement binds, reads or contains (at any depth) linear values:
