@@ -239,8 +239,10 @@ where
     let ob_a = if ob < axis { ob } else { ob + 1 };
     let nc = n.div_ceil(CHUNK);
     // In parallel the rows path makes one task per lane; sequentially one
-    // pass over the rows feeds all 8 lanes (better locality, fewer buffers).
-    let lanes = if rows && parallel { LANES } else { 1 };
+    // In parallel the rows path splits the 8 lanes into ROW_GROUPS tasks
+    // (each reads runs of consecutive rows); sequentially one pass over the
+    // rows feeds all 8 lanes (better locality, fewer buffers).
+    let lanes = if rows && parallel { ROW_GROUPS } else { 1 };
     let block = |c: usize, b: usize| {
         let lo = c * CHUNK;
         let mut sub = a.slice_axis(ax, (lo..n.min(lo + CHUNK)).into());
@@ -256,8 +258,9 @@ where
     let parts = par::map_tasks(nc * nb * lanes, parallel, |t| {
         let (c, b, l) = (t / (nb * lanes), t / lanes % nb, t % lanes);
         let (sub, ps, base) = block(c, b);
-        if rows && lanes == LANES {
-            fold_rows_lane(op, sub, ax, base, ps, l, 1)
+        if rows && lanes > 1 {
+            let per = LANES / lanes;
+            fold_rows_lane(op, sub, ax, base, ps, l * per, per)
         } else if rows {
             let mut all = fold_rows_lane(op, sub, ax, base, ps, 0, LANES);
             tree_in_place(op, &mut all);
@@ -279,7 +282,15 @@ where
         let chunks: Vec<Vec<O::Acc>> = if lanes == 1 {
             parts
         } else {
-            parts.chunks(lanes).map(|ls| tree_rows(op, ls)).collect()
+            // The groups of a chunk hold lanes 0..8 back to back.
+            parts
+                .chunks(lanes)
+                .map(|groups| {
+                    let mut all = groups.concat();
+                    tree_in_place(op, &mut all);
+                    all
+                })
+                .collect()
         };
         let mut chunks = chunks.into_iter();
         let mut acc = chunks.next().expect("at least one chunk");
@@ -308,6 +319,10 @@ where
     }
     out
 }
+
+/// Parallel tasks per chunk and output block of the rows path; each takes
+/// `8 / ROW_GROUPS` consecutive lanes.
+const ROW_GROUPS: usize = 2;
 
 /// Input elements per task of an axis reduction along contiguous lanes.
 const TASK_WORK: usize = 1 << 15;
@@ -423,8 +438,8 @@ where
     accs
 }
 
-/// [`tree_rows`] on 8 lane rows stored back to back in `acc`, leaving the
-/// result in the first row and truncating `acc` to it.
+/// The lane tree of [`tree`], elementwise over 8 lane rows stored back to
+/// back in `acc`, leaving the result in the first row and truncating `acc`.
 fn tree_in_place<T, O: LaneOp<T>>(op: &O, acc: &mut Vec<O::Acc>) {
     let w = acc.len() / LANES;
     let mut merge_into = |d: usize, s: usize| {
@@ -454,16 +469,4 @@ fn param_vec<P: Copy, E: Dimension>(ps: ArrayView<'_, P, E>) -> Vec<P> {
         }
     }
     ps.iter().copied().collect()
-}
-
-/// The lane tree `(((l0·l4)·(l1·l5))·(l2·l6))·(l3·l7)` of [`tree`],
-/// elementwise over 8 lane rows.
-fn tree_rows<T, O: LaneOp<T>, L: AsRef<[O::Acc]>>(op: &O, ls: &[L]) -> Vec<O::Acc> {
-    let m = |a: &[O::Acc], b: &[O::Acc]| -> Vec<O::Acc> {
-        a.iter().zip(b).map(|(&x, &y)| op.merge(x, y)).collect()
-    };
-    let g = |i: usize| ls[i].as_ref();
-    let s = m(&m(g(0), g(4)), &m(g(1), g(5)));
-    let s = m(&s, &m(g(2), g(6)));
-    m(&s, &m(g(3), g(7)))
 }
