@@ -92,6 +92,14 @@ fn accumulation() {
         add_scaled(&mut a, 0.25, &x.t());
         a
     });
+    same_bits("add_assign", || {
+        let mut a = mat(400, 300, 1);
+        add_assign(&mut a, &x.t());
+        a
+    });
+    let big = arr3(40, 300, 20, 9);
+    same_bits("sum_to_shape", || sum_to_shape(&big, (300, 1)));
+    same_bits("sum_to_shape lead", || sum_to_shape(&big, 20));
 }
 
 #[test]
