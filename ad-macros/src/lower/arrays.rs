@@ -49,9 +49,13 @@ impl Lowerer<'_> {
         }
         let base = self.expr(&ix.expr)?;
         let Val::Array(arr, elem, rank) = base else {
+            let hint = match &base {
+                Val::Scalar(a, _) => self.defaulted_hint(a),
+                _ => String::new(),
+            };
             return self.fail(
                 &ix.expr,
-                format!("cannot index into a value of type `{}`", base.ty()),
+                format!("cannot index into a value of type `{}`{hint}", base.ty()),
             );
         };
         let idx = self.indices(&ix.index, rank, &ix.expr)?;

@@ -245,6 +245,11 @@ impl Lowerer<'_> {
             }),
             src: Some(src),
         });
+        if annot.is_none() {
+            if let Some(v) = binds.first() {
+                self.defaulted.insert(*v, ir_name.clone());
+            }
+        }
         self.calls.push(CallSite {
             ir_name,
             path: p.path.clone(),

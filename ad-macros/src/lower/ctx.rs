@@ -33,9 +33,24 @@ pub struct Lowerer<'p> {
     /// Bindings with ids below this belong to the scope enclosing the array
     /// closure being lowered: they may be read, not assigned.
     pub closure_floor: usize,
+    /// Results of calls without a `let` type annotation, taken to be `f64`:
+    /// variable -> the callee as written (for a hint when it is used as
+    /// something else).
+    pub defaulted: std::collections::HashMap<Var, String>,
 }
 
 impl<'p> Lowerer<'p> {
+    /// A hint for an error about value `a` when it is the result of a call
+    /// taken to return `f64` for lack of a type annotation.
+    pub fn defaulted_hint(&self, a: &Atom) -> String {
+        match a.var().and_then(|v| self.defaulted.get(&v)) {
+            Some(callee) => format!(
+                " (`{callee}(..)` is taken to return `f64` because the `let` has no type; if it returns an array or a tuple, annotate it: `let v: Array1<f64> = {callee}(..);`)"
+            ),
+            None => String::new(),
+        }
+    }
+
     /// A context for function `name`; `prog` is the (empty) program the
     /// builder types calls against (calls are pushed untyped, see `calls.rs`).
     pub fn new(prog: &'p ad_core_ir::ir::Program, name: &str) -> Self {
@@ -47,6 +62,7 @@ impl<'p> Lowerer<'p> {
             calls: vec![],
             fn_name: name.to_string(),
             closure_floor: 0,
+            defaulted: std::collections::HashMap::new(),
         }
     }
 

@@ -120,9 +120,10 @@ impl Lowerer<'_> {
                 )
             }
             _ => {
+                let hint = self.defaulted_hint(&x);
                 return self.fail(
                     name,
-                    format!("no method `{n}` on `f64` is supported in #[differentiable] functions; supported: {F64_METHODS}"),
+                    format!("no method `{n}` on `f64` is supported in #[differentiable] functions; supported: {F64_METHODS}{hint}"),
                 )
             }
         };
