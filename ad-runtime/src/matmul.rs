@@ -106,21 +106,7 @@ where
     SA: Data<Elem = T>,
     SV: Data<Elem = T>,
 {
-    if a.ncols() != v.len() {
-        panic!(
-            "ad_runtime::matvec: shape mismatch: {:?} vs {:?}",
-            a.shape(),
-            v.shape()
-        );
-    }
-    let v = contiguous(v);
-    let unit = arr0(());
-    reduce_axis(
-        &Dot(&v),
-        a,
-        1,
-        unit.broadcast(a.nrows()).expect("0-d broadcasts"),
-    )
+    dot_along("matvec", a, v, 1)
 }
 
 /// Transposed matrix-vector product `(Aᵀ v)[j] = Σᵢ A[i, j]·v[i]`, without
@@ -132,9 +118,27 @@ where
     SA: Data<Elem = T>,
     SV: Data<Elem = T>,
 {
-    if a.nrows() != v.len() {
+    dot_along("matvec_t", a, v, 0)
+}
+
+/// `out[k] = Σ_l A[.., ..]·v[l]` with `l` running along `axis` of `A` (1:
+/// `A v`, 0: `Aᵀ v`), by the fixed-order dot reduction; `kernel` names the
+/// public kernel in the shape-mismatch panic.
+#[track_caller]
+fn dot_along<T, SA, SV>(
+    kernel: &str,
+    a: &ArrayBase<SA, Ix2>,
+    v: &ArrayBase<SV, Ix1>,
+    axis: usize,
+) -> Array1<T>
+where
+    T: Elem,
+    SA: Data<Elem = T>,
+    SV: Data<Elem = T>,
+{
+    if a.shape()[axis] != v.len() {
         panic!(
-            "ad_runtime::matvec_t: shape mismatch: {:?} vs {:?}",
+            "ad_runtime::{kernel}: shape mismatch: {:?} vs {:?}",
             a.shape(),
             v.shape()
         );
@@ -144,8 +148,8 @@ where
     reduce_axis(
         &Dot(&v),
         a,
-        0,
-        unit.broadcast(a.ncols()).expect("0-d broadcasts"),
+        axis,
+        unit.broadcast(a.shape()[1 - axis]).expect("0-d broadcasts"),
     )
 }
 
