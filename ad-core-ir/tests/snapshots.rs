@@ -18,14 +18,6 @@ fn sum(b: &mut FuncBuilder, a: Var) -> Var {
     })
 }
 
-fn map1(b: &mut FuncBuilder, a: Var, p: Prim, other: Option<Atom>) -> Var {
-    b.map(&[a.into()], |b, x| {
-        let mut args = vec![Atom::Var(x[0])];
-        args.extend(other);
-        vec![b.prim(p, &args).into()]
-    })[0]
-}
-
 /// Differentiates, checks numerically, and renders the four derived functions.
 fn derive(f: Func, args: &[Value]) -> String {
     let mut p = Program::default();
@@ -229,5 +221,4 @@ fn snap_sum_of_squares_reverse_allocates_no_zeros_or_one_hots() {
         "reverse program builds a one-hot:\n{lin_t}"
     );
     insta::assert_snapshot!(out);
-    let _ = map1;
 }
