@@ -1,7 +1,7 @@
 //! `#[differentiable]`: generates forward- and reverse-mode derivatives of a
 //! Rust function at compile time.
 //!
-//! This file holds only the entry point; the pipeline is in [`expand`]:
+//! This file holds only the entry point; the pipeline is in `expand.rs`:
 //! `attr` (arguments) -> `lower` (restricted Rust to IR, all "unsupported"
 //! errors) -> `ad_core_ir::driver` (jvp, unzip, transpose, simplify) ->
 //! `emit` (IR to Rust calling `linad::__private::ad_runtime`); on error,
