@@ -169,6 +169,10 @@ struct Unzip<'p> {
 /// A split nested block: primal statements, linear statements, residuals.
 type Split = (Vec<Stmt>, Vec<Stmt>, Vec<Var>);
 
+/// The primal side of a stacked construct returning residuals: its body
+/// results, its binders and the new stack variables.
+type StackedOutputs = (Vec<Atom>, Vec<Var>, Vec<Var>);
+
 /// `(v, axis) -> i64 residual` computed on the primal side of the current block.
 type ShapeCache = HashMap<(Var, usize), Var>;
 
@@ -282,9 +286,9 @@ impl<'p> Unzip<'p> {
             } else {
                 match &s.expr {
                     Expr::If(i) => self.split_if(s, i, prim, lin, cache)?,
-                    Expr::Loop(l) => self.split_loop(s, l, prim, lin, cache)?,
-                    Expr::Build(b) => self.split_build(s, b, prim, lin, cache)?,
-                    Expr::Map(m) => self.split_map(s, m, prim, lin, cache)?,
+                    Expr::Loop(l) => self.split_loop(s, l, prim, lin)?,
+                    Expr::Build(b) => self.split_build(s, b, prim, lin)?,
+                    Expr::Map(m) => self.split_map(s, m, prim, lin)?,
                     Expr::Call(c) => self.split_call(s, c, prim, lin, cache)?,
                     Expr::Atom(_)
                     | Expr::Prim(..)
@@ -571,6 +575,24 @@ impl<'p> Unzip<'p> {
         }
     }
 
+    /// The primal side of a stacked construct that also returns the residuals
+    /// `rs`: `(body results ++ rs, binders ++ stacks, stacks)`, the stacks
+    /// being fresh outer variables with `extra` leading axes.
+    fn stack_outputs(
+        &mut self,
+        rs: &[Var],
+        extra: usize,
+        results: &[Atom],
+        binds: &[Var],
+    ) -> Result<StackedOutputs, UnzipError> {
+        let stacks = self.stacked_vars(rs, extra)?;
+        let mut results = results.to_vec();
+        results.extend(rs.iter().map(|v| Atom::Var(*v)));
+        let mut binds = binds.to_vec();
+        binds.extend(&stacks);
+        Ok((results, binds, stacks))
+    }
+
     /// Stacks residuals `rs` by `extra` leading axes: fresh outer variables.
     fn stacked_vars(&mut self, rs: &[Var], extra: usize) -> Result<Vec<Var>, UnzipError> {
         rs.iter()
@@ -596,16 +618,12 @@ impl<'p> Unzip<'p> {
         l: &Loop,
         prim: &mut Vec<Stmt>,
         lin: &mut Vec<Stmt>,
-        _cache: &mut ShapeCache,
     ) -> Result<(), UnzipError> {
         let i = l.body.params[0];
         let (pb, lb, res) = self.split_stacked(&l.body.body, &l.body.params, true)?;
         let res: Vec<Var> = res.into_iter().filter(|v| *v != i).collect();
-        let stacks = self.stacked_vars(&res, 1)?;
-        let mut results = l.body.body.results.clone();
-        results.extend(res.iter().map(|v| Atom::Var(*v)));
-        let mut binds = s.binds.clone();
-        binds.extend(&stacks);
+        let (results, binds, stacks) =
+            self.stack_outputs(&res, 1, &l.body.body.results, &s.binds)?;
         prim.push(Stmt {
             binds,
             lin_binds: vec![],
@@ -657,16 +675,12 @@ impl<'p> Unzip<'p> {
         b: &Build,
         prim: &mut Vec<Stmt>,
         lin: &mut Vec<Stmt>,
-        _cache: &mut ShapeCache,
     ) -> Result<(), UnzipError> {
         let idx = &b.body.params;
         let (pb, lb, res) = self.split_stacked(&b.body.body, idx, false)?;
         let res: Vec<Var> = res.into_iter().filter(|v| !idx.contains(v)).collect();
-        let stacks = self.stacked_vars(&res, idx.len())?;
-        let mut results = b.body.body.results.clone();
-        results.extend(res.iter().map(|v| Atom::Var(*v)));
-        let mut binds = s.binds.clone();
-        binds.extend(&stacks);
+        let (results, binds, stacks) =
+            self.stack_outputs(&res, idx.len(), &b.body.body.results, &s.binds)?;
         prim.push(Stmt {
             binds,
             lin_binds: vec![],
@@ -713,7 +727,6 @@ impl<'p> Unzip<'p> {
         m: &Map,
         prim: &mut Vec<Stmt>,
         lin: &mut Vec<Stmt>,
-        _cache: &mut ShapeCache,
     ) -> Result<(), UnzipError> {
         let params = &m.body.params;
         let (pb, lb, res) = self.split_stacked(&m.body.body, params, false)?;
@@ -734,11 +747,8 @@ impl<'p> Unzip<'p> {
             .or_else(|| m.lin_arrs.first().map(|v| self.vars.ty(*v).clone()))
             .and_then(|t| t.rank())
             .unwrap_or(1);
-        let stacks = self.stacked_vars(&computed, rank)?;
-        let mut results = m.body.body.results.clone();
-        results.extend(computed.iter().map(|v| Atom::Var(*v)));
-        let mut binds = s.binds.clone();
-        binds.extend(&stacks);
+        let (results, binds, stacks) =
+            self.stack_outputs(&computed, rank, &m.body.body.results, &s.binds)?;
         prim.push(Stmt {
             binds,
             lin_binds: vec![],
