@@ -274,11 +274,172 @@ pub enum Prim {
     ToI64,
     /// `if c { a } else { b }` on scalars: `c: bool`, `a`, `b` of one type
     Select,
+    /// `a.mul_add(b, c)`: `a * b + c` with one rounding (fused, as Rust's `f64::mul_add`)
+    MulAdd,
+    /// `2^a` (Rust's `f64::exp2`)
+    Exp2,
+    /// `a.clamp(lo, hi)` as Rust's `f64::clamp`: `lo` if `a < lo`, `hi` if
+    /// `a > hi`, else `a` (NaN stays NaN); an error (Rust panics) unless `lo <= hi`
+    Clamp,
+    /// `a op b` in the Rust integer type `t` (operands and result hold values of
+    /// `t` in `i64`): overflow is an error here, and in generated code follows
+    /// the build profile exactly as the user's own `op` on `t` does
+    IntArith(IntOp, IntTy),
+    /// `a as t` from any integer held in `i64` (wrapping to `t`'s width, as Rust's `as`)
+    IntCast(IntTy),
+    /// `a as t` from `f64`: truncating, saturating at `t`'s bounds, NaN to 0 (Rust's `as`)
+    FloatToInt(IntTy),
+    /// `a as f64` from a `u64`/`usize` held in `i64` (its bit pattern)
+    U64ToF64,
+}
+
+/// A Rust integer type other than `i64`/`isize` (whose values the IR holds
+/// in `i64`, `u64`/`usize` values as their bit pattern). `usize` is `U64` and
+/// `isize` is `i64` (64-bit targets).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum IntTy {
+    /// `u8`
+    U8,
+    /// `u16`
+    U16,
+    /// `u32`
+    U32,
+    /// `u64` and `usize`
+    U64,
+    /// `i8`
+    I8,
+    /// `i16`
+    I16,
+    /// `i32`
+    I32,
+}
+
+impl IntTy {
+    /// Every type.
+    pub const ALL: [IntTy; 7] = [
+        IntTy::U8,
+        IntTy::U16,
+        IntTy::U32,
+        IntTy::U64,
+        IntTy::I8,
+        IntTy::I16,
+        IntTy::I32,
+    ];
+
+    /// The Rust name.
+    pub fn name(self) -> &'static str {
+        match self {
+            IntTy::U8 => "u8",
+            IntTy::U16 => "u16",
+            IntTy::U32 => "u32",
+            IntTy::U64 => "u64",
+            IntTy::I8 => "i8",
+            IntTy::I16 => "i16",
+            IntTy::I32 => "i32",
+        }
+    }
+
+    /// `v as t` (then back to `i64`): Rust's wrapping integer cast.
+    pub fn wrap(self, v: i64) -> i64 {
+        match self {
+            IntTy::U8 => v as u8 as i64,
+            IntTy::U16 => v as u16 as i64,
+            IntTy::U32 => v as u32 as i64,
+            IntTy::U64 => v,
+            IntTy::I8 => v as i8 as i64,
+            IntTy::I16 => v as i16 as i64,
+            IntTy::I32 => v as i32 as i64,
+        }
+    }
+
+    /// `x as t` from `f64` (saturating, NaN to 0), held in `i64`.
+    pub fn from_f64(self, x: f64) -> i64 {
+        match self {
+            IntTy::U8 => x as u8 as i64,
+            IntTy::U16 => x as u16 as i64,
+            IntTy::U32 => x as u32 as i64,
+            IntTy::U64 => x as u64 as i64,
+            IntTy::I8 => x as i8 as i64,
+            IntTy::I16 => x as i16 as i64,
+            IntTy::I32 => x as i32 as i64,
+        }
+    }
+
+    /// `a op b` in `t` with overflow and division by zero as `None` (Rust's
+    /// `checked_*`); operands are values of `t` held in `i64`.
+    pub fn checked(self, op: IntOp, a: i64, b: i64) -> Option<i64> {
+        macro_rules! on {
+            ($t:ty) => {{
+                let (a, b) = (<$t>::try_from(a).ok()?, <$t>::try_from(b).ok()?);
+                let r = match op {
+                    IntOp::Add => a.checked_add(b),
+                    IntOp::Sub => a.checked_sub(b),
+                    IntOp::Mul => a.checked_mul(b),
+                    IntOp::Div => a.checked_div(b),
+                    IntOp::Rem => a.checked_rem(b),
+                };
+                r.map(|r| r as i64)
+            }};
+        }
+        match self {
+            IntTy::U8 => on!(u8),
+            IntTy::U16 => on!(u16),
+            IntTy::U32 => on!(u32),
+            IntTy::U64 => {
+                let (a, b) = (a as u64, b as u64);
+                let r = match op {
+                    IntOp::Add => a.checked_add(b),
+                    IntOp::Sub => a.checked_sub(b),
+                    IntOp::Mul => a.checked_mul(b),
+                    IntOp::Div => a.checked_div(b),
+                    IntOp::Rem => a.checked_rem(b),
+                };
+                r.map(|r| r as i64)
+            }
+            IntTy::I8 => on!(i8),
+            IntTy::I16 => on!(i16),
+            IntTy::I32 => on!(i32),
+        }
+    }
+}
+
+/// An integer arithmetic operator of [`Prim::IntArith`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum IntOp {
+    /// `a + b`
+    Add,
+    /// `a - b`
+    Sub,
+    /// `a * b`
+    Mul,
+    /// `a / b`
+    Div,
+    /// `a % b`
+    Rem,
+}
+
+impl IntOp {
+    /// Every operator.
+    pub const ALL: [IntOp; 5] = [IntOp::Add, IntOp::Sub, IntOp::Mul, IntOp::Div, IntOp::Rem];
+
+    /// The IR name (`add`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            IntOp::Add => "add",
+            IntOp::Sub => "sub",
+            IntOp::Mul => "mul",
+            IntOp::Div => "div",
+            IntOp::Rem => "rem",
+        }
+    }
 }
 
 impl Prim {
-    /// Every primitive, for tables and tests.
-    pub const ALL: [Prim; 39] = [
+    /// Every primitive (each integer type and operator of the parameterised
+    /// ones), for tables and tests.
+    pub const ALL: [Prim; 42 + 5 * 7 + 7 + 7 + 1] = Prim::all();
+
+    const BASIC: [Prim; 42] = [
         Prim::Add,
         Prim::Sub,
         Prim::Mul,
@@ -318,7 +479,34 @@ impl Prim {
         Prim::ToF64,
         Prim::ToI64,
         Prim::Select,
+        Prim::MulAdd,
+        Prim::Exp2,
+        Prim::Clamp,
     ];
+
+    const fn all() -> [Prim; 42 + 5 * 7 + 7 + 7 + 1] {
+        let mut out = [Prim::Add; 42 + 5 * 7 + 7 + 7 + 1];
+        let mut k = 0;
+        while k < 42 {
+            out[k] = Prim::BASIC[k];
+            k += 1;
+        }
+        let mut t = 0;
+        while t < 7 {
+            let mut o = 0;
+            while o < 5 {
+                out[k] = Prim::IntArith(IntOp::ALL[o], IntTy::ALL[t]);
+                k += 1;
+                o += 1;
+            }
+            out[k] = Prim::IntCast(IntTy::ALL[t]);
+            out[k + 1] = Prim::FloatToInt(IntTy::ALL[t]);
+            k += 2;
+            t += 1;
+        }
+        out[k] = Prim::U64ToF64;
+        out
+    }
 
     /// The name used by the printer (and the parser).
     pub fn name(self) -> &'static str {
@@ -362,6 +550,13 @@ impl Prim {
             Prim::ToF64 => "to_f64",
             Prim::ToI64 => "to_i64",
             Prim::Select => "select",
+            Prim::MulAdd => "mul_add",
+            Prim::Exp2 => "exp2",
+            Prim::Clamp => "clamp",
+            Prim::IntArith(op, t) => INT_ARITH_NAMES[op as usize][t as usize],
+            Prim::IntCast(t) => INT_CAST_NAMES[t as usize],
+            Prim::FloatToInt(t) => FLOAT_TO_INT_NAMES[t as usize],
+            Prim::U64ToF64 => "u64_to_f64",
         }
     }
 
@@ -386,7 +581,11 @@ impl Prim {
             | Prim::Ln1p
             | Prim::Not
             | Prim::ToF64
-            | Prim::ToI64 => 1,
+            | Prim::ToI64
+            | Prim::Exp2
+            | Prim::IntCast(_)
+            | Prim::FloatToInt(_)
+            | Prim::U64ToF64 => 1,
             Prim::Add
             | Prim::Sub
             | Prim::Mul
@@ -405,11 +604,48 @@ impl Prim {
             | Prim::Eq
             | Prim::Ne
             | Prim::And
-            | Prim::Or => 2,
-            Prim::Select => 3,
+            | Prim::Or
+            | Prim::IntArith(..) => 2,
+            Prim::Select | Prim::MulAdd | Prim::Clamp => 3,
         }
     }
 }
+
+/// Printer names of [`Prim::IntArith`], by operator and type (the order of
+/// [`IntOp::ALL`] and [`IntTy::ALL`]).
+const INT_ARITH_NAMES: [[&str; 7]; 5] = [
+    [
+        "add_u8", "add_u16", "add_u32", "add_u64", "add_i8", "add_i16", "add_i32",
+    ],
+    [
+        "sub_u8", "sub_u16", "sub_u32", "sub_u64", "sub_i8", "sub_i16", "sub_i32",
+    ],
+    [
+        "mul_u8", "mul_u16", "mul_u32", "mul_u64", "mul_i8", "mul_i16", "mul_i32",
+    ],
+    [
+        "div_u8", "div_u16", "div_u32", "div_u64", "div_i8", "div_i16", "div_i32",
+    ],
+    [
+        "rem_u8", "rem_u16", "rem_u32", "rem_u64", "rem_i8", "rem_i16", "rem_i32",
+    ],
+];
+
+/// Printer names of [`Prim::IntCast`], by type.
+const INT_CAST_NAMES: [&str; 7] = [
+    "as_u8", "as_u16", "as_u32", "as_u64", "as_i8", "as_i16", "as_i32",
+];
+
+/// Printer names of [`Prim::FloatToInt`], by type.
+const FLOAT_TO_INT_NAMES: [&str; 7] = [
+    "f64_as_u8",
+    "f64_as_u16",
+    "f64_as_u32",
+    "f64_as_u64",
+    "f64_as_i8",
+    "f64_as_i16",
+    "f64_as_i32",
+];
 
 /// A reduction operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -257,9 +257,32 @@ pub fn prim_ty(p: Prim, args: &[Ty]) -> Result<Ty, String> {
             want_i64(&args[0], "to_f64's operand")?;
             Ok(Ty::F64)
         }
-        Prim::ToI64 => {
+        Prim::ToI64 | Prim::FloatToInt(_) => {
             float(0)?;
             Ok(Ty::I64)
+        }
+        Prim::Exp2 => {
+            float(0)?;
+            Ok(Ty::F64)
+        }
+        Prim::MulAdd | Prim::Clamp => {
+            float(0)?;
+            float(1)?;
+            float(2)?;
+            Ok(Ty::F64)
+        }
+        Prim::IntArith(..) => {
+            want_i64(&args[0], "integer arithmetic's operand")?;
+            want_i64(&args[1], "integer arithmetic's operand")?;
+            Ok(Ty::I64)
+        }
+        Prim::IntCast(_) => {
+            want_i64(&args[0], "an integer cast's operand")?;
+            Ok(Ty::I64)
+        }
+        Prim::U64ToF64 => {
+            want_i64(&args[0], "u64_to_f64's operand")?;
+            Ok(Ty::F64)
         }
         Prim::Select => {
             want(args[0] == Ty::BOOL, || {

@@ -236,6 +236,88 @@ fn prim_cases(p: Prim) -> Vec<(Vec<Value>, Value)> {
             (vec![B(true), F(1.0), F(2.0)], F(1.0)),
             (vec![B(false), I(1), I(2)], I(2)),
         ],
+        Prim::MulAdd => {
+            // fused: 0.1 * 10 + -1 is 5.55e-17 fused, 0 unfused
+            let (a, b, c) = (0.1_f64, 10.0_f64, -1.0_f64);
+            let fused = black_box(a).mul_add(black_box(b), black_box(c));
+            assert_ne!(fused, a * b + c);
+            vec![(vec![F(a), F(b), F(c)], F(fused))]
+        }
+        Prim::Exp2 => vec![
+            f1(f64::exp2, 0.3),
+            f1(f64::exp2, -1074.0),
+            f1(f64::exp2, 3.0),
+        ],
+        Prim::Clamp => vec![
+            (vec![F(nan), F(0.0), F(1.0)], F(nan)),
+            (vec![F(-0.0), F(0.0), F(1.0)], F(-0.0)),
+            (vec![F(2.0), F(0.0), F(1.0)], F(1.0)),
+            (vec![F(-2.0), F(0.0), F(1.0)], F(0.0)),
+        ],
+        Prim::IntArith(op, t) => {
+            // a small in-range case of each operator (overflow: `int_overflow_is_an_error`)
+            let (a, b, r) = match op {
+                IntOp::Add => (3, 4, 7),
+                IntOp::Sub => (9, 4, 5),
+                IntOp::Mul => (3, 4, 12),
+                IntOp::Div => (9, 4, 2),
+                IntOp::Rem => (9, 4, 1),
+            };
+            let _ = t;
+            vec![(vec![I(a), I(b)], I(r))]
+        }
+        Prim::IntCast(t) => {
+            let v = 300 + (1 << 40);
+            let want = match t {
+                IntTy::U8 => v as u8 as i64,
+                IntTy::U16 => v as u16 as i64,
+                IntTy::U32 => v as u32 as i64,
+                IntTy::U64 => v,
+                IntTy::I8 => v as i8 as i64,
+                IntTy::I16 => v as i16 as i64,
+                IntTy::I32 => v as i32 as i64,
+            };
+            vec![(vec![I(v)], I(want)), (vec![I(-1)], I(t.wrap(-1)))]
+        }
+        Prim::FloatToInt(t) => {
+            let sat = |x: f64| match t {
+                IntTy::U8 => x as u8 as i64,
+                IntTy::U16 => x as u16 as i64,
+                IntTy::U32 => x as u32 as i64,
+                IntTy::U64 => x as u64 as i64,
+                IntTy::I8 => x as i8 as i64,
+                IntTy::I16 => x as i16 as i64,
+                IntTy::I32 => x as i32 as i64,
+            };
+            [nan, -1e300, 1e300, -2.7, 300.9, f64::INFINITY]
+                .into_iter()
+                .map(|x| (vec![F(x)], I(sat(black_box(x)))))
+                .collect()
+        }
+        Prim::U64ToF64 => vec![(vec![I(-1)], F(u64::MAX as f64)), (vec![I(5)], F(5.0))],
+    }
+}
+
+/// Typed integer arithmetic fails (Rust's debug panic) where the narrow type
+/// overflows although `i64` would not.
+#[test]
+fn int_overflow_is_an_error() {
+    let cases = [
+        (Prim::IntArith(IntOp::Add, IntTy::U8), 200, 100),
+        (Prim::IntArith(IntOp::Sub, IntTy::U64), 0, 1),
+        (Prim::IntArith(IntOp::Mul, IntTy::I16), 300, 300),
+        (Prim::IntArith(IntOp::Div, IntTy::I8), -128, -1),
+        (Prim::IntArith(IntOp::Rem, IntTy::U32), 5, 0),
+    ];
+    for (p, a, b) in cases {
+        let args = [Value::I64(a), Value::I64(b)];
+        eval_err(
+            |bld| {
+                let ps = params(bld, &args);
+                vec![bld.prim(p, &ps).into()]
+            },
+            &args,
+        );
     }
 }
 

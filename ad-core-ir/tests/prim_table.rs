@@ -77,6 +77,12 @@ fn every_differentiable_scalar_primitive() {
         (Powf, &[0.7, 1.3]),
         (Atan2, &[0.7, -0.4]),
         (Hypot, &[0.7, -0.4]),
+        (MulAdd, &[0.7, -0.4, 1.3]),
+        (Exp2, &[0.7]),
+        // clamp(x, lo, hi): inside, below and above the interval
+        (Clamp, &[0.3, -1.0, 1.0]),
+        (Clamp, &[-1.5, -1.0, 1.0]),
+        (Clamp, &[1.5, -1.0, 1.0]),
     ];
     for (p, a) in rows {
         scalar_row(*p, a);

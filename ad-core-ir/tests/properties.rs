@@ -133,8 +133,11 @@ struct Worst {
 /// Primals with fewer operations are left out of the work-ratio bound.
 const MIN_OPS: u64 = 20;
 
-/// Bound of `size(f__lin_t) / size(f)` (statement counts), from observation.
-const SIZE_RATIO_MAX: f64 = 8.0;
+/// Bound of `size(f__lin_t) / size(f)` (statement counts), from observation
+/// (8 before max/min reductions got their empty-lane guard, which adds a
+/// fixed handful of statements per reduction: worst seen 11 on a 2-statement
+/// primal).
+const SIZE_RATIO_MAX: f64 = 12.0;
 /// Bound on `ops(f__lin_t) / ops(f)` over random programs (primals of at
 /// least 20 operations). The goal is 4 (met by every canonical function in
 /// tests/snapshots.rs, worst 3.6); on random programs the worst seen is about

@@ -52,7 +52,7 @@
 
 mod array;
 mod ops;
-mod prim;
+pub(crate) mod prim;
 mod structured;
 mod value;
 

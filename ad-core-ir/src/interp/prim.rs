@@ -53,6 +53,17 @@ pub(crate) fn eval_prim(p: Prim, args: &[Sc]) -> Result<Sc, String> {
         [x] if p.arity() == 1 => unary(p, x),
         [x, y] if p.arity() == 2 => binary(p, x, y),
         [Sc::B(c), x, y] if p == Prim::Select && same_kind(x, y) => Ok(if c { x } else { y }),
+        [Sc::F(a), Sc::F(b), Sc::F(c)] if p == Prim::MulAdd => Ok(Sc::F(a.mul_add(b, c))),
+        // Rust's `f64::clamp` panics unless `lo <= hi`
+        [Sc::F(x), Sc::F(lo), Sc::F(hi)] if p == Prim::Clamp => {
+            if lo <= hi {
+                Ok(Sc::F(x.clamp(lo, hi)))
+            } else {
+                Err(format!(
+                    "clamp: min > max, or either was NaN. min = {lo:?}, max = {hi:?}"
+                ))
+            }
+        }
         _ => Err(bad_operands(p, args)),
     }
 }
@@ -100,6 +111,7 @@ fn float_unary(p: Prim) -> Option<fn(f64) -> f64> {
         Prim::Atan => f64::atan,
         Prim::ExpM1 => f64::exp_m1,
         Prim::Ln1p => f64::ln_1p,
+        Prim::Exp2 => f64::exp2,
         _ => return None,
     })
 }
@@ -112,6 +124,9 @@ fn unary(p: Prim, x: Sc) -> Result<Sc, String> {
         (Prim::Not, Sc::B(a)) => Ok(Sc::B(!a)),
         (Prim::ToF64, Sc::I(a)) => Ok(Sc::F(a as f64)),
         (Prim::ToI64, Sc::F(a)) => Ok(Sc::I(a as i64)),
+        (Prim::FloatToInt(t), Sc::F(a)) => Ok(Sc::I(t.from_f64(a))),
+        (Prim::IntCast(t), Sc::I(a)) => Ok(Sc::I(t.wrap(a))),
+        (Prim::U64ToF64, Sc::I(a)) => Ok(Sc::F(a as u64 as f64)),
         (_, Sc::F(a)) => float_unary(p)
             .map(|f| Sc::F(f(a)))
             .ok_or_else(|| bad_operands(p, &[x])),
@@ -169,6 +184,7 @@ fn int_binary(p: Prim, a: i64, b: i64) -> Result<Sc, String> {
         Prim::Mul => checked(a.checked_mul(b)),
         Prim::Div => checked(a.checked_div(b)),
         Prim::Rem => checked(a.checked_rem(b)),
+        Prim::IntArith(op, t) => checked(t.checked(op, a, b)),
         Prim::Max => Ok(Sc::I(a.max(b))),
         Prim::Min => Ok(Sc::I(a.min(b))),
         Prim::Lt => Ok(Sc::B(a < b)),

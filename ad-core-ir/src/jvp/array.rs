@@ -106,8 +106,53 @@ impl<'p> Jvp<'p> {
             .collect()
     }
 
-    /// Tangent of a max/min reduction: `dx` at the arg-max/arg-min.
+    /// Tangent of a max/min reduction: `dx` at the arg-max/arg-min, and zero
+    /// where the reduced lanes are empty (the result is then the constant
+    /// ±inf, and there is no arg-max to index).
     fn select_at_arg(&mut self, op: ReduceOp, arr: Atom, axis: Option<usize>, dx: Var) -> Var {
+        let rank = self.b.atom_ty(&arr).rank().expect("an array");
+        let (count, out_shape) = match axis {
+            Some(a) if rank > 1 => {
+                let arr_v = arr.var().expect("an array variable");
+                let dims = (0..rank)
+                    .filter(|k| *k != a)
+                    .map(|k| Dim::Of(arr_v, k))
+                    .collect();
+                (Atom::Var(self.b.shape(arr, a)), ShapeTree::Array(dims))
+            }
+            Some(a) => (Atom::Var(self.b.shape(arr, a)), ShapeTree::Scalar),
+            None => {
+                let mut n = Atom::Var(self.b.shape(arr, 0));
+                for k in 1..rank {
+                    let s = self.b.shape(arr, k);
+                    n = Atom::Var(self.b.prim(Prim::Mul, &[n, Atom::Var(s)]));
+                }
+                (n, ShapeTree::Scalar)
+            }
+        };
+        let nonempty = self.b.prim(Prim::Gt, &[count, Atom::I64(0)]);
+        self.b.open();
+        let d = self.select_at_arg_nonempty(op, arr, axis, dx);
+        let then_ = self.b.close(vec![], vec![d]);
+        self.b.open();
+        let z = self.lin(LinOp::Zero(out_shape.clone()));
+        let else_ = self.b.close(vec![], vec![z]);
+        self.b.emit1(Expr::If(If {
+            cond: Atom::Var(nonempty),
+            then_,
+            else_,
+            lin_shapes: vec![out_shape],
+        }))
+    }
+
+    /// [`Self::select_at_arg`] where every reduced lane has an element.
+    fn select_at_arg_nonempty(
+        &mut self,
+        op: ReduceOp,
+        arr: Atom,
+        axis: Option<usize>,
+        dx: Var,
+    ) -> Var {
         let rank = self.b.atom_ty(&arr).rank().expect("an array");
         let (ks, _) = self
             .b

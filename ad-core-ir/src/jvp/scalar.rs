@@ -25,7 +25,7 @@ enum Rule {
 fn rule(p: Prim) -> Rule {
     match p {
         Prim::Neg | Prim::Add | Prim::Sub => Rule::Linear,
-        Prim::Select | Prim::Max | Prim::Min => Rule::Choice,
+        Prim::Select | Prim::Max | Prim::Min | Prim::Clamp => Rule::Choice,
         Prim::Mul
         | Prim::Div
         | Prim::Abs
@@ -46,7 +46,9 @@ fn rule(p: Prim) -> Rule {
         | Prim::Powi
         | Prim::Powf
         | Prim::Atan2
-        | Prim::Hypot => Rule::Partials,
+        | Prim::Hypot
+        | Prim::MulAdd
+        | Prim::Exp2 => Rule::Partials,
         Prim::Rem
         | Prim::Lt
         | Prim::Le
@@ -58,7 +60,11 @@ fn rule(p: Prim) -> Rule {
         | Prim::Or
         | Prim::Not
         | Prim::ToF64
-        | Prim::ToI64 => Rule::None,
+        | Prim::ToI64
+        | Prim::IntArith(..)
+        | Prim::IntCast(_)
+        | Prim::FloatToInt(_)
+        | Prim::U64ToF64 => Rule::None,
     }
 }
 
@@ -82,6 +88,17 @@ impl<'p> Jvp<'p> {
                 }
                 _ => unreachable!("not a linear primitive: {p:?}"),
             },
+            // clamp(x, lo, hi): lo's tangent if x < lo, hi's if x > hi, else x's
+            Rule::Choice if p == Prim::Clamp => {
+                let below = self.nl(Prim::Lt, &[args[0], args[1]]);
+                let above = self.nl(Prim::Gt, &[args[0], args[2]]);
+                let inner = if dargs[0].is_none() && dargs[2].is_none() {
+                    None
+                } else {
+                    Some(self.choose(above, dargs[2], dargs[0]))
+                };
+                Some(self.choose(below, dargs[1], inner))
+            }
             Rule::Choice => {
                 let (cond, a, b) = match p {
                     Prim::Select => (args[0], 1, 2),
@@ -224,9 +241,16 @@ impl<'p> Jvp<'p> {
             }
             // hypot(a, b): ∂a = a / y, ∂b = b / y
             (Hypot, k) => self.nl(Div, &[args[k], y]),
+            // mul_add(a, b, c) = a b + c: ∂a = b, ∂b = a, ∂c = 1
+            (MulAdd, 0) => args[1],
+            (MulAdd, 1) => args[0],
+            (MulAdd, _) => one,
+            // exp2' = 2^x ln 2
+            (Exp2, _) => self.nl(Mul, &[y, Atom::F64(std::f64::consts::LN_2)]),
             (
                 Add | Sub | Neg | Rem | Max | Min | Lt | Le | Gt | Ge | Eq | Ne | And | Or | Not
-                | ToF64 | ToI64 | Select,
+                | ToF64 | ToI64 | Select | Clamp | IntArith(..) | IntCast(_) | FloatToInt(_)
+                | U64ToF64,
                 _,
             ) => unreachable!("{p:?} has no partials rule"),
         }

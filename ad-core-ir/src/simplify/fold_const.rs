@@ -1,103 +1,32 @@
 //! Constant folding: primitives of literals, conditionals on a literal.
 //!
-//! Folding evaluates with the same Rust methods as the interpreter
-//! ([`crate::interp`]); an operation that would fail at run time (`i64`
+//! Folding evaluates with the interpreter's one evaluation of each primitive
+//! (`interp/prim.rs`); an operation that would fail at run time (`i64`
 //! overflow, division by zero, a `powi` exponent outside `i32`) is never
 //! folded, and neither is one whose result is not a finite number (so no NaN
 //! or infinite literal is ever created).
 
 use super::engine::{Cx, Rule};
+use crate::interp::prim::{eval_prim as interp_prim, Sc};
 use crate::ir::*;
 
 /// Evaluates a primitive on literal operands: `None` if an operand is not a
 /// literal, the operation would fail, or the result is not finite.
 pub fn eval_prim(p: Prim, args: &[Atom]) -> Option<Atom> {
-    use Atom::{Bool as B, F64 as F, I64 as I};
-    let r = match (p, args) {
-        (Prim::Select, [B(c), a, b]) if a.var().is_none() && b.var().is_none() => {
-            if std::mem::discriminant(a) != std::mem::discriminant(b) {
-                return None;
-            }
-            if *c {
-                *a
-            } else {
-                *b
-            }
-        }
-        (_, [F(a)]) => F(match p {
-            Prim::Neg => -a,
-            Prim::Abs => a.abs(),
-            Prim::Sin => a.sin(),
-            Prim::Cos => a.cos(),
-            Prim::Tan => a.tan(),
-            Prim::Exp => a.exp(),
-            Prim::Ln => a.ln(),
-            Prim::Log2 => a.log2(),
-            Prim::Log10 => a.log10(),
-            Prim::Sqrt => a.sqrt(),
-            Prim::Tanh => a.tanh(),
-            Prim::Sinh => a.sinh(),
-            Prim::Cosh => a.cosh(),
-            Prim::Atan => a.atan(),
-            Prim::ExpM1 => a.exp_m1(),
-            Prim::Ln1p => a.ln_1p(),
-            Prim::ToI64 => return Some(I(*a as i64)),
-            _ => return None,
-        }),
-        (_, [I(a)]) => match p {
-            Prim::Neg => I(a.checked_neg()?),
-            Prim::Abs => I(a.checked_abs()?),
-            Prim::ToF64 => F(*a as f64),
-            _ => return None,
-        },
-        (Prim::Not, [B(a)]) => B(!a),
-        (_, [F(a), F(b)]) => match p {
-            Prim::Add => F(a + b),
-            Prim::Sub => F(a - b),
-            Prim::Mul => F(a * b),
-            Prim::Div => F(a / b),
-            Prim::Max => F(a.max(*b)),
-            Prim::Min => F(a.min(*b)),
-            Prim::Powf => F(a.powf(*b)),
-            Prim::Atan2 => F(a.atan2(*b)),
-            Prim::Hypot => F(a.hypot(*b)),
-            Prim::Lt => B(a < b),
-            Prim::Le => B(a <= b),
-            Prim::Gt => B(a > b),
-            Prim::Ge => B(a >= b),
-            Prim::Eq => B(a == b),
-            Prim::Ne => B(a != b),
-            _ => return None,
-        },
-        (Prim::Powi, [F(a), I(n)]) => F(a.powi(i32::try_from(*n).ok()?)),
-        (_, [I(a), I(b)]) => match p {
-            Prim::Add => I(a.checked_add(*b)?),
-            Prim::Sub => I(a.checked_sub(*b)?),
-            Prim::Mul => I(a.checked_mul(*b)?),
-            Prim::Div => I(a.checked_div(*b)?),
-            Prim::Rem => I(a.checked_rem(*b)?),
-            Prim::Max => I(*a.max(b)),
-            Prim::Min => I(*a.min(b)),
-            Prim::Lt => B(a < b),
-            Prim::Le => B(a <= b),
-            Prim::Gt => B(a > b),
-            Prim::Ge => B(a >= b),
-            Prim::Eq => B(a == b),
-            Prim::Ne => B(a != b),
-            _ => return None,
-        },
-        (_, [B(a), B(b)]) => match p {
-            Prim::Eq => B(a == b),
-            Prim::Ne => B(a != b),
-            Prim::And => B(*a && *b),
-            Prim::Or => B(*a || *b),
-            _ => return None,
-        },
-        _ => return None,
-    };
-    match r {
-        F(x) if !x.is_finite() => None,
-        other => Some(other),
+    let scalars = args
+        .iter()
+        .map(|a| match a {
+            Atom::F64(x) => Some(Sc::F(*x)),
+            Atom::I64(x) => Some(Sc::I(*x)),
+            Atom::Bool(x) => Some(Sc::B(*x)),
+            Atom::Var(_) => None,
+        })
+        .collect::<Option<Vec<Sc>>>()?;
+    match interp_prim(p, &scalars).ok()? {
+        Sc::F(x) if !x.is_finite() => None,
+        Sc::F(x) => Some(Atom::F64(x)),
+        Sc::I(x) => Some(Atom::I64(x)),
+        Sc::B(x) => Some(Atom::Bool(x)),
     }
 }
 

@@ -147,6 +147,9 @@ fn prim_infallible(p: Prim, xs: &[Atom], vars: &VarTable) -> bool {
     match p {
         Prim::Add | Prim::Sub | Prim::Mul | Prim::Div | Prim::Rem | Prim::Neg | Prim::Abs => float,
         Prim::Powi => matches!(xs.get(1), Some(Atom::I64(n)) if i32::try_from(*n).is_ok()),
+        // clamp panics unless lo <= hi; integer arithmetic may overflow
+        Prim::Clamp | Prim::IntArith(..) => false,
+        Prim::MulAdd | Prim::Exp2 | Prim::IntCast(_) | Prim::FloatToInt(_) | Prim::U64ToF64 => true,
         Prim::Max
         | Prim::Min
         | Prim::Sin

@@ -1347,9 +1347,10 @@ impl<'s, 'd, 'p> Gen<'s, 'd, 'p> {
 
     fn st_scalar(&mut self, env: &mut Env) {
         use Prim::*;
-        const PS: [Prim; 27] = [
+        const PS: [Prim; 30] = [
             Add, Sub, Mul, Div, Neg, Abs, Max, Min, Sin, Cos, Tan, Exp, Ln, Log2, Log10, Sqrt,
-            Tanh, Sinh, Cosh, Atan, ExpM1, Ln1p, Powi, Powf, Atan2, Hypot, Select,
+            Tanh, Sinh, Cosh, Atan, ExpM1, Ln1p, Powi, Powf, Atan2, Hypot, Select, MulAdd, Exp2,
+            Clamp,
         ];
         let p = PS[self.src.below(PS.len())];
         let (v, iv) = match p {
@@ -1487,6 +1488,23 @@ impl<'s, 'd, 'p> Gen<'s, 'd, 'p> {
                 let (b, ib) = self.get_f(env);
                 (self.prim(p, &[c, a, b]), ia.hull(ib))
             }
+            MulAdd => {
+                let (a, ia) = self.get_f(env);
+                let (b, ib) = self.get_f(env);
+                let (c, ic) = self.get_f(env);
+                (self.prim(p, &[a, b, c]), ia.mul(ib).add(ic))
+            }
+            Exp2 => {
+                let (a, ia) = self.bounded(env, 3.0);
+                (self.prim(p, &[a]), ia.mono(f64::exp2))
+            }
+            Clamp => {
+                // literal bounds (lo <= hi, else Rust panics)
+                let (a, ia) = self.get_f(env);
+                let c = [0.5, 1.0, 2.0][self.src.below(3)];
+                let iv = Iv::new(ia.lo.clamp(-c, c), ia.hi.clamp(-c, c));
+                (self.prim(p, &[a, Atom::F64(-c), Atom::F64(c)]), iv)
+            }
             _ => unreachable!(),
         };
         self.fin_f(env, v, iv);
@@ -1508,7 +1526,7 @@ impl<'s, 'd, 'p> Gen<'s, 'd, 'p> {
         };
         let K::I(lo, hi) = e.k else { unreachable!() };
         let a: Atom = e.v.into();
-        let (v, k) = match self.src.below(9) {
+        let (v, k) = match self.src.below(12) {
             0 => {
                 let c = self.src.range(1, 3) as i64;
                 (self.prim(Add, &[a, Atom::I64(c)]), K::I(lo + c, hi + c))
@@ -1534,6 +1552,22 @@ impl<'s, 'd, 'p> Gen<'s, 'd, 'p> {
             7 => {
                 let c = self.src.range(1, 2) as i64;
                 (self.prim(Sub, &[a, Atom::I64(c)]), K::I(lo - c, hi - c))
+            }
+            // typed integer arithmetic (in range: |values| <= 100 + 3)
+            8 => {
+                let c = self.src.range(1, 3) as i64;
+                let p = IntArith(IntOp::Add, IntTy::I16);
+                (self.prim(p, &[a, Atom::I64(c)]), K::I(lo + c, hi + c))
+            }
+            // a cast that keeps the value (|values| <= 100 fit in i8)
+            9 => (self.prim(IntCast(IntTy::I8), &[a]), K::I(lo, hi)),
+            // a saturating float-to-u8 cast (negatives go to 0)
+            10 => {
+                let (x, ix) = self.bounded(env, 2.0);
+                let m = self.prim(Mul, &[x, Atom::F64(2.5)]);
+                let v = self.prim(FloatToInt(IntTy::U8), &[m.into()]);
+                let k = K::I((ix.lo * 2.5).max(0.0) as i64, (ix.hi * 2.5).max(0.0) as i64);
+                (v, k)
             }
             _ => {
                 let (x, ix) = self.bounded(env, 2.0);

@@ -3,7 +3,7 @@
 
 use super::func::{Emitter, Out, R};
 use super::types::{owned_repr, tuple, Repr};
-use ad_core_ir::ir::{Atom, Prim};
+use ad_core_ir::ir::{Atom, IntOp, Prim};
 use ad_core_ir::types::{Scalar, Ty};
 use quote::quote;
 
@@ -75,6 +75,33 @@ impl Emitter<'_> {
                 let c = &x[2];
                 quote!(if #a { #b } else { #c })
             }
+            Prim::MulAdd => {
+                let c = &x[2];
+                quote!(f64::mul_add(#a, #b, #c))
+            }
+            Prim::Exp2 => un(quote!(f64::exp2)),
+            Prim::Clamp => {
+                let c = &x[2];
+                quote!(f64::clamp(#a, #b, #c))
+            }
+            // In the user's integer type, so overflow follows the build
+            // profile exactly as in the user's function.
+            Prim::IntArith(op, t) => {
+                let t = quote::format_ident!("{}", t.name());
+                let op = match op {
+                    IntOp::Add => quote!(+),
+                    IntOp::Sub => quote!(-),
+                    IntOp::Mul => quote!(*),
+                    IntOp::Div => quote!(/),
+                    IntOp::Rem => quote!(%),
+                };
+                quote!((((#a) as #t) #op ((#b) as #t)) as i64)
+            }
+            Prim::IntCast(t) | Prim::FloatToInt(t) => {
+                let t = quote::format_ident!("{}", t.name());
+                quote!(((#a) as #t) as i64)
+            }
+            Prim::U64ToF64 => quote!(((#a) as u64) as f64),
         };
         Ok(Out::one(e, Repr::Val))
     }

@@ -5,7 +5,7 @@
 
 use super::ctx::{span_of, Lowerer};
 use super::expr::strip;
-use super::ops::{arith_prim, op_error};
+use super::ops::{arith_prim, op_error, typed_arith};
 use super::types::{classify, Elem, IntTy, RTy, TyDesc};
 use super::val::Val;
 use ad_core_ir::ir::{ArrayOp, Atom, Build, Expr, Map, Prim, ReduceOp, Var};
@@ -473,6 +473,7 @@ impl Lowerer<'_> {
         if p == Prim::Rem && elem == Elem::F64 {
             return self.fail(node, "the remainder `%` of `f64` values is not supported");
         }
+        let p = typed_arith(p, elem);
         let span = span_of(node);
         match (l.clone(), r.clone()) {
             (Val::Array(a, _, ra), Val::Array(b, _, rb)) => {

@@ -355,8 +355,18 @@ impl Lowerer<'_> {
             syn::RangeLimits::Closed(_) => self.add_i64(len, Atom::I64(1), span)?,
             syn::RangeLimits::HalfOpen(_) => len,
         };
-        let n = self.clamp0(len, span)?;
-        Some((*a_at, n, if t == IntTy::Lit { IntTy::Usize } else { t }))
+        let mut n = self.clamp0(len, span)?;
+        let t = if t == IntTy::Lit { IntTy::Usize } else { t };
+        if t.ir() == Some(ad_core_ir::ir::IntTy::U64) && !matches!(b_at, Atom::I64(_)) {
+            // A `u64`/`usize` end past `i64::MAX` (a wrapped `n - 1`, held as
+            // a negative bit pattern) after a small start: Rust iterates
+            // (practically) without end, until the body panics; so do we.
+            let huge = self.prim(Prim::Lt, &[*b_at, Atom::I64(0)], span)?;
+            let small = self.prim(Prim::Ge, &[*a_at, Atom::I64(0)], span)?;
+            let both = self.prim(Prim::And, &[huge, small], span)?;
+            n = self.prim(Prim::Select, &[both, Atom::I64(i64::MAX), n], span)?;
+        }
+        Some((*a_at, n, t))
     }
 }
 

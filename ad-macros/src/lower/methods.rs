@@ -5,6 +5,7 @@
 
 use super::ctx::{span_of, Lowerer};
 use super::expr::strip;
+use super::ops::typed_arith;
 use super::types::Elem;
 use super::val::Val;
 use ad_core_ir::ir::{Atom, Prim};
@@ -170,18 +171,9 @@ impl Lowerer<'_> {
         match n.as_str() {
             "recip" => f(self.prim(Prim::Div, &[Atom::F64(1.0), x], span)?),
             "powi" => f(self.prim(Prim::Powi, &[x, ops[0]], span)?),
-            "mul_add" => {
-                let p = self.prim(Prim::Mul, &[x, ops[0]], span)?;
-                f(self.prim(Prim::Add, &[p, ops[1]], span)?)
-            }
-            "clamp" => {
-                let lo = self.prim(Prim::Max, &[x, ops[0]], span)?;
-                f(self.prim(Prim::Min, &[lo, ops[1]], span)?)
-            }
-            "exp2" => {
-                let y = self.prim(Prim::Mul, &[x, Atom::F64(std::f64::consts::LN_2)], span)?;
-                f(self.prim(Prim::Exp, &[y], span)?)
-            }
+            "mul_add" => f(self.prim(Prim::MulAdd, &[x, ops[0], ops[1]], span)?),
+            "clamp" => f(self.prim(Prim::Clamp, &[x, ops[0], ops[1]], span)?),
+            "exp2" => f(self.prim(Prim::Exp2, &[x], span)?),
             "log" => {
                 let a = self.prim(Prim::Ln, &[x], span)?;
                 let b = self.prim(Prim::Ln, &[ops[0]], span)?;
@@ -240,7 +232,18 @@ impl Lowerer<'_> {
                 let p = if n == "max" { Prim::Max } else { Prim::Min };
                 Some(Val::Scalar(self.prim(p, &[x, y], span)?, e))
             }
-            "abs" => Some(Val::Scalar(self.prim(Prim::Abs, &[x], span)?, elem)),
+            "abs" => {
+                let v = match elem {
+                    // `|x|` in the narrow type: `0 - x` for negatives (overflows like `i8::MIN.abs()`)
+                    Elem::Int(t) if t.ir().is_some() => {
+                        let neg = self.prim(typed_arith(Prim::Sub, elem), &[Atom::I64(0), x], span)?;
+                        let c = self.prim(Prim::Lt, &[x, Atom::I64(0)], span)?;
+                        self.prim(Prim::Select, &[c, neg, x], span)?
+                    }
+                    _ => self.prim(Prim::Abs, &[x], span)?,
+                };
+                Some(Val::Scalar(v, elem))
+            }
             "pow" => {
                 let k = match args.first().map(|(_, e)| strip(e)) {
                     Some(syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. })) => i.base10_parse::<u32>().ok(),
@@ -253,7 +256,7 @@ impl Lowerer<'_> {
                 for _ in 0..k {
                     acc = match acc {
                         Atom::I64(1) => x,
-                        a => self.prim(Prim::Mul, &[a, x], span)?,
+                        a => self.prim(typed_arith(Prim::Mul, elem), &[a, x], span)?,
                     };
                 }
                 Some(Val::Scalar(acc, elem))

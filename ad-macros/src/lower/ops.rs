@@ -5,7 +5,7 @@
 use super::ctx::{span_of, Lowerer};
 use super::types::{classify, Elem, IntTy, RTy, TyDesc};
 use super::val::Val;
-use ad_core_ir::ir::{Atom, Prim};
+use ad_core_ir::ir::{Atom, IntOp, Prim};
 use syn::BinOp;
 
 /// rustc's message for an arithmetic operator applied to the wrong types.
@@ -38,6 +38,27 @@ pub fn arith_prim(op: &BinOp) -> Option<Prim> {
         BinOp::Rem(_) | BinOp::RemAssign(_) => Prim::Rem,
         _ => return None,
     })
+}
+
+/// The primitive computing `p` (an arithmetic primitive) on values of
+/// element type `e`: the typed integer primitive for integer types other
+/// than `i64`/`isize`, so that overflow behaves as in Rust.
+pub fn typed_arith(p: Prim, e: Elem) -> Prim {
+    let Elem::Int(t) = e else {
+        return p;
+    };
+    let Some(t) = t.ir() else {
+        return p;
+    };
+    let op = match p {
+        Prim::Add => IntOp::Add,
+        Prim::Sub => IntOp::Sub,
+        Prim::Mul => IntOp::Mul,
+        Prim::Div => IntOp::Div,
+        Prim::Rem => IntOp::Rem,
+        other => return other,
+    };
+    Prim::IntArith(op, t)
 }
 
 fn cmp_prim(op: &BinOp) -> Option<Prim> {
@@ -106,7 +127,7 @@ impl Lowerer<'_> {
                     "the remainder `%` of `f64` values is not supported: it has no useful derivative",
                 );
             }
-            let v = self.prim(p, &[*a, *b], span)?;
+            let v = self.prim(typed_arith(p, e), &[*a, *b], span)?;
             return Some(Val::Scalar(v, e));
         }
         let p = cmp_prim(op)?;
@@ -167,7 +188,16 @@ impl Lowerer<'_> {
                 Some(Val::Scalar(self.prim(Prim::Neg, &[a], span_of(node))?, e))
             }
             Val::Scalar(a, e @ Elem::Int(t)) if !t.unsigned() => {
-                Some(Val::Scalar(self.prim(Prim::Neg, &[a], span_of(node))?, e))
+                let v = match t.ir() {
+                    // `-a` as `0 - a` in the narrow type (overflows like `-i8::MIN`)
+                    Some(t) => self.prim(
+                        Prim::IntArith(IntOp::Sub, t),
+                        &[Atom::I64(0), a],
+                        span_of(node),
+                    )?,
+                    None => self.prim(Prim::Neg, &[a], span_of(node))?,
+                };
+                Some(Val::Scalar(v, e))
             }
             Val::Array(a, e, r)
                 if e != Elem::Bool && !matches!(e, Elem::Int(t) if t.unsigned()) =>
@@ -204,21 +234,31 @@ impl Lowerer<'_> {
         };
         match (from, target) {
             (Elem::F64, Elem::F64) => Some(Val::Scalar(a, Elem::F64)),
-            (Elem::Int(_), Elem::F64) => match a {
-                Atom::I64(v) => Some(Val::f64(v as f64)),
-                _ => Some(Val::f64(self.prim(Prim::ToF64, &[a], span)?)),
-            },
+            (Elem::Int(s), Elem::F64) => {
+                // a `u64`/`usize` is held as its bit pattern
+                let p = if s.ir() == Some(ad_core_ir::ir::IntTy::U64) {
+                    Prim::U64ToF64
+                } else {
+                    Prim::ToF64
+                };
+                Some(Val::f64(self.prim(p, &[a], span)?))
+            }
             (Elem::Int(_), Elem::Int(t)) => {
                 let t = if t == IntTy::Lit { IntTy::I64 } else { t };
-                Some(Val::Scalar(a, Elem::Int(t)))
+                // wrapping to the target's width; `u64`/`i64` keep the bits
+                let v = match t.ir() {
+                    Some(ad_core_ir::ir::IntTy::U64) | None => a,
+                    Some(n) => self.prim(Prim::IntCast(n), &[a], span)?,
+                };
+                Some(Val::Scalar(v, Elem::Int(t)))
             }
             (Elem::F64, Elem::Int(t)) => {
-                let v = self.prim(Prim::ToI64, &[a], span)?;
-                let v = if t.unsigned() {
-                    self.clamp0(v, span)?
-                } else {
-                    v
+                // saturating, NaN to 0, as Rust's `as`
+                let p = match t.ir() {
+                    Some(n) => Prim::FloatToInt(n),
+                    None => Prim::ToI64,
                 };
+                let v = self.prim(p, &[a], span)?;
                 Some(Val::Scalar(v, Elem::Int(t)))
             }
             (Elem::Bool, Elem::Int(t)) => {

@@ -355,8 +355,11 @@ mod lowering_tests {
     #[test]
     fn loop_lowering_shape() {
         // `for i in a..b` is a counted loop of max(b - a, 0) iterations with
-        // i = k + a; the assigned variable is the loop state.
-        let l = lowered("fn f(x: f64, a: usize, b: usize) -> f64 { let mut s = x; for i in a..b { s = s * x; } s }");
+        // i = k + a; the assigned variable is the loop state. (`usize`: an
+        // end past i64::MAX after a small start counts as i64::MAX.)
+        let l = lowered(
+            "fn f(x: f64, a: i64, b: i64) -> f64 { let mut s = x; for i in a..b { s = s * x; } s }",
+        );
         let text = ad_core_ir::pretty::func_to_string(l.program.func("f").unwrap());
         assert!(text.contains("sub b_2, a_1"), "{text}");
         assert!(text.contains("max sub_3, 0"), "{text}");
@@ -365,5 +368,10 @@ mod lowering_tests {
             "{text}"
         );
         assert!(text.contains("add a_1, k_5"), "{text}");
+        let l = lowered("fn f(x: f64, a: usize, b: usize) -> f64 { let mut s = x; for i in a..b { s = s * x; } s }");
+        let text = ad_core_ir::pretty::func_to_string(l.program.func("f").unwrap());
+        assert!(text.contains("lt b_2, 0"), "{text}");
+        assert!(text.contains("select and_"), "{text}");
+        assert!(text.contains("9223372036854775807"), "{text}");
     }
 }

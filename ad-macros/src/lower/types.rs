@@ -3,8 +3,10 @@
 //! parameters, `let` annotations and turbofish arguments.
 //!
 //! The IR has one integer type (`i64`); the front end keeps the Rust integer
-//! type (`usize`, `i32`, ..., or `{integer}` for an unsuffixed literal) only to
-//! word diagnostics as rustc would.
+//! type (`usize`, `i32`, ..., or `{integer}` for an unsuffixed literal) to word
+//! diagnostics as rustc would and to choose the IR's typed integer primitives
+//! (`IntArith`, `IntCast`, `FloatToInt`), which give every integer type Rust's
+//! semantics (wrapping casts, overflow as the build profile says).
 
 use crate::sig::Passing;
 use ad_core_ir::types::Scalar;
@@ -74,6 +76,23 @@ impl IntTy {
     /// The integer type named `s` (`"usize"`, ...).
     pub fn from_name(s: &str) -> Option<IntTy> {
         IntTy::NAMED.into_iter().find(|t| t.name() == s)
+    }
+
+    /// The IR's name for this type's arithmetic and casts, `None` for the
+    /// types whose values and operations are exactly the IR's `i64` ones
+    /// (`i64`, `isize`, and an unsuffixed literal, which adapts).
+    pub fn ir(self) -> Option<ad_core_ir::ir::IntTy> {
+        use ad_core_ir::ir::IntTy as T;
+        match self {
+            IntTy::Lit | IntTy::I64 | IntTy::Isize => None,
+            IntTy::Usize | IntTy::U64 => Some(T::U64),
+            IntTy::U8 => Some(T::U8),
+            IntTy::U16 => Some(T::U16),
+            IntTy::U32 => Some(T::U32),
+            IntTy::I8 => Some(T::I8),
+            IntTy::I16 => Some(T::I16),
+            IntTy::I32 => Some(T::I32),
+        }
     }
 
     /// Whether the type is unsigned.
