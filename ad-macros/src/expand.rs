@@ -4,6 +4,7 @@
 //! blocks), emission; errors are collected and reported together.
 
 use crate::attr::Args;
+use crate::cfg;
 use crate::emit;
 use crate::fallback::fallback;
 use crate::lower::{self, Lowered};
@@ -42,6 +43,35 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
             "#[differentiable] applies to a function (`fn name(..) -> .. { .. }`)",
         )]
     })?;
+    let variants = cfg::variants(&func)?;
+    if let [cfg::Variant { cond: None, func }] = variants.as_slice() {
+        let generated = generate(&args, func)?;
+        return Ok(quote! {
+            #item
+            #generated
+        });
+    }
+    // One expansion per `#[cfg]` variant, each (or its errors) gated by its
+    // condition: rustc keeps the one that matches the build.
+    let mut out = TokenStream::new();
+    for v in &variants {
+        let generated = match generate(&args, &v.func) {
+            Ok(ts) => ts,
+            Err(errs) => errs.into_iter().map(|e| e.to_compile_error()).collect(),
+        };
+        out.extend(match &v.cond {
+            Some(c) => cfg::gate(generated, c),
+            None => generated,
+        });
+    }
+    Ok(quote! {
+        #item
+        #out
+    })
+}
+
+/// The companions (and the dump function) of one variant of the function.
+fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
     let wrt = args.wrt_idents().map_err(|e| vec![e])?;
     let sig = lower::signature(&func, wrt.as_deref())?;
     let lowered = lower::lower(&func, &sig)?;
@@ -86,7 +116,6 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
         TokenStream::new()
     };
     Ok(quote! {
-        #item
         #companions
         #dump
     })
