@@ -47,9 +47,17 @@ fn cfg_statements_follow_the_build() {
         let want = cfg_stmts_expected(x);
         assert_eq!(cfg_stmts(x).to_bits(), want.to_bits());
         let (y, dy) = cfg_stmts_jvp(x, 1.0);
-        assert_eq!(y.to_bits(), want.to_bits(), "f_jvp ran a configured-out statement");
+        assert_eq!(
+            y.to_bits(),
+            want.to_bits(),
+            "f_jvp ran a configured-out statement"
+        );
         let (y, g) = cfg_stmts_vjp(x, 1.0);
-        assert_eq!(y.to_bits(), want.to_bits(), "f_vjp ran a configured-out statement");
+        assert_eq!(
+            y.to_bits(),
+            want.to_bits(),
+            "f_vjp ran a configured-out statement"
+        );
         let expect_d = 6.0 * x + if cfg!(debug_assertions) { 1.0 } else { -2.0 };
         assert_close(dy, expect_d, 1e-12);
         assert_close(g, expect_d, 1e-12);

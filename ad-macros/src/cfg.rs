@@ -95,16 +95,20 @@ impl Collect {
         if path.is_ident("cfg") {
             match a {
                 syn::Meta::List(l) => out.push(self.pred(&l.tokens)),
-                _ => self
-                    .errors
-                    .push(syn::Error::new(a.span(), "`#[cfg]` needs a predicate: `#[cfg(test)]`")),
+                _ => self.errors.push(syn::Error::new(
+                    a.span(),
+                    "`#[cfg]` needs a predicate: `#[cfg(test)]`",
+                )),
             }
         } else if path.is_ident("cfg_attr") {
             let parsed = match a {
                 syn::Meta::List(l) => l.parse_args_with(
                     syn::punctuated::Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated,
                 ),
-                _ => Err(syn::Error::new(a.span(), "expected `#[cfg_attr(predicate, attribute)]`")),
+                _ => Err(syn::Error::new(
+                    a.span(),
+                    "expected `#[cfg_attr(predicate, attribute)]`",
+                )),
             };
             match parsed {
                 Ok(metas) if metas.len() >= 2 => {

@@ -15,6 +15,14 @@
 //! `ad_core_ir::driver::Names::of(path)`.
 
 use proc_macro2::Ident;
+use syn::ext::IdentExt;
+
+/// `format(name)` as an identifier with `f`'s span, where `name` is `f`
+/// without a raw prefix (`r#type` -> `type_jvp`): derived names are never raw
+/// and never keywords (they carry a prefix or suffix).
+pub fn derived(f: &Ident, format: impl FnOnce(&str) -> String) -> Ident {
+    Ident::new(&format(&f.unraw().to_string()), f.span())
+}
 
 /// Which building block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,20 +45,25 @@ pub fn hidden(f: &Ident, b: Block) -> Ident {
         Block::Lin => "lin",
         Block::LinT => "lin_t",
     };
-    Ident::new(&format!("__linad_{f}_{suffix}"), f.span())
+    derived(f, |f| format!("__linad_{f}_{suffix}"))
 }
 
 /// `f_jvp`.
 pub fn jvp(f: &Ident) -> Ident {
-    Ident::new(&format!("{f}_jvp"), f.span())
+    derived(f, |f| format!("{f}_jvp"))
 }
 
 /// `f_vjp`.
 pub fn vjp(f: &Ident) -> Ident {
-    Ident::new(&format!("{f}_vjp"), f.span())
+    derived(f, |f| format!("{f}_vjp"))
+}
+
+/// `d_x`: the tangent parameter of `f_jvp` for parameter `x`.
+pub fn tangent(x: &Ident) -> Ident {
+    derived(x, |x| format!("d_{x}"))
 }
 
 /// `f_linad_dump` (with `#[differentiable(dump)]`).
 pub fn dump(f: &Ident) -> Ident {
-    Ident::new(&format!("{f}_linad_dump"), f.span())
+    derived(f, |f| format!("{f}_linad_dump"))
 }

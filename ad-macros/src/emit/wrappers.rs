@@ -235,7 +235,7 @@ fn f_jvp(input: &Input, cx: &Ctx) -> R<TokenStream> {
         .collect();
     let dnames: Vec<Ident> = wrt
         .iter()
-        .map(|p| Ident::new(&format!("d_{}", p.ident), p.ident.span()))
+        .map(|p| crate::names::tangent(&p.ident))
         .collect();
     let lparams: Vec<_> = wrt
         .iter()
@@ -339,7 +339,7 @@ fn f_vjp(input: &Input, cx: &Ctx) -> R<TokenStream> {
     let y = nest(&sig.out, &mut yv.into_iter())?;
     let cv: Vec<TokenStream> = cs.iter().zip(&treprs).map(|(t, r)| owned(t, *r)).collect();
     let c = flat(&cv);
-    let ct_use = Ident::new("ct", proc_macro2::Span::call_site());
+    let ct_use = ct_name(sig);
     let ct_decl = {
         let t = ct_ty(&sig.out);
         quote!(#ct_use: #t)
@@ -479,4 +479,19 @@ fn hidden_blocks(input: &Input, cx: &Ctx) -> R<TokenStream> {
         nested,
     );
     Ok(out)
+}
+
+/// The name of `f_vjp`'s cotangent parameter: `ct`, or `ct_`, `ct__`, ...
+/// when a parameter of `f` is already called so.
+fn ct_name(sig: &crate::sig::Signature) -> Ident {
+    let taken: Vec<String> = sig
+        .params
+        .iter()
+        .map(|p| syn::ext::IdentExt::unraw(&p.ident).to_string())
+        .collect();
+    let mut name = "ct".to_string();
+    while taken.contains(&name) {
+        name.push('_');
+    }
+    Ident::new(&name, proc_macro2::Span::call_site())
 }

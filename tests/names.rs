@@ -1,0 +1,57 @@
+//! Generated names never collide with the user's: raw identifiers, a
+//! parameter called `ct`, locals named like the emitter's temporaries.
+#![allow(
+    non_snake_case,
+    clippy::let_and_return,
+    clippy::just_underscores_and_digits
+)]
+
+mod common;
+use common::*;
+use linad::differentiable;
+use linad::ndarray::{array, Array1};
+
+#[differentiable]
+fn r#type(r#fn: f64, r#match: &Array1<f64>) -> f64 {
+    let r#let = r#fn * r#match.sum();
+    r#let.sin()
+}
+
+#[test]
+fn raw_identifiers() {
+    let w = array![0.5, 1.5];
+    check_derivatives(
+        &(0.3, w.clone()),
+        |(x, w)| r#type(*x, w),
+        |(x, w), (dx, dw)| type_jvp(*x, w, *dx, dw),
+        |(x, w), ct| type_vjp(*x, w, *ct),
+    );
+}
+
+/// Parameters named like `f_vjp`'s cotangent (`ct`), the runtime path and
+/// generated temporaries; locals too.
+#[differentiable]
+fn clash(ct: f64, ct_: f64, linad: f64, ndarray: &Array1<f64>, x_0: f64) -> f64 {
+    let __t0 = ct * ct_;
+    let __y0 = __t0 + linad * x_0;
+    let y_0 = __y0 * ndarray[0];
+    let __linad_ir_clash__fwd = y_0 * ct;
+    let d_ct = __linad_ir_clash__fwd;
+    d_ct
+}
+
+#[test]
+fn names_like_generated_ones() {
+    let w = array![0.5, 1.5];
+    check_derivatives(
+        &((0.3, -1.1, 0.7), (w.clone(), 1.3)),
+        |((a, b, c), (w, x))| clash(*a, *b, *c, w, *x),
+        |((a, b, c), (w, x)), ((da, db, dc), (dw, dx))| {
+            clash_jvp(*a, *b, *c, w, *x, *da, *db, *dc, dw, *dx)
+        },
+        |((a, b, c), (w, x)), ct| {
+            let (y, (ga, gb, gc, gw, gx)) = clash_vjp(*a, *b, *c, w, *x, *ct);
+            (y, ((ga, gb, gc), (gw, gx)))
+        },
+    );
+}
