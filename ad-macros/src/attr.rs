@@ -20,6 +20,17 @@ impl Args {
     /// Parses the attribute's arguments; every problem is reported, in
     /// rustc's style, with what to write instead.
     pub fn parse(attr: TokenStream) -> Result<Args, Vec<syn::Error>> {
+        // `wrt[x]` / `wrt{x}` would otherwise slip through the meta parser
+        for t in attr.clone() {
+            if let proc_macro2::TokenTree::Group(g) = &t {
+                if g.delimiter() != proc_macro2::Delimiter::Parenthesis {
+                    return Err(vec![syn::Error::new(
+                        g.span(),
+                        "`wrt` takes its parameter names in parentheses: write `wrt(x, w)`",
+                    )]);
+                }
+            }
+        }
         let items = NestedMeta::parse_meta_list(attr)
             .map_err(|e| vec![syn::Error::new(e.span(), e.to_string())])?;
         Args::from_list(&items).map_err(|e| {
@@ -66,5 +77,20 @@ fn friendly(msg: &str) -> String {
         "`wrt` takes a list of parameter names: write `wrt(x, w)`".to_string()
     } else {
         format!("{msg} ({ACCEPTED})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+
+    #[test]
+    fn brackets_are_refused() {
+        for attr in [quote!(wrt[x]), quote!(wrt { x }), quote!(dump, wrt[x, y])] {
+            let e = Args::parse(attr).expect_err("refused");
+            assert!(e[0].to_string().contains("wrt(x, w)"), "{}", e[0]);
+        }
+        assert!(Args::parse(quote!(wrt(x), dump)).is_ok());
     }
 }

@@ -144,6 +144,16 @@ impl Lowerer<'_> {
         if segs.len() == 1 && matches!(segs_ref[0], "Some" | "Ok" | "Err" | "Box" | "Axis") {
             return self.fail(c, format!("`{}` is not supported here", segs[0]));
         }
+        // `Zip::from(..)`, `Vec::new()`, ...: a type's associated function
+        if segs.len() >= 2 && segs[segs.len() - 2].starts_with(|c: char| c.is_ascii_uppercase()) {
+            return self.fail(
+                c,
+                format!(
+                    "`{}` is not supported in #[differentiable] functions: only the array constructors (`Array1::zeros`, `from_shape_fn`, ...) and calls of other #[differentiable] functions are; write the computation with index loops (`for i in 0..n`)",
+                    segs.join("::")
+                ),
+            );
+        }
         self.user_call(c, p, annot)
     }
 
@@ -510,5 +520,27 @@ mod tests {
             "fn f(x: f64) -> f64 { Some(x).unwrap() }",
             "`Some` is not supported here",
         );
+    }
+
+    #[test]
+    fn one_clear_error_each() {
+        // an empty statement is accepted
+        lowered("fn f(x: f64) -> f64 { let y = x;; ; y }");
+        let e = try_lower_wrt(
+            "fn f(x: f64) -> f64 { let t = (x, 1.0); if let (a, b) = t { a * b } else { x } }",
+            None,
+        )
+        .err()
+        .expect("refused");
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].contains("`if let`"), "{e:?}");
+        let e = try_lower_wrt(
+            "fn f(x: &Array1<f64>, y: &Array1<f64>) -> f64 { let mut s = 0.0; Zip::from(x).and(y).for_each(|a, b| { s += a * b; }); s }",
+            None,
+        )
+        .err()
+        .expect("refused");
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].starts_with("`Zip::from` is not supported"), "{e:?}");
     }
 }

@@ -38,6 +38,10 @@ impl Lowerer<'_> {
 
     /// `if c { .. } else { .. }` as an expression or a statement.
     pub fn lower_if(&mut self, e: &syn::ExprIf) -> Option<Val> {
+        if let syn::Expr::Let(l) = strip(&e.cond) {
+            // one error, not a cascade from the branch's pattern bindings
+            return self.fail(l, super::errors::LET_EXPR);
+        }
         let cond = self.cond(&e.cond);
         let start = self.env.len();
         let before = self.env.snapshot(start);

@@ -70,6 +70,12 @@ impl Lowerer<'_> {
 
     /// One statement (its value, if any, is dropped).
     pub fn lower_stmt(&mut self, s: &syn::Stmt) {
+        // an empty statement `;`
+        if let syn::Stmt::Expr(syn::Expr::Verbatim(t), _) = s {
+            if t.is_empty() {
+                return;
+            }
+        }
         match s {
             syn::Stmt::Local(l) => self.local(l),
             syn::Stmt::Expr(e, _) => {
