@@ -3,15 +3,15 @@ use linad::differentiable;
 #[differentiable]
 fn f(x: f64) -> f64 {
     let mut y = x;
-    #[cfg(feature = "a")]
+    #[cfg(test)]
     { y = y * 2.0; }
-    #[cfg(feature = "b")]
+    #[cfg(debug_assertions)]
     { y = y * 3.0; }
-    #[cfg(feature = "c")]
+    #[cfg(unix)]
     { y = y * 5.0; }
-    #[cfg(feature = "d")]
+    #[cfg(windows)]
     { y = y * 7.0; }
-    #[cfg(feature = "e")]
+    #[cfg(target_pointer_width = "64")]
     { y = y * 11.0; }
     y
 }
