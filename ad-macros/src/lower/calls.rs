@@ -43,6 +43,19 @@ pub struct CallSite {
     pub span: Span,
 }
 
+/// Crates whose functions are never `#[differentiable]` (the standard library
+/// and the common special-function crates): calling one is refused at once
+/// instead of failing later on its missing derivative.
+const NON_DIFFERENTIABLE_CRATES: [&str; 7] = [
+    "std",
+    "core",
+    "alloc",
+    "libm",
+    "statrs",
+    "special",
+    "num_traits",
+];
+
 /// Whether a path segment names an `ndarray` array type.
 fn is_array_type(s: &str) -> bool {
     s == "Array"
@@ -143,6 +156,18 @@ impl Lowerer<'_> {
         }
         if segs.len() == 1 && matches!(segs_ref[0], "Some" | "Ok" | "Err" | "Box" | "Axis") {
             return self.fail(c, format!("`{}` is not supported here", segs[0]));
+        }
+        // functions of crates that cannot hold #[differentiable] functions
+        if segs.len() >= 2
+            && NON_DIFFERENTIABLE_CRATES.contains(&segs_ref[0].trim_start_matches("::"))
+        {
+            return self.fail(
+                c,
+                format!(
+                    "`{}` has no derivative known to linad: only operations of the supported-syntax list and other #[differentiable] functions can be differentiated; write it with those in a #[differentiable] function of your own, or compute it outside and pass the value in",
+                    segs.join("::")
+                ),
+            );
         }
         // `Zip::from(..)`, `Vec::new()`, ...: a type's associated function
         if segs.len() >= 2 && segs[segs.len() - 2].starts_with(|c: char| c.is_ascii_uppercase()) {
