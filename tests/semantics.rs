@@ -459,3 +459,44 @@ fn usize_underflow_in_range_follows_f() {
         );
     }
 }
+
+// --- empty arrays ---------------------------------------------------------------
+
+use linad::ndarray::{Array2, Axis};
+
+/// Array operations on empty arrays: `f` returns a value, so must both
+/// companions.
+#[differentiable]
+fn empties(m: &Array2<f64>, v: &Array1<f64>) -> f64 {
+    let a = m.sum_axis(Axis(0)).sum() + m.sum_axis(Axis(1)).sum();
+    let b = m.mapv(|x| x.exp()).sum() + v.product();
+    let c = Array1::from_shape_fn(v.len(), |i| v[i] * 2.0).sum();
+    let d = m.dot(&m.t()).sum() + m.t().dot(m).sum();
+    let mx = m.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let e = if mx > 0.0 { mx } else { 0.0 };
+    a + b + c + d + e + v.dot(v)
+}
+
+#[test]
+fn empty_arrays_follow_f() {
+    for (r, c) in [(0usize, 0usize), (0, 3), (3, 0), (2, 3)] {
+        let m = Array2::from_shape_fn((r, c), |(i, j)| 0.1 * (i + 2 * j) as f64);
+        for n in [0usize, 2] {
+            let v = Array1::from_shape_fn(n, |i| i as f64 + 0.5);
+            let want = outcome(|| empties(&m, &v));
+            let dm = Array2::ones((r, c));
+            let dv = Array1::ones(n);
+            assert_eq!(
+                want,
+                outcome(|| empties_jvp(&m, &v, &dm, &dv).0),
+                "{r}x{c}, {n}: jvp"
+            );
+            assert_eq!(
+                want,
+                outcome(|| empties_vjp(&m, &v, 1.0).0),
+                "{r}x{c}, {n}: vjp"
+            );
+            assert!(want.is_ok(), "f itself panicked on {r}x{c}, {n}");
+        }
+    }
+}
