@@ -500,3 +500,27 @@ fn empty_arrays_follow_f() {
         }
     }
 }
+
+/// `usize` values past `i64::MAX` compare and take max/min as unsigned.
+#[differentiable]
+fn big_usize(x: f64, n: usize, m: usize) -> f64 {
+    let a = if n < m { 1.0 } else { 2.0 };
+    let b = if n >= m { 3.0 } else { 5.0 };
+    let c = n.max(m) as f64;
+    let d = std::cmp::min(n, m) as f64;
+    x * (a + b) + c + d
+}
+
+#[test]
+fn usize_beyond_i64_compares_unsigned() {
+    for (n, m) in [
+        (1usize, usize::MAX),
+        (usize::MAX, 3),
+        (usize::MAX - 1, usize::MAX),
+        (4, 4),
+    ] {
+        let want = outcome(|| big_usize(0.5, n, m));
+        assert_eq!(want, outcome(|| big_usize_jvp(0.5, n, m, 1.0).0), "{n} {m}");
+        assert_eq!(want, outcome(|| big_usize_vjp(0.5, n, m, 1.0).0), "{n} {m}");
+    }
+}

@@ -291,6 +291,18 @@ pub enum Prim {
     FloatToInt(IntTy),
     /// `a as f64` from a `u64`/`usize` held in `i64` (its bit pattern)
     U64ToF64,
+    /// `a < b` of `u64`/`usize` values held in `i64` (their bit patterns)
+    ULt,
+    /// `a <= b` of `u64` values
+    ULe,
+    /// `a > b` of `u64` values
+    UGt,
+    /// `a >= b` of `u64` values
+    UGe,
+    /// `max(a, b)` of `u64` values
+    UMax,
+    /// `min(a, b)` of `u64` values
+    UMin,
 }
 
 /// A Rust integer type other than `i64`/`isize` (whose values the IR holds
@@ -437,9 +449,9 @@ impl IntOp {
 impl Prim {
     /// Every primitive (each integer type and operator of the parameterised
     /// ones), for tables and tests.
-    pub const ALL: [Prim; 42 + 5 * 7 + 7 + 7 + 1] = Prim::all();
+    pub const ALL: [Prim; 48 + 5 * 7 + 7 + 7 + 1] = Prim::all();
 
-    const BASIC: [Prim; 42] = [
+    const BASIC: [Prim; 48] = [
         Prim::Add,
         Prim::Sub,
         Prim::Mul,
@@ -482,12 +494,18 @@ impl Prim {
         Prim::MulAdd,
         Prim::Exp2,
         Prim::Clamp,
+        Prim::ULt,
+        Prim::ULe,
+        Prim::UGt,
+        Prim::UGe,
+        Prim::UMax,
+        Prim::UMin,
     ];
 
-    const fn all() -> [Prim; 42 + 5 * 7 + 7 + 7 + 1] {
-        let mut out = [Prim::Add; 42 + 5 * 7 + 7 + 7 + 1];
+    const fn all() -> [Prim; 48 + 5 * 7 + 7 + 7 + 1] {
+        let mut out = [Prim::Add; 48 + 5 * 7 + 7 + 7 + 1];
         let mut k = 0;
-        while k < 42 {
+        while k < 48 {
             out[k] = Prim::BASIC[k];
             k += 1;
         }
@@ -557,6 +575,12 @@ impl Prim {
             Prim::IntCast(t) => INT_CAST_NAMES[t as usize],
             Prim::FloatToInt(t) => FLOAT_TO_INT_NAMES[t as usize],
             Prim::U64ToF64 => "u64_to_f64",
+            Prim::ULt => "lt_u64",
+            Prim::ULe => "le_u64",
+            Prim::UGt => "gt_u64",
+            Prim::UGe => "ge_u64",
+            Prim::UMax => "max_u64",
+            Prim::UMin => "min_u64",
         }
     }
 
@@ -605,7 +629,13 @@ impl Prim {
             | Prim::Ne
             | Prim::And
             | Prim::Or
-            | Prim::IntArith(..) => 2,
+            | Prim::IntArith(..)
+            | Prim::ULt
+            | Prim::ULe
+            | Prim::UGt
+            | Prim::UGe
+            | Prim::UMax
+            | Prim::UMin => 2,
             Prim::Select | Prim::MulAdd | Prim::Clamp => 3,
         }
     }

@@ -271,7 +271,12 @@ pub fn prim_ty(p: Prim, args: &[Ty]) -> Result<Ty, String> {
             float(2)?;
             Ok(Ty::F64)
         }
-        Prim::IntArith(..) => {
+        Prim::ULt | Prim::ULe | Prim::UGt | Prim::UGe => {
+            want_i64(&args[0], "an unsigned comparison's operand")?;
+            want_i64(&args[1], "an unsigned comparison's operand")?;
+            Ok(Ty::BOOL)
+        }
+        Prim::IntArith(..) | Prim::UMax | Prim::UMin => {
             want_i64(&args[0], "integer arithmetic's operand")?;
             want_i64(&args[1], "integer arithmetic's operand")?;
             Ok(Ty::I64)

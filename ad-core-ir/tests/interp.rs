@@ -294,6 +294,12 @@ fn prim_cases(p: Prim) -> Vec<(Vec<Value>, Value)> {
                 .map(|x| (vec![F(x)], I(sat(black_box(x)))))
                 .collect()
         }
+        Prim::ULt => vec![(vec![I(-1), I(5)], B(false)), (vec![I(1), I(5)], B(true))],
+        Prim::ULe => vec![(vec![I(5), I(-1)], B(true)), (vec![I(5), I(5)], B(true))],
+        Prim::UGt => vec![(vec![I(-1), I(5)], B(true)), (vec![I(1), I(5)], B(false))],
+        Prim::UGe => vec![(vec![I(5), I(-1)], B(false)), (vec![I(5), I(5)], B(true))],
+        Prim::UMax => vec![(vec![I(-1), I(5)], I(-1)), (vec![I(1), I(5)], I(5))],
+        Prim::UMin => vec![(vec![I(-1), I(5)], I(5)), (vec![I(1), I(5)], I(1))],
         Prim::U64ToF64 => vec![(vec![I(-1)], F(u64::MAX as f64)), (vec![I(5)], F(5.0))],
     }
 }

@@ -59,7 +59,13 @@ fn prim_args(p: Prim, x: Var, y: Var, n: Var, m: Var, c: Var) -> Vec<Atom> {
         Prim::ToF64 => vec![v(n)],
         Prim::Select => vec![v(c), v(x), Atom::F64(-2.5e-3)],
         Prim::MulAdd | Prim::Clamp => vec![v(x), v(y), Atom::F64(2.0)],
-        Prim::IntArith(..) => vec![v(n), v(m)],
+        Prim::IntArith(..)
+        | Prim::ULt
+        | Prim::ULe
+        | Prim::UGt
+        | Prim::UGe
+        | Prim::UMax
+        | Prim::UMin => vec![v(n), v(m)],
         Prim::IntCast(_) | Prim::U64ToF64 => vec![v(n)],
         p if p.arity() == 1 => vec![v(x)],
         _ => vec![v(x), v(y)],

@@ -131,8 +131,13 @@ impl<'p> Jvp<'p> {
             }
         };
         let nonempty = self.b.prim(Prim::Gt, &[count, Atom::I64(0)]);
+        // the arg-reduction is defined (zeros) on empty lanes: computed here,
+        // outside the branch, it stays a primal residual (not recomputed)
+        let (ks, _) = self
+            .b
+            .emit(Expr::Array(ArrayOp::ArgReduce { op, arr, axis }));
         self.b.open();
-        let d = self.select_at_arg_nonempty(op, arr, axis, dx);
+        let d = self.select_at_arg_nonempty(arr, axis, ks, dx);
         let then_ = self.b.close(vec![], vec![d]);
         self.b.open();
         let z = self.lin(LinOp::Zero(out_shape.clone()));
@@ -148,15 +153,12 @@ impl<'p> Jvp<'p> {
     /// [`Self::select_at_arg`] where every reduced lane has an element.
     fn select_at_arg_nonempty(
         &mut self,
-        op: ReduceOp,
         arr: Atom,
         axis: Option<usize>,
+        ks: Vec<Var>,
         dx: Var,
     ) -> Var {
         let rank = self.b.atom_ty(&arr).rank().expect("an array");
-        let (ks, _) = self
-            .b
-            .emit(Expr::Array(ArrayOp::ArgReduce { op, arr, axis }));
         match axis {
             None => self.lin(LinOp::Index {
                 x: dx,

@@ -64,7 +64,13 @@ fn rule(p: Prim) -> Rule {
         | Prim::IntArith(..)
         | Prim::IntCast(_)
         | Prim::FloatToInt(_)
-        | Prim::U64ToF64 => Rule::None,
+        | Prim::U64ToF64
+        | Prim::ULt
+        | Prim::ULe
+        | Prim::UGt
+        | Prim::UGe
+        | Prim::UMax
+        | Prim::UMin => Rule::None,
     }
 }
 
@@ -250,7 +256,7 @@ impl<'p> Jvp<'p> {
             (
                 Add | Sub | Neg | Rem | Max | Min | Lt | Le | Gt | Ge | Eq | Ne | And | Or | Not
                 | ToF64 | ToI64 | Select | Clamp | IntArith(..) | IntCast(_) | FloatToInt(_)
-                | U64ToF64,
+                | U64ToF64 | ULt | ULe | UGt | UGe | UMax | UMin,
                 _,
             ) => unreachable!("{p:?} has no partials rule"),
         }

@@ -149,7 +149,17 @@ fn prim_infallible(p: Prim, xs: &[Atom], vars: &VarTable) -> bool {
         Prim::Powi => matches!(xs.get(1), Some(Atom::I64(n)) if i32::try_from(*n).is_ok()),
         // clamp panics unless lo <= hi; integer arithmetic may overflow
         Prim::Clamp | Prim::IntArith(..) => false,
-        Prim::MulAdd | Prim::Exp2 | Prim::IntCast(_) | Prim::FloatToInt(_) | Prim::U64ToF64 => true,
+        Prim::MulAdd
+        | Prim::Exp2
+        | Prim::IntCast(_)
+        | Prim::FloatToInt(_)
+        | Prim::U64ToF64
+        | Prim::ULt
+        | Prim::ULe
+        | Prim::UGt
+        | Prim::UGe
+        | Prim::UMax
+        | Prim::UMin => true,
         Prim::Max
         | Prim::Min
         | Prim::Sin

@@ -102,6 +102,12 @@ impl Emitter<'_> {
                 quote!(((#a) as #t) as i64)
             }
             Prim::U64ToF64 => quote!(((#a) as u64) as f64),
+            Prim::ULt => quote!(((#a) as u64) < ((#b) as u64)),
+            Prim::ULe => quote!(((#a) as u64) <= ((#b) as u64)),
+            Prim::UGt => quote!(((#a) as u64) > ((#b) as u64)),
+            Prim::UGe => quote!(((#a) as u64) >= ((#b) as u64)),
+            Prim::UMax => quote!(::core::cmp::Ord::max((#a) as u64, (#b) as u64) as i64),
+            Prim::UMin => quote!(::core::cmp::Ord::min((#a) as u64, (#b) as u64) as i64),
         };
         Ok(Out::one(e, Repr::Val))
     }

@@ -229,7 +229,13 @@ impl Lowerer<'_> {
                 let Some(e) = elem.unify(ey) else {
                     return self.fail(args[0].1, format!("mismatched types: expected `{}`, found `{}`", elem.name(), ey.name()));
                 };
-                let p = if n == "max" { Prim::Max } else { Prim::Min };
+                let unsigned64 = matches!(e, Elem::Int(t) if t.ir() == Some(ad_core_ir::ir::IntTy::U64));
+                let p = match (n == "max", unsigned64) {
+                    (true, false) => Prim::Max,
+                    (false, false) => Prim::Min,
+                    (true, true) => Prim::UMax,
+                    (false, true) => Prim::UMin,
+                };
                 Some(Val::Scalar(self.prim(p, &[x, y], span)?, e))
             }
             "abs" => {

@@ -147,6 +147,17 @@ impl Lowerer<'_> {
                 "ordering comparisons of `bool` values are not supported",
             );
         }
+        let p = match ea.unify(*eb) {
+            // `u64`/`usize` compare as unsigned (values past i64::MAX)
+            Some(Elem::Int(t)) if t.ir() == Some(ad_core_ir::ir::IntTy::U64) => match p {
+                Prim::Lt => Prim::ULt,
+                Prim::Le => Prim::ULe,
+                Prim::Gt => Prim::UGt,
+                Prim::Ge => Prim::UGe,
+                other => other,
+            },
+            _ => p,
+        };
         let v = self.prim(p, &[*a, *b], span)?;
         Some(Val::Scalar(v, Elem::Bool))
     }
