@@ -119,6 +119,11 @@ impl Emitter<'_> {
                 let vr = self.var_ref(*val);
                 self.update(target, Scalar::F64, rank, idx, v, vr, *add)
             }
+            LinOp::Take { x, idx, zero } => {
+                let rank = self.lin_rank(*x)?;
+                let target = self.own_lin(*x, site);
+                self.take(target, rank, idx, *zero)
+            }
             LinOp::Gather { x, idx } => self.gather(&var(x), idx),
             LinOp::ScatterAdd { len, idx, x } => self.scatter_add(len, idx, &var(x)),
             LinOp::Sum { x, axis } => self.reduce(ReduceOp::Sum, &var(x), *axis, false),
