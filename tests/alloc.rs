@@ -69,12 +69,7 @@ fn element_writes_allocate_independently_of_n() {
     // Correct derivatives first.
     let mut rng = rng("element_writes");
     let x = rng.array1(7, -1.0, 1.0);
-    check_derivatives(
-        &x,
-        writes,
-        |x, dx| writes_jvp(x, dx),
-        |x, ct| writes_vjp(x, *ct),
-    );
+    check_derivatives(&x, writes, writes_jvp, |x, ct| writes_vjp(x, *ct));
     let xm = (rng.array1(5, -1.0, 1.0), rng.array2(5, 2, -1.0, 1.0));
     check_derivatives(
         &xm,

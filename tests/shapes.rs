@@ -42,12 +42,16 @@ fn m23() -> Array2<f64> {
 
 #[test]
 fn right_shapes_are_accepted() {
-    let (_, _) = weighted_jvp(&w4(), 0.3, &Array1::ones(4), 1.0);
+    let (y, _) = weighted_jvp(&w4(), 0.3, &Array1::ones(4), 1.0);
+    assert_eq!(y, weighted(&w4(), 0.3));
     let (y, _) = flip_jvp(&m23(), &Array2::ones((2, 3)));
-    assert_eq!(y.shape(), &[3, 2]);
+    assert_eq!(y, flip(&m23()));
     let (_, g) = flip_vjp(&m23(), &Array2::ones((3, 2)));
     assert_eq!(g.shape(), &[2, 3]);
-    let (_, gv) = pair_vjp(&w4(), (1.0, &Array1::ones(4)));
+    let (y, _) = scaled_vjp(&w4(), 2.0, &Array1::ones(4));
+    assert_eq!(y, scaled(&w4(), 2.0));
+    let (y, gv) = pair_vjp(&w4(), (1.0, &Array1::ones(4)));
+    assert_eq!(y, pair(&w4()));
     assert_eq!(gv.len(), 4);
 }
 

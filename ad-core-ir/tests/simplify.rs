@@ -1820,8 +1820,9 @@ fn ltake_of_zero_and_dropped_elements() {
     let mut b = new_builder("f");
     let m = b.param("m", Ty::f64s(2));
     let i = b.param("i", Ty::I64);
-    let dm = b.lin_param("dm", Ty::f64s(2), arr_shape(m));
-    let z = b.lin(LinOp::Zero(arr_shape(m)));
+    let m_shape = ShapeTree::Array(vec![Dim::Of(m, 0), Dim::Of(m, 1)]);
+    let dm = b.lin_param("dm", Ty::f64s(2), m_shape.clone());
+    let z = b.lin(LinOp::Zero(m_shape));
     let (_, ea) = b.emit(Expr::Lin(LinOp::Take {
         x: z,
         idx: vec![i.into()],
