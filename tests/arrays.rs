@@ -288,6 +288,34 @@ fn closures_with_many_residuals() {
     linad::__private::ad_runtime::set_par_threshold(old);
 }
 
+/// Element writes `a[i] = ..` and `a[i] += ..` on an array returned as the
+/// result (reverse mode reads and clears elements of the cotangent, which
+/// arrives as a view), in a loop and in straight-line code.
+#[differentiable]
+fn writes_into_result(x: &Array1<f64>, m: &Array2<f64>) -> Array2<f64> {
+    let n = x.len();
+    let mut a = m.mapv(|v| v * v);
+    for i in 0..n {
+        a[[i, 0]] += x[i].sin();
+        a[[i, 1]] = x[i] * a[[i, 0]];
+    }
+    a[[0, 1]] += x[1] * x[2];
+    a[[1, 0]] = x[0].exp();
+    a
+}
+
+#[test]
+fn element_writes_into_the_result() {
+    let mut rng = rng("writes_into_result");
+    let x = (rng.array1(4, -1.0, 1.0), rng.array2(4, 3, -1.0, 1.0));
+    check_derivatives(
+        &x,
+        |(x, m)| writes_into_result(x, m),
+        |(x, m), (dx, dm)| writes_into_result_jvp(x, m, dx, dm),
+        |(x, m), ct| writes_into_result_vjp(x, m, ct),
+    );
+}
+
 // --- mapv, reductions, iterators ---------------------------------------------
 
 /// `.mapv(|x| ..)` capturing a scalar, chained, and `.sum()`.

@@ -127,10 +127,10 @@ impl Emitter<'_> {
         ))
     }
 
-    /// `(target[idx], target with [idx] = 0)` (`zero`) or `(target[idx],
-    /// target)`: reads, and clears, the element (or sub-array) in place on
-    /// the owned `target`, so the cost is that of the element.
-    pub fn take(&mut self, target: TokenStream, rank: usize, idx: &[Atom], zero: bool) -> R<Out> {
+    /// `(target[idx], target with [idx] = 0)`: reads and clears the element
+    /// (or sub-array) in place on the owned `target`, so the cost is that of
+    /// the element.
+    pub fn take(&mut self, target: TokenStream, rank: usize, idx: &[Atom]) -> R<Out> {
         let (u, e) = (self.fresh("u"), self.fresh("e"));
         if idx.len() > rank {
             return Err(format!(
@@ -138,11 +138,6 @@ impl Emitter<'_> {
                 idx.len()
             ));
         }
-        let bind = if zero {
-            quote!(let mut #u = #target;)
-        } else {
-            quote!(let #u = #target;)
-        };
         let (read, clear, elem) = if idx.len() == rank {
             let ix: Vec<_> = idx.iter().map(|a| self.usize_of(a)).collect();
             let ix = list(&ix);
@@ -155,9 +150,8 @@ impl Emitter<'_> {
                 Repr::Owned,
             )
         };
-        let clear = if zero { clear } else { quote!() };
         Ok(Out {
-            expr: quote!({ #bind let #e = #read; #clear (#e, #u) }),
+            expr: quote!({ let mut #u = #target; let #e = #read; #clear (#e, #u) }),
             reprs: vec![elem, Repr::Owned],
         })
     }
