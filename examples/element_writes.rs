@@ -36,7 +36,7 @@ fn main() {
     let mut y = 0.0;
     let tp = best(5, || y = element_writes(&x));
     let mut g = Array1::zeros(0);
-    let reps = if n > 20_000 { 1 } else { 3 };
+    let reps = if n > 200_000 { 1 } else { 5 };
     let tv = best(reps, || g = element_writes_vjp(&x, 1.0).1);
     println!(
         "n = {n}: y = {y:.6}, |g|_1 = {:.6}",
