@@ -207,6 +207,115 @@ fn loop_inside_array_closure() {
     );
 }
 
+/// Issue 8, defect 5: `from_shape_fn` and `mapv` closures whose bodies keep
+/// many (here well over 20) per-element residuals: a chain of 22 distinct
+/// nonlinear steps, each storing its own partials for reverse mode.
+#[differentiable]
+fn many_residuals(v: &Array1<f64>, m: &Array2<f64>, s: f64) -> f64 {
+    let n = v.len();
+    let w = Array1::from_shape_fn(n, |i| {
+        let a0 = v[i] * s;
+        let a1 = (a0 * 1.05).cos() * a0 + 0.5 * a0.tanh();
+        let a2 = (a1 * 1.1).tanh() * a1 + 0.5 * a1.sin();
+        let a3 = (a2 * 1.15).sin() * a2 + 0.5 * a2.cos();
+        let a4 = (a3 * 1.2).cos() * a3 + 0.5 * a3.tanh();
+        let a5 = (a4 * 1.25).tanh() * a4 + 0.5 * a4.sin();
+        let a6 = (a5 * 1.3).sin() * a5 + 0.5 * a5.cos();
+        let a7 = (a6 * 1.35).cos() * a6 + 0.5 * a6.tanh();
+        let a8 = (a7 * 1.4).tanh() * a7 + 0.5 * a7.sin();
+        let a9 = (a8 * 1.45).sin() * a8 + 0.5 * a8.cos();
+        let a10 = (a9 * 1.5).cos() * a9 + 0.5 * a9.tanh();
+        let a11 = (a10 * 1.55).tanh() * a10 + 0.5 * a10.sin();
+        let a12 = (a11 * 1.6).sin() * a11 + 0.5 * a11.cos();
+        let a13 = (a12 * 1.65).cos() * a12 + 0.5 * a12.tanh();
+        let a14 = (a13 * 1.7).tanh() * a13 + 0.5 * a13.sin();
+        let a15 = (a14 * 1.75).sin() * a14 + 0.5 * a14.cos();
+        let a16 = (a15 * 1.8).cos() * a15 + 0.5 * a15.tanh();
+        let a17 = (a16 * 1.85).tanh() * a16 + 0.5 * a16.sin();
+        let a18 = (a17 * 1.9).sin() * a17 + 0.5 * a17.cos();
+        let a19 = (a18 * 1.95).cos() * a18 + 0.5 * a18.tanh();
+        let a20 = (a19 * 2.0).tanh() * a19 + 0.5 * a19.sin();
+        let a21 = (a20 * 2.05).sin() * a20 + 0.5 * a20.cos();
+        let a22 = (a21 * 2.1).cos() * a21 + 0.5 * a21.tanh();
+        a22 * s
+    });
+    let q = m.mapv(|x| {
+        let a0 = x * s + 0.25;
+        let a1 = (a0 * 1.05).cos() * a0 + 0.5 * a0.tanh();
+        let a2 = (a1 * 1.1).tanh() * a1 + 0.5 * a1.sin();
+        let a3 = (a2 * 1.15).sin() * a2 + 0.5 * a2.cos();
+        let a4 = (a3 * 1.2).cos() * a3 + 0.5 * a3.tanh();
+        let a5 = (a4 * 1.25).tanh() * a4 + 0.5 * a4.sin();
+        let a6 = (a5 * 1.3).sin() * a5 + 0.5 * a5.cos();
+        let a7 = (a6 * 1.35).cos() * a6 + 0.5 * a6.tanh();
+        let a8 = (a7 * 1.4).tanh() * a7 + 0.5 * a7.sin();
+        let a9 = (a8 * 1.45).sin() * a8 + 0.5 * a8.cos();
+        let a10 = (a9 * 1.5).cos() * a9 + 0.5 * a9.tanh();
+        let a11 = (a10 * 1.55).tanh() * a10 + 0.5 * a10.sin();
+        let a12 = (a11 * 1.6).sin() * a11 + 0.5 * a11.cos();
+        let a13 = (a12 * 1.65).cos() * a12 + 0.5 * a12.tanh();
+        let a14 = (a13 * 1.7).tanh() * a13 + 0.5 * a13.sin();
+        let a15 = (a14 * 1.75).sin() * a14 + 0.5 * a14.cos();
+        let a16 = (a15 * 1.8).cos() * a15 + 0.5 * a15.tanh();
+        let a17 = (a16 * 1.85).tanh() * a16 + 0.5 * a16.sin();
+        let a18 = (a17 * 1.9).sin() * a17 + 0.5 * a17.cos();
+        let a19 = (a18 * 1.95).cos() * a18 + 0.5 * a18.tanh();
+        let a20 = (a19 * 2.0).tanh() * a19 + 0.5 * a19.sin();
+        let a21 = (a20 * 2.05).sin() * a20 + 0.5 * a20.cos();
+        let a22 = (a21 * 2.1).cos() * a21 + 0.5 * a21.tanh();
+        a22 + a11 * a5
+    });
+    w.sum() + q.sum()
+}
+
+#[test]
+fn closures_with_many_residuals() {
+    let mut rng = rng("many_residuals");
+    let x = (rng.array1(5, -1.0, 1.0), rng.array2(3, 4, -1.0, 1.0), 0.7);
+    let check = || {
+        check_derivatives(
+            &x,
+            |(v, m, s)| many_residuals(v, m, *s),
+            |(v, m, s), (dv, dm, ds)| many_residuals_jvp(v, m, *s, dv, dm, *ds),
+            |(v, m, s), ct| many_residuals_vjp(v, m, *s, *ct),
+        )
+    };
+    check();
+    // Again with every kernel parallel (the runtime's threaded paths).
+    let old = linad::__private::ad_runtime::par_threshold();
+    linad::__private::ad_runtime::set_par_threshold(1);
+    check();
+    linad::__private::ad_runtime::set_par_threshold(old);
+}
+
+/// Element writes `a[i] = ..` and `a[i] += ..` on an array returned as the
+/// result (reverse mode reads and clears elements of the cotangent, which
+/// arrives as a view), in a loop and in straight-line code.
+#[differentiable]
+fn writes_into_result(x: &Array1<f64>, m: &Array2<f64>) -> Array2<f64> {
+    let n = x.len();
+    let mut a = m.mapv(|v| v * v);
+    for i in 0..n {
+        a[[i, 0]] += x[i].sin();
+        a[[i, 1]] = x[i] * a[[i, 0]];
+    }
+    a[[0, 1]] += x[1] * x[2];
+    a[[1, 0]] = x[0].exp();
+    a
+}
+
+#[test]
+fn element_writes_into_the_result() {
+    let mut rng = rng("writes_into_result");
+    let x = (rng.array1(4, -1.0, 1.0), rng.array2(4, 3, -1.0, 1.0));
+    check_derivatives(
+        &x,
+        |(x, m)| writes_into_result(x, m),
+        |(x, m), (dx, dm)| writes_into_result_jvp(x, m, dx, dm),
+        |(x, m), ct| writes_into_result_vjp(x, m, ct),
+    );
+}
+
 // --- mapv, reductions, iterators ---------------------------------------------
 
 /// `.mapv(|x| ..)` capturing a scalar, chained, and `.sum()`.

@@ -525,6 +525,7 @@ fn stmt_what(e: &Expr) -> &'static str {
             LinOp::Untuple(_) => "luntuple",
             LinOp::Index { .. } => "lindex",
             LinOp::Update { .. } => "lupdate",
+            LinOp::Take { .. } => "ltake",
             LinOp::Gather { .. } => "lgather",
             LinOp::ScatterAdd { .. } => "lscatter_add",
             LinOp::Sum { .. } => "lsum",

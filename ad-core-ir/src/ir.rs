@@ -833,6 +833,22 @@ pub enum LinOp {
         /// Add instead of overwrite.
         add: bool,
     },
+    /// Splits `x` into its element (or leading-axes sub-array) at `idx` and
+    /// the array itself, with that element zeroed when `zero`: binds
+    /// `(x[idx], x with [idx] = 0)` (`zero`) or `(x[idx], x)` (not `zero`).
+    /// It consumes `x` once, so compiled code reads and clears the element in
+    /// place on the owned array (O(size of the element)), where `dup` +
+    /// `lindex` + `lupdate` would copy the whole array. It is the transpose
+    /// of `lupdate` (`=` when `zero`, `+=` otherwise) and transposes back to
+    /// it.
+    Take {
+        /// Linear array.
+        x: Var,
+        /// Leading indices.
+        idx: Vec<Atom>,
+        /// Zero the element in the array result.
+        zero: bool,
+    },
     /// As [`ArrayOp::Gather`].
     Gather {
         /// Linear array.

@@ -996,6 +996,12 @@ impl Parser<'_> {
                 let val = self.var_ref()?;
                 lin(LinOp::Update { x, idx, val, add })
             }
+            "ltake" => {
+                let x = self.var_ref()?;
+                let idx = self.bracket_list(Self::atom)?;
+                let zero = !self.eat_kw("keep");
+                lin(LinOp::Take { x, idx, zero })
+            }
             "lgather" => {
                 let x = self.var_ref()?;
                 self.expect_p(",")?;

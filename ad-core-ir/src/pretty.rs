@@ -351,6 +351,12 @@ fn lin_op_to_string(op: &LinOp, vars: &VarTable) -> String {
             upd(*add),
             v(val)
         ),
+        LinOp::Take { x, idx, zero } => format!(
+            "ltake {}[{}]{}",
+            v(x),
+            atoms(idx, vars),
+            if *zero { "" } else { " keep" }
+        ),
         LinOp::Gather { x, idx } => format!("lgather {}, {}", v(x), a(idx)),
         LinOp::ScatterAdd { len, idx, x } => {
             format!("lscatter_add {}, {}, {}", a(len), a(idx), v(x))

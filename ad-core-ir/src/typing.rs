@@ -436,6 +436,11 @@ pub fn lin_op_tys(op: &LinOp, vars: &VarTable) -> Result<Vec<Ty>, String> {
             })?;
             Ok(vec![l(x)])
         }
+        LinOp::Take { x, idx, zero: _ } => {
+            space(x)?;
+            let et = index_ty(&l(x), &ts(idx), "linear take")?;
+            Ok(vec![et, l(x)])
+        }
         LinOp::Gather { x, idx } => {
             space(x)?;
             array_parts(&l(x), "linear gather's source")?;

@@ -72,7 +72,7 @@ pub fn for_each_operand(e: &Expr, nl: &mut dyn FnMut(&Atom), lin: &mut dyn FnMut
                 lin(*x);
             }
             LinOp::Tuple(xs) => xs.iter().for_each(|x| lin(*x)),
-            LinOp::Index { x, idx } => {
+            LinOp::Index { x, idx } | LinOp::Take { x, idx, .. } => {
                 lin(*x);
                 atoms.extend(idx);
             }
@@ -217,7 +217,7 @@ pub fn map_operands(e: &mut Expr, nl: &mut dyn FnMut(&mut Atom), lin: &mut dyn F
                 lin(x);
             }
             LinOp::Tuple(xs) => xs.iter_mut().for_each(lin),
-            LinOp::Index { x, idx } => {
+            LinOp::Index { x, idx } | LinOp::Take { x, idx, .. } => {
                 lin(x);
                 idx.iter_mut().for_each(nl);
             }

@@ -1660,3 +1660,42 @@ fn non_bool_condition_and_non_array_operands_are_errors() {
     let e = run(&prog, "f", &[f64s(&[1], &[1.0])], &[]).unwrap_err();
     assert!(e.msg.contains("must be an array"), "{e}");
 }
+
+/// `ltake x[idx]` binds `(x[idx], x with [idx] = 0)`; with `keep`,
+/// `(x[idx], x)`; its work is the element's size.
+#[test]
+fn lin_take_reads_and_clears() {
+    let take = |idx: &[i64], zero: bool| {
+        let prog = program(Box::new(move |b: &mut FuncBuilder| {
+            let d = b.lin_param("d", ty_of(&m23()), shape_tree(&m23()));
+            let (_, l) = b.emit(Expr::Lin(LinOp::Take {
+                x: d,
+                idx: idx.iter().map(|i| Atom::I64(*i)).collect(),
+                zero,
+            }));
+            (vec![], l)
+        }));
+        let ((_, lr), work) = run_counted(&prog, "f", &[], &[m23()]).unwrap();
+        (lr, work)
+    };
+    let (r, w) = take(&[1, 2], true);
+    assert_eq!(
+        r,
+        vec![
+            Value::F64(6.0),
+            f64s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 0.0])
+        ]
+    );
+    assert_eq!(w, 1);
+    let (r, w) = take(&[0], true);
+    assert_eq!(
+        r,
+        vec![
+            f64s(&[3], &[1.0, 2.0, 3.0]),
+            f64s(&[2, 3], &[0.0, 0.0, 0.0, 4.0, 5.0, 6.0])
+        ]
+    );
+    assert_eq!(w, 3);
+    let (r, _) = take(&[0, 1], false);
+    assert_eq!(r, vec![Value::F64(2.0), m23()]);
+}

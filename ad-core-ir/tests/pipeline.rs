@@ -133,3 +133,60 @@ fn calls_of_extern_functions_checkpoint_at_the_call() {
     let fwd = func_to_string(d.program.func(&d.names.fwd).unwrap());
     assert!(fwd.contains("call g("), "{fwd}");
 }
+
+/// `let mut a = zeros(n); for i in 0..n { a[i] = sin(x[i]) * x[i] } sum(a)`:
+/// a loop writing one element of a local array per iteration.
+fn element_writes(n: usize) -> (Program, Vec<Value>) {
+    let p0 = Program::default();
+    let mut b = FuncBuilder::new(&p0, "writes");
+    let x = b.param("x", Ty::f64s(1));
+    let len = b.shape(x.into(), 0);
+    let z = b.array(ArrayOp::Broadcast {
+        arr: Atom::F64(0.0),
+        shape: vec![len.into()],
+        axes: vec![],
+    });
+    let (st, _) = b.loop_(len.into(), false, &[z.into()], |b, i, s| {
+        let xi = b.index(x.into(), &[i.into()]);
+        let si = b.prim(Prim::Sin, &[xi.into()]);
+        let v = b.prim(Prim::Mul, &[si.into(), xi.into()]);
+        let a = b.array(ArrayOp::Update {
+            arr: s[0].into(),
+            idx: vec![i.into()],
+            val: v.into(),
+            add: false,
+        });
+        (vec![a.into()], vec![])
+    });
+    let s = b.array(ArrayOp::Reduce {
+        op: ReduceOp::Sum,
+        arr: st[0].into(),
+        axis: None,
+    });
+    let xs: Vec<f64> = (0..n).map(|k| (k as f64 * 0.37).sin()).collect();
+    (
+        one(b.finish(vec![s.into()], vec![])),
+        vec![Value::f64s(&[n], xs)],
+    )
+}
+
+/// Issue 8, defect 10: in reverse mode an element write `a[i] = v` costs
+/// O(1) (its transpose takes the element's cotangent and zeroes it in place),
+/// so the reverse/primal work ratio of a loop of element writes does not grow
+/// with `n`. (Before: the cotangent array was duplicated every iteration, a
+/// ratio growing like `n`.)
+#[test]
+fn element_writes_in_a_loop_are_linear_in_reverse() {
+    let ratio = |n: usize| {
+        let (p, args) = element_writes(n);
+        let r = check_derivatives(&p, "writes", &args, &[true], 3, 1e-6).unwrap();
+        assert_good(&r);
+        r.transpose_work_ratio()
+    };
+    let (small, large) = (ratio(100), ratio(10_000));
+    eprintln!("reverse/primal work: {small:.2} at n = 100, {large:.2} at n = 10000");
+    assert!(
+        large < 1.5 * small && large < 10.0,
+        "reverse/primal work: {small:.2} at n = 100, {large:.2} at n = 10000"
+    );
+}

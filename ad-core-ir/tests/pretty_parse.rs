@@ -1309,3 +1309,36 @@ fn printing_ill_formed_ir_never_panics() {
     let _ = func_to_string_exact(&f);
     assert!(parse_func(&s, &Program::default()).is_err());
 }
+
+/// `ltake x[idx]` (zeroing) and `ltake x[idx] keep` print and parse back.
+#[test]
+fn ltake_prints_and_roundtrips() {
+    let prog = Program::default();
+    let mut b = FuncBuilder::new(&prog, "take");
+    let m = b.param("m", f64s(2));
+    let i = b.param("i", Ty::I64);
+    let dm = b.lin_param(
+        "dm",
+        f64s(2),
+        ShapeTree::Array(vec![Dim::Of(m, 0), Dim::Of(m, 1)]),
+    );
+    let (_, a) = b.emit(Expr::Lin(LinOp::Take {
+        x: dm,
+        idx: vec![v(i)],
+        zero: true,
+    }));
+    let (_, c) = b.emit(Expr::Lin(LinOp::Take {
+        x: a[1],
+        idx: vec![v(i), Atom::I64(0)],
+        zero: false,
+    }));
+    let f = b.finish(vec![], vec![a[0], c[0], c[1]]);
+    let s = roundtrip(&f, &prog);
+    assert_contains(
+        &s,
+        &[
+            "let ; d_3: [f64], d_4: [[f64]] = ltake dm_2[i_1]\n",
+            "let ; d_5: f64, d_6: [[f64]] = ltake d_4[i_1, 0] keep\n",
+        ],
+    );
+}

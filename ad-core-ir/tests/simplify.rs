@@ -1812,3 +1812,42 @@ fn random_programs() {
         })
         .unwrap();
 }
+
+/// `ltake(0, i) = (0, 0)`, with the element's shape for a row of a matrix;
+/// and `ltake x[i] keep` whose element is dropped is `x`.
+#[test]
+fn ltake_of_zero_and_dropped_elements() {
+    let mut b = new_builder("f");
+    let m = b.param("m", Ty::f64s(2));
+    let i = b.param("i", Ty::I64);
+    let m_shape = ShapeTree::Array(vec![Dim::Of(m, 0), Dim::Of(m, 1)]);
+    let dm = b.lin_param("dm", Ty::f64s(2), m_shape.clone());
+    let z = b.lin(LinOp::Zero(m_shape));
+    let (_, ea) = b.emit(Expr::Lin(LinOp::Take {
+        x: z,
+        idx: vec![i.into()],
+        zero: true,
+    }));
+    let (_, kept) = b.emit(Expr::Lin(LinOp::Take {
+        x: dm,
+        idx: vec![i.into(), Atom::I64(0)],
+        zero: false,
+    }));
+    b.emit(Expr::Lin(LinOp::Drop(kept[0])));
+    let f = b.finish(vec![], vec![ea[0], ea[1], kept[1]]);
+    let g = apply(&f, "ltake_zero", zeros::ltake_zero);
+    assert_eq!(count(&g, &is_zero), 2);
+    let h = pass(&g, dce::drop_dead_linear);
+    assert_eq!(
+        count(&h, &|e| matches!(e, Expr::Lin(LinOp::Take { .. }))),
+        0,
+        "{}",
+        func_to_string(&h)
+    );
+    let inputs = vec![(
+        vec![mat_f(2, 3, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), Value::I64(1)],
+        vec![mat_f(2, 3, &[0.5, -1.0, 2.0, 3.0, -4.0, 0.25])],
+    )];
+    verify(&f, &g, Mode::LinearB, &inputs, 0.0);
+    verify(&f, &h, Mode::LinearB, &inputs, 0.0);
+}

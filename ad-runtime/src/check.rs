@@ -67,3 +67,40 @@ pub(crate) fn row_in_range(kernel: &str, index: usize, len: usize) {
 pub(crate) fn row_out_of_range(kernel: &str, index: usize, len: usize) -> ! {
     panic!("ad_runtime::{kernel}: index {index} out of range for axis 0 of length {len}");
 }
+
+/// Checks the shape of an array argument of a generated derivative (a
+/// tangent of `f_jvp` or a cotangent of `f_vjp`) on entry, so a wrong shape
+/// is reported at the call, naming the argument, rather than inside a
+/// kernel, or not at all.
+///
+/// Panics unless `given == expected`, with the message
+/// `{func}: {role} `{name}` has shape {given:?}, expected {expected:?} ({of})`,
+/// e.g. ``f_jvp: tangent `d_w` has shape [3], expected [4] (the shape of `w`)``.
+#[inline(always)]
+#[track_caller]
+pub fn check_arg_shape(
+    func: &str,
+    role: &str,
+    name: &str,
+    given: &[usize],
+    expected: &[usize],
+    of: &str,
+) {
+    if given != expected {
+        arg_shape_mismatch(func, role, name, given, expected, of);
+    }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn arg_shape_mismatch(
+    func: &str,
+    role: &str,
+    name: &str,
+    given: &[usize],
+    expected: &[usize],
+    of: &str,
+) -> ! {
+    panic!("{func}: {role} `{name}` has shape {given:?}, expected {expected:?} ({of})");
+}

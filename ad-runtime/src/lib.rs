@@ -17,6 +17,7 @@
 //! | broadcasting | [`broadcast_to`], [`broadcast_axis`], [`sum_to_shape`] |
 //! | accumulation | [`add_scaled`], [`add_assign`], [`zeros_like`] |
 //! | loop residuals | [`ResidualStack`], [`ArrayResidualStack`] |
+//! | argument checks of generated derivatives | [`check_arg_shape`] |
 //!
 //! **Determinism**: every kernel returns bit-identical results for any
 //! number of threads and across runs. Reductions, scans, scatter-add and
@@ -42,6 +43,7 @@ mod stack;
 
 pub use accumulate::{add_assign, add_scaled, zeros_like};
 pub use broadcast::{broadcast_axis, broadcast_to, outer, sum_to_shape};
+pub use check::check_arg_shape;
 pub use elem::Elem;
 pub use gather::{add_at, add_row_at, gather, scatter_add};
 pub use map::{build, map, zip3_map, zip_map};

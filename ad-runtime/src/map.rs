@@ -8,13 +8,15 @@
 //!
 //! In parallel, the nesting flag of [`crate::par`] is set once per rayon
 //! job (`map_init` / `for_each_init`), not once per element, so kernels the
-//! closure calls stay sequential at no per-element cost. Row-major inputs are
-//! collected straight into the output vector (no zero fill); other layouts
-//! fill a zeroed output through ndarray's parallel `Zip`.
+//! closure calls stay sequential at no per-element cost. Outputs are
+//! collected straight into a row-major vector, never pre-filled: element
+//! types need no `Default` (a closure may return a tuple of any arity, e.g.
+//! a map body's result and all its per-element residuals). Inputs that are
+//! not row-major are first copied to row-major in the parallel path.
 
 use crate::check;
 use crate::par::{self, NestGuard};
-use ndarray::{Array, ArrayBase, Data, Dimension, IntoDimension, Zip};
+use ndarray::{Array, ArrayBase, CowArray, Data, Dimension, IntoDimension, Zip};
 use rayon::prelude::*;
 
 /// `out[idx] = f(idx)` for every index of `shape`.
@@ -24,7 +26,7 @@ use rayon::prelude::*;
 /// (`build((m, n), |(i, j)| ..)`), `(usize, usize, usize)` for rank 3.
 pub fn build<T, Sh, D, F>(shape: Sh, f: F) -> Array<T, D>
 where
-    T: Copy + Default + Send + Sync,
+    T: Copy + Send + Sync,
     Sh: IntoDimension<Dim = D>,
     D: Dimension + Copy,
     D::Pattern: Send,
@@ -34,18 +36,35 @@ where
     if !par::go_parallel(dim.size()) {
         return Array::from_shape_fn(dim, f);
     }
-    let mut out = Array::from_elem(dim, T::default());
-    Zip::indexed(&mut out)
+    let mut v = Vec::with_capacity(dim.size());
+    (0..dim.size())
         .into_par_iter()
-        .for_each_init(NestGuard::enter, |_, (i, o)| *o = f(i));
-    out
+        .map_init(NestGuard::enter, |_, k| f(unravel(&dim, k)))
+        .collect_into_vec(&mut v);
+    Array::from_shape_vec(dim, v).expect("row-major shape")
+}
+
+/// The index pattern of row-major position `k` in `dim` (`k < dim.size()`).
+fn unravel<D: Dimension>(dim: &D, mut k: usize) -> D::Pattern {
+    let mut ix = D::zeros(dim.ndim());
+    for ax in (0..dim.ndim()).rev() {
+        let n = dim[ax];
+        ix[ax] = k % n;
+        k /= n;
+    }
+    ix.into_pattern()
+}
+
+/// `a` itself when row-major, else a row-major copy.
+fn row_major<A: Copy, S: Data<Elem = A>, D: Dimension>(a: &ArrayBase<S, D>) -> CowArray<'_, A, D> {
+    a.as_standard_layout()
 }
 
 /// `out[i] = f(a[i])` for every index `i`.
 pub fn map<A, B, S, D, F>(a: &ArrayBase<S, D>, f: F) -> Array<B, D>
 where
     A: Copy + Sync,
-    B: Copy + Default + Send + Sync,
+    B: Copy + Send + Sync,
     S: Data<Elem = A>,
     D: Dimension,
     F: Fn(A) -> B + Sync + Send,
@@ -53,19 +72,13 @@ where
     if !par::go_parallel(a.len()) {
         return Zip::from(a).map_collect(|&x| f(x));
     }
-    if let Some(xs) = a.as_slice() {
-        let mut v = Vec::with_capacity(xs.len());
-        xs.par_iter()
-            .map_init(NestGuard::enter, |_, &x| f(x))
-            .collect_into_vec(&mut v);
-        return Array::from_shape_vec(a.raw_dim(), v).expect("row-major shape");
-    }
-    let mut out = Array::from_elem(a.raw_dim(), B::default());
-    Zip::from(&mut out)
-        .and(a)
-        .into_par_iter()
-        .for_each_init(NestGuard::enter, |_, (o, &x)| *o = f(x));
-    out
+    let a = row_major(a);
+    let xs = a.as_slice().expect("row-major");
+    let mut v = Vec::with_capacity(xs.len());
+    xs.par_iter()
+        .map_init(NestGuard::enter, |_, &x| f(x))
+        .collect_into_vec(&mut v);
+    Array::from_shape_vec(a.raw_dim(), v).expect("row-major shape")
 }
 
 /// `out[i] = f(a[i], b[i])`; `a` and `b` must have the same shape.
@@ -78,7 +91,7 @@ pub fn zip_map<A, B, C, SA, SB, D, F>(
 where
     A: Copy + Sync,
     B: Copy + Sync,
-    C: Copy + Default + Send + Sync,
+    C: Copy + Send + Sync,
     SA: Data<Elem = A>,
     SB: Data<Elem = B>,
     D: Dimension,
@@ -88,21 +101,17 @@ where
     if !par::go_parallel(a.len()) {
         return Zip::from(a).and(b).map_collect(|&x, &y| f(x, y));
     }
-    if let (Some(xs), Some(ys)) = (a.as_slice(), b.as_slice()) {
-        let mut v = Vec::with_capacity(xs.len());
-        xs.par_iter()
-            .zip(ys)
-            .map_init(NestGuard::enter, |_, (&x, &y)| f(x, y))
-            .collect_into_vec(&mut v);
-        return Array::from_shape_vec(a.raw_dim(), v).expect("row-major shape");
-    }
-    let mut out = Array::from_elem(a.raw_dim(), C::default());
-    Zip::from(&mut out)
-        .and(a)
-        .and(b)
-        .into_par_iter()
-        .for_each_init(NestGuard::enter, |_, (o, &x, &y)| *o = f(x, y));
-    out
+    let (a, b) = (row_major(a), row_major(b));
+    let (xs, ys) = (
+        a.as_slice().expect("row-major"),
+        b.as_slice().expect("row-major"),
+    );
+    let mut v = Vec::with_capacity(xs.len());
+    xs.par_iter()
+        .zip(ys)
+        .map_init(NestGuard::enter, |_, (&x, &y)| f(x, y))
+        .collect_into_vec(&mut v);
+    Array::from_shape_vec(a.raw_dim(), v).expect("row-major shape")
 }
 
 /// `out[i] = f(a[i], b[i], c[i])`; all inputs must have the same shape.
@@ -117,7 +126,7 @@ where
     A: Copy + Sync,
     B: Copy + Sync,
     C: Copy + Sync,
-    E: Copy + Default + Send + Sync,
+    E: Copy + Send + Sync,
     SA: Data<Elem = A>,
     SB: Data<Elem = B>,
     SC: Data<Elem = C>,
@@ -132,21 +141,17 @@ where
             .and(c)
             .map_collect(|&x, &y, &w| f(x, y, w));
     }
-    if let (Some(xs), Some(ys), Some(ws)) = (a.as_slice(), b.as_slice(), c.as_slice()) {
-        let mut v = Vec::with_capacity(xs.len());
-        xs.par_iter()
-            .zip(ys)
-            .zip(ws)
-            .map_init(NestGuard::enter, |_, ((&x, &y), &w)| f(x, y, w))
-            .collect_into_vec(&mut v);
-        return Array::from_shape_vec(a.raw_dim(), v).expect("row-major shape");
-    }
-    let mut out = Array::from_elem(a.raw_dim(), E::default());
-    Zip::from(&mut out)
-        .and(a)
-        .and(b)
-        .and(c)
-        .into_par_iter()
-        .for_each_init(NestGuard::enter, |_, (o, &x, &y, &w)| *o = f(x, y, w));
-    out
+    let (a, b, c) = (row_major(a), row_major(b), row_major(c));
+    let xs = a.as_slice().expect("row-major");
+    let (ys, ws) = (
+        b.as_slice().expect("row-major"),
+        c.as_slice().expect("row-major"),
+    );
+    let mut v = Vec::with_capacity(xs.len());
+    xs.par_iter()
+        .zip(ys)
+        .zip(ws)
+        .map_init(NestGuard::enter, |_, ((&x, &y), &w)| f(x, y, w))
+        .collect_into_vec(&mut v);
+    Array::from_shape_vec(a.raw_dim(), v).expect("row-major shape")
 }

@@ -97,3 +97,42 @@ fn elementwise_deterministic() {
         build((300, 500), |(i, j)| (i as f64).sin() * j as f64)
     });
 }
+
+/// Element types need no `Default`: closures returning tuples wider than
+/// the standard library's `Default` impls (12), in the parallel paths and on
+/// non-row-major inputs.
+#[test]
+fn wide_tuple_elements() {
+    low_threshold();
+    type Wide = (
+        f64,
+        f64,
+        f64,
+        f64,
+        f64,
+        f64,
+        f64,
+        f64,
+        f64,
+        f64,
+        f64,
+        f64,
+        f64,
+        i64,
+    );
+    let wide = |v: f64| -> Wide { (v, v, v, v, v, v, v, v, v, v, v, v, 2.0 * v, v as i64) };
+    let b: Array2<Wide> = build((300, 500), |(i, j)| wide((i * 1000 + j) as f64));
+    assert!(b
+        .indexed_iter()
+        .all(|((i, j), t)| t.12 == 2.0 * (i * 1000 + j) as f64));
+    let m = mat(400, 300, 4);
+    let r = map(&m.t(), wide);
+    assert!(r
+        .iter()
+        .zip(m.t().iter())
+        .all(|(t, &v)| t.0 == v && t.12 == 2.0 * v));
+    let z = zip_map(&m, &m.t().t(), |a, b| wide(a - b));
+    assert!(z.iter().all(|t| t.12 == 0.0));
+    let w = zip3_map(&m.t(), &m.t(), &m.t(), |a, b, c| wide(a + b - c));
+    assert!(w.iter().zip(m.t().iter()).all(|(t, &v)| t.0 == v));
+}

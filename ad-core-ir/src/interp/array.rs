@@ -234,6 +234,22 @@ pub(crate) fn update(a: &ArrayValue, idx: &[i64], val: &Value, add: bool) -> KRe
     Ok(arr(a.shape.clone(), out))
 }
 
+/// `(a[idx], a with [idx] = 0)` when `zero`, else `(a[idx], a)` (zero of the
+/// element type: `0.0`, `0`, `false`).
+pub(crate) fn take(a: &ArrayValue, idx: &[i64], zero: bool) -> KResult<(Value, Value)> {
+    let e = index(a, idx)?;
+    let (off, sub) = locate(a, idx)?;
+    let mut out = a.data.clone();
+    if zero {
+        match &mut out {
+            ArrayData::F64(o) => o[off..off + sub].fill(0.0),
+            ArrayData::I64(o) => o[off..off + sub].fill(0),
+            ArrayData::Bool(o) => o[off..off + sub].fill(false),
+        }
+    }
+    Ok((e, arr(a.shape.clone(), out)))
+}
+
 fn write_slice<T: Num>(out: &mut [T], v: &[T], add: bool) -> KResult<()> {
     for (o, x) in out.iter_mut().zip(v) {
         *o = if add { o.add(*x)? } else { *x };

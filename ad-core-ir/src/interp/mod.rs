@@ -40,6 +40,7 @@
 //! | copy (`Atom`) or linear `Dup` of an array | `size` (a clone); a tuple: the sum over its parts |
 //! | `Index` / linear `Index` | `size(result)` (1 for an element) |
 //! | `Update` / linear `Update` | `size(val)` (in place in compiled code) |
+//! | linear `Take` | `size` of the element taken (in place in compiled code) |
 //! | `Gather`, `ScatterAdd`, `Broadcast`, `Scan`, `Reduce`, `ArgReduce`, `Transpose` (and linear twins), linear `Add`, `Neg`, `Scale`, `Sum` | max `size` over operands and results |
 //! | `MatMul` / linear `MatMul` | `m·k·n` (`k` for a dot product) |
 //! | linear `Outer` | `m·n` |

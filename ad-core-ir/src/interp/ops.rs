@@ -111,6 +111,13 @@ pub(super) fn lin_op(fr: &Frame<'_>, op: &LinOp) -> OpResult {
         LinOp::Update { x, idx, val, add } => {
             update(get(x)?, &fr.i64s(idx, "an index")?, get(val)?, *add)
         }
+        LinOp::Take { x, idx, zero } => {
+            let a = want_array(get(x)?, "the operand of ltake")?;
+            let (e, rest) = array::take(a, &fr.i64s(idx, "an index")?, *zero)?;
+            // In place in compiled code: read (and clear) the element.
+            let w = e.num_scalars() as u64;
+            Ok((vec![e, rest], w))
+        }
         LinOp::Gather { x, idx } => gather(get(x)?, &*fr.atom(idx)?),
         LinOp::ScatterAdd { len, idx, x } => scatter_add(&*fr.atom(len)?, &*fr.atom(idx)?, get(x)?),
         LinOp::Sum { x, axis } => reduce(ReduceOp::Sum, get(x)?, *axis),

@@ -195,7 +195,8 @@ fn ddl_block(b: &mut Block, counts: &Counts, subst: &mut Subst) -> bool {
     enum Action {
         /// Replace by drops of these linear variables.
         Drops(Vec<Var>, Vec<Var>, Option<SrcId>),
-        /// `dup(x)` with one copy dropped: (dropped copy, kept copy, x).
+        /// `dup(x)` with one copy dropped, or `ltake x[i] keep` with its element
+        /// dropped: (dropped result, kept result, x).
         Dup(Var, Var, Var),
         /// Drop these linear results inside the statement's blocks instead.
         PushDrops(Vec<usize>),
@@ -217,6 +218,14 @@ fn ddl_block(b: &mut Block, counts: &Counts, subst: &mut Subst) -> bool {
                 match (dropped[0], dropped[1]) {
                     (true, false) => Action::Dup(*a, *c, *x),
                     (false, true) => Action::Dup(*c, *a, *x),
+                    _ => continue,
+                }
+            } else if let (Expr::Lin(LinOp::Take { x, zero: false, .. }), [e, a]) =
+                (&s.expr, s.lin_binds.as_slice())
+            {
+                // `ltake x[i] keep` whose element is dropped is `x` itself.
+                match (dropped[0], dropped[1]) {
+                    (true, false) => Action::Dup(*e, *a, *x),
                     _ => continue,
                 }
             } else {

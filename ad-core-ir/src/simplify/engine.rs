@@ -184,7 +184,10 @@ impl<'a> Cx<'a> {
         }
         match self.facts.def(v) {
             // Several results (or none): not a single producer.
-            Some((Expr::Lin(LinOp::Dup(_) | LinOp::Untuple(_) | LinOp::Drop(_)), _)) => None,
+            Some((
+                Expr::Lin(LinOp::Dup(_) | LinOp::Untuple(_) | LinOp::Drop(_) | LinOp::Take { .. }),
+                _,
+            )) => None,
             Some((Expr::Lin(op), 0)) => Some(op.clone()),
             _ => None,
         }

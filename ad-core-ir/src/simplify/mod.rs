@@ -183,6 +183,7 @@ pub fn rules_for(e: &Expr, fuse: bool) -> &'static [Rule] {
             LinOp::Untuple(_) => rules![zeros::luntuple_zero, copy_prop::untuple_tuple],
             LinOp::Index { .. } => rules![zeros::lindex_zero],
             LinOp::Update { .. } => rules![zeros::lupdate_zero],
+            LinOp::Take { .. } => rules![zeros::ltake_zero],
             LinOp::Gather { .. } => rules![zeros::lgather_zero],
             LinOp::ScatterAdd { .. } => rules![zeros::lscatter_add_zero],
             LinOp::Sum { .. } => rules![zeros::lsum_zero],

@@ -154,6 +154,25 @@ pub fn lupdate_zero(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
     Some(vec![])
 }
 
+/// `ltake(0, i..) = (0, 0)`: a zero of the element (or sub-array) shape and
+/// the zero itself.
+pub fn ltake_zero(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
+    let Expr::Lin(LinOp::Take { x: z, idx, .. }) = &s.expr else {
+        return None;
+    };
+    let zs = cx.zero(*z)?;
+    let ds = array_dims(&zs)?;
+    if idx.len() > ds.len() {
+        return None;
+    }
+    let [e, a] = s.lin_binds.as_slice() else {
+        return None;
+    };
+    let shape = shape_of(ds[idx.len()..].to_vec());
+    cx.kill(*z);
+    Some(vec![cx.zero_stmt(*e, shape), cx.zero_stmt(*a, zs.clone())])
+}
+
 /// `lgather(0, idx) = 0` of shape `[len(idx), ..]`.
 pub fn lgather_zero(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
     let Expr::Lin(LinOp::Gather { x: z, idx }) = &s.expr else {
@@ -397,6 +416,10 @@ pub const RULES: &[Rule] = &[
     Rule {
         name: "lupdate_zero",
         apply: lupdate_zero,
+    },
+    Rule {
+        name: "ltake_zero",
+        apply: ltake_zero,
     },
     Rule {
         name: "lgather_zero",

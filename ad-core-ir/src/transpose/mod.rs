@@ -26,7 +26,8 @@
 //! branch results and function results.
 //!
 //! *Rules.* `ladd ↔ dup`, `drop ↔ zero`, `lneg`, `lscale(s) ↔ lscale(s)`,
-//! `lindex/lgather ↔ lupdate+=/lscatter_add`, `lsum ↔ lbroadcast`,
+//! `lindex/lgather ↔ lupdate+=/lscatter_add`, `lupdate ↔ ltake` (an element
+//! write reads and clears the element's cotangent in place, O(1)), `lsum ↔ lbroadcast`,
 //! `ltranspose`, `lmatmul(A; ·) ↔ lmatmul(Aᵀ; ·)` / outer products, `lscan ↔
 //! reverse lscan`, calls of `g__lin` ↔ calls of `g__lin_t`, `if` branch-wise
 //! (each branch returns the cotangents of the captured variables), loops run
@@ -365,25 +366,46 @@ impl<'p> Transposer<'p> {
                 self.add(*x, Contrib::At(idx.clone(), ct.expect("non-zero")))
             }
             LinOp::Update { x, idx, val, add } => {
-                let c = ct.expect("non-zero");
-                let cv = self.b.lin(LinOp::Index {
-                    x: c,
+                // `x with [idx] = val`: x̄ = ȳ with [idx] = 0, v̄ = ȳ[idx]
+                // (`+=`: x̄ = ȳ): one `ltake`, in place on ȳ, never a copy
+                // of the whole array.
+                let (_, parts) = self.b.emit(Expr::Lin(LinOp::Take {
+                    x: ct.expect("non-zero"),
                     idx: idx.clone(),
-                });
-                self.add_dense(*val, Some(cv));
-                if *add {
-                    self.add_dense(*x, Some(c));
-                } else {
-                    let sh = self.shape_of(*val)?;
-                    let z = self.b.lin(LinOp::Zero(sh));
-                    let cx = self.b.lin(LinOp::Update {
-                        x: c,
+                    zero: !add,
+                }));
+                self.add_dense(*val, Some(parts[0]));
+                self.add_dense(*x, Some(parts[1]));
+            }
+            LinOp::Take { x, idx, zero } => {
+                // (e, a) -> a with [idx] = e (`zero`) or += e: `lupdate`.
+                let ca = match cts[1] {
+                    Some(c) => c,
+                    None => {
+                        let sh = self.shape_of(s.lin_binds[1])?;
+                        self.b.lin(LinOp::Zero(sh))
+                    }
+                };
+                let cx = match cts[0] {
+                    Some(ce) => self.b.lin(LinOp::Update {
+                        x: ca,
                         idx: idx.clone(),
-                        val: z,
-                        add: false,
-                    });
-                    self.add_dense(*x, Some(cx));
-                }
+                        val: ce,
+                        add: !zero,
+                    }),
+                    None if *zero => {
+                        let sh = self.shape_of(s.lin_binds[0])?;
+                        let z = self.b.lin(LinOp::Zero(sh));
+                        self.b.lin(LinOp::Update {
+                            x: ca,
+                            idx: idx.clone(),
+                            val: z,
+                            add: false,
+                        })
+                    }
+                    None => ca,
+                };
+                self.add_dense(*x, Some(cx));
             }
             LinOp::Gather { x, idx } => {
                 let d0 = self.dims_of(*x)?[0];

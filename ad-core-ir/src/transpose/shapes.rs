@@ -218,6 +218,14 @@ impl Binders {
                 let d = array_dims(self.shape_of(vars, *x)?)?;
                 Ok(arr(d[idx.len().min(d.len())..].to_vec()))
             }
+            // (element, array): the element as for `Index`, then `x`'s shape.
+            LinOp::Take { x, idx, .. } => {
+                if k == 1 {
+                    return self.shape_of(vars, *x);
+                }
+                let d = array_dims(self.shape_of(vars, *x)?)?;
+                Ok(arr(d[idx.len().min(d.len())..].to_vec()))
+            }
             LinOp::Gather { x, idx } => {
                 let mut d = array_dims(self.shape_of(vars, *x)?)?;
                 let v = idx.var().ok_or("internal: gather by a literal")?;

@@ -127,6 +127,35 @@ impl Emitter<'_> {
         ))
     }
 
+    /// `(target[idx], target with [idx] = 0)`: reads and clears the element
+    /// (or sub-array) in place on the owned `target`, so the cost is that of
+    /// the element.
+    pub fn take(&mut self, target: TokenStream, rank: usize, idx: &[Atom]) -> R<Out> {
+        let (u, e) = (self.fresh("u"), self.fresh("e"));
+        if idx.len() > rank {
+            return Err(format!(
+                "{} indices into an array of rank {rank}",
+                idx.len()
+            ));
+        }
+        let (read, clear, elem) = if idx.len() == rank {
+            let ix: Vec<_> = idx.iter().map(|a| self.usize_of(a)).collect();
+            let ix = list(&ix);
+            (quote!(#u[#ix]), quote!(#u[#ix] = 0.0;), Repr::Val)
+        } else {
+            let s = self.slice_info(idx, rank);
+            (
+                quote!(#u.slice(#s).to_owned()),
+                quote!(#u.slice_mut(#s).fill(0.0);),
+                Repr::Owned,
+            )
+        };
+        Ok(Out {
+            expr: quote!({ let mut #u = #target; let #e = #read; #clear (#e, #u) }),
+            reprs: vec![elem, Repr::Owned],
+        })
+    }
+
     /// `i64` index array to `usize` (`idx.mapv(|i| i as usize)`).
     fn usize_indices(&self, idx: &Atom) -> TokenStream {
         let i = self.scalar(idx);

@@ -119,6 +119,33 @@ impl Emitter<'_> {
                 let vr = self.var_ref(*val);
                 self.update(target, Scalar::F64, rank, idx, v, vr, *add)
             }
+            LinOp::Take {
+                x,
+                idx,
+                zero: false,
+            } => {
+                // Read the element; the array is passed on as it is held (a
+                // view stays a view, an owned array is moved), as for `dup`.
+                let e = self.index(&var(x), idx)?;
+                let a = self.opnd(*x, site);
+                let (arr, repr) = match a.repr {
+                    Repr::View => {
+                        let n = &a.name;
+                        (quote!(#n), Repr::View)
+                    }
+                    Repr::Owned | Repr::Val => (a.owned(), Repr::Owned),
+                };
+                let (t, ex) = (self.fresh("e"), e.expr);
+                Ok(Out {
+                    expr: quote!({ let #t = #ex; (#t, #arr) }),
+                    reprs: vec![e.reprs[0], repr],
+                })
+            }
+            LinOp::Take { x, idx, zero: true } => {
+                let rank = self.lin_rank(*x)?;
+                let target = self.own_lin(*x, site);
+                self.take(target, rank, idx)
+            }
             LinOp::Gather { x, idx } => self.gather(&var(x), idx),
             LinOp::ScatterAdd { len, idx, x } => self.scatter_add(len, idx, &var(x)),
             LinOp::Sum { x, axis } => self.reduce(ReduceOp::Sum, &var(x), *axis, false),

@@ -7,7 +7,9 @@
 
 use super::func::{body, Ctx, R};
 use super::names::{self, ident};
-use super::types::{array_ty, canonical_repr, canonical_ty, flat, owned_ty, tuple, tuple_ty, Repr};
+use super::types::{
+    array_ty, canonical_repr, canonical_ty, flat, owned_ty, rt, tuple, tuple_ty, Repr,
+};
 use super::Input;
 use crate::names::{hidden, Block as Hidden};
 use crate::sig::{Out, Param, ParamKind};
@@ -160,6 +162,34 @@ fn out_pattern(o: &Out, leaves: &mut Vec<(Ident, bool)>) -> TokenStream {
     }
 }
 
+/// The names of the output's leaves in the cotangent `ct` (`ct`, `ct.0`,
+/// `ct.1.0`, ..) and in the result (`f's result`, `f's result.0`, ..), in
+/// leaf order.
+fn leaf_paths(o: &Out, path: &str, out: &mut Vec<String>) {
+    match o {
+        Out::F64 | Out::Array(_) => out.push(path.to_string()),
+        Out::Tuple(parts) => {
+            for (k, p) in parts.iter().enumerate() {
+                leaf_paths(p, &format!("{path}.{k}"), out);
+            }
+        }
+    }
+}
+
+/// `check_arg_shape(..)` on entry of a public derivative: `given` and
+/// `expected` are expressions with a `.shape()`.
+fn shape_check(
+    func: &str,
+    role: &str,
+    name: &str,
+    given: TokenStream,
+    expected: TokenStream,
+    of: &str,
+) -> TokenStream {
+    let rt = rt();
+    quote!(#rt::check_arg_shape(#func, #role, #name, (#given).shape(), (#expected).shape(), #of);)
+}
+
 /// Nests flat leaf values as the output says.
 fn nest(o: &Out, leaves: &mut impl Iterator<Item = TokenStream>) -> R<TokenStream> {
     Ok(match o {
@@ -262,6 +292,23 @@ fn f_jvp(input: &Input, cx: &Ctx) -> R<TokenStream> {
     let o = out_ty(&sig.out);
     let (vis, fname) = (&sig.vis, &sig.ident);
     let name = crate::names::jvp(fname);
+    // Every array tangent has its primal's shape.
+    let checks: Vec<TokenStream> = wrt
+        .iter()
+        .zip(&dnames)
+        .filter(|(p, _)| matches!(p.kind, ParamKind::F64Array { .. }))
+        .map(|(p, d)| {
+            let x = &p.ident;
+            shape_check(
+                &name.to_string(),
+                "tangent",
+                &d.to_string(),
+                quote!(#d),
+                quote!(#x),
+                &format!("the shape of `{x}`"),
+            )
+        })
+        .collect();
     let doc = format!(
         " Forward-mode derivative of [`{fname}`]: returns `({fname}(..), tangent)`, the primal \
          result and its directional derivative along the tangents `d_*` of the differentiated \
@@ -273,6 +320,7 @@ fn f_jvp(input: &Input, cx: &Ctx) -> R<TokenStream> {
         #allows
         #vis fn #name(#(#decls),*) -> (#o, #o) {
             #nested
+            #(#checks)*
             let #pat = #b;
             (#y, #dy)
         }
@@ -340,6 +388,28 @@ fn f_vjp(input: &Input, cx: &Ctx) -> R<TokenStream> {
     let cv: Vec<TokenStream> = cs.iter().zip(&treprs).map(|(t, r)| owned(t, *r)).collect();
     let c = flat(&cv);
     let ct_use = ct_name(sig);
+    // Every array leaf of the cotangent has the shape of the result's leaf,
+    // known after the forward pass.
+    let vjp_name = crate::names::vjp(&sig.ident).to_string();
+    let (mut ct_paths, mut res_paths) = (vec![], vec![]);
+    leaf_paths(&sig.out, &ct_use.to_string(), &mut ct_paths);
+    leaf_paths(&sig.out, &format!("{}'s result", sig.ident), &mut res_paths);
+    let ct_checks: Vec<TokenStream> = leaves
+        .iter()
+        .zip(&ys)
+        .zip(ct_paths.iter().zip(&res_paths))
+        .filter(|(((_, arr), _), _)| *arr)
+        .map(|(((leaf, _), y), (cp, rp))| {
+            shape_check(
+                &vjp_name,
+                "cotangent",
+                cp,
+                quote!(#leaf),
+                quote!(#y),
+                &format!("the shape of {rp}"),
+            )
+        })
+        .collect();
     let ct_decl = {
         let t = ct_ty(&sig.out);
         quote!(#ct_use: #t)
@@ -370,6 +440,7 @@ fn f_vjp(input: &Input, cx: &Ctx) -> R<TokenStream> {
             #nested
             let #ypat = #fb;
             let #ct_pat = #ct_use;
+            #(#ct_checks)*
             let #cpat = #tb;
             (#y, #c)
         }

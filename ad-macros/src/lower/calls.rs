@@ -44,8 +44,7 @@ pub struct CallSite {
 }
 
 /// Crates whose functions are never `#[differentiable]` (the standard library
-/// and the common special-function crates): calling one is refused at once
-/// instead of failing later on its missing derivative.
+/// and the common special-function crates).
 const NON_DIFFERENTIABLE_CRATES: [&str; 7] = [
     "std",
     "core",
@@ -55,6 +54,27 @@ const NON_DIFFERENTIABLE_CRATES: [&str; 7] = [
     "special",
     "num_traits",
 ];
+
+/// Why the function at `path` can never be `#[differentiable]` (so calling
+/// it with values that depend on differentiable parameters is refused at
+/// the call), or `None` when it may be.
+fn never_differentiable(path: &syn::Path) -> Option<String> {
+    let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let name = segs.join("::");
+    if segs.len() >= 2 && NON_DIFFERENTIABLE_CRATES.contains(&segs[0].as_str()) {
+        return Some(format!(
+            "`{name}` has no derivative known to linad: only operations of the supported-syntax list and other #[differentiable] functions can be differentiated; write it with those in a #[differentiable] function of your own, or compute it outside and pass the value in"
+        ));
+    }
+    // `Zip::from(..)`, `Vec::from(..)`: a type's associated function (methods
+    // cannot be #[differentiable])
+    if segs.len() >= 2 && segs[segs.len() - 2].starts_with(|c: char| c.is_ascii_uppercase()) {
+        return Some(format!(
+            "`{name}` is not supported in #[differentiable] functions: only the array constructors (`Array1::zeros`, `from_shape_fn`, ...) and calls of other #[differentiable] functions are; write the computation with index loops (`for i in 0..n`)"
+        ));
+    }
+    None
+}
 
 /// Whether a path segment names an `ndarray` array type.
 fn is_array_type(s: &str) -> bool {
@@ -157,28 +177,6 @@ impl Lowerer<'_> {
         if segs.len() == 1 && matches!(segs_ref[0], "Some" | "Ok" | "Err" | "Box" | "Axis") {
             return self.fail(c, format!("`{}` is not supported here", segs[0]));
         }
-        // functions of crates that cannot hold #[differentiable] functions
-        if segs.len() >= 2
-            && NON_DIFFERENTIABLE_CRATES.contains(&segs_ref[0].trim_start_matches("::"))
-        {
-            return self.fail(
-                c,
-                format!(
-                    "`{}` has no derivative known to linad: only operations of the supported-syntax list and other #[differentiable] functions can be differentiated; write it with those in a #[differentiable] function of your own, or compute it outside and pass the value in",
-                    segs.join("::")
-                ),
-            );
-        }
-        // `Zip::from(..)`, `Vec::new()`, ...: a type's associated function
-        if segs.len() >= 2 && segs[segs.len() - 2].starts_with(|c: char| c.is_ascii_uppercase()) {
-            return self.fail(
-                c,
-                format!(
-                    "`{}` is not supported in #[differentiable] functions: only the array constructors (`Array1::zeros`, `from_shape_fn`, ...) and calls of other #[differentiable] functions are; write the computation with index loops (`for i in 0..n`)",
-                    segs.join("::")
-                ),
-            );
-        }
         self.user_call(c, p, annot)
     }
 
@@ -243,6 +241,13 @@ impl Lowerer<'_> {
         }
         if failed {
             return None;
+        }
+        // an array argument: a call of a plain function cannot take it, so it
+        // must be #[differentiable]
+        if arg_tys.iter().any(|t| !matches!(t, Ty::Scalar(_))) {
+            if let Some(msg) = never_differentiable(&p.path) {
+                return self.fail(c, msg);
+            }
         }
         // Result types: from the annotation (leaves of a tuple), f64 by default.
         let (template, result_rust) = match annot {
@@ -378,6 +383,10 @@ pub fn finish(func: &Func, seeds: &[Var], sites: &[CallSite]) -> Finished {
     for (k, callee) in callees.iter().enumerate() {
         let f = firsts[k];
         if callee.differentiable {
+            if let Some(msg) = never_differentiable(&f.path) {
+                errors.push(syn::Error::new(f.span, msg));
+                continue;
+            }
             if let Some(t) = f.result_tys.iter().find(|t| !t.is_differentiable()) {
                 let _ = t;
                 errors.push(syn::Error::new(

@@ -1,0 +1,134 @@
+//! Reverse mode of element writes `a[i] = ..` / `a[i] += ..` in a loop makes
+//! a number of allocations independent of the loop length (issue 8,
+//! defect 10: the cotangent array was copied on every write). Counted with a
+//! global allocator, per thread.
+#![allow(clippy::needless_range_loop)]
+
+mod common;
+use common::*;
+use linad::differentiable;
+use linad::ndarray::{Array1, Array2};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+struct Counting;
+
+thread_local! {
+    static ALLOCS: Cell<usize> = const { Cell::new(0) };
+    static BYTES: Cell<usize> = const { Cell::new(0) };
+}
+
+fn count(bytes: usize) {
+    let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+    let _ = BYTES.try_with(|c| c.set(c.get() + bytes));
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count(layout.size());
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new: usize) -> *mut u8 {
+        count(new);
+        unsafe { System.realloc(ptr, layout, new) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Allocations made by `f` on this thread: (how many, bytes).
+fn allocations(f: impl FnOnce()) -> (usize, usize) {
+    let before = (ALLOCS.with(Cell::get), BYTES.with(Cell::get));
+    f();
+    (
+        ALLOCS.with(Cell::get) - before.0,
+        BYTES.with(Cell::get) - before.1,
+    )
+}
+
+#[differentiable]
+fn writes(x: &Array1<f64>) -> f64 {
+    let n = x.len();
+    let mut a: Array1<f64> = Array1::zeros(n);
+    for i in 0..n {
+        a[i] = x[i].sin() * x[i];
+    }
+    a.sum()
+}
+
+#[differentiable]
+fn accumulating_writes(x: &Array1<f64>, m: &Array2<f64>) -> f64 {
+    let n = x.len();
+    let mut a: Array1<f64> = Array1::zeros(n);
+    let mut b: Array2<f64> = Array2::zeros((n, 2));
+    for i in 0..n {
+        a[i] += x[i] * x[i];
+        b[[i, 1]] = x[i].cos() * m[[i, 0]];
+        b[[i, 0]] += m[[i, 1]] * a[i];
+    }
+    a.sum() + (&b * &b).sum()
+}
+
+#[differentiable]
+fn nested_writes(x: &Array1<f64>) -> f64 {
+    let n = x.len();
+    let mut g: Array2<f64> = Array2::zeros((n, 3));
+    for i in 0..n {
+        for j in 0..3 {
+            g[[i, j]] = (x[i] * (j as f64 + 1.0)).sin();
+        }
+    }
+    (&g * &g).sum()
+}
+
+#[test]
+fn element_writes_allocate_independently_of_n() {
+    // Correct derivatives first.
+    let mut rng = rng("element_writes");
+    let x = rng.array1(7, -1.0, 1.0);
+    check_derivatives(&x, writes, writes_jvp, |x, ct| writes_vjp(x, *ct));
+    let xm = (rng.array1(5, -1.0, 1.0), rng.array2(5, 2, -1.0, 1.0));
+    check_derivatives(
+        &xm,
+        |(x, m)| accumulating_writes(x, m),
+        |(x, m), (dx, dm)| accumulating_writes_jvp(x, m, dx, dm),
+        |(x, m), ct| accumulating_writes_vjp(x, m, *ct),
+    );
+    check_derivatives(&x, nested_writes, nested_writes_jvp, |x, ct| {
+        nested_writes_vjp(x, *ct)
+    });
+    // Below the parallel threshold everything runs on this thread.
+    let measure = |n: usize| {
+        let x = Array1::from_shape_fn(n, |i| (i as f64 * 0.37).sin());
+        let m = Array2::from_shape_fn((n, 2), |(i, j)| (i as f64 - j as f64 * 0.5).cos());
+        let a = allocations(|| {
+            writes_vjp(&x, 1.0);
+        });
+        let b = allocations(|| {
+            accumulating_writes_vjp(&x, &m, 1.0);
+        });
+        let c = allocations(|| {
+            nested_writes_vjp(&x, 1.0);
+        });
+        (a, b, c)
+    };
+    let (small, large) = (measure(100), measure(10_000));
+    // One loop: as many allocations at n = 100 as at n = 10000.
+    assert_eq!(
+        (small.0 .0, small.1 .0),
+        (large.0 .0, large.1 .0),
+        "allocations of one f_vjp call at n = 100 and n = 10000 (writes, accumulating_writes)"
+    );
+    // Nested loops: the reverse pass recomputes a small residual stack per
+    // outer iteration, so the bytes allocated grow like n (not like n²).
+    assert!(
+        large.2 .1 < 2 * 100 * small.2 .1,
+        "bytes allocated by nested_writes_vjp: {} at n = 100, {} at n = 10000",
+        small.2 .1,
+        large.2 .1
+    );
+}
