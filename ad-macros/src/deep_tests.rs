@@ -14,8 +14,12 @@ use std::time::Instant;
 /// text and prints the time taken.
 fn run(label: &str, src: String) -> String {
     let label = label.to_string();
+    let mib: usize = std::env::var("LINAD_DEEP_STACK_MIB")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(8);
     std::thread::Builder::new()
-        .stack_size(8 << 20)
+        .stack_size(mib << 20)
         .spawn(move || {
             let item: TokenStream = src.parse().expect("test input tokenizes");
             let t = Instant::now();
@@ -100,5 +104,87 @@ fn scaling() {
     }
     for n in [4, 6, 8, 10] {
         run(&format!("{n} fors"), nested_fors(n));
+    }
+}
+
+/// Exploration: `LINAD_DEEP=kind:n` expands one generated input.
+#[test]
+#[ignore]
+fn explore() {
+    let Ok(spec) = std::env::var("LINAD_DEEP") else {
+        return;
+    };
+    let (kind, n) = spec.split_once(':').unwrap();
+    let n: usize = n.parse().unwrap();
+    let src = match kind {
+        "lets" => chained_lets(n),
+        "addlets" => {
+            let mut s = String::from("fn f(x: f64) -> f64 {\n let v0 = x;\n");
+            for i in 1..=n {
+                let _ = writeln!(s, " let v{i} = v{} + x;", i - 1);
+            }
+            let _ = writeln!(s, " v{n}\n}}");
+            s
+        }
+        "parens" => nested_parens(n),
+        "fors" => nested_fors(n),
+        "blocks" => format!(
+            "fn f(x: f64) -> f64 {{ {}x{} }}",
+            "{".repeat(n),
+            "}".repeat(n)
+        ),
+        "ifs" => {
+            let mut s = String::from("fn f(x: f64) -> f64 { let mut s = x;\n");
+            for _ in 0..n {
+                s.push_str("if s > 0.0 {\n");
+            }
+            s.push_str("s = s * x;\n");
+            for _ in 0..n {
+                s.push_str("}\n");
+            }
+            s.push_str("s }");
+            s
+        }
+        "sum" => {
+            let mut s = String::from("fn f(x: f64) -> f64 { x");
+            for _ in 0..n {
+                s.push_str(" + x");
+            }
+            s.push_str(" }");
+            s
+        }
+        "meth" => format!("fn f(x: f64) -> f64 {{ x{} }}", ".sin()".repeat(n)),
+        "elseif" => {
+            let mut s = String::from("fn f(x: f64) -> f64 { if x > 0.0 { x }");
+            for i in 0..n {
+                let _ = write!(s, " else if x > {i}.0 {{ x * {i}.0 }}");
+            }
+            s.push_str(" else { x } }");
+            s
+        }
+        "neg" => format!("fn f(x: f64) -> f64 {{ {}x }}", "-".repeat(n)),
+        _ => panic!("unknown kind"),
+    };
+    if std::env::var("LINAD_DEEP_SYN").is_ok() {
+        let mib: usize = std::env::var("LINAD_DEEP_STACK_MIB")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(8);
+        std::thread::Builder::new()
+            .stack_size(mib << 20)
+            .spawn(move || {
+                let item: TokenStream = src.parse().unwrap();
+                let f: syn::ItemFn = syn::parse2(item).unwrap();
+                eprintln!("syn parsed {}", f.sig.ident);
+                std::mem::forget(f);
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        return;
+    }
+    let out = run(&spec, src);
+    for e in out.split("compile_error").skip(1) {
+        eprintln!("ERR{}", &e[..e.len().min(400)]);
     }
 }

@@ -8,6 +8,7 @@
 //! `fallback` emits the errors together with the original function.
 
 mod attr;
+mod depth;
 mod emit;
 mod expand;
 mod fallback;
