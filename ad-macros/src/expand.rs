@@ -119,6 +119,10 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
         )]
     })?;
     depth::syntax(&func).map_err(|e| vec![e])?;
+    #[cfg(test)]
+    if func.sig.ident == "__linad_test_panic" {
+        panic!("test panic");
+    }
     let wrt = args.wrt_idents().map_err(|e| vec![e])?;
     let sig = lower::signature(&func, wrt.as_deref())?;
     let lowered = lower::lower(&func, &sig)?;
@@ -161,4 +165,42 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
         #companions
         #dump
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_one_internal_error() {
+        let item: TokenStream = "fn __linad_test_panic(x: f64) -> f64 { x }"
+            .parse()
+            .unwrap();
+        let out = expand(TokenStream::new(), item).to_string();
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+        assert!(out.contains("linad internal compiler error"), "{out}");
+        assert!(out.contains("test panic"), "{out}");
+        assert!(out.contains("fn __linad_test_panic"), "{out}");
+    }
+
+    #[test]
+    fn the_ir_thread_reports_panics_and_results() {
+        assert_eq!(on_large_stack(|| 6 * 7), Ok(42));
+        let r: Result<(), String> = on_large_stack(|| panic!("deep {}", 1));
+        assert_eq!(r, Err("deep 1".to_string()));
+    }
+
+    #[test]
+    fn the_ir_thread_has_a_large_stack() {
+        fn depth(n: u64) -> u64 {
+            let pad = std::hint::black_box([n; 64]);
+            if n == 0 {
+                0
+            } else {
+                1 + depth(n - 1) + pad[(n % 64) as usize] - n
+            }
+        }
+        // About 60 MiB of frames: far beyond the 8 MiB of the compiler's thread.
+        assert_eq!(on_large_stack(|| depth(100_000)), Ok(100_000));
+    }
 }
