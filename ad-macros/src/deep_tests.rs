@@ -233,6 +233,7 @@ fn scaling() {
     for n in [1250, 2500, 5000, 10000] {
         run(&format!("{n} lets"), chained_lets(n));
     }
+    run("5000 additions", add_lets(5000));
     for n in [5, 10, 20, 40, 80] {
         run(&format!("{n} nested fors"), nested_fors(n));
     }
