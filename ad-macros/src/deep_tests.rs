@@ -193,6 +193,8 @@ fn nested_blocks_ifs_fors() {
     assert_expanded(&run("127 blocks", nested_blocks(127)));
     assert_refused(&run("3000 blocks", nested_blocks(3000)), NESTING);
     assert_expanded(&run("100 nested ifs", nested_ifs(100)));
+    let lt = nested_ifs(100).replace("s > 0.0", "s < 9.0");
+    assert_expanded(&run("100 nested ifs with `<`", lt));
     assert_refused(&run("1000 nested ifs", nested_ifs(1000)), NESTING);
     assert_expanded(&run("100 nested fors", nested_fors(100)));
     assert_refused(&run("300 nested fors", nested_fors(300)), NESTING);
@@ -208,6 +210,35 @@ fn long_operator_chains() {
     assert_refused(&run("100000 negations", negations(100_000)), NESTING);
     assert_expanded(&run("40 else-ifs", else_ifs(40)));
     assert_refused(&run("3000 else-ifs", else_ifs(3000)), NESTING);
+}
+
+#[test]
+fn deep_generic_types() {
+    let ty = |n: usize| format!("{}f64{}", "Vec<".repeat(n), ">".repeat(n));
+    // Within the limit syn parses it and the signature check refuses `Vec`.
+    let out = run(
+        "20-deep type",
+        format!("fn f(x: f64, v: {}) -> f64 {{ x }}", ty(20)),
+    );
+    assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+    let out = run(
+        "3000-deep type",
+        format!("fn f(x: f64, v: {}) -> f64 {{ x }}", ty(3000)),
+    );
+    assert_refused(&out, NESTING);
+}
+
+#[test]
+fn many_comparisons_are_not_nesting() {
+    let conds: Vec<String> = (0..200).map(|i| format!("x < {i}.0")).collect();
+    let src = format!(
+        "fn f(x: f64) -> f64 {{ let mut s = x; {} s }}",
+        conds
+            .iter()
+            .map(|c| format!("if {c} {{ s = s * x; }}"))
+            .collect::<String>()
+    );
+    assert_expanded(&run("200 comparisons", src));
 }
 
 #[test]

@@ -8,8 +8,9 @@
 //!
 //! - [`tokens`] runs before `syn` and walks the token trees with an explicit
 //!   stack: the nesting of delimiters, plus the runs of prefix operators
-//!   (`- ! * &`) and `else if` chains that `syn` parses recursively, may not
-//!   exceed [`MAX_NESTING`];
+//!   (`- ! * & |`), generic arguments (`<`) and `else if` chains that `syn`
+//!   parses recursively, may not exceed [`MAX_NESTING`] (a `<` that is a
+//!   comparison counts until the next `>`, `;` or block: harmless at this limit);
 //! - [`syntax`] runs after `syn` (whose expression trees can be deep without
 //!   delimiters: `x + x + .. + x`, `x.sin().sin()..`) and visits expressions,
 //!   types and patterns, descending at most [`MAX_EXPR_DEPTH`] levels.
@@ -31,7 +32,7 @@ fn nesting_error(span: Span) -> syn::Error {
     syn::Error::new(
         span,
         format!(
-            "nested too deeply here: #[differentiable] accepts at most {MAX_NESTING} levels of nesting (counting brackets, blocks, prefix operators and `else if` links); split the function: bind inner expressions with `let`, or move inner code into helper functions"
+            "nested too deeply here: #[differentiable] accepts at most {MAX_NESTING} levels of nesting (counting brackets, blocks, generic arguments, prefix operators and `else if` links); split the function: bind inner expressions with `let`, or move inner code into helper functions"
         ),
     )
 }
@@ -44,6 +45,7 @@ struct Frame {
     base: usize,
     run: usize,
     chain: usize,
+    angle: usize,
     after_brace: bool,
 }
 
@@ -54,6 +56,7 @@ pub fn tokens(ts: &TokenStream) -> Result<(), syn::Error> {
         base,
         run: 0,
         chain: 0,
+        angle: 0,
         after_brace: false,
     };
     let mut stack = vec![frame(ts.clone().into_iter(), 0)];
@@ -64,14 +67,21 @@ pub fn tokens(ts: &TokenStream) -> Result<(), syn::Error> {
             if after_brace && !is_else {
                 f.chain = 0;
             }
-            let depth = f.base + f.run + f.chain;
+            let depth = f.base + f.run + f.chain + f.angle;
             match tt {
                 TokenTree::Group(g) => {
+                    let brace = g.delimiter() == Delimiter::Brace;
+                    // Generic arguments hold no blocks: a `<` before one was
+                    // a comparison (`if x < y { .. }`).
+                    let depth = if brace { depth - f.angle } else { depth };
                     if depth + 1 > MAX_NESTING {
                         return Err(nesting_error(g.span_open()));
                     }
                     f.run = 0;
-                    f.after_brace = g.delimiter() == Delimiter::Brace;
+                    f.after_brace = brace;
+                    if brace {
+                        f.angle = 0;
+                    }
                     stack.push(f);
                     stack.push(frame(g.stream().into_iter(), depth + 1));
                     break;
@@ -84,8 +94,19 @@ pub fn tokens(ts: &TokenStream) -> Result<(), syn::Error> {
                         }
                     } else {
                         f.run = 0;
-                        if p.as_char() == ';' {
-                            f.chain = 0;
+                        match p.as_char() {
+                            ';' => {
+                                f.chain = 0;
+                                f.angle = 0;
+                            }
+                            '<' => {
+                                f.angle += 1;
+                                if depth + 1 > MAX_NESTING {
+                                    return Err(nesting_error(p.span()));
+                                }
+                            }
+                            '>' => f.angle = f.angle.saturating_sub(1),
+                            _ => {}
                         }
                     }
                 }
