@@ -5,6 +5,7 @@
 
 use crate::attr::Args;
 use crate::cfg;
+use crate::depth;
 use crate::emit;
 use crate::fallback::fallback;
 use crate::lower::{self, Lowered};
@@ -14,28 +15,103 @@ use ad_core_ir::pretty::func_to_string;
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
 
+/// Stack of the thread the IR passes run on: they recurse on the nesting of
+/// the program and along chains of definitions, and the compiler's thread
+/// has 8 MiB. The memory is only reserved; pages are touched as used.
+const IR_STACK: usize = 256 << 20;
+
 /// Expands `#[differentiable(attr)] item`.
+///
+/// A panic inside (a compiler bug) becomes one error at the attribute, with
+/// the panic message, instead of a crash of the compiler.
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
-    match try_expand(attr, item.clone()) {
-        Ok(ts) => ts,
-        Err(errs) => fallback(item, errs),
+    let run = std::panic::AssertUnwindSafe(|| try_expand(attr, item.clone()));
+    let errs = match std::panic::catch_unwind(run) {
+        Ok(Ok(ts)) => return ts,
+        Ok(Err(errs)) => errs,
+        Err(payload) => vec![internal_error(Span::call_site(), &panic_message(&*payload))],
+    };
+    fallback(item, errs)
+}
+
+/// The message of a panic payload.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".to_string()
     }
+}
+
+fn internal_error(span: Span, msg: &str) -> syn::Error {
+    syn::Error::new(
+        span,
+        format!("linad internal compiler error (please report it with `#[differentiable(dump)]` output, or the function if `dump` fails too): {msg}"),
+    )
+}
+
+/// Runs `f` on a thread with an [`IR_STACK`] stack and waits for it; a panic
+/// there is returned as its message. If no thread can be started, `f` runs
+/// here.
+fn on_large_stack<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String> {
+    let slot = std::sync::Mutex::new(Some(f));
+    let take = || slot.lock().map_or(None, |mut g| g.take());
+    std::thread::scope(|s| {
+        let spawned = std::thread::Builder::new()
+            .name("linad-ir".into())
+            .stack_size(IR_STACK)
+            .spawn_scoped(s, || take().map(|f| f()));
+        match spawned {
+            Ok(h) => match h.join() {
+                Ok(r) => r.ok_or_else(|| "the IR thread ran nothing".to_string()),
+                Err(payload) => Err(panic_message(&*payload)),
+            },
+            Err(_) => take()
+                .map(|f| f())
+                .ok_or_else(|| "the IR thread could not start".to_string()),
+        }
+    })
 }
 
 fn driver_error(e: DriverError, lowered: &Lowered, fallback_span: Span) -> syn::Error {
     match e {
         DriverError::Unsupported { msg, src } => {
-            let span = src.and_then(|s| lowered.spans.get(s.0 as usize).copied()).unwrap_or(fallback_span);
+            let span = src
+                .and_then(|s| lowered.spans.get(s.0 as usize).copied())
+                .unwrap_or(fallback_span);
             syn::Error::new(span, format!("cannot differentiate this: {msg}"))
         }
-        DriverError::Internal(msg) => syn::Error::new(
-            fallback_span,
-            format!("linad internal compiler error (please report it with `#[differentiable(dump)]` output): {msg}"),
-        ),
+        DriverError::Internal(msg) => internal_error(fallback_span, &msg),
     }
 }
 
+/// The derivatives in the `wrt` parameters (for `f_jvp`/`f_vjp`) and in all
+/// differentiable parameters (the hidden building blocks), computed on a
+/// thread with a large stack: the outer error is a panic there.
+#[allow(clippy::type_complexity)]
+fn derivatives(
+    lowered: &Lowered,
+    wrt: &[bool],
+    all: &[bool],
+) -> Result<Result<(Derivatives, Derivatives), DriverError>, String> {
+    let (prog, name) = (&lowered.program, &lowered.name);
+    on_large_stack(move || {
+        let opts = Options::default();
+        let user = differentiate(prog, name, wrt, &opts)?;
+        let all = if wrt == all {
+            user.clone()
+        } else {
+            differentiate(prog, name, all, &opts)?
+        };
+        Ok((user, all))
+    })
+}
+
 fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<syn::Error>> {
+    depth::tokens(&attr).map_err(|e| vec![e])?;
+    depth::tokens(&item).map_err(|e| vec![e])?;
     let args = Args::parse(attr)?;
     let func: syn::ItemFn = syn::parse2(item.clone()).map_err(|e| {
         vec![syn::Error::new(
@@ -43,6 +119,11 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
             "#[differentiable] applies to a function (`fn name(..) -> .. { .. }`)",
         )]
     })?;
+    depth::syntax(&func).map_err(|e| vec![e])?;
+    #[cfg(test)]
+    if func.sig.ident == "__linad_test_panic" {
+        panic!("test panic");
+    }
     let variants = cfg::variants(&func)?;
     if let [cfg::Variant { cond: None, func }] = variants.as_slice() {
         let generated = generate(&args, func)?;
@@ -76,15 +157,9 @@ fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Err
     let sig = lower::signature(&func, wrt.as_deref())?;
     let lowered = lower::lower(&func, &sig)?;
     let span = sig.span;
-    let opts = Options::default();
-    let user: Derivatives = differentiate(&lowered.program, &lowered.name, &sig.wrt_mask(), &opts)
+    let (user, all) = derivatives(&lowered, &sig.wrt_mask(), &sig.all_mask())
+        .map_err(|e| vec![internal_error(span, &e)])?
         .map_err(|e| vec![driver_error(e, &lowered, span)])?;
-    let all = if sig.wrt_mask() == sig.all_mask() {
-        user.clone()
-    } else {
-        differentiate(&lowered.program, &lowered.name, &sig.all_mask(), &opts)
-            .map_err(|e| vec![driver_error(e, &lowered, span)])?
-    };
     let companions = emit::companions(&emit::Input {
         sig: &sig,
         lowered: &lowered,
@@ -119,4 +194,42 @@ fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Err
         #companions
         #dump
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_one_internal_error() {
+        let item: TokenStream = "fn __linad_test_panic(x: f64) -> f64 { x }"
+            .parse()
+            .unwrap();
+        let out = expand(TokenStream::new(), item).to_string();
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+        assert!(out.contains("linad internal compiler error"), "{out}");
+        assert!(out.contains("test panic"), "{out}");
+        assert!(out.contains("fn __linad_test_panic"), "{out}");
+    }
+
+    #[test]
+    fn the_ir_thread_reports_panics_and_results() {
+        assert_eq!(on_large_stack(|| 6 * 7), Ok(42));
+        let r: Result<(), String> = on_large_stack(|| panic!("deep {}", 1));
+        assert_eq!(r, Err("deep 1".to_string()));
+    }
+
+    #[test]
+    fn the_ir_thread_has_a_large_stack() {
+        fn depth(n: u64) -> u64 {
+            let pad = std::hint::black_box([n; 64]);
+            if n == 0 {
+                0
+            } else {
+                1 + depth(n - 1) + pad[(n % 64) as usize] - n
+            }
+        }
+        // About 60 MiB of frames: far beyond the 8 MiB of the compiler's thread.
+        assert_eq!(on_large_stack(|| depth(100_000)), Ok(100_000));
+    }
 }

@@ -9,12 +9,16 @@
 
 mod attr;
 mod cfg;
+mod depth;
 mod emit;
 mod expand;
 mod fallback;
 mod lower;
 mod names;
 mod sig;
+
+#[cfg(test)]
+mod deep_tests;
 
 use proc_macro::TokenStream;
 

@@ -25,9 +25,12 @@
 //!
 //! Tangents are used freely while generating; [`crate::dupdrop`] then makes
 //! sharing explicit. Folds are first lowered to loops ([`crate::normalize`]).
-//! Loop state is differentiated to a fixpoint: a state component gets a tangent
-//! if its initial value or its update in the body has one.
+//! Loop state comes from an activity analysis ([`activity`]): a state component
+//! gets a tangent if its initial value or its update in the body has one, a
+//! fixpoint over the body's def-use that differentiates nothing; the body is
+//! then differentiated once.
 
+mod activity;
 mod array;
 mod scalar;
 
@@ -429,29 +432,16 @@ impl<'p> Jvp<'p> {
     }
 
     /// Counted loops carry `(state ; dstate)`. The active state (with a
-    /// tangent) is found by a fixpoint: start from the state whose initial
-    /// value has a tangent, differentiate the body speculatively, add state
-    /// whose update got a tangent, repeat.
+    /// tangent) is found by the activity analysis: start from the state whose
+    /// initial value has a tangent, add state whose update in the body gets
+    /// one, repeat; then the body is differentiated once.
     fn loop_(&mut self, s: &Stmt, l: &Loop) -> Result<(), JvpError> {
         if !l.lin_init.is_empty() || !l.body.lin_params.is_empty() {
             return Err(self.err("jvp of a loop with linear state", s.src));
         }
         let k = l.init.len();
         let state = &l.body.params[1..];
-        let mut active: Vec<bool> = (0..k)
-            .map(|j| {
-                self.b.atom_ty(&l.init[j]).is_differentiable() && self.tan_of(&l.init[j]).is_some()
-            })
-            .collect();
-        loop {
-            let mut trial = self.clone();
-            let (res, _) = trial.loop_body(l, state, &active)?;
-            let next: Vec<bool> = (0..k).map(|j| active[j] || res[j].is_some()).collect();
-            if next == active {
-                break;
-            }
-            active = next;
-        }
+        let active = activity::Activity::new(&self.b, &self.tan).loop_state(l);
         let mut lin_init = vec![];
         for (a, _) in l.init.iter().zip(&active).filter(|(_, on)| **on) {
             lin_init.push(self.tan_or_zero(a)?);

@@ -74,6 +74,11 @@ fn rule(p: Prim) -> Rule {
     }
 }
 
+/// Whether `p` can give its result a tangent (a rule other than `None`).
+pub(super) fn has_rule(p: Prim) -> bool {
+    !matches!(rule(p), Rule::None)
+}
+
 impl<'p> Jvp<'p> {
     /// The tangent of `y = p(args)` given the operand tangents (`None` = zero).
     pub(super) fn prim_jvp(

@@ -6,6 +6,7 @@ use crate::ir::*;
 use crate::types::Ty;
 use crate::visit::{blocks, blocks_mut, for_each_operand, substitute_block};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// What a forward walk knows about the variables bound so far.
 ///
@@ -173,7 +174,39 @@ impl Facts {
 /// Occurrence counts of variables: every operand position, block result and
 /// `Dim::Of` reference, nested blocks included (lambda parameters and binders
 /// are not occurrences).
-pub type Counts = HashMap<Var, usize>;
+pub type Counts = FastMap<Var, usize>;
+
+/// A hash map keyed by variables (or other small integer-like keys) with
+/// [`VarHasher`].
+pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<VarHasher>>;
+
+/// A fast hasher for variable keys (multiplicative, as rustc's `FxHasher`):
+/// occurrence counts are rebuilt many times per simplifier sweep, and
+/// SipHash dominated their cost.
+#[derive(Clone, Copy, Default)]
+pub struct VarHasher(u64);
+
+impl Hasher for VarHasher {
+    fn finish(&self) -> u64 {
+        // The well-mixed high bits of the product to the low bits, which
+        // pick the bucket (keys like aligned pointers have zero low bits).
+        self.0.rotate_left(26)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.write_u64(u64::from(x));
+    }
+    fn write_usize(&mut self, x: usize) {
+        self.write_u64(x as u64);
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
 
 /// Adds (`add = true`) or removes the occurrences in one statement.
 pub fn count_stmt(s: &Stmt, counts: &mut Counts, add: bool) {
@@ -224,7 +257,7 @@ pub fn count_block(b: &Block, counts: &mut Counts, add: bool) {
 
 /// Occurrence counts of a whole block.
 pub fn counts_of(b: &Block) -> Counts {
-    let mut c = Counts::new();
+    let mut c = Counts::default();
     count_block(b, &mut c, true);
     c
 }

@@ -44,6 +44,9 @@ fn fuse_pairs(
     operands: fn(&Stmt) -> Vec<Var>,
     fuse: Fuser,
 ) -> bool {
+    if !any_stmt(&f.body, &|s| is_producer(&s.expr)) {
+        return false;
+    }
     let counts = counts_of(&f.body);
     let Func { body, vars, .. } = f;
     let mut changed = false;
@@ -82,6 +85,15 @@ fn fuse_pairs(
         b.stmts = slots.into_iter().flatten().collect();
     });
     changed
+}
+
+/// Whether some statement of `b` (nested blocks included) satisfies `p`.
+fn any_stmt(b: &Block, p: &dyn Fn(&Stmt) -> bool) -> bool {
+    b.stmts.iter().any(|s| {
+        p(s) || crate::visit::blocks(&s.expr)
+            .into_iter()
+            .any(|nb| any_stmt(nb, p))
+    })
 }
 
 /// Occurrences of `v` in a list of atoms.

@@ -238,8 +238,11 @@ impl<'p> Transposer<'p> {
         }
         for s in &b.stmts {
             if let (Expr::Lin(LinOp::Dup(x)), [a, c]) = (&s.expr, s.lin_binds.as_slice()) {
-                self.alias.insert(*a, *x);
-                self.alias.insert(*c, *x);
+                // Point the copies at the root, so a chain of dups costs one
+                // lookup per use, not one per link.
+                let r = self.root(*x);
+                self.alias.insert(*a, r);
+                self.alias.insert(*c, r);
             }
         }
         for (y, c) in b.lin_results.iter().zip(seeds) {
