@@ -1,6 +1,11 @@
 //! `#[cfg]` inside `#[differentiable]` bodies: the companions run exactly the
 //! statements `f` runs, for every configuration.
-#![allow(unused_mut, unused_assignments, clippy::let_and_return)]
+#![allow(
+    unused_mut,
+    unused_assignments,
+    clippy::let_and_return,
+    clippy::assign_op_pattern
+)]
 
 mod common;
 use common::*;

@@ -220,6 +220,9 @@ unary! {
     u_as_i64 = |x| (x as i64) as f64;
 }
 
+/// `f_vjp` of a function of two `f64`s.
+type V2 = fn(f64, f64, f64) -> (f64, (f64, f64));
+
 /// `f`, `f_jvp` and `f_vjp` agree bit for bit (or all panic) at `(x, y)`.
 #[track_caller]
 fn same2(
@@ -228,7 +231,7 @@ fn same2(
     y: f64,
     f: fn(f64, f64) -> f64,
     jvp: fn(f64, f64, f64, f64) -> (f64, f64),
-    vjp: fn(f64, f64, f64) -> (f64, (f64, f64)),
+    vjp: V2,
 ) {
     let want = outcome(|| f(x, y));
     let j = outcome(|| jvp(x, y, 1.0, -1.0).0);

@@ -154,8 +154,8 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
 /// The companions (and the dump function) of one variant of the function.
 fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
     let wrt = args.wrt_idents().map_err(|e| vec![e])?;
-    let sig = lower::signature(&func, wrt.as_deref())?;
-    let lowered = lower::lower(&func, &sig)?;
+    let sig = lower::signature(func, wrt.as_deref())?;
+    let lowered = lower::lower(func, &sig)?;
     let span = sig.span;
     let (user, all) = derivatives(&lowered, &sig.wrt_mask(), &sig.all_mask())
         .map_err(|e| vec![internal_error(span, &e)])?
