@@ -25,7 +25,7 @@
 //!
 //! Tangents are used freely while generating; [`crate::dupdrop`] then makes
 //! sharing explicit. Folds are first lowered to loops ([`crate::normalize`]).
-//! Loop state comes from an activity analysis ([`activity`]): a state component
+//! Loop state comes from an activity analysis (`activity.rs`): a state component
 //! gets a tangent if its initial value or its update in the body has one, a
 //! fixpoint over the body's def-use that differentiates nothing; the body is
 //! then differentiated once.
