@@ -15,6 +15,9 @@ mod lower;
 mod names;
 mod sig;
 
+#[cfg(test)]
+mod fuzz_tests;
+
 use proc_macro::TokenStream;
 
 /// Generates `f_jvp` (forward mode) and `f_vjp` (reverse mode) beside `f`.

@@ -1,0 +1,46 @@
+//! The linad fuzzer: random well-typed `#[differentiable]` functions over the
+//! supported syntax (`gen`), their direct evaluation with Rust semantics
+//! (`ast`), a mutator turning valid functions into invalid ones (`mutate`),
+//! and end-to-end batches compiled by rustc (`e2e`).
+//!
+//! The in-process level runs in `ad-macros` (`src/fuzz_tests.rs`), where the
+//! macro's expansion is reachable as a library function.
+
+pub mod ast;
+pub mod e2e;
+pub mod gen;
+pub mod mutate;
+pub mod rng;
+
+pub use gen::{generate, Case, Config, Feature, Features};
+
+/// Feature classes that fail today and are switched off in the CI corpus
+/// (see the README's "Fuzzing" section and issue 8).
+pub const KNOWN_FAILING: &str = "";
+
+/// The CI feature set: everything except [`KNOWN_FAILING`].
+pub fn ci_features() -> Features {
+    let mut s = String::from("all");
+    for f in KNOWN_FAILING.split(',').filter(|f| !f.is_empty()) {
+        s.push_str(",-");
+        s.push_str(f);
+    }
+    Features::parse(&s).expect("known feature names")
+}
+
+/// Features from `LINAD_FUZZ_FEATURES` (e.g. `all,-cfg`), default
+/// [`ci_features`].
+pub fn env_features() -> Features {
+    match std::env::var("LINAD_FUZZ_FEATURES") {
+        Ok(s) => Features::parse(&s).unwrap_or_else(|e| panic!("LINAD_FUZZ_FEATURES: {e}")),
+        Err(_) => ci_features(),
+    }
+}
+
+/// `name` from the environment as a number, else `default`.
+pub fn env_num(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
