@@ -287,50 +287,85 @@ fn cargo(dir: &Path, args: &[&str]) -> std::process::Output {
 }
 
 /// Runs a batch of `n` valid functions (seeds from `seed`) and `n / 4`
-/// mutants; prints findings; `true` when there are none.
+/// mutants; prints findings (`FAIL seed S` lines: `linad-fuzz show S`
+/// prints the program); `true` when there are none.
 pub fn run_batch(n: usize, seed: u64, fs: Features) -> bool {
+    let seeds: Vec<(Features, u64)> = (0..n)
+        .map(|k| (fs, seed.wrapping_mul(7_000_003).wrapping_add(k as u64)))
+        .collect();
+    run_cases(&seeds, n / 4, seed, fs)
+}
+
+/// Runs the valid programs of `seeds` (each with its own feature set) and
+/// `mutants` mutants (seeds from `seed`, features `fs`).
+pub fn run_cases(cases: &[(Features, u64)], mutants: usize, seed: u64, fs: Features) -> bool {
+    let n = cases.len();
     let base = repo_root().join("target/linad-fuzz-e2e");
     let cfg = Config {
         features: fs,
         ..Config::default()
     };
     let mut ok = true;
-    // Valid functions.
-    let mut main = String::from(PRELUDE);
-    let mut seeds = vec![];
-    for k in 0..n {
-        let s = seed.wrapping_mul(7_000_003).wrapping_add(k as u64);
-        let case = generate(s, &cfg, "f");
-        valid_module(k, s, &case.program, &mut main);
-        seeds.push(s);
+    // Valid functions. Modules that do not compile are reported and left
+    // out of the next attempt, so one failure does not hide the others.
+    let mut programs = vec![];
+    for (f, s) in cases {
+        let c = Config {
+            features: *f,
+            ..Config::default()
+        };
+        programs.push((*s, generate(*s, &c, "f").program));
     }
-    main.push_str("fn main() {\n    let mut bad = 0;\n");
-    for (k, s) in seeds.iter().enumerate() {
-        let _ = writeln!(
-            main,
-            "    match std::panic::catch_unwind(c{k}::check) {{ Ok(fs) => for f in fs {{ bad += 1; println!(\"FAIL seed {s}: {{f}}\"); }}, Err(_) => {{ bad += 1; println!(\"FAIL seed {s}: panic\"); }} }}"
-        );
-    }
-    main.push_str("    println!(\"{} failure(s)\", bad);\n    std::process::exit(if bad == 0 { 0 } else { 1 });\n}\n");
-    let dir = base.join("valid");
-    write_crate(&dir, "linad-fuzz-e2e", &main).expect("write the e2e crate");
-    let t0 = Instant::now();
-    let build = cargo(&dir, &["build", "--message-format=short"]);
-    let tb = t0.elapsed();
-    let stderr = String::from_utf8_lossy(&build.stderr);
-    if !build.status.success() {
-        ok = false;
-        println!("e2e: the batch of {n} valid functions does not compile ({tb:.1?}):");
-        for line in stderr.lines().filter(|l| l.contains("error")).take(40) {
-            println!("  {line}");
+    let mut live: Vec<usize> = (0..n).collect();
+    for _attempt in 0..4 {
+        if live.is_empty() {
+            break;
         }
-        attribute_errors(&main, &stderr, "c");
-    } else {
+        let mut main = String::from(PRELUDE);
+        for &k in &live {
+            valid_module(k, programs[k].0, &programs[k].1, &mut main);
+        }
+        main.push_str("fn main() {\n    let mut bad = 0;\n");
+        for &k in &live {
+            let s = programs[k].0;
+            let _ = writeln!(
+                main,
+                "    match std::panic::catch_unwind(c{k}::check) {{ Ok(fs) => for f in fs {{ bad += 1; println!(\"FAIL seed {s}: {{f}}\"); }}, Err(_) => {{ bad += 1; println!(\"FAIL seed {s}: panic\"); }} }}"
+            );
+        }
+        main.push_str("    println!(\"{} failure(s)\", bad);\n    std::process::exit(if bad == 0 { 0 } else { 1 });\n}\n");
+        let dir = base.join("valid");
+        write_crate(&dir, "linad-fuzz-e2e", &main).expect("write the e2e crate");
+        let t0 = Instant::now();
+        let build = cargo(&dir, &["build", "--message-format=short"]);
+        let tb = t0.elapsed();
+        let stderr = String::from_utf8_lossy(&build.stderr);
+        if !build.status.success() {
+            ok = false;
+            let bad = module_errors(&main, &stderr);
+            if bad.is_empty() {
+                println!("e2e: the batch does not compile ({tb:.1?}):");
+                for line in stderr.lines().filter(|l| l.contains("error")).take(40) {
+                    println!("  {line}");
+                }
+                break;
+            }
+            for (k, errs) in &bad {
+                println!(
+                    "  FAIL seed {}: does not compile: {}",
+                    programs[*k].0,
+                    errs.join(" | ")
+                );
+            }
+            live.retain(|k| !bad.iter().any(|(b, _)| b == k));
+            continue;
+        }
         let t1 = Instant::now();
         let run = cargo(&dir, &["run", "-q"]);
         let stdout = String::from_utf8_lossy(&run.stdout);
         println!(
-            "e2e: {n} valid functions built in {tb:.1?}, checked in {:.1?}",
+            "e2e: {} valid functions built in {tb:.1?}, checked in {:.1?}",
+            live.len(),
             t1.elapsed()
         );
         for line in stdout.lines().filter(|l| l.starts_with("FAIL")) {
@@ -347,6 +382,7 @@ pub fn run_batch(n: usize, seed: u64, fs: Features) -> bool {
                     .join("\n")
             );
         }
+        break;
     }
     // Mutants: each in its own module; errors attributed by line.
     let kinds: Vec<&'static str> = mutate::KINDS
@@ -356,8 +392,7 @@ pub fn run_batch(n: usize, seed: u64, fs: Features) -> bool {
         .collect();
     let mut src = String::from(PRELUDE);
     let mut spans = vec![];
-    let m = (n / 4).max(kinds.len().min(n));
-    for k in 0..m {
+    for k in 0..mutants {
         let s = seed.wrapping_mul(9_000_011).wrapping_add(k as u64);
         let case = generate(s, &cfg, "f");
         let kind = kinds[k % kinds.len()];
@@ -435,18 +470,23 @@ fn error_line(line: &str) -> Option<(usize, String)> {
     Some((ln, msg.to_string()))
 }
 
-fn attribute_errors(src: &str, stderr: &str, prefix: &str) {
+/// The errors of `stderr` per module `cK` of `src` (by line).
+fn module_errors(src: &str, stderr: &str) -> Vec<(usize, Vec<String>)> {
     let lines: Vec<&str> = src.lines().collect();
+    let mut out: Vec<(usize, Vec<String>)> = vec![];
     for l in stderr.lines() {
         if let Some((ln, msg)) = error_line(l) {
-            // The nearest module header above the error.
-            let module = lines[..ln.min(lines.len())]
-                .iter()
-                .rev()
-                .find(|s| s.starts_with(&format!("mod {prefix}")))
-                .copied()
-                .unwrap_or("?");
-            println!("  {module}: line {ln}: {msg}");
+            let module = lines[..ln.min(lines.len())].iter().rev().find_map(|s| {
+                s.strip_prefix("mod c")
+                    .and_then(|r| r.trim_end_matches(" {").parse::<usize>().ok())
+            });
+            if let Some(k) = module {
+                match out.iter_mut().find(|(m, _)| *m == k) {
+                    Some((_, es)) => es.push(msg),
+                    None => out.push((k, vec![msg])),
+                }
+            }
         }
     }
+    out
 }

@@ -1018,6 +1018,8 @@ pub fn generate_raw(rng: &mut Rng, cfg: &Config, fn_name: &str) -> Program {
         let term = match &v.ty {
             Ty::F => Gen::var_e(&v),
             Ty::T2 => E::Field(b(Gen::var_e(&v)), g.rng.below(2)),
+            // Integers reach the output through `as f64`.
+            Ty::I(_) if !v.index => E::Cast(b(Gen::var_e(&v)), v.ty.clone(), Ty::F),
             Ty::A(_) if fs.has(Feature::Reductions) => E::Sum(b(Gen::var_e(&v))),
             Ty::A(r) => {
                 let ix = (0..*r).map(|_| E::I(0, IntTy::Usize)).collect();
@@ -1063,20 +1065,17 @@ pub fn generate(seed: u64, cfg: &Config, fn_name: &str) -> Case {
     let mut discarded = 0;
     loop {
         let p = generate_raw(&mut rng, cfg, fn_name);
-        match p.eval(false) {
-            Ok(v) => {
-                let mut fl = vec![];
-                v.flat(&mut fl);
-                if fl.iter().all(|x| x.is_finite() && x.abs() < 1e8) {
-                    return Case {
-                        seed,
-                        program: p,
-                        expected: v,
-                        discarded,
-                    };
-                }
+        if let Ok(v) = p.eval(false) {
+            let mut fl = vec![];
+            v.flat(&mut fl);
+            if fl.iter().all(|x| x.is_finite() && x.abs() < 1e8) {
+                return Case {
+                    seed,
+                    program: p,
+                    expected: v,
+                    discarded,
+                };
             }
-            Err(_) => {}
         }
         discarded += 1;
     }

@@ -18,6 +18,40 @@ pub use gen::{generate, Case, Config, Feature, Features};
 /// (see the README's "Fuzzing" section and issue 8).
 pub const KNOWN_FAILING: &str = "cfg,oddnames,narrowing,muladd,exp2";
 
+/// Fixed-seed regression cases from the fuzzer's findings (issue 8): the
+/// feature set, the seed and what fails. They fail today; the fixes make them
+/// pass (`cargo test -p ad-macros --release fuzz_regressions -- --ignored`,
+/// `linad-fuzz regressions`). The seeds are tied to this generator: when it
+/// changes, re-derive them from the minimal sources in the README.
+pub const REGRESSIONS: &[(&str, u64, &str)] = &[
+    (
+        "cfg",
+        1000012,
+        "`#[cfg(test)] let x = ..;` is lowered although cfg(test) is off",
+    ),
+    (
+        "oddnames",
+        1000076,
+        "a parameter named `ct` collides with f_vjp's `ct`",
+    ),
+    (
+        "oddnames",
+        1000244,
+        "a raw identifier parameter `r#in`: the macro panics (\"d_r#in\" is not a valid Ident)",
+    ),
+    (
+        "ints,casts,narrowing",
+        1000110,
+        "`(x * 100.0) as i8`: no saturation at the target width",
+    ),
+    ("math,muladd", 1000059, "`mul_add` is not fused"),
+    (
+        "math,exp2",
+        1000039,
+        "`exp2` differs in the last bit from std",
+    ),
+];
+
 /// The CI feature set: everything except [`KNOWN_FAILING`].
 pub fn ci_features() -> Features {
     let mut s = String::from("all");

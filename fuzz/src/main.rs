@@ -1,5 +1,7 @@
 //! `linad-fuzz show SEED [KIND]` prints a generated (or mutated) program and
-//! its oracle value; `linad-fuzz e2e [N] [SEED]` runs an end-to-end batch.
+//! its oracle value; `linad-fuzz e2e [N] [SEED]` runs an end-to-end batch;
+//! `linad-fuzz regressions` compiles and checks the fixed-seed regression
+//! cases end to end.
 
 use linad_fuzz::*;
 
@@ -33,6 +35,14 @@ fn main() {
                 }
             }
         }
+        Some("regressions") => {
+            let cases: Vec<(Features, u64)> = REGRESSIONS
+                .iter()
+                .map(|(f, s, _)| (Features::parse(f).expect("feature names"), *s))
+                .collect();
+            let ok = e2e::run_cases(&cases, 0, 1, env_features());
+            std::process::exit(if ok { 0 } else { 1 });
+        }
         Some("e2e") => {
             let n = num(1, env_num("LINAD_FUZZ_E2E", 200)) as usize;
             let seed = num(2, env_num("LINAD_FUZZ_SEED", 1));
@@ -40,7 +50,7 @@ fn main() {
             std::process::exit(if ok { 0 } else { 1 });
         }
         _ => {
-            eprintln!("usage: linad-fuzz show SEED [MUTATION] | linad-fuzz e2e [N] [SEED]");
+            eprintln!("usage: linad-fuzz show SEED [MUTATION] | linad-fuzz e2e [N] [SEED] | linad-fuzz regressions");
             std::process::exit(2);
         }
     }

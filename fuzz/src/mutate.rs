@@ -161,7 +161,7 @@ pub fn mutate(p: &Program, kind: &'static str, rng: &mut Rng, depth: usize) -> M
             expect = Expect::Anything;
         }
         "deep_if" => {
-            let mut e = format!("{x}");
+            let mut e = x.to_string();
             for k in 0..depth {
                 e = format!("if {x} > {k}.0 {{ {e} }} else {{ {x} * 0.5 }}");
             }
