@@ -266,8 +266,8 @@ fn check_valid(case: &Case, fd: &mut Findings, st: &mut Stats) {
                 }
                 st.parse_time += t.elapsed();
                 st.out_bytes += text.len();
-                let bound =
-                    Duration::from_millis(200) + Duration::from_micros(200) * item.len() as u32;
+                // Generous (CI machines are loaded): only pathological cases.
+                let bound = Duration::from_secs(2) + Duration::from_millis(1) * item.len() as u32;
                 if dt > bound {
                     fd.add(
                         "slow expansion",
@@ -490,7 +490,8 @@ fn fuzz_main() {
     let elapsed = t0.elapsed();
     // Stress: time must grow linearly with the input. A small base
     // function, nesting depth (or body size) d and 8d, best of three runs
-    // each: linear growth gives a ratio near 8, quadratic near 64.
+    // each: linear growth gives a ratio near 8, quadratic near 64; above 24
+    // (and 200 ms) is a finding.
     let small = Config {
         features: linad_fuzz::Features::none(),
         max_stmts: 3,
@@ -517,7 +518,7 @@ fn fuzz_main() {
         if let [(d1, b1, Some(t1)), (d2, b2, Some(t2))] = times[..] {
             let ratio = t2.as_secs_f64() / t1.as_secs_f64().max(1e-4);
             println!("stress {kind}: depth {d1} {t1:?} ({b1} B), depth {d2} {t2:?} ({b2} B): x{ratio:.1}");
-            if ratio > 20.0 && t2 > Duration::from_millis(50) {
+            if ratio > 24.0 && t2 > Duration::from_millis(200) {
                 let m = mutate::mutate(&case.program, kind, &mut Rng::new(seed0), depth);
                 fd.add(
                     &format!("superlinear time [{kind}]"),
