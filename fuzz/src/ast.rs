@@ -686,10 +686,17 @@ fn ps(s: &S, ind: usize, out: &mut String) {
             rev,
             body,
         } => {
-            let range = if *inclusive {
-                format!("{lo}..=({} - 1)", pe(hi))
+            // A literal bound leaves the loop variable `{integer}` (methods
+            // on it do not resolve): type it.
+            let hi_s = if typed(hi) {
+                pe(hi)
             } else {
-                format!("{lo}..{}", pe(hi))
+                format!("({} as usize)", pe(hi))
+            };
+            let range = if *inclusive {
+                format!("{lo}..=({hi_s} - 1)")
+            } else {
+                format!("{lo}..{hi_s}")
             };
             let range = if *rev {
                 format!("({range}).rev()")

@@ -31,8 +31,11 @@ pub enum Feature {
     Calls,
     /// `#[cfg(..)]` on statements.
     Cfg,
-    /// Raw identifiers, names like the generated ones (`ct`, `d_x`), Unicode.
+    /// Locals named like keywords (raw identifiers), like the generated
+    /// items (`ct`, `d_x`, `__linad_t0`), Unicode.
     OddNames,
+    /// Parameters named so: `r#in`, `ct`, `x` with `d_x`, `α` with `d_α`.
+    OddParams,
     /// Array outputs.
     ArrayOut,
     /// Local arrays written element by element in loops.
@@ -48,7 +51,7 @@ pub enum Feature {
 }
 
 /// Every feature, with its switch name.
-pub const FEATURES: [(Feature, &str); 20] = [
+pub const FEATURES: [(Feature, &str); 21] = [
     (Feature::Math, "math"),
     (Feature::Ints, "ints"),
     (Feature::Casts, "casts"),
@@ -64,6 +67,7 @@ pub const FEATURES: [(Feature, &str); 20] = [
     (Feature::Calls, "calls"),
     (Feature::Cfg, "cfg"),
     (Feature::OddNames, "oddnames"),
+    (Feature::OddParams, "oddparams"),
     (Feature::ArrayOut, "arrayout"),
     (Feature::ArrayWrites, "arraywrites"),
     (Feature::Narrowing, "narrowing"),
@@ -192,6 +196,20 @@ impl<'a> Gen<'a> {
             }
         }
         format!("{base}{}", self.counter)
+    }
+
+    /// `r` distinct fresh names (a closure pattern may not repeat one).
+    fn distinct_names(&mut self, r: usize) -> Vec<String> {
+        let mut names: Vec<String> = vec![];
+        for _ in 0..r {
+            let n = self.fresh("b");
+            if names.contains(&n) {
+                names.push(format!("b{}", self.counter));
+            } else {
+                names.push(n);
+            }
+        }
+        names
     }
 
     /// The visible (unshadowed) variables.
@@ -545,7 +563,7 @@ impl<'a> Gen<'a> {
                 0..=2 if !same.is_empty() => return Self::var_e(self.rng.pick(&same)),
                 3 if self.on(Feature::Builds) => {
                     let n = self.size_e();
-                    let names: Vec<String> = (0..r).map(|_| self.fresh("b")).collect();
+                    let names = self.distinct_names(r);
                     let mark = self.scope.len();
                     for nm in &names {
                         self.scope.push(VarInfo {
@@ -593,10 +611,9 @@ impl<'a> Gen<'a> {
         if let Some(v) = same.first() {
             return Self::var_e(v);
         }
-        // Always available: a build, even when builds are switched off the
-        // array must come from somewhere: zeros.
+        // The fallback (even with builds switched off): a constant build.
         let n = self.size_e();
-        let names: Vec<String> = (0..r).map(|_| self.fresh("b")).collect();
+        let names = self.distinct_names(r);
         E::Build(r, b(n), names, b(E::Const(0)))
     }
 
@@ -958,7 +975,7 @@ pub fn generate_raw(rng: &mut Rng, cfg: &Config, fn_name: &str) -> Program {
     g.scope.clear();
     // Parameters.
     let mut params = vec![];
-    let odd = fs.has(Feature::OddNames) && g.rng.chance(0.3);
+    let odd = fs.has(Feature::OddParams) && g.rng.chance(0.3);
     let xname = if odd {
         g.rng.pick(&["x", "r#in", "ct", "α"]).to_string()
     } else {
