@@ -30,13 +30,13 @@ pub const REGRESSIONS: &[(&str, u64, &str)] = &[
         "`#[cfg(test)] let x = ..;` is lowered although cfg(test) is off",
     ),
     (
-        "oddnames",
+        "oddparams",
         1000076,
         "a parameter named `ct` collides with f_vjp's `ct`",
     ),
     (
-        "oddnames",
-        1000244,
+        "oddparams",
+        1000219,
         "a raw identifier parameter `r#in`: the macro panics (\"d_r#in\" is not a valid Ident)",
     ),
     (
@@ -51,6 +51,14 @@ pub const REGRESSIONS: &[(&str, u64, &str)] = &[
         "`exp2` differs in the last bit from std",
     ),
 ];
+
+/// Fixed-seed regression mutants (mutation kind, seed of the program
+/// generated with all features, what fails), checked by the same test.
+pub const MUTANT_REGRESSIONS: &[(&str, u64, &str)] = &[(
+    "keyword_fn_name",
+    1000363,
+    "`fn r#loop(..)`: the macro panics (\"__linad_r#loop_support\" is not a valid Ident)",
+)];
 
 /// The CI feature set: everything except [`KNOWN_FAILING`].
 pub fn ci_features() -> Features {

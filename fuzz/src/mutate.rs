@@ -42,7 +42,7 @@ impl Mutant {
 }
 
 /// Every mutation kind.
-pub const KINDS: [&str; 25] = [
+pub const KINDS: [&str; 28] = [
     "type_mix",
     "float_rem",
     "while",
@@ -68,6 +68,9 @@ pub const KINDS: [&str; 25] = [
     "huge_body",
     "token_delete",
     "token_dup",
+    "underscore_param",
+    "pattern_param",
+    "keyword_fn_name",
 ];
 
 /// Stress kinds (valid or not, their time is measured against the input size).
@@ -175,6 +178,19 @@ pub fn mutate(p: &Program, kind: &'static str, rng: &mut Rng, depth: usize) -> M
                 lines.push(format!("big = big{k} - 0.25;"));
             }
             insert_raw(&mut f, rng, lines.join("\n    "));
+            expect = Expect::Anything;
+        }
+        "underscore_param" => {
+            f.extra_params.push("_: f64".into());
+            expect = Expect::Anything;
+        }
+        "pattern_param" => {
+            f.extra_params.push("(pa, pb): (f64, f64)".into());
+            expect = Expect::Anything;
+        }
+        "keyword_fn_name" => {
+            let src = f.item_source();
+            item = Some(src.replacen(&format!("fn {}(", f.name), "fn r#loop(", 1));
             expect = Expect::Anything;
         }
         "token_delete" | "token_dup" => {
