@@ -470,7 +470,9 @@ fn is_lit_tree(e: &E) -> bool {
     !typed(e)
 }
 
-fn typed(e: &E) -> bool {
+/// Whether Rust knows the expression's type without context (`f64`, not
+/// `{float}`).
+pub fn typed(e: &E) -> bool {
     match e {
         E::F(_) | E::I(..) | E::B(_) | E::Raw(_) => false,
         E::Bin(_, a, b, _) => typed(a) || typed(b),

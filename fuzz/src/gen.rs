@@ -176,6 +176,16 @@ struct Gen<'a> {
     in_helper: bool,
 }
 
+/// `e`, or `e + f64::EPSILON` when `e` alone would be a `{float}` (an array
+/// of `{float}` leaves the closure parameters of a later `mapv` untyped).
+fn typed_f(e: E) -> E {
+    if typed(&e) {
+        e
+    } else {
+        E::Bin(Op::Add, b(e), b(E::Const(4)), Ty::F)
+    }
+}
+
 fn b(e: E) -> Box<E> {
     Box::new(e)
 }
@@ -574,7 +584,7 @@ impl<'a> Gen<'a> {
                             index: true,
                         });
                     }
-                    let body = self.ef(d1.min(3));
+                    let body = typed_f(self.ef(d1.min(3)));
                     self.scope.truncate(mark);
                     return E::Build(r, b(n), names, b(body));
                 }
@@ -589,7 +599,7 @@ impl<'a> Gen<'a> {
                         mutable: false,
                         index: false,
                     });
-                    let body = self.ef(d1.min(3));
+                    let body = typed_f(self.ef(d1.min(3)));
                     self.scope.truncate(mark);
                     return E::Mapv(b(a), z, b(body));
                 }
