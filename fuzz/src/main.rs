@@ -1,5 +1,6 @@
 //! `linad-fuzz show SEED [KIND]` prints a generated (or mutated) program and
 //! its oracle value; `linad-fuzz e2e [N] [SEED]` runs an end-to-end batch;
+//! `linad-fuzz seeds SEED..` checks the given cases end to end;
 //! `linad-fuzz regressions` compiles and checks the fixed-seed regression
 //! cases end to end.
 
@@ -43,6 +44,15 @@ fn main() {
             let ok = e2e::run_cases(&cases, 0, 1, env_features());
             std::process::exit(if ok { 0 } else { 1 });
         }
+        Some("seeds") => {
+            let fs = env_features();
+            let cases: Vec<(Features, u64)> = args[1..]
+                .iter()
+                .map(|s| (fs, s.parse().expect("a seed")))
+                .collect();
+            let ok = e2e::run_cases(&cases, 0, 1, fs);
+            std::process::exit(if ok { 0 } else { 1 });
+        }
         Some("e2e") => {
             let n = num(1, env_num("LINAD_FUZZ_E2E", 200)) as usize;
             let seed = num(2, env_num("LINAD_FUZZ_SEED", 1));
@@ -50,7 +60,7 @@ fn main() {
             std::process::exit(if ok { 0 } else { 1 });
         }
         _ => {
-            eprintln!("usage: linad-fuzz show SEED [MUTATION] | linad-fuzz e2e [N] [SEED] | linad-fuzz regressions");
+            eprintln!("usage: linad-fuzz show SEED [MUTATION] | linad-fuzz e2e [N] [SEED] | linad-fuzz seeds SEED.. | linad-fuzz regressions");
             std::process::exit(2);
         }
     }
