@@ -19,6 +19,8 @@ mod sig;
 
 #[cfg(test)]
 mod deep_tests;
+#[cfg(test)]
+mod fuzz_tests;
 
 use proc_macro::TokenStream;
 

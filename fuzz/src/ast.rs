@@ -1,0 +1,1242 @@
+//! The fuzzer's own small AST of a `#[differentiable]` function: it prints
+//! itself as Rust source and evaluates itself with Rust's semantics (`f64`
+//! operations as `std` computes them, integer arithmetic of each width with
+//! overflow as a trap, casts as Rust's `as`).
+
+use std::fmt::Write;
+
+/// A Rust integer type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IntTy {
+    U8,
+    U16,
+    U32,
+    U64,
+    Usize,
+    I8,
+    I16,
+    I32,
+    I64,
+    Isize,
+}
+
+/// Every integer type.
+pub const INT_TYS: [IntTy; 10] = [
+    IntTy::U8,
+    IntTy::U16,
+    IntTy::U32,
+    IntTy::U64,
+    IntTy::Usize,
+    IntTy::I8,
+    IntTy::I16,
+    IntTy::I32,
+    IntTy::I64,
+    IntTy::Isize,
+];
+
+impl IntTy {
+    /// The Rust name.
+    pub fn name(self) -> &'static str {
+        match self {
+            IntTy::U8 => "u8",
+            IntTy::U16 => "u16",
+            IntTy::U32 => "u32",
+            IntTy::U64 => "u64",
+            IntTy::Usize => "usize",
+            IntTy::I8 => "i8",
+            IntTy::I16 => "i16",
+            IntTy::I32 => "i32",
+            IntTy::I64 => "i64",
+            IntTy::Isize => "isize",
+        }
+    }
+
+    /// Whether the type is signed.
+    pub fn signed(self) -> bool {
+        matches!(
+            self,
+            IntTy::I8 | IntTy::I16 | IntTy::I32 | IntTy::I64 | IntTy::Isize
+        )
+    }
+
+    /// The range of the type (64-bit target).
+    pub fn bounds(self) -> (i128, i128) {
+        match self {
+            IntTy::U8 => (0, u8::MAX as i128),
+            IntTy::U16 => (0, u16::MAX as i128),
+            IntTy::U32 => (0, u32::MAX as i128),
+            IntTy::U64 | IntTy::Usize => (0, u64::MAX as i128),
+            IntTy::I8 => (i8::MIN as i128, i8::MAX as i128),
+            IntTy::I16 => (i16::MIN as i128, i16::MAX as i128),
+            IntTy::I32 => (i32::MIN as i128, i32::MAX as i128),
+            IntTy::I64 | IntTy::Isize => (i64::MIN as i128, i64::MAX as i128),
+        }
+    }
+
+    /// `v as Self` for an integer `v` (two's-complement truncation).
+    pub fn wrap(self, v: i128) -> i128 {
+        match self {
+            IntTy::U8 => v as u8 as i128,
+            IntTy::U16 => v as u16 as i128,
+            IntTy::U32 => v as u32 as i128,
+            IntTy::U64 | IntTy::Usize => v as u64 as i128,
+            IntTy::I8 => v as i8 as i128,
+            IntTy::I16 => v as i16 as i128,
+            IntTy::I32 => v as i32 as i128,
+            IntTy::I64 | IntTy::Isize => v as i64 as i128,
+        }
+    }
+
+    /// `x as Self` for an `f64` (saturating, NaN to 0).
+    pub fn from_f64(self, x: f64) -> i128 {
+        match self {
+            IntTy::U8 => x as u8 as i128,
+            IntTy::U16 => x as u16 as i128,
+            IntTy::U32 => x as u32 as i128,
+            IntTy::U64 | IntTy::Usize => x as u64 as i128,
+            IntTy::I8 => x as i8 as i128,
+            IntTy::I16 => x as i16 as i128,
+            IntTy::I32 => x as i32 as i128,
+            IntTy::I64 | IntTy::Isize => x as i64 as i128,
+        }
+    }
+}
+
+/// A type of the fuzzer's programs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ty {
+    F,
+    I(IntTy),
+    B,
+    /// `(f64, f64)`
+    T2,
+    /// `f64` array of rank 1-3 (every axis has the program's size `N`).
+    A(usize),
+}
+
+impl Ty {
+    /// The Rust type (arrays owned).
+    pub fn rust(&self) -> String {
+        match self {
+            Ty::F => "f64".into(),
+            Ty::I(t) => t.name().into(),
+            Ty::B => "bool".into(),
+            Ty::T2 => "(f64, f64)".into(),
+            Ty::A(r) => format!("Array{r}<f64>"),
+        }
+    }
+
+    /// Whether the type has a tangent.
+    pub fn differentiable(&self) -> bool {
+        matches!(self, Ty::F | Ty::T2 | Ty::A(_))
+    }
+}
+
+/// How an array parameter is passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pass {
+    Ref,
+    View,
+    Owned,
+}
+
+/// A value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum V {
+    F(f64),
+    I(i128, IntTy),
+    B(bool),
+    T(Vec<V>),
+    /// shape, row-major data
+    A(Vec<usize>, Vec<f64>),
+}
+
+impl V {
+    pub fn f(&self) -> f64 {
+        match self {
+            V::F(x) => *x,
+            _ => panic!("not f64: {self:?}"),
+        }
+    }
+    pub fn i(&self) -> i128 {
+        match self {
+            V::I(v, _) => *v,
+            _ => panic!("not int: {self:?}"),
+        }
+    }
+    pub fn b(&self) -> bool {
+        match self {
+            V::B(b) => *b,
+            _ => panic!("not bool: {self:?}"),
+        }
+    }
+    pub fn arr(&self) -> (&[usize], &[f64]) {
+        match self {
+            V::A(s, d) => (s, d),
+            _ => panic!("not array: {self:?}"),
+        }
+    }
+    /// All `f64` components in order (integers and booleans dropped).
+    pub fn flat(&self, out: &mut Vec<f64>) {
+        match self {
+            V::F(x) => out.push(*x),
+            V::T(vs) => vs.iter().for_each(|v| v.flat(out)),
+            V::A(_, d) => out.extend_from_slice(d),
+            _ => {}
+        }
+    }
+}
+
+/// Arithmetic operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+}
+
+impl Op {
+    pub fn sym(self) -> &'static str {
+        match self {
+            Op::Add => "+",
+            Op::Sub => "-",
+            Op::Mul => "*",
+            Op::Div => "/",
+            Op::Rem => "%",
+        }
+    }
+}
+
+/// Comparisons.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmp {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+impl Cmp {
+    pub fn sym(self) -> &'static str {
+        match self {
+            Cmp::Lt => "<",
+            Cmp::Le => "<=",
+            Cmp::Gt => ">",
+            Cmp::Ge => ">=",
+            Cmp::Eq => "==",
+            Cmp::Ne => "!=",
+        }
+    }
+    fn eval<T: PartialOrd>(self, a: T, b: T) -> bool {
+        match self {
+            Cmp::Lt => a < b,
+            Cmp::Le => a <= b,
+            Cmp::Gt => a > b,
+            Cmp::Ge => a >= b,
+            Cmp::Eq => a == b,
+            Cmp::Ne => a != b,
+        }
+    }
+}
+
+/// Unary `f64` methods (argument domains are kept safe by the generator).
+pub const M1: [&str; 19] = [
+    "sin",
+    "cos",
+    "tan",
+    "exp",
+    "ln",
+    "log2",
+    "log10",
+    "sqrt",
+    "abs",
+    "tanh",
+    "sinh",
+    "cosh",
+    "atan",
+    "exp_m1",
+    "ln_1p",
+    "recip",
+    "exp2",
+    "to_degrees",
+    "to_radians",
+];
+
+/// Binary `f64` methods.
+pub const M2: [&str; 6] = ["powf", "atan2", "hypot", "max", "min", "log"];
+
+fn m1(name: &str, x: f64) -> f64 {
+    match name {
+        "sin" => x.sin(),
+        "cos" => x.cos(),
+        "tan" => x.tan(),
+        "exp" => x.exp(),
+        "ln" => x.ln(),
+        "log2" => x.log2(),
+        "log10" => x.log10(),
+        "sqrt" => x.sqrt(),
+        "abs" => x.abs(),
+        "tanh" => x.tanh(),
+        "sinh" => x.sinh(),
+        "cosh" => x.cosh(),
+        "atan" => x.atan(),
+        "exp_m1" => x.exp_m1(),
+        "ln_1p" => x.ln_1p(),
+        "recip" => x.recip(),
+        "exp2" => x.exp2(),
+        "to_degrees" => x.to_degrees(),
+        "to_radians" => x.to_radians(),
+        _ => unreachable!("{name}"),
+    }
+}
+
+fn m2(name: &str, x: f64, y: f64) -> f64 {
+    match name {
+        "powf" => x.powf(y),
+        "atan2" => x.atan2(y),
+        "hypot" => x.hypot(y),
+        "max" => x.max(y),
+        "min" => x.min(y),
+        "log" => x.log(y),
+        _ => unreachable!("{name}"),
+    }
+}
+
+/// Known constants.
+pub const CONSTS: [(&str, f64); 5] = [
+    ("std::f64::consts::PI", std::f64::consts::PI),
+    ("std::f64::consts::E", std::f64::consts::E),
+    ("std::f64::consts::LN_2", std::f64::consts::LN_2),
+    ("std::f64::consts::SQRT_2", std::f64::consts::SQRT_2),
+    ("f64::EPSILON", f64::EPSILON),
+];
+
+/// Expressions. Every expression's type is known to the generator.
+#[derive(Clone, Debug)]
+pub enum E {
+    F(f64),
+    I(i64, IntTy),
+    B(bool),
+    /// A variable: name, type, and for arrays how it is held (a `&Array`
+    /// parameter is printed without `&` where a reference is wanted).
+    Var(String, Ty, Pass),
+    Const(usize),
+    Field(Box<E>, usize),
+    Tup(Box<E>, Box<E>),
+    /// Arithmetic on `f64` (`Ty::F`) or one integer type.
+    Bin(Op, Box<E>, Box<E>, Ty),
+    Neg(Box<E>),
+    M1(&'static str, Box<E>),
+    M2(&'static str, Box<E>, Box<E>),
+    Powi(Box<E>, i32),
+    MulAdd(Box<E>, Box<E>, Box<E>),
+    Clamp(Box<E>, f64, f64),
+    /// Integer `max`/`min`/`pow`.
+    IntM(&'static str, Box<E>, Box<E>, IntTy),
+    Cast(Box<E>, Ty, Ty),
+    Cmp(Cmp, Box<E>, Box<E>, Ty),
+    And(Box<E>, Box<E>),
+    Or(Box<E>, Box<E>),
+    Not(Box<E>),
+    If(Box<E>, Box<E>, Box<E>),
+    /// `a[i]`, `a[[i, j]]`, ...
+    Index(Box<E>, Vec<E>),
+    /// Size of an axis: `v.len()`, `m.nrows()`, `m.ncols()`, `t.shape()[k]`.
+    Len(Box<E>, usize),
+    Sum(Box<E>),
+    Dot(Box<E>, Box<E>),
+    /// `Array1::zeros(n)`, ...: rank, size expression.
+    Zeros(usize, Box<E>),
+    /// `ArrayR::from_shape_fn(..., |(i, j)| body)`.
+    Build(usize, Box<E>, Vec<String>, Box<E>),
+    Mapv(Box<E>, String, Box<E>),
+    /// Elementwise array-array operation.
+    Ew(Op, Box<E>, Box<E>),
+    /// `&a * s`.
+    Scale(Box<E>, Box<E>),
+    Call(String, Vec<E>),
+    /// Verbatim source (mutations only; not evaluable).
+    Raw(String),
+}
+
+/// A `cfg` predicate on a statement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CfgPred {
+    Test,
+    NotTest,
+    DebugAssertions,
+    NotDebugAssertions,
+    All,
+    Any,
+}
+
+impl CfgPred {
+    pub fn text(self) -> &'static str {
+        match self {
+            CfgPred::Test => "test",
+            CfgPred::NotTest => "not(test)",
+            CfgPred::DebugAssertions => "debug_assertions",
+            CfgPred::NotDebugAssertions => "not(debug_assertions)",
+            CfgPred::All => "all()",
+            CfgPred::Any => "any()",
+        }
+    }
+    /// Its value in the oracle's configuration (`test` and
+    /// `debug_assertions` off, as in a release build of a library).
+    pub fn holds(self, debug_assertions: bool) -> bool {
+        match self {
+            CfgPred::Test => false,
+            CfgPred::NotTest => true,
+            CfgPred::DebugAssertions => debug_assertions,
+            CfgPred::NotDebugAssertions => !debug_assertions,
+            CfgPred::All => true,
+            CfgPred::Any => false,
+        }
+    }
+}
+
+/// Statements.
+#[derive(Clone, Debug)]
+pub enum S {
+    Let {
+        name: String,
+        ty: Ty,
+        mutable: bool,
+        annot: bool,
+        e: E,
+    },
+    /// `let (a, b) = e;`
+    LetTup(String, String, E),
+    /// `name = e;` or `name op= e;`
+    Assign(String, Option<Op>, E),
+    /// `a[i] = e;` or `a[[i, j]] += e;`
+    Set(String, Vec<E>, bool, E),
+    For {
+        var: String,
+        lo: i64,
+        hi: E,
+        inclusive: bool,
+        rev: bool,
+        body: Vec<S>,
+    },
+    If(E, Vec<S>, Vec<S>),
+    Cfg(CfgPred, Box<S>),
+    /// Verbatim source (mutations only).
+    Raw(String),
+}
+
+/// A parameter.
+#[derive(Clone, Debug)]
+pub struct Param {
+    pub name: String,
+    pub ty: Ty,
+    pub pass: Pass,
+    /// The argument the fuzzer calls the function with.
+    pub value: V,
+}
+
+/// A function.
+#[derive(Clone, Debug)]
+pub struct Func {
+    pub name: String,
+    pub params: Vec<Param>,
+    pub body: Vec<S>,
+    pub ret: E,
+    pub out: Ty,
+    /// Extra text before `fn` (mutations), e.g. attribute arguments.
+    pub attr: String,
+    /// Raw parameter text appended (mutations).
+    pub extra_params: Vec<String>,
+}
+
+/// A program: helper functions (callees) then the main function.
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub helpers: Vec<Func>,
+    pub main: Func,
+    /// The common array size.
+    pub n: usize,
+}
+
+// ---------------------------------------------------------------- printing
+
+/// Whether the expression's type is an unsuffixed literal's (`{float}`),
+/// on which Rust refuses method calls: such receivers use `f64::m(..)`.
+fn is_lit_tree(e: &E) -> bool {
+    !typed(e)
+}
+
+/// Whether Rust knows the expression's type without context (`f64`, not
+/// `{float}`).
+pub fn typed(e: &E) -> bool {
+    match e {
+        E::F(_) | E::I(..) | E::B(_) | E::Raw(_) => false,
+        E::Bin(_, a, b, _) => typed(a) || typed(b),
+        E::Neg(a) => typed(a),
+        E::If(_, a, b) => typed(a) || typed(b),
+        E::Field(t, _) => typed(t),
+        E::Tup(a, b) => typed(a) && typed(b),
+        // Arrays of `{float}` elements.
+        E::Build(_, _, _, body) | E::Mapv(_, _, body) => typed(body),
+        E::Zeros(..) => false,
+        E::Ew(_, a, b) | E::Dot(a, b) => typed(a) || typed(b),
+        E::Scale(a, s) => typed(a) || typed(s),
+        E::Sum(a) | E::Index(a, _) => typed(a),
+        _ => true,
+    }
+}
+
+fn fmt_f(x: f64) -> String {
+    let s = format!("{x:?}");
+    if x < 0.0 || s.starts_with('-') {
+        format!("({s})")
+    } else {
+        s
+    }
+}
+
+/// `&e` where a reference to an array is wanted.
+fn aref(e: &E) -> String {
+    match e {
+        E::Var(n, _, Pass::Ref) => n.clone(),
+        E::Var(n, _, _) => format!("&{n}"),
+        _ => format!("&({})", pe(e)),
+    }
+}
+
+/// A receiver: a variable bare, anything else parenthesised.
+fn recv(e: &E) -> String {
+    match e {
+        E::Var(n, _, _) => n.clone(),
+        _ => format!("({})", pe(e)),
+    }
+}
+
+fn shape_text(rank: usize, n: &str) -> String {
+    match rank {
+        1 => n.to_string(),
+        2 => format!("({n}, {n})"),
+        _ => format!("({n}, {n}, {n})"),
+    }
+}
+
+/// Prints an expression.
+pub fn pe(e: &E) -> String {
+    match e {
+        E::F(x) => fmt_f(*x),
+        E::I(v, _) => {
+            if *v < 0 {
+                format!("({v})")
+            } else {
+                v.to_string()
+            }
+        }
+        E::B(b) => b.to_string(),
+        E::Var(n, _, _) => n.clone(),
+        E::Const(k) => CONSTS[*k].0.to_string(),
+        E::Field(t, k) => format!("{}.{k}", recv(t)),
+        E::Tup(a, b) => format!("({}, {})", pe(a), pe(b)),
+        E::Bin(op, a, b, _) => format!("({} {} {})", pe(a), op.sym(), pe(b)),
+        E::Neg(a) => format!("(-{})", pe(a)),
+        E::M1(m, a) => {
+            if is_lit_tree(a) {
+                format!("f64::{m}({})", pe(a))
+            } else {
+                format!("{}.{m}()", recv(a))
+            }
+        }
+        E::M2(m, a, b) => {
+            if is_lit_tree(a) {
+                format!("f64::{m}({}, {})", pe(a), pe(b))
+            } else {
+                format!("{}.{m}({})", recv(a), pe(b))
+            }
+        }
+        E::Powi(a, k) => {
+            if is_lit_tree(a) {
+                format!("f64::powi({}, {k})", pe(a))
+            } else {
+                format!("{}.powi({k})", recv(a))
+            }
+        }
+        E::MulAdd(a, b, c) => {
+            if is_lit_tree(a) {
+                format!("f64::mul_add({}, {}, {})", pe(a), pe(b), pe(c))
+            } else {
+                format!("{}.mul_add({}, {})", recv(a), pe(b), pe(c))
+            }
+        }
+        E::Clamp(a, lo, hi) => {
+            if is_lit_tree(a) {
+                format!("f64::clamp({}, {}, {})", pe(a), fmt_f(*lo), fmt_f(*hi))
+            } else {
+                format!("{}.clamp({}, {})", recv(a), fmt_f(*lo), fmt_f(*hi))
+            }
+        }
+        E::IntM(m, a, b, t) => {
+            if is_lit_tree(a) {
+                format!("{}::{m}({}, {})", t.name(), pe(a), pe(b))
+            } else {
+                format!("{}.{m}({})", recv(a), pe(b))
+            }
+        }
+        // rustc types an unsuffixed integer literal by the cast's target
+        // (`(-5) as usize` is an error): type the literal first.
+        E::Cast(a, Ty::I(from), to) if !typed(a) => {
+            format!("(({} as {}) as {})", pe(a), from.name(), to.rust())
+        }
+        E::Cast(a, _, to) => format!("({} as {})", pe(a), to.rust()),
+        E::Cmp(c, a, b, _) => format!("({} {} {})", pe(a), c.sym(), pe(b)),
+        E::And(a, b) => format!("({} && {})", pe(a), pe(b)),
+        E::Or(a, b) => format!("({} || {})", pe(a), pe(b)),
+        E::Not(a) => format!("(!{})", pe(a)),
+        E::If(c, a, b) => format!("(if {} {{ {} }} else {{ {} }})", pe(c), pe(a), pe(b)),
+        E::Index(a, ix) => {
+            if ix.len() == 1 {
+                format!("{}[{}]", recv(a), pe(&ix[0]))
+            } else {
+                let xs: Vec<String> = ix.iter().map(pe).collect();
+                format!("{}[[{}]]", recv(a), xs.join(", "))
+            }
+        }
+        E::Len(a, k) => {
+            let rank = match a.as_ref() {
+                E::Var(_, Ty::A(r), _) => *r,
+                _ => 3,
+            };
+            match (rank, k) {
+                (1, 0) => format!("{}.len()", recv(a)),
+                (2, 0) => format!("{}.nrows()", recv(a)),
+                (2, 1) => format!("{}.ncols()", recv(a)),
+                _ => format!("{}.shape()[{k}]", recv(a)),
+            }
+        }
+        E::Sum(a) => format!("{}.sum()", recv(a)),
+        E::Dot(a, b) => format!("{}.dot({})", recv(a), aref(b)),
+        E::Zeros(r, n) => format!("Array{r}::zeros({})", shape_text(*r, &pe(n))),
+        E::Build(r, n, ix, body) => {
+            let pat = if *r == 1 {
+                ix[0].clone()
+            } else {
+                format!("({})", ix.join(", "))
+            };
+            format!(
+                "Array{r}::from_shape_fn({}, |{pat}| {})",
+                shape_text(*r, &pe(n)),
+                pe(body)
+            )
+        }
+        E::Mapv(a, x, body) => format!("{}.mapv(|{x}| {})", recv(a), pe(body)),
+        E::Ew(op, a, b) => format!("({} {} {})", aref(a), op.sym(), aref(b)),
+        E::Scale(a, s) => format!("({} * {})", aref(a), pe(s)),
+        E::Call(f, args) => {
+            let xs: Vec<String> = args.iter().map(pe).collect();
+            format!("{f}({})", xs.join(", "))
+        }
+        E::Raw(s) => s.clone(),
+    }
+}
+
+fn ps(s: &S, ind: usize, out: &mut String) {
+    let pad = "    ".repeat(ind);
+    match s {
+        S::Let {
+            name,
+            ty,
+            mutable,
+            annot,
+            e,
+        } => {
+            let m = if *mutable { "mut " } else { "" };
+            // An untyped float initializer needs the annotation (methods
+            // on `{float}` do not resolve).
+            let annot = *annot || (matches!(ty, Ty::F | Ty::T2) && !typed(e));
+            let a = if annot {
+                format!(": {}", ty.rust())
+            } else {
+                String::new()
+            };
+            let _ = writeln!(out, "{pad}let {m}{name}{a} = {};", pe(e));
+        }
+        S::LetTup(a, b, e) => {
+            let annot = if typed(e) { "" } else { ": (f64, f64)" };
+            let _ = writeln!(out, "{pad}let ({a}, {b}){annot} = {};", pe(e));
+        }
+        S::Assign(n, op, e) => {
+            let o = op.map(|o| o.sym()).unwrap_or("");
+            let _ = writeln!(out, "{pad}{n} {o}= {};", pe(e));
+        }
+        S::Set(a, ix, add, e) => {
+            let o = if *add { "+" } else { "" };
+            let idx = if ix.len() == 1 {
+                pe(&ix[0])
+            } else {
+                let xs: Vec<String> = ix.iter().map(pe).collect();
+                format!("[{}]", xs.join(", "))
+            };
+            let _ = writeln!(out, "{pad}{a}[{idx}] {o}= {};", pe(e));
+        }
+        S::For {
+            var,
+            lo,
+            hi,
+            inclusive,
+            rev,
+            body,
+        } => {
+            // A literal bound leaves the loop variable `{integer}` (methods
+            // on it do not resolve): type it.
+            let hi_s = if typed(hi) {
+                pe(hi)
+            } else {
+                format!("({} as usize)", pe(hi))
+            };
+            let range = if *inclusive {
+                format!("{lo}..=({hi_s} - 1)")
+            } else {
+                format!("{lo}..{hi_s}")
+            };
+            let range = if *rev {
+                format!("({range}).rev()")
+            } else {
+                range
+            };
+            let _ = writeln!(out, "{pad}for {var} in {range} {{");
+            for s in body {
+                ps(s, ind + 1, out);
+            }
+            let _ = writeln!(out, "{pad}}}");
+        }
+        S::If(c, a, b) => {
+            let _ = writeln!(out, "{pad}if {} {{", pe(c));
+            for s in a {
+                ps(s, ind + 1, out);
+            }
+            if b.is_empty() {
+                let _ = writeln!(out, "{pad}}}");
+            } else {
+                let _ = writeln!(out, "{pad}}} else {{");
+                for s in b {
+                    ps(s, ind + 1, out);
+                }
+                let _ = writeln!(out, "{pad}}}");
+            }
+        }
+        S::Cfg(p, s) => {
+            let _ = writeln!(out, "{pad}#[cfg({})]", p.text());
+            ps(s, ind, out);
+        }
+        S::Raw(t) => {
+            let _ = writeln!(out, "{pad}{t}");
+        }
+    }
+}
+
+fn param_ty(p: &Param) -> String {
+    match (&p.ty, p.pass) {
+        (Ty::A(r), Pass::Ref) => format!("&Array{r}<f64>"),
+        (Ty::A(r), Pass::View) => format!("ArrayView{r}<f64>"),
+        (t, _) => t.rust(),
+    }
+}
+
+impl Func {
+    /// The function's source, with its attribute.
+    pub fn source(&self) -> String {
+        let mut out = String::new();
+        let attr = if self.attr.is_empty() {
+            "#[differentiable]".to_string()
+        } else {
+            self.attr.clone()
+        };
+        let _ = writeln!(out, "{attr}");
+        let _ = writeln!(out, "{}", self.signature());
+        self.body_source(&mut out);
+        out
+    }
+
+    /// `fn name(params) -> out {`
+    pub fn signature(&self) -> String {
+        let mut ps: Vec<String> = self
+            .params
+            .iter()
+            .map(|p| format!("{}: {}", p.name, param_ty(p)))
+            .collect();
+        ps.extend(self.extra_params.iter().cloned());
+        format!(
+            "fn {}({}) -> {} {{",
+            self.name,
+            ps.join(", "),
+            self.out.rust()
+        )
+    }
+
+    fn body_source(&self, out: &mut String) {
+        for s in &self.body {
+            ps(s, 1, out);
+        }
+        let _ = writeln!(out, "    {}", pe(&self.ret));
+        let _ = writeln!(out, "}}");
+    }
+
+    /// The source without the attribute (what the macro gets as `item`).
+    pub fn item_source(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "{}", self.signature());
+        self.body_source(&mut out);
+        out
+    }
+}
+
+impl Program {
+    /// All functions' sources, helpers first.
+    pub fn source(&self) -> String {
+        let mut s = String::new();
+        for f in &self.helpers {
+            s.push_str(&f.source());
+            s.push('\n');
+        }
+        s.push_str(&self.main.source());
+        s
+    }
+}
+
+// ---------------------------------------------------------------- evaluation
+
+/// Why Rust would not give a value (a panic in a debug build): the
+/// generator discards such programs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Trap {
+    Overflow,
+    DivZero,
+    Bounds,
+    Unevaluable,
+}
+
+/// Evaluation environment.
+pub struct Eval<'a> {
+    vars: Vec<(String, V)>,
+    helpers: &'a [Func],
+    /// `cfg(debug_assertions)` in the oracle's configuration.
+    pub debug_assertions: bool,
+    /// Work counter (guards against runaway programs).
+    pub steps: u64,
+}
+
+fn int_check(v: i128, t: IntTy) -> Result<V, Trap> {
+    let (lo, hi) = t.bounds();
+    if v < lo || v > hi {
+        Err(Trap::Overflow)
+    } else {
+        Ok(V::I(v, t))
+    }
+}
+
+fn flat_index(shape: &[usize], ix: &[usize]) -> Result<usize, Trap> {
+    let mut k = 0;
+    for (d, i) in shape.iter().zip(ix) {
+        if i >= d {
+            return Err(Trap::Bounds);
+        }
+        k = k * d + i;
+    }
+    Ok(k)
+}
+
+impl<'a> Eval<'a> {
+    pub fn new(helpers: &'a [Func]) -> Eval<'a> {
+        Eval {
+            vars: vec![],
+            helpers,
+            debug_assertions: false,
+            steps: 0,
+        }
+    }
+
+    fn get(&self, n: &str) -> V {
+        self.vars
+            .iter()
+            .rev()
+            .find(|(m, _)| m == n)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("unbound {n}"))
+    }
+
+    fn get_ref(&self, n: &str) -> &V {
+        self.vars
+            .iter()
+            .rev()
+            .find(|(m, _)| m == n)
+            .map(|(_, v)| v)
+            .unwrap_or_else(|| panic!("unbound {n}"))
+    }
+
+    fn slot(&mut self, n: &str) -> &mut V {
+        &mut self
+            .vars
+            .iter_mut()
+            .rev()
+            .find(|(m, _)| m == n)
+            .unwrap_or_else(|| panic!("unbound {n}"))
+            .1
+    }
+
+    /// Runs `f` on `args`.
+    pub fn call(&mut self, f: &Func, args: Vec<V>) -> Result<V, Trap> {
+        let saved = std::mem::take(&mut self.vars);
+        for (p, a) in f.params.iter().zip(args) {
+            self.vars.push((p.name.clone(), a));
+        }
+        let r = f
+            .body
+            .iter()
+            .try_for_each(|s| self.s(s))
+            .and_then(|_| self.e(&f.ret));
+        self.vars = saved;
+        r
+    }
+
+    fn block(&mut self, ss: &[S]) -> Result<(), Trap> {
+        let mark = self.vars.len();
+        for s in ss {
+            self.s(s)?;
+        }
+        self.vars.truncate(mark);
+        Ok(())
+    }
+
+    fn s(&mut self, s: &S) -> Result<(), Trap> {
+        self.steps += 1;
+        match s {
+            S::Let { name, e, .. } => {
+                let v = self.e(e)?;
+                self.vars.push((name.clone(), v));
+            }
+            S::LetTup(a, b, e) => match self.e(e)? {
+                V::T(vs) => {
+                    self.vars.push((a.clone(), vs[0].clone()));
+                    self.vars.push((b.clone(), vs[1].clone()));
+                }
+                _ => return Err(Trap::Unevaluable),
+            },
+            S::Assign(n, op, e) => {
+                let r = self.e(e)?;
+                let v = match op {
+                    None => r,
+                    Some(op) => {
+                        let cur = self.get(n);
+                        let ty = match cur {
+                            V::F(_) => Ty::F,
+                            V::I(_, t) => Ty::I(t),
+                            _ => return Err(Trap::Unevaluable),
+                        };
+                        arith(*op, &cur, &r, &ty)?
+                    }
+                };
+                *self.slot(n) = v;
+            }
+            S::Set(a, ix, add, e) => {
+                let mut idx = vec![];
+                for x in ix {
+                    idx.push(self.e(x)?.i() as usize);
+                }
+                let r = self.e(e)?.f();
+                match self.slot(a) {
+                    V::A(shape, data) => {
+                        let k = flat_index(shape, &idx)?;
+                        if *add {
+                            data[k] += r;
+                        } else {
+                            data[k] = r;
+                        }
+                    }
+                    _ => return Err(Trap::Unevaluable),
+                }
+            }
+            S::For {
+                var,
+                lo,
+                hi,
+                inclusive,
+                rev,
+                body,
+            } => {
+                let hi = self.e(hi)?.i();
+                let hi = if *inclusive {
+                    // `..=(hi - 1)`: `hi - 1` on usize.
+                    if hi == 0 {
+                        return Err(Trap::Overflow);
+                    }
+                    hi
+                } else {
+                    hi
+                };
+                let lo = *lo as i128;
+                let mut ks: Vec<i128> = (lo..hi.max(lo)).collect();
+                if *rev {
+                    ks.reverse();
+                }
+                for k in ks {
+                    if self.steps > 2_000_000 {
+                        return Err(Trap::Unevaluable);
+                    }
+                    self.vars.push((var.clone(), V::I(k, IntTy::Usize)));
+                    self.block(body)?;
+                    self.vars.pop();
+                }
+            }
+            S::If(c, a, b) => {
+                if self.e(c)?.b() {
+                    self.block(a)?;
+                } else {
+                    self.block(b)?;
+                }
+            }
+            S::Cfg(p, s) => {
+                if p.holds(self.debug_assertions) {
+                    self.s(s)?;
+                }
+            }
+            S::Raw(_) => return Err(Trap::Unevaluable),
+        }
+        Ok(())
+    }
+
+    /// Evaluates an expression.
+    pub fn e(&mut self, e: &E) -> Result<V, Trap> {
+        self.steps += 1;
+        Ok(match e {
+            E::F(x) => V::F(*x),
+            E::I(v, t) => V::I(*v as i128, *t),
+            E::B(b) => V::B(*b),
+            E::Var(n, _, _) => self.get(n),
+            E::Const(k) => V::F(CONSTS[*k].1),
+            E::Field(t, k) => match self.e(t)? {
+                V::T(vs) => vs[*k].clone(),
+                _ => return Err(Trap::Unevaluable),
+            },
+            E::Tup(a, b) => V::T(vec![self.e(a)?, self.e(b)?]),
+            E::Bin(op, a, b, ty) => {
+                let (x, y) = (self.e(a)?, self.e(b)?);
+                arith(*op, &x, &y, ty)?
+            }
+            E::Neg(a) => match self.e(a)? {
+                V::F(x) => V::F(-x),
+                V::I(v, t) => int_check(-v, t)?,
+                _ => return Err(Trap::Unevaluable),
+            },
+            E::M1(m, a) => V::F(m1(m, self.e(a)?.f())),
+            E::M2(m, a, b) => {
+                let x = self.e(a)?.f();
+                V::F(m2(m, x, self.e(b)?.f()))
+            }
+            E::Powi(a, k) => V::F(self.e(a)?.f().powi(*k)),
+            E::MulAdd(a, b, c) => {
+                let x = self.e(a)?.f();
+                let y = self.e(b)?.f();
+                V::F(x.mul_add(y, self.e(c)?.f()))
+            }
+            E::Clamp(a, lo, hi) => V::F(self.e(a)?.f().clamp(*lo, *hi)),
+            E::IntM(m, a, b, t) => {
+                let x = self.e(a)?.i();
+                let y = self.e(b)?.i();
+                match *m {
+                    "max" => V::I(x.max(y), *t),
+                    "min" => V::I(x.min(y), *t),
+                    "pow" => {
+                        let mut r: i128 = 1;
+                        for _ in 0..y {
+                            r = r.checked_mul(x).ok_or(Trap::Overflow)?;
+                            int_check(r, *t)?;
+                        }
+                        V::I(r, *t)
+                    }
+                    _ => return Err(Trap::Unevaluable),
+                }
+            }
+            E::Cast(a, from, to) => {
+                let v = self.e(a)?;
+                match (from, to, v) {
+                    (_, Ty::F, V::F(x)) => V::F(x),
+                    (_, Ty::F, V::I(v, _)) => V::F(v as f64),
+                    (_, Ty::I(t), V::F(x)) => V::I(t.from_f64(x), *t),
+                    (_, Ty::I(t), V::I(v, _)) => V::I(t.wrap(v), *t),
+                    _ => return Err(Trap::Unevaluable),
+                }
+            }
+            E::Cmp(c, a, b, _) => {
+                let (x, y) = (self.e(a)?, self.e(b)?);
+                V::B(match (x, y) {
+                    (V::F(x), V::F(y)) => c.eval(x, y),
+                    (V::I(x, _), V::I(y, _)) => c.eval(x, y),
+                    _ => return Err(Trap::Unevaluable),
+                })
+            }
+            E::And(a, b) => V::B(self.e(a)?.b() && self.e(b)?.b()),
+            E::Or(a, b) => V::B(self.e(a)?.b() || self.e(b)?.b()),
+            E::Not(a) => V::B(!self.e(a)?.b()),
+            E::If(c, a, b) => {
+                if self.e(c)?.b() {
+                    self.e(a)?
+                } else {
+                    self.e(b)?
+                }
+            }
+            E::Index(a, ix) => {
+                let mut idx = vec![];
+                for x in ix {
+                    idx.push(self.e(x)?.i() as usize);
+                }
+                let read = |av: &V| -> Result<V, Trap> {
+                    let (s, d) = av.arr();
+                    Ok(V::F(d[flat_index(s, &idx)?]))
+                };
+                match a.as_ref() {
+                    E::Var(n, _, _) => read(self.get_ref(n))?,
+                    _ => read(&self.e(a)?)?,
+                }
+            }
+            E::Len(a, k) => V::I(self.e(a)?.arr().0[*k] as i128, IntTy::Usize),
+            E::Sum(a) => {
+                // ndarray's `sum` of a contiguous array: pairwise in
+                // unrolled chunks; the oracle does not model it (see
+                // `approx_sum`), so sums are compared with a tolerance.
+                let v = self.e(a)?;
+                V::F(v.arr().1.iter().sum())
+            }
+            E::Dot(a, b) => {
+                let (x, y) = (self.e(a)?, self.e(b)?);
+                let (xs, xd) = x.arr();
+                let yd = y.arr().1;
+                if xs.len() == 2 {
+                    // matrix-vector product
+                    let (r, c) = (xs[0], xs[1]);
+                    let out = (0..r)
+                        .map(|i| (0..c).map(|j| xd[i * c + j] * yd[j]).sum())
+                        .collect();
+                    V::A(vec![r], out)
+                } else {
+                    V::F(xd.iter().zip(yd).map(|(p, q)| p * q).sum())
+                }
+            }
+            E::Zeros(r, n) => {
+                let n = self.e(n)?.i() as usize;
+                V::A(vec![n; *r], vec![0.0; n.pow(*r as u32)])
+            }
+            E::Build(r, n, ix, body) => {
+                let n = self.e(n)?.i() as usize;
+                let total = n.pow(*r as u32);
+                let mut data = Vec::with_capacity(total);
+                for k in 0..total {
+                    let mut rem = k;
+                    let mut idx = vec![0; *r];
+                    for a in (0..*r).rev() {
+                        idx[a] = rem % n;
+                        rem /= n;
+                    }
+                    for (name, i) in ix.iter().zip(&idx) {
+                        self.vars
+                            .push((name.clone(), V::I(*i as i128, IntTy::Usize)));
+                    }
+                    let v = self.e(body);
+                    for _ in ix {
+                        self.vars.pop();
+                    }
+                    data.push(v?.f());
+                }
+                V::A(vec![n; *r], data)
+            }
+            E::Mapv(a, x, body) => {
+                let av = self.e(a)?;
+                let (s, d) = av.arr();
+                let mut out = Vec::with_capacity(d.len());
+                for &v in d {
+                    self.vars.push((x.clone(), V::F(v)));
+                    let r = self.e(body);
+                    self.vars.pop();
+                    out.push(r?.f());
+                }
+                V::A(s.to_vec(), out)
+            }
+            E::Ew(op, a, b) => {
+                let (x, y) = (self.e(a)?, self.e(b)?);
+                let (s, d) = x.arr();
+                let d2 = y.arr().1;
+                let out = d
+                    .iter()
+                    .zip(d2)
+                    .map(|(p, q)| arith(*op, &V::F(*p), &V::F(*q), &Ty::F).map(|v| v.f()))
+                    .collect::<Result<Vec<f64>, Trap>>()?;
+                V::A(s.to_vec(), out)
+            }
+            E::Scale(a, sc) => {
+                let x = self.e(a)?;
+                let c = self.e(sc)?.f();
+                let (s, d) = x.arr();
+                V::A(s.to_vec(), d.iter().map(|v| v * c).collect())
+            }
+            E::Call(f, args) => {
+                let mut vs = vec![];
+                for a in args {
+                    vs.push(self.e(a)?);
+                }
+                let helpers = self.helpers;
+                let g = helpers
+                    .iter()
+                    .find(|g| &g.name == f)
+                    .ok_or(Trap::Unevaluable)?;
+                self.call(g, vs)?
+            }
+            E::Raw(_) => return Err(Trap::Unevaluable),
+        })
+    }
+}
+
+fn arith(op: Op, x: &V, y: &V, ty: &Ty) -> Result<V, Trap> {
+    match ty {
+        Ty::F => {
+            let (a, b) = (x.f(), y.f());
+            Ok(V::F(match op {
+                Op::Add => a + b,
+                Op::Sub => a - b,
+                Op::Mul => a * b,
+                Op::Div => a / b,
+                Op::Rem => a % b,
+            }))
+        }
+        Ty::I(t) => {
+            let (a, b) = (x.i(), y.i());
+            let r = match op {
+                Op::Add => a + b,
+                Op::Sub => a - b,
+                Op::Mul => a.checked_mul(b).ok_or(Trap::Overflow)?,
+                Op::Div | Op::Rem if b == 0 => return Err(Trap::DivZero),
+                Op::Div => a / b,
+                Op::Rem => a % b,
+            };
+            int_check(r, *t)
+        }
+        _ => Err(Trap::Unevaluable),
+    }
+}
+
+impl Program {
+    /// The main function's result on its parameters' values (the oracle).
+    pub fn eval(&self, debug_assertions: bool) -> Result<V, Trap> {
+        let mut ev = Eval::new(&self.helpers);
+        ev.debug_assertions = debug_assertions;
+        let args = self.main.params.iter().map(|p| p.value.clone()).collect();
+        ev.call(&self.main, args)
+    }
+
+    /// Whether the program contains a `sum` or `dot` (whose summation order
+    /// the oracle does not model bit for bit).
+    pub fn has_reductions(&self) -> bool {
+        let src = self.source();
+        src.contains(".sum()") || src.contains(".dot(")
+    }
+}

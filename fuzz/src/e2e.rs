@@ -1,0 +1,492 @@
+//! End-to-end batches: generated functions compiled by rustc into one crate
+//! (`target/linad-fuzz-e2e/valid`, a path dependency on this repository's
+//! `linad`) whose `main` checks, per function: `f`, `f_jvp` and `f_vjp`
+//! primal results bit-identical; `f_jvp` against central finite differences
+//! of `f`; `f_vjp` against `f_jvp` (`<ȳ, J ẋ> = <Jᵀ ȳ, ẋ>`). Mutated
+//! functions go to a second crate (`.../invalid`), built with
+//! `--message-format=short`: each must give exactly one error (at least one
+//! when the mutant is not valid Rust anyway), located in its own module.
+//!
+//! Both crates build with the `dev` profile without debug assertions (the
+//! fuzzer's oracle evaluates `cfg(debug_assertions)` as false) in
+//! `target/linad-fuzz-e2e/target`, so dependencies are compiled once.
+
+use crate::ast::*;
+use crate::gen::{generate, Config, Features};
+use crate::mutate::{self, Expect};
+use crate::rng::Rng;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// The repository root (the `linad` crate).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("fuzz/ is inside the repository")
+        .to_path_buf()
+}
+
+const PRELUDE: &str = r#"#![allow(warnings)]
+// Constant overflow in code that never runs (the oracle discards programs
+// whose executed code overflows).
+#![allow(arithmetic_overflow, unconditional_panic)]
+use linad::differentiable;
+use linad::ndarray::{Array1, Array2, Array3, ArrayView1, ArrayView2, ArrayView3, Dimension};
+
+/// All f64 components of a value, in order.
+pub trait Flat {
+    fn flat(&self, out: &mut Vec<f64>);
+}
+impl Flat for f64 {
+    fn flat(&self, out: &mut Vec<f64>) {
+        out.push(*self)
+    }
+}
+impl<T: Flat + ?Sized> Flat for &T {
+    fn flat(&self, out: &mut Vec<f64>) {
+        (**self).flat(out)
+    }
+}
+impl<S: linad::ndarray::Data<Elem = f64>, D: Dimension> Flat for linad::ndarray::ArrayBase<S, D> {
+    fn flat(&self, out: &mut Vec<f64>) {
+        out.extend(self.iter().copied())
+    }
+}
+macro_rules! flat_tuple {
+    ($($t:ident $i:tt),*) => {
+        impl<$($t: Flat),*> Flat for ($($t,)*) {
+            fn flat(&self, out: &mut Vec<f64>) {
+                $(self.$i.flat(out);)*
+            }
+        }
+    };
+}
+flat_tuple!(A 0, B 1);
+flat_tuple!(A 0, B 1, C 2);
+flat_tuple!(A 0, B 1, C 2, D 3);
+flat_tuple!(A 0, B 1, C 2, D 3, E 4);
+flat_tuple!(A 0, B 1, C 2, D 3, E 4, F 5);
+flat_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+flat_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+flat_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+flat_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+
+pub fn fl<T: Flat>(x: &T) -> Vec<f64> {
+    let mut v = vec![];
+    x.flat(&mut v);
+    v
+}
+pub fn bits_eq(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+/// Largest |jvp - fd| / max(1, |jvp|) of central differences with step h.
+pub fn fd_err(jvp: &[f64], plus: &[f64], minus: &[f64], h: f64) -> f64 {
+    let scale = jvp.iter().fold(1.0f64, |m, x| m.max(x.abs()));
+    jvp.iter()
+        .zip(plus.iter().zip(minus))
+        .map(|(t, (p, m))| ((p - m) / (2.0 * h) - t).abs() / scale)
+        .fold(0.0, f64::max)
+}
+"#;
+
+fn lit(x: f64) -> String {
+    let s = format!("{x:?}");
+    if s.contains('.') || s.contains('e') || s.contains("inf") || s.contains("NaN") {
+        format!("{s}_f64")
+    } else {
+        format!("{s}.0_f64")
+    }
+}
+
+fn value_expr(v: &V, ty: &Ty) -> String {
+    match (v, ty) {
+        (V::F(x), _) => lit(*x),
+        (V::I(i, t), _) => format!("{i}{}", t.name()),
+        (V::B(b), _) => b.to_string(),
+        (V::T(vs), Ty::T2) => format!(
+            "({}, {})",
+            value_expr(&vs[0], &Ty::F),
+            value_expr(&vs[1], &Ty::F)
+        ),
+        (V::A(shape, data), Ty::A(r)) => {
+            let sh = if *r == 1 {
+                shape[0].to_string()
+            } else {
+                format!(
+                    "({})",
+                    shape
+                        .iter()
+                        .map(|s| s.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            let d: Vec<String> = data.iter().map(|x| lit(*x)).collect();
+            format!(
+                "Array{r}::from_shape_vec({sh}, vec![{}]).unwrap()",
+                d.join(", ")
+            )
+        }
+        _ => panic!("value {v:?} of type {ty:?}"),
+    }
+}
+
+/// A random tangent like `v`.
+fn tangent(v: &V, rng: &mut Rng) -> V {
+    match v {
+        V::F(_) => V::F(rng.nice(1)),
+        V::T(vs) => V::T(vs.iter().map(|x| tangent(x, rng)).collect()),
+        V::A(s, d) => V::A(s.clone(), d.iter().map(|_| rng.nice(1)).collect()),
+        other => other.clone(),
+    }
+}
+
+/// How a local `name` holding an owned value is passed as parameter `p`.
+fn pass_as(name: &str, ty: &Ty, pass: Pass) -> String {
+    match (ty, pass) {
+        (Ty::A(_), Pass::Ref) => format!("&{name}"),
+        (Ty::A(_), Pass::View) => format!("{name}.view()"),
+        (Ty::A(_), Pass::Owned) => format!("{name}.clone()"),
+        _ => name.to_string(),
+    }
+}
+
+/// `name + h * dname` for a differentiable parameter (owned result).
+fn shifted(name: &str, ty: &Ty, h: &str) -> String {
+    match ty {
+        Ty::F => format!("({name} + {h} * d_{name})"),
+        Ty::T2 => format!("({name}.0 + {h} * d_{name}.0, {name}.1 + {h} * d_{name}.1)"),
+        Ty::A(_) => format!("(&{name} + &(&d_{name} * {h}))"),
+        _ => name.to_string(),
+    }
+}
+
+/// The checking module of one valid case.
+fn valid_module(k: usize, case_seed: u64, p: &Program, out: &mut String) {
+    let _ = writeln!(out, "mod c{k} {{\n    use super::*;");
+    out.push_str(&p.source());
+    let f = &p.main;
+    let mut rng = Rng::new(case_seed ^ 0x7A9);
+    let _ = writeln!(
+        out,
+        "pub fn check() -> Vec<String> {{\n    let mut fails = vec![];"
+    );
+    let mut args = vec![];
+    let mut targs = vec![];
+    let mut diff = vec![];
+    for (j, prm) in f.params.iter().enumerate() {
+        let a = format!("a{j}");
+        let _ = writeln!(out, "    let {a} = {};", value_expr(&prm.value, &prm.ty));
+        if prm.ty.differentiable() {
+            let t = tangent(&prm.value, &mut rng);
+            let _ = writeln!(out, "    let d_{a} = {};", value_expr(&t, &prm.ty));
+            targs.push(pass_as(&format!("d_{a}"), &prm.ty, prm.pass));
+            diff.push(j);
+        }
+        args.push(pass_as(&a, &prm.ty, prm.pass));
+    }
+    let ct_val = tangent(&p.eval(false).unwrap_or(V::F(0.0)), &mut rng);
+    let _ = writeln!(out, "    let ct = {};", value_expr(&ct_val, &f.out));
+    let ct_arg = if matches!(f.out, Ty::A(_)) {
+        "&ct"
+    } else {
+        "ct"
+    };
+    let a = args.join(", ");
+    let name = &f.name;
+    let _ = writeln!(out, "    let y = fl(&{name}({a}));");
+    let sep = if targs.is_empty() { "" } else { ", " };
+    let _ = writeln!(
+        out,
+        "    let (yj, dy) = {name}_jvp({a}{sep}{});",
+        targs.join(", ")
+    );
+    let _ = writeln!(out, "    let (yj, dy) = (fl(&yj), fl(&dy));");
+    let _ = writeln!(out, "    let (yv, g) = {name}_vjp({a}, {ct_arg});");
+    let _ = writeln!(out, "    let (yv, g) = (fl(&yv), fl(&g));");
+    let _ = writeln!(out, "    if !bits_eq(&y, &yj) {{ fails.push(format!(\"f_jvp primal {{:?}} != f {{:?}}\", yj, y)); }}");
+    let _ = writeln!(out, "    if !bits_eq(&y, &yv) {{ fails.push(format!(\"f_vjp primal {{:?}} != f {{:?}}\", yv, y)); }}");
+    // Tangent directions flattened in parameter order.
+    let dirs: Vec<String> = diff.iter().map(|j| format!("fl(&d_a{j})")).collect();
+    let _ = writeln!(
+        out,
+        "    let dx: Vec<f64> = vec![{}].concat();",
+        dirs.join(", ")
+    );
+    // Finite differences.
+    let _ = writeln!(out, "    let at = |h: f64| -> Vec<f64> {{");
+    let mut sargs = vec![];
+    for (j, prm) in f.params.iter().enumerate() {
+        let a = format!("a{j}");
+        if prm.ty.differentiable() {
+            let _ = writeln!(out, "        let s{j} = {};", shifted(&a, &prm.ty, "h"));
+            sargs.push(pass_as(&format!("s{j}"), &prm.ty, prm.pass));
+        } else {
+            sargs.push(pass_as(&a, &prm.ty, prm.pass));
+        }
+    }
+    let _ = writeln!(out, "        fl(&{name}({}))\n    }};", sargs.join(", "));
+    let _ = writeln!(
+        out,
+        "    let e = [1e-4, 1e-6].iter().map(|&h| fd_err(&dy, &at(h), &at(-h), h)).fold(f64::INFINITY, f64::min);"
+    );
+    let _ = writeln!(out, "    if !(e <= 1e-3) {{ fails.push(format!(\"jvp vs finite differences: rel err {{e:e}} (jvp {{dy:?}})\")); }}");
+    let _ = writeln!(out, "    let (l, r) = (dot(&fl(&ct), &dy), dot(&g, &dx));");
+    let _ = writeln!(out, "    if !((l - r).abs() <= 1e-9 * 1f64.max(l.abs()).max(r.abs())) {{ fails.push(format!(\"<ct, jvp> = {{l:e}} but <vjp, dx> = {{r:e}}\")); }}");
+    let _ = writeln!(out, "    fails\n}}\n}}");
+}
+
+fn write_crate(dir: &Path, name: &str, main: &str) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir.join("src"))?;
+    let root = repo_root();
+    let toml = format!(
+        r#"[package]
+name = "{name}"
+version = "0.0.0"
+edition = "2021"
+publish = false
+
+[dependencies]
+linad = {{ path = "{}" }}
+
+[profile.dev]
+debug = false
+debug-assertions = false
+overflow-checks = false
+incremental = false
+opt-level = 0
+
+[workspace]
+"#,
+        root.display()
+    );
+    std::fs::write(dir.join("Cargo.toml"), toml)?;
+    if let Ok(lock) = std::fs::read(root.join("Cargo.lock")) {
+        if !dir.join("Cargo.lock").exists() {
+            std::fs::write(dir.join("Cargo.lock"), lock)?;
+        }
+    }
+    std::fs::write(dir.join("src/main.rs"), main)
+}
+
+fn cargo(dir: &Path, args: &[&str]) -> std::process::Output {
+    let target = repo_root().join("target/linad-fuzz-e2e/target");
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(args)
+        .arg("--offline")
+        .arg("--manifest-path")
+        .arg(dir.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", target)
+        .output()
+        .expect("cargo runs")
+}
+
+/// Runs a batch of `n` valid functions (seeds from `seed`) and `n / 4`
+/// mutants; prints findings (`FAIL seed S` lines: `linad-fuzz show S`
+/// prints the program); `true` when there are none.
+pub fn run_batch(n: usize, seed: u64, fs: Features) -> bool {
+    let seeds: Vec<(Features, u64)> = (0..n)
+        .map(|k| (fs, seed.wrapping_mul(7_000_003).wrapping_add(k as u64)))
+        .collect();
+    run_cases(&seeds, n / 4, seed, fs)
+}
+
+/// Runs the valid programs of `seeds` (each with its own feature set) and
+/// `mutants` mutants (seeds from `seed`, features `fs`).
+pub fn run_cases(cases: &[(Features, u64)], mutants: usize, seed: u64, fs: Features) -> bool {
+    let n = cases.len();
+    let base = repo_root().join("target/linad-fuzz-e2e");
+    let cfg = Config {
+        features: fs,
+        ..Config::default()
+    };
+    let mut ok = true;
+    // Valid functions. Modules that do not compile are reported and left
+    // out of the next attempt, so one failure does not hide the others.
+    let mut programs = vec![];
+    for (f, s) in cases {
+        let c = Config {
+            features: *f,
+            ..Config::default()
+        };
+        programs.push((*s, generate(*s, &c, "f").program));
+    }
+    let mut live: Vec<usize> = (0..n).collect();
+    for _attempt in 0..4 {
+        if live.is_empty() {
+            break;
+        }
+        let mut main = String::from(PRELUDE);
+        for &k in &live {
+            valid_module(k, programs[k].0, &programs[k].1, &mut main);
+        }
+        main.push_str("fn main() {\n    let mut bad = 0;\n");
+        for &k in &live {
+            let s = programs[k].0;
+            let _ = writeln!(
+                main,
+                "    match std::panic::catch_unwind(c{k}::check) {{ Ok(fs) => for f in fs {{ bad += 1; println!(\"FAIL seed {s}: {{f}}\"); }}, Err(_) => {{ bad += 1; println!(\"FAIL seed {s}: panic\"); }} }}"
+            );
+        }
+        main.push_str("    println!(\"{} failure(s)\", bad);\n    std::process::exit(if bad == 0 { 0 } else { 1 });\n}\n");
+        let dir = base.join("valid");
+        write_crate(&dir, "linad-fuzz-e2e", &main).expect("write the e2e crate");
+        let t0 = Instant::now();
+        let build = cargo(&dir, &["build", "--message-format=short"]);
+        let tb = t0.elapsed();
+        let stderr = String::from_utf8_lossy(&build.stderr);
+        if !build.status.success() {
+            ok = false;
+            let bad = module_errors(&main, &stderr);
+            if bad.is_empty() {
+                println!("e2e: the batch does not compile ({tb:.1?}):");
+                for line in stderr.lines().filter(|l| l.contains("error")).take(40) {
+                    println!("  {line}");
+                }
+                break;
+            }
+            for (k, errs) in &bad {
+                println!(
+                    "  FAIL seed {}: does not compile: {}",
+                    programs[*k].0,
+                    errs.join(" | ")
+                );
+            }
+            live.retain(|k| !bad.iter().any(|(b, _)| b == k));
+            continue;
+        }
+        let t1 = Instant::now();
+        let run = cargo(&dir, &["run", "-q"]);
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        println!(
+            "e2e: {} valid functions built in {tb:.1?}, checked in {:.1?}",
+            live.len(),
+            t1.elapsed()
+        );
+        for line in stdout.lines().filter(|l| l.starts_with("FAIL")) {
+            println!("  {line}");
+        }
+        if !run.status.success() {
+            ok = false;
+            println!(
+                "{}",
+                String::from_utf8_lossy(&run.stderr)
+                    .lines()
+                    .take(20)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+        }
+        break;
+    }
+    // Mutants: each in its own module; errors attributed by line.
+    let kinds: Vec<&'static str> = mutate::KINDS
+        .iter()
+        .copied()
+        .filter(|k| !k.starts_with("token_"))
+        .collect();
+    let mut src = String::from(PRELUDE);
+    let mut spans = vec![];
+    for k in 0..mutants {
+        let s = seed.wrapping_mul(9_000_011).wrapping_add(k as u64);
+        let case = generate(s, &cfg, "f");
+        let kind = kinds[k % kinds.len()];
+        let mut rng = Rng::new(s);
+        let mt = mutate::mutate(&case.program, kind, &mut rng, 16);
+        let start = src.lines().count() + 1;
+        let _ = writeln!(src, "mod m{k} {{\n    use super::*;");
+        for h in &case.program.helpers {
+            src.push_str(&h.source());
+        }
+        src.push_str(&mt.source());
+        src.push_str("}\n");
+        let end = src.lines().count();
+        spans.push((start, end, s, mt));
+    }
+    src.push_str("fn main() {}\n");
+    let dir = base.join("invalid");
+    write_crate(&dir, "linad-fuzz-e2e-invalid", &src).expect("write the e2e crate");
+    let t0 = Instant::now();
+    let build = cargo(&dir, &["build", "--message-format=short"]);
+    let stderr = String::from_utf8_lossy(&build.stderr);
+    let mut counts = vec![vec![]; spans.len()];
+    let mut stray = vec![];
+    for line in stderr.lines() {
+        if let Some((ln, msg)) = error_line(line) {
+            match spans.iter().position(|(a, b, _, _)| *a <= ln && ln <= *b) {
+                Some(i) => counts[i].push(msg),
+                None => stray.push(line.to_string()),
+            }
+        }
+    }
+    println!(
+        "e2e: {} mutants compiled in {:.1?}",
+        spans.len(),
+        t0.elapsed()
+    );
+    for ((_, _, s, mt), errs) in spans.iter().zip(&counts) {
+        let bad = match mt.expect {
+            Expect::OneError => errs.len() != 1,
+            Expect::SomeError => errs.is_empty(),
+            Expect::Anything => !errs.is_empty() && mutate::is_stress(mt.kind),
+        };
+        let unclear = errs.iter().any(|e| e.contains("__linad"));
+        if bad || unclear {
+            ok = false;
+            println!(
+                "  MUTANT {} (seed {s}): {} error(s){}",
+                mt.kind,
+                errs.len(),
+                if errs.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", errs.join(" | "))
+                }
+            );
+        }
+    }
+    for l in stray.iter().take(10) {
+        ok = false;
+        println!("  unattributed: {l}");
+    }
+    ok
+}
+
+/// `src/main.rs:LINE:COL: error...: msg` -> (LINE, msg).
+fn error_line(line: &str) -> Option<(usize, String)> {
+    let rest = line.strip_prefix("src/main.rs:")?;
+    let mut parts = rest.splitn(3, ':');
+    let ln: usize = parts.next()?.parse().ok()?;
+    let _col = parts.next()?;
+    let msg = parts.next()?.trim();
+    if !msg.starts_with("error") {
+        return None;
+    }
+    Some((ln, msg.to_string()))
+}
+
+/// The errors of `stderr` per module `cK` of `src` (by line).
+fn module_errors(src: &str, stderr: &str) -> Vec<(usize, Vec<String>)> {
+    let lines: Vec<&str> = src.lines().collect();
+    let mut out: Vec<(usize, Vec<String>)> = vec![];
+    for l in stderr.lines() {
+        if let Some((ln, msg)) = error_line(l) {
+            let module = lines[..ln.min(lines.len())].iter().rev().find_map(|s| {
+                s.strip_prefix("mod c")
+                    .and_then(|r| r.trim_end_matches(" {").parse::<usize>().ok())
+            });
+            if let Some(k) = module {
+                match out.iter_mut().find(|(m, _)| *m == k) {
+                    Some((_, es)) => es.push(msg),
+                    None => out.push((k, vec![msg])),
+                }
+            }
+        }
+    }
+    out
+}
