@@ -55,3 +55,20 @@ fn names_like_generated_ones() {
         },
     );
 }
+
+/// A parameter named like another's tangent (`d_x`): `f_jvp` calls the
+/// tangent of `x` `d_x_` instead; arguments are positional.
+#[differentiable]
+fn with_d_x(x: f64, d_x: f64) -> f64 {
+    x * d_x.sin()
+}
+
+#[test]
+fn parameter_named_like_a_tangent() {
+    check_derivatives(
+        &(0.4, 1.3),
+        |(x, d)| with_d_x(*x, *d),
+        |(x, d), (dx, dd)| with_d_x_jvp(*x, *d, *dx, *dd),
+        |(x, d), ct| with_d_x_vjp(*x, *d, *ct),
+    );
+}

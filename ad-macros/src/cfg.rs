@@ -375,3 +375,82 @@ pub fn gate(tokens: TokenStream, cond: &TokenStream) -> TokenStream {
         Err(_) => tokens,
     }
 }
+
+/// Evaluates a `cfg` predicate given which plain options are set (tests: a
+/// proc macro cannot know the build's configuration, its tests can fix one).
+#[cfg(test)]
+pub(crate) fn eval(pred: &TokenStream, is_set: &dyn Fn(&str) -> bool) -> bool {
+    match syn::parse2::<syn::Meta>(pred.clone()) {
+        Ok(syn::Meta::Path(p)) => is_set(&p.to_token_stream().to_string()),
+        Ok(syn::Meta::List(l)) => {
+            let args = l
+                .parse_args_with(
+                    syn::punctuated::Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated,
+                )
+                .unwrap_or_default();
+            let mut vals = args.iter().map(|m| eval(&m.to_token_stream(), is_set));
+            match l.path.get_ident().map(|i| i.to_string()).as_deref() {
+                Some("all") => vals.all(|v| v),
+                Some("any") => vals.any(|v| v),
+                Some("not") => !vals.next().unwrap_or(false),
+                _ => false,
+            }
+        }
+        Ok(syn::Meta::NameValue(nv)) => is_set(&nv.to_token_stream().to_string()),
+        Err(_) => false,
+    }
+}
+
+/// The variant rustc compiles under the configuration `is_set`.
+#[cfg(test)]
+pub(crate) fn active(variants: Vec<Variant>, is_set: &dyn Fn(&str) -> bool) -> Option<Variant> {
+    variants
+        .into_iter()
+        .find(|v| v.cond.as_ref().is_none_or(|c| eval(c, is_set)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(src: &str) -> syn::ItemFn {
+        syn::parse_str(src).expect("a function")
+    }
+
+    #[test]
+    fn one_variant_per_assignment_and_the_active_one_strips() {
+        let f = parse(
+            "fn f(x: f64) -> f64 { let y = x; #[cfg(test)] let y = 2.0 * y; #[cfg(not(debug_assertions))] let y = y + 1.0; #[allow(unused)] let z = y; z }",
+        );
+        let vs = variants(&f).expect("accepted");
+        assert_eq!(vs.len(), 4);
+        let on = |set: &'static [&'static str]| move |o: &str| set.contains(&o);
+        let v = active(variants(&f).unwrap(), &on(&["debug_assertions"])).expect("one active");
+        let body = v.func.block.to_token_stream().to_string();
+        assert!(!body.contains("2.0"), "{body}");
+        assert!(!body.contains("1.0"), "{body}");
+        assert!(!body.contains("allow"), "{body}");
+        let v = active(variants(&f).unwrap(), &on(&["test"])).expect("one active");
+        let body = v.func.block.to_token_stream().to_string();
+        assert!(body.contains("2.0") && body.contains("1.0"), "{body}");
+    }
+
+    #[test]
+    fn cfg_attr_and_refusals() {
+        let f = parse(
+            "fn f(x: f64) -> f64 { let y = x; #[cfg_attr(test, cfg(any()))] let y = 3.0 * y; y }",
+        );
+        let on_test = |o: &str| o == "test";
+        let v = active(variants(&f).unwrap(), &on_test).unwrap();
+        assert!(!v.func.block.to_token_stream().to_string().contains("3.0"));
+        let v = active(variants(&f).unwrap(), &|_: &str| false).unwrap();
+        assert!(v.func.block.to_token_stream().to_string().contains("3.0"));
+        let bad = parse("fn f(x: f64) -> f64 { #[inline] let y = x; y }");
+        let e = variants(&bad).err().expect("refused");
+        assert!(
+            e[0].to_string().contains("`#[inline]` is not supported"),
+            "{}",
+            e[0]
+        );
+    }
+}

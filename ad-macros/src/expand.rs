@@ -133,12 +133,36 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
         });
     }
     // One expansion per `#[cfg]` variant, each (or its errors) gated by its
-    // condition: rustc keeps the one that matches the build.
+    // condition: rustc keeps the one that matches the build. An error every
+    // variant has (outside the configured statements) is reported once.
+    let results: Vec<_> = variants.iter().map(|v| generate(&args, &v.func)).collect();
+    let key = |e: &syn::Error| format!("{:?} {e}", e.span());
+    let common: Vec<String> = match results.first() {
+        Some(Err(first)) => first
+            .iter()
+            .map(key)
+            .filter(|k| {
+                results
+                    .iter()
+                    .all(|r| matches!(r, Err(es) if es.iter().any(|e| key(e) == *k)))
+            })
+            .collect(),
+        _ => vec![],
+    };
     let mut out = TokenStream::new();
-    for v in &variants {
-        let generated = match generate(&args, &v.func) {
+    if let Some(Err(first)) = results.first() {
+        for e in first.iter().filter(|e| common.contains(&key(e))) {
+            out.extend(e.to_compile_error());
+        }
+    }
+    for (v, r) in variants.iter().zip(results) {
+        let generated = match r {
             Ok(ts) => ts,
-            Err(errs) => errs.into_iter().map(|e| e.to_compile_error()).collect(),
+            Err(errs) => errs
+                .iter()
+                .filter(|e| !common.contains(&key(e)))
+                .map(|e| e.to_compile_error())
+                .collect(),
         };
         out.extend(match &v.cond {
             Some(c) => cfg::gate(generated, c),

@@ -58,9 +58,17 @@ pub fn vjp(f: &Ident) -> Ident {
     derived(f, |f| format!("{f}_vjp"))
 }
 
-/// `d_x`: the tangent parameter of `f_jvp` for parameter `x`.
-pub fn tangent(x: &Ident) -> Ident {
-    derived(x, |x| format!("d_{x}"))
+/// `d_x`: the tangent parameter of `f_jvp` for parameter `x`, or `d_x_`,
+/// `d_x__`, ... when one of `taken` (the function's parameter names) is
+/// already called so.
+pub fn tangent(x: &Ident, taken: &[String]) -> Ident {
+    derived(x, |x| {
+        let mut name = format!("d_{x}");
+        while taken.contains(&name) {
+            name.push('_');
+        }
+        name
+    })
 }
 
 /// `f_linad_dump` (with `#[differentiable(dump)]`).

@@ -16,7 +16,7 @@ pub use gen::{generate, Case, Config, Feature, Features};
 
 /// Feature classes that fail today and are switched off in the CI corpus
 /// (see the README's "Fuzzing" section and issue 8).
-pub const KNOWN_FAILING: &str = "cfg,oddparams,narrowing,muladd,exp2";
+pub const KNOWN_FAILING: &str = "";
 
 /// Fixed-seed regression cases from the fuzzer's findings (issue 8): the
 /// feature set, the seed and what fails. They fail today; the fixes make them

@@ -265,7 +265,7 @@ fn f_jvp(input: &Input, cx: &Ctx) -> R<TokenStream> {
         .collect();
     let dnames: Vec<Ident> = wrt
         .iter()
-        .map(|p| crate::names::tangent(&p.ident))
+        .map(|p| crate::names::tangent(&p.ident, &param_names(sig)))
         .collect();
     let lparams: Vec<_> = wrt
         .iter()
@@ -555,14 +555,18 @@ fn hidden_blocks(input: &Input, cx: &Ctx) -> R<TokenStream> {
 /// The name of `f_vjp`'s cotangent parameter: `ct`, or `ct_`, `ct__`, ...
 /// when a parameter of `f` is already called so.
 fn ct_name(sig: &crate::sig::Signature) -> Ident {
-    let taken: Vec<String> = sig
-        .params
-        .iter()
-        .map(|p| syn::ext::IdentExt::unraw(&p.ident).to_string())
-        .collect();
+    let taken = param_names(sig);
     let mut name = "ct".to_string();
     while taken.contains(&name) {
         name.push('_');
     }
     Ident::new(&name, proc_macro2::Span::call_site())
+}
+
+/// The names of `f`'s parameters (without raw prefixes).
+fn param_names(sig: &crate::sig::Signature) -> Vec<String> {
+    sig.params
+        .iter()
+        .map(|p| syn::ext::IdentExt::unraw(&p.ident).to_string())
+        .collect()
 }

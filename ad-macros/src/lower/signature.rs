@@ -102,24 +102,6 @@ pub fn signature(
             }
         }
     }
-    // `f_jvp` names the tangent of `x` `d_x`: no parameter may already be called so.
-    for p in params.iter().filter(|p| p.wrt) {
-        let d = crate::names::tangent(&p.ident);
-        if let Some(q) = params
-            .iter()
-            .find(|q| syn::ext::IdentExt::unraw(&q.ident) == d)
-        {
-            errors.push(err(
-                &q.ident,
-                format!(
-                    "the parameter `{}` has the name that `{}_jvp` gives the tangent of `{}`: rename it",
-                    q.ident,
-                    syn::ext::IdentExt::unraw(&sig.ident),
-                    p.ident
-                ),
-            ));
-        }
-    }
     match out {
         Some(out) if errors.is_empty() => Ok(Signature {
             ident: sig.ident.clone(),
