@@ -316,8 +316,8 @@ pub fn reproj_block_hand(
     fy: f64,
     out: &mut [f64],
 ) {
-    let c: Vec<V15> = (0..11).map(|k| V15::input(cam[k], k)).collect();
-    let xs: Vec<V15> = (0..3).map(|k| V15::input(x[k], 11 + k)).collect();
+    let c: [V15; 11] = std::array::from_fn(|k| V15::input(cam[k], k));
+    let xs: [V15; 3] = std::array::from_fn(|k| V15::input(x[k], 11 + k));
     let w = V15::input(w, 14);
     let y = [xs[0].sub(c[3]), xs[1].sub(c[4]), xs[2].sub(c[5])];
     let sq = c[0].mul(c[0]).add(c[1].mul(c[1])).add(c[2].mul(c[2]));
