@@ -271,10 +271,7 @@ impl V15 {
     }
     /// `a * self + b * other` for constants `a`, `b` (value and derivative).
     fn lin(self, a: f64, o: V15, b: f64) -> V15 {
-        let mut g = [0.0; 15];
-        for q in 0..15 {
-            g[q] = a * self.g[q] + b * o.g[q];
-        }
+        let g = std::array::from_fn(|q| a * self.g[q] + b * o.g[q]);
         V15 {
             v: a * self.v + b * o.v,
             g,

@@ -3,6 +3,11 @@
 //! simple (vertex correspondences) and the complicated (points on triangles,
 //! also w.r.t. their barycentric coordinates) variant.
 
+// The objectives take the model's arrays as parameters, as a user would
+// write them; `b >= 2 && b < 21` is the natural form inside a
+// #[differentiable] body (`Range::contains` is not in linad's syntax table).
+#![allow(clippy::too_many_arguments, clippy::manual_range_contains)]
+
 use super::io::{read_text, Tokens};
 use linad::differentiable;
 use linad::ndarray::{Array1, Array2, Array3};

@@ -32,8 +32,8 @@ fn main() {
         let runs = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(10);
         let secs = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(1.0);
         match suite::time(&args[1], &args[2], runs, secs) {
-            Ok((p, d, h)) => println!(
-                "{{\"kind\": \"{}\", \"primal_s\": {p:e}, \"deriv_s\": {d:e}, \"hand_s\": {}, \"threads\": {}}}",
+            Ok(((p, d, h), sum)) => println!(
+                "{{\"kind\": \"{}\", \"primal_s\": {p:e}, \"deriv_s\": {d:e}, \"hand_s\": {}, \"checksum\": {sum:e}, \"threads\": \"{}\"}}",
                 args[1],
                 h.map_or("null".to_string(), |h| format!("{h:e}")),
                 std::env::var("RAYON_NUM_THREADS").unwrap_or_else(|_| "default".into())

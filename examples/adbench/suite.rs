@@ -136,16 +136,34 @@ pub fn check(problem: &str, path: &str) -> Result<String, String> {
     }
 }
 
-/// Median times (seconds) of one case: `(primal, derivative, hand-written)`.
-/// `kind`: `gmm`, `ba-rev`, `ba-fwd`, `lstm`, `hand`.
+/// `(primal, derivative, hand-written)` median seconds.
+pub type Timing = (f64, f64, Option<f64>);
+
+/// Median times (seconds) of one case: `(primal, derivative, hand-written)`,
+/// and the sum of the absolute values of the derivative's entries (to compare
+/// with other systems). `kind`: `gmm`, `ba-rev`, `ba-fwd`, `lstm`, `hand`.
 pub fn time(
     kind: &str,
     path: &str,
     min_runs: usize,
     min_secs: f64,
-) -> Result<(f64, f64, Option<f64>), String> {
+) -> Result<(Timing, f64), String> {
     let med = |t: Vec<std::time::Duration>| median_secs(&t);
-    Ok(match kind {
+    let abs_sum = |v: &mut dyn Iterator<Item = f64>| v.map(f64::abs).sum::<f64>();
+    let checksum = match kind {
+        "gmm" => abs_sum(&mut GmmInput::read(path)?.gradient().1.into_iter()),
+        "ba-rev" | "ba-fwd" => {
+            abs_sum(&mut BaInput::read(path)?.jacobian_reverse().vals.into_iter())
+        }
+        "lstm" => abs_sum(&mut LstmInput::read(path)?.gradient().1.into_iter()),
+        "hand" => abs_sum(
+            &mut HandInput::read(path, &hand_model_dir(path))?
+                .jacobian()
+                .into_iter(),
+        ),
+        _ => 0.0,
+    };
+    let times = match kind {
         "gmm" => {
             let i = GmmInput::read(path)?;
             let p = med(timed_runs(min_runs, min_secs, || i.objective()));
@@ -177,5 +195,6 @@ pub fn time(
             (p, d, None)
         }
         _ => return Err(format!("unknown case kind {kind:?}")),
-    })
+    };
+    Ok((times, checksum))
 }
