@@ -11,6 +11,7 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -58,7 +59,8 @@ def run(system, kind, path, threads, runs, secs):
         if threads == 1:
             env["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
         cmd = [sys.executable, os.path.join(HERE, "jax_adbench.py"), kind, path, str(runs), str(secs)]
-    out = subprocess.run(["taskset", "-c", cpus] + cmd, env=env, capture_output=True, text=True)
+    pin = ["taskset", "-c", cpus] if shutil.which("taskset") else []
+    out = subprocess.run(pin + cmd, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         print(f"  {system} {kind} {path}: failed\n{out.stderr[-2000:]}", flush=True)
         return None
