@@ -19,7 +19,7 @@ pub fn lstm_objective(
     let l = state.nrows() / 2;
     let b = state.ncols();
     let c = seq.nrows();
-    let mut st = Array2::from_shape_fn((2 * l, b), |(i, j)| state[[i, j]]);
+    let mut st = state.clone();
     let mut total = 0.0;
     for t in 0..c - 1 {
         let mut x = Array2::from_shape_fn((1, b), |(_, j)| seq[[t, j]] * extra_params[[0, j]]);
