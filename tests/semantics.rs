@@ -527,3 +527,17 @@ fn usize_beyond_i64_compares_unsigned() {
         assert_eq!(want, outcome(|| big_usize_vjp(0.5, n, m, 1.0).0), "{n} {m}");
     }
 }
+
+/// `hypot` at the origin has no derivative: both modes give 0 (not NaN).
+#[differentiable]
+fn hypot_origin(x: f64, y: f64) -> f64 {
+    (x - y).hypot(y - x)
+}
+
+#[test]
+fn hypot_at_the_origin_is_finite_in_both_modes() {
+    let (v, d) = hypot_origin_jvp(0.5, 0.5, 1.0, -1.0);
+    assert_eq!((v, d), (0.0, 0.0));
+    let (v, g) = hypot_origin_vjp(0.5, 0.5, 1.0);
+    assert_eq!((v, g), (0.0, (0.0, 0.0)));
+}

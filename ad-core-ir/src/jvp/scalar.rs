@@ -250,8 +250,14 @@ impl<'p> Jvp<'p> {
                     self.nl(Neg, &[q])
                 }
             }
-            // hypot(a, b): ∂a = a / y, ∂b = b / y
-            (Hypot, k) => self.nl(Div, &[args[k], y]),
+            // hypot(a, b): ∂a = a / y, ∂b = b / y, and 0 at the origin (where
+            // hypot has no derivative: 0/0 would make forward and reverse
+            // mode disagree on NaNs)
+            (Hypot, k) => {
+                let q = self.nl(Div, &[args[k], y]);
+                let at0 = self.nl(Eq, &[y, Atom::F64(0.0)]);
+                self.nl(Select, &[at0, Atom::F64(0.0), q])
+            }
             // mul_add(a, b, c) = a b + c: ∂a = b, ∂b = a, ∂c = 1
             (MulAdd, 0) => args[1],
             (MulAdd, 1) => args[0],
