@@ -541,3 +541,17 @@ fn hypot_at_the_origin_is_finite_in_both_modes() {
     let (v, g) = hypot_origin_vjp(0.5, 0.5, 1.0);
     assert_eq!((v, g), (0.0, (0.0, 0.0)));
 }
+
+/// `atan2` at the origin has no derivative: both modes give 0 (not NaN).
+#[differentiable]
+fn atan2_origin(x: f64, y: f64) -> f64 {
+    (x - y).atan2(y - x)
+}
+
+#[test]
+fn atan2_at_the_origin_is_finite_in_both_modes() {
+    let (_, d) = atan2_origin_jvp(0.5, 0.5, 1.0, -1.0);
+    assert_eq!(d, 0.0);
+    let (_, g) = atan2_origin_vjp(0.5, 0.5, 1.0);
+    assert_eq!(g, (0.0, 0.0));
+}

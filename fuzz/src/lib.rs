@@ -57,6 +57,16 @@ pub const REGRESSIONS: &[(&str, u64, &str)] = &[
     ),
     (
         "all",
+        102000715,
+        "a false finding: finite differences across the jump of `(s * 1000.0) as i16` (the error grows like 1/h)",
+    ),
+    (
+        "all",
+        202004042,
+        "`atan2(0, b)` with b = 0: a NaN cotangent where the tangent is finite",
+    ),
+    (
+        "all",
         200003488,
         "a false finding: finite differences through `v *= v.cos()` at |v| ~ 2.5e7 need steps down to 1e-9 (the jvp was right)",
     ),

@@ -239,16 +239,19 @@ impl<'p> Jvp<'p> {
                 self.nl(Select, &[x0, Atom::F64(0.0), g])
             }
             // atan2(a, b): ∂a = b / (a² + b²), ∂b = -a / (a² + b²)
+            // (0 at the origin, where atan2 has no derivative: see hypot)
             (Atan2, k) => {
                 let a2 = self.nl(Mul, &[args[0], args[0]]);
                 let b2 = self.nl(Mul, &[args[1], args[1]]);
                 let den = self.nl(Add, &[a2, b2]);
-                if k == 0 {
+                let g = if k == 0 {
                     self.nl(Div, &[args[1], den])
                 } else {
                     let q = self.nl(Div, &[args[0], den]);
                     self.nl(Neg, &[q])
-                }
+                };
+                let at0 = self.nl(Eq, &[den, Atom::F64(0.0)]);
+                self.nl(Select, &[at0, Atom::F64(0.0), g])
             }
             // hypot(a, b): ∂a = a / y, ∂b = b / y, and 0 at the origin (where
             // hypot has no derivative: 0/0 would make forward and reverse
