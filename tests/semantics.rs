@@ -536,6 +536,7 @@ fn hypot_origin(x: f64, y: f64) -> f64 {
 
 #[test]
 fn hypot_at_the_origin_is_finite_in_both_modes() {
+    assert_eq!(hypot_origin(0.5, 0.5), 0.0);
     let (v, d) = hypot_origin_jvp(0.5, 0.5, 1.0, -1.0);
     assert_eq!((v, d), (0.0, 0.0));
     let (v, g) = hypot_origin_vjp(0.5, 0.5, 1.0);
@@ -550,6 +551,7 @@ fn atan2_origin(x: f64, y: f64) -> f64 {
 
 #[test]
 fn atan2_at_the_origin_is_finite_in_both_modes() {
+    assert_eq!(atan2_origin(0.5, 0.5), 0.0);
     let (_, d) = atan2_origin_jvp(0.5, 0.5, 1.0, -1.0);
     assert_eq!(d, 0.0);
     let (_, g) = atan2_origin_vjp(0.5, 0.5, 1.0);
