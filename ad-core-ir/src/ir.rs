@@ -380,9 +380,13 @@ impl IntTy {
     /// `a op b` in `t` with overflow and division by zero as `None` (Rust's
     /// `checked_*`); operands are values of `t` held in `i64`.
     pub fn checked(self, op: IntOp, a: i64, b: i64) -> Option<i64> {
+        // operands converted to `t` (a `u64` from its bit pattern)
         macro_rules! on {
             ($t:ty) => {{
-                let (a, b) = (<$t>::try_from(a).ok()?, <$t>::try_from(b).ok()?);
+                on!($t, <$t>::try_from(a).ok()?, <$t>::try_from(b).ok()?)
+            }};
+            ($t:ty, $a:expr, $b:expr) => {{
+                let (a, b): ($t, $t) = ($a, $b);
                 let r = match op {
                     IntOp::Add => a.checked_add(b),
                     IntOp::Sub => a.checked_sub(b),
@@ -397,17 +401,7 @@ impl IntTy {
             IntTy::U8 => on!(u8),
             IntTy::U16 => on!(u16),
             IntTy::U32 => on!(u32),
-            IntTy::U64 => {
-                let (a, b) = (a as u64, b as u64);
-                let r = match op {
-                    IntOp::Add => a.checked_add(b),
-                    IntOp::Sub => a.checked_sub(b),
-                    IntOp::Mul => a.checked_mul(b),
-                    IntOp::Div => a.checked_div(b),
-                    IntOp::Rem => a.checked_rem(b),
-                };
-                r.map(|r| r as i64)
-            }
+            IntTy::U64 => on!(u64, a as u64, b as u64),
             IntTy::I8 => on!(i8),
             IntTy::I16 => on!(i16),
             IntTy::I32 => on!(i32),
