@@ -132,3 +132,36 @@ fn element_writes_allocate_independently_of_n() {
         large.2 .1
     );
 }
+
+#[path = "../examples/gmm.rs"]
+#[allow(dead_code)]
+mod gmm;
+
+/// Allocations of one `gmm_objective_vjp` call on `n` points, `k` components
+/// in `d` dimensions (random inputs; sizes below the runtime's parallel
+/// threshold, so the whole call runs on this thread).
+fn gmm_vjp_allocations(n: usize, k: usize, d: usize) -> usize {
+    let mut rng = rng("gmm_alloc");
+    let alphas = rng.array1(k, -1.0, 1.0);
+    let means = rng.array2(k, d, -1.0, 1.0);
+    let icf = rng.array2(k, d * (d + 1) / 2, -0.5, 0.5);
+    let x = rng.array2(n, d, -1.0, 1.0);
+    allocations(|| {
+        gmm::gmm_objective_vjp(&alphas, &means, &icf, &x, 1.0, 0, 1.0);
+    })
+    .0
+}
+
+#[test]
+fn gmm_vjp_allocations_do_not_grow_with_k_or_d() {
+    // Warm the per-thread scratch pools, then count one call.
+    gmm_vjp_allocations(40, 12, 7);
+    let base = gmm_vjp_allocations(4, 2, 2);
+    for (n, k, d) in [(4, 12, 2), (4, 2, 7), (4, 12, 7)] {
+        assert_eq!(
+            gmm_vjp_allocations(n, k, d),
+            base,
+            "allocations of one gmm_objective_vjp call at n={n} k={k} d={d} against n=4 k=2 d=2"
+        );
+    }
+}

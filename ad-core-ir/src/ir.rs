@@ -633,6 +633,66 @@ impl Prim {
             Prim::Select | Prim::MulAdd | Prim::Clamp => 3,
         }
     }
+
+    /// Whether recomputing the primitive costs about as much as a load from
+    /// memory (a few cycles, no libm call): the residual policy of unzip
+    /// recomputes chains of such primitives instead of storing their results.
+    pub fn is_cheap(self) -> bool {
+        match self {
+            Prim::Add
+            | Prim::Sub
+            | Prim::Mul
+            | Prim::Div
+            | Prim::Neg
+            | Prim::Abs
+            | Prim::Max
+            | Prim::Min
+            | Prim::Lt
+            | Prim::Le
+            | Prim::Gt
+            | Prim::Ge
+            | Prim::Eq
+            | Prim::Ne
+            | Prim::And
+            | Prim::Or
+            | Prim::Not
+            | Prim::ToF64
+            | Prim::ToI64
+            | Prim::Select
+            | Prim::MulAdd
+            | Prim::Clamp
+            | Prim::IntArith(..)
+            | Prim::IntCast(_)
+            | Prim::FloatToInt(_)
+            | Prim::U64ToF64
+            | Prim::ULt
+            | Prim::ULe
+            | Prim::UGt
+            | Prim::UGe
+            | Prim::UMax
+            | Prim::UMin => true,
+            Prim::Rem
+            | Prim::Sin
+            | Prim::Cos
+            | Prim::Tan
+            | Prim::Exp
+            | Prim::Ln
+            | Prim::Log2
+            | Prim::Log10
+            | Prim::Sqrt
+            | Prim::Tanh
+            | Prim::Sinh
+            | Prim::Cosh
+            | Prim::Atan
+            | Prim::ExpM1
+            | Prim::Ln1p
+            | Prim::Powi
+            | Prim::Powf
+            | Prim::Atan2
+            | Prim::Hypot
+            | Prim::Exp2 => false,
+        }
+    }
 }
 
 /// Printer names of [`Prim::IntArith`], by operator and type (the order of

@@ -45,6 +45,12 @@ impl Report {
         self.ops[3] as f64 / self.ops[0].max(1) as f64
     }
 
+    /// `(ops(f__fwd) + ops(f__lin_t)) / ops(f)`: the work of reverse mode
+    /// (the primal with residuals, then the transpose) against the primal's.
+    pub fn vjp_work_ratio(&self) -> f64 {
+        (self.ops[1] + self.ops[3]) as f64 / self.ops[0].max(1) as f64
+    }
+
     /// `size(f__lin_t) / size(f)`.
     pub fn transpose_size_ratio(&self) -> f64 {
         self.sizes[1] as f64 / self.sizes[0].max(1) as f64

@@ -380,7 +380,12 @@ impl<'p> Unzip<'p> {
 
     /// Splits the body of a loop, build or map, whose residuals are stacked.
     ///
-    /// Residual policy: scalars computed in the body, parameters (loop state,
+    /// Residual policy: scalars computed in the body by a short chain of
+    /// cheap statements from the free parameters (`free_params`: loop index,
+    /// build indices, map elements), from values outside the body or from
+    /// stored residuals are *recomputed* on the linear side ([`cheap_slice`]:
+    /// a reload and a few arithmetic operations cost less than a stack write
+    /// and read); other scalars computed in the body, parameters (loop state,
     /// map elements) and — in loops (`stack_arrays`; not in maps, whose
     /// operands all have the map's rank, nor yet in builds, whose emitted
     /// form stacks scalar elements only) — arrays whose shape is the same
@@ -393,6 +398,7 @@ impl<'p> Unzip<'p> {
         &mut self,
         b: &Block,
         params: &[Var],
+        free_params: &[Var],
         stack_arrays: bool,
     ) -> Result<Split, UnzipError> {
         let (prim, lin, res) = self.split_nested(b, params)?;
@@ -409,8 +415,24 @@ impl<'p> Unzip<'p> {
         };
         let mut stored: BTreeSet<Var> = BTreeSet::new();
         let mut todo: Vec<Var> = vec![];
+        let mut scalars: Vec<Var> = vec![];
         for &v in &res {
             if binder.contains_key(&v) && is_array(self, v) && !fixed.contains(&v) {
+                todo.push(v);
+            } else if binder.contains_key(&v) && !is_array(self, v) {
+                scalars.push(v);
+            } else {
+                stored.insert(v);
+            }
+        }
+        // Scalars: recompute cheap chains, store the rest. The non-cheap ones
+        // are decided first, so that a cheap chain may start from them.
+        let (cheap, dear): (Vec<Var>, Vec<Var>) = scalars
+            .into_iter()
+            .partition(|v| is_cheap_stmt(&prim[binder[v]], &self.vars));
+        stored.extend(dear);
+        for v in cheap {
+            if cheap_slice(v, &prim, &binder, &stored, params, free_params, &self.vars) {
                 todo.push(v);
             } else {
                 stored.insert(v);
@@ -620,7 +642,7 @@ impl<'p> Unzip<'p> {
         lin: &mut Vec<Stmt>,
     ) -> Result<(), UnzipError> {
         let i = l.body.params[0];
-        let (pb, lb, res) = self.split_stacked(&l.body.body, &l.body.params, true)?;
+        let (pb, lb, res) = self.split_stacked(&l.body.body, &l.body.params, &[i], true)?;
         let res: Vec<Var> = res.into_iter().filter(|v| *v != i).collect();
         let (results, binds, stacks) =
             self.stack_outputs(&res, 1, &l.body.body.results, &s.binds)?;
@@ -677,7 +699,7 @@ impl<'p> Unzip<'p> {
         lin: &mut Vec<Stmt>,
     ) -> Result<(), UnzipError> {
         let idx = &b.body.params;
-        let (pb, lb, res) = self.split_stacked(&b.body.body, idx, false)?;
+        let (pb, lb, res) = self.split_stacked(&b.body.body, idx, idx, false)?;
         let res: Vec<Var> = res.into_iter().filter(|v| !idx.contains(v)).collect();
         let (results, binds, stacks) =
             self.stack_outputs(&res, idx.len(), &b.body.body.results, &s.binds)?;
@@ -729,7 +751,7 @@ impl<'p> Unzip<'p> {
         lin: &mut Vec<Stmt>,
     ) -> Result<(), UnzipError> {
         let params = &m.body.params;
-        let (pb, lb, res) = self.split_stacked(&m.body.body, params, false)?;
+        let (pb, lb, res) = self.split_stacked(&m.body.body, params, params, false)?;
         // Element parameters read by the linear side come from the input arrays.
         let mut arrs = vec![];
         let mut lparams = vec![];
@@ -961,6 +983,71 @@ pub fn fixed_shape_vars(body: &[Stmt], params: &[Var], vars: &VarTable) -> BTree
 
 /// `r = R[idx]` for each stored residual `r` and its stack `R`: the first
 /// statements of a linear loop or build body.
+/// Most statements a recomputed scalar residual may cost on the linear side.
+const MAX_RECOMPUTE: usize = 12;
+
+/// Whether `s` is a cheap scalar statement: a cheap primitive
+/// ([`Prim::is_cheap`]), a scalar copy, an element read or a shape.
+fn is_cheap_stmt(s: &Stmt, vars: &VarTable) -> bool {
+    let scalar_binds =
+        s.lin_binds.is_empty() && s.binds.iter().all(|v| matches!(vars.ty(*v), Ty::Scalar(_)));
+    scalar_binds
+        && match &s.expr {
+            Expr::Prim(p, _) => p.is_cheap(),
+            Expr::Atom(_) => true,
+            Expr::Array(ArrayOp::Index { .. } | ArrayOp::Shape { .. }) => true,
+            Expr::Array(_)
+            | Expr::Tuple(_)
+            | Expr::Untuple(_)
+            | Expr::Lin(_)
+            | Expr::If(_)
+            | Expr::Loop(_)
+            | Expr::Build(_)
+            | Expr::Map(_)
+            | Expr::Fold(_)
+            | Expr::Call(_) => false,
+        }
+}
+
+/// Whether the scalar residual `v` (bound in the body `prim`) is recomputed
+/// on the linear side rather than stored: its backward slice, stopping at
+/// `stored` residuals, is at most [`MAX_RECOMPUTE`] cheap statements
+/// ([`is_cheap_stmt`]) and reads no parameter of the body other than
+/// `free_params` (the loop index, build indices, map elements: the linear
+/// side has them without a stack; loop state would need one).
+///
+/// Invariant kept: recomputing never adds a stack, and the linear side's
+/// extra work per iteration is bounded by a constant.
+fn cheap_slice(
+    v: Var,
+    prim: &[Stmt],
+    binder: &HashMap<Var, usize>,
+    stored: &BTreeSet<Var>,
+    params: &[Var],
+    free_params: &[Var],
+    vars: &VarTable,
+) -> bool {
+    let mut seen: BTreeSet<usize> = BTreeSet::new();
+    let mut todo = vec![v];
+    while let Some(u) = todo.pop() {
+        if stored.contains(&u) && u != v {
+            continue;
+        }
+        if let Some(&k) = binder.get(&u) {
+            if !seen.insert(k) {
+                continue;
+            }
+            if seen.len() > MAX_RECOMPUTE || !is_cheap_stmt(&prim[k], vars) {
+                return false;
+            }
+            todo.extend(free_vars_stmt(&prim[k]).nl);
+        } else if params.contains(&u) && !free_params.contains(&u) {
+            return false;
+        }
+    }
+    true
+}
+
 fn stack_reads(res: &[Var], stacks: &[Var], idx: &[Atom]) -> Vec<Stmt> {
     res.iter()
         .zip(stacks)

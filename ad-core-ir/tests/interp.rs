@@ -1366,7 +1366,7 @@ fn run_counted_small_loop() {
         let mut b = FuncBuilder::new(&prog, "f");
         let x = b.param("x", Ty::f64s(1));
         let n = b.shape(x.into(), 0); // 1
-                                      // 1 + 3 iterations * (index 1 + mul 1 + add 1)
+                                      // 1 + 3 iterations * (index 1 + mul 1 + add 1) + 3 stored outputs
         let (st, ys) = b.loop_(n.into(), false, &[0.0.into()], |b, i, s| {
             let e = b.index(x.into(), &[i.into()]);
             let e2 = b.prim(Prim::Mul, &[e.into(), e.into()]);
@@ -1398,7 +1398,7 @@ fn run_counted_small_loop() {
     assert_eq!(r[0], Value::F64(14.0));
     assert_eq!(r[1], Value::F64(14.0));
     assert_eq!(r[2], f64s(&[3], &[6.0, 24.0, 54.0]));
-    assert_eq!(work, 1 + (1 + 3 * 3) + 3 + 9 + 9);
+    assert_eq!(work, 1 + (1 + 3 * 3 + 3) + 3 + 9 + 9);
 }
 
 #[test]
@@ -1424,7 +1424,8 @@ fn run_counted_control_and_linear() {
             |b| vec![b.prim(Prim::Neg, &[r[0].into()]).into()],
             |_| vec![r[0].into()],
         );
-        // a 2x2 build whose body has no statement: 1; a map over it: 1 + 4 bodies of 1
+        // a 2x2 build whose body has no statement: 1 + 4 stores; a map over
+        // it: 1 + 4 bodies of 1 + 4 stores
         let m = b.build(&[2i64.into(), 2i64.into()], |_, ix| vec![ix[0].into()]);
         let mm = b.map(&[m[0].into()], |b, e| {
             vec![b.prim(Prim::Add, &[e[0].into(), 1i64.into()]).into()]
@@ -1448,7 +1449,7 @@ fn run_counted_control_and_linear() {
             .unwrap()
             .1
     };
-    let common = 3 + 1 + (1 + 4) + 4 + 4 + 4 + 4;
+    let common = 3 + (1 + 4) + (1 + 4 + 4) + 4 + 4 + 4 + 4;
     assert_eq!(work(true), common + 2);
     assert_eq!(work(false), common + 1);
 }

@@ -41,12 +41,13 @@ fn derive(f: Func, args: &[Value]) -> String {
         r.transpose_work_ratio()
     );
     eprintln!(
-        "{name}: work f={} fwd={} lin={} lin_t={} (lin_t/f = {:.2}); size f={} lin_t={} ({:.2})",
+        "{name}: work f={} fwd={} lin={} lin_t={} (lin_t/f = {:.2}, (fwd+lin_t)/f = {:.2}); size f={} lin_t={} ({:.2})",
         r.ops[0],
         r.ops[1],
         r.ops[2],
         r.ops[3],
         r.transpose_work_ratio(),
+        r.vjp_work_ratio(),
         r.sizes[0],
         r.sizes[1],
         r.transpose_size_ratio()

@@ -16,7 +16,7 @@
 //! | products | [`dot`], [`matvec`], [`matvec_t`], [`vecmat`], [`matmul`], [`matmul_tn`], [`matmul_nt`], [`outer`] |
 //! | broadcasting | [`broadcast_to`], [`broadcast_axis`], [`sum_to_shape`] |
 //! | accumulation | [`add_scaled`], [`add_assign`], [`zeros_like`] |
-//! | loop residuals | [`ResidualStack`], [`ArrayResidualStack`] |
+//! | loop residuals | [`ResidualStack`], [`ArrayResidualStack`], [`Scratch`] (per-thread reusable buffers) |
 //! | argument checks of generated derivatives | [`check_arg_shape`] |
 //!
 //! **Determinism**: every kernel returns bit-identical results for any
@@ -39,6 +39,7 @@ mod matmul;
 pub mod par;
 mod reduce;
 mod scan;
+mod scratch;
 mod stack;
 
 pub use accumulate::{add_assign, add_scaled, zeros_like};
@@ -54,4 +55,5 @@ pub use reduce::{
     sum, sum_axis, unravel_index,
 };
 pub use scan::{scan_axis, scan_exclusive, scan_inclusive, scan_reverse, ScanKind};
+pub use scratch::{Pooled, Scratch, POOL_LEN, POOL_MAX_BYTES};
 pub use stack::{ArrayResidualStack, ResidualStack};

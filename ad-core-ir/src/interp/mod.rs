@@ -46,10 +46,12 @@
 //! | linear `Outer` | `m·n` |
 //! | linear `Zero` | `size(result)` |
 //! | `If` | 1 + the work of the branch taken |
-//! | `Loop`, `Build`, `Map`, `Fold` | 1 + the work of all body evaluations |
+//! | `Loop`, `Build`, `Map` | 1 + the work of all body evaluations + 1 per scalar stored (a build's or map's results, a loop's per-iteration outputs) |
+//! | `Fold` | 1 + the work of all body evaluations |
 //! | `Call` | 1 + the work of the callee's body |
 //!
-//! Block results are free. The top-level function's work is that of its body.
+//! Block results are free, except where a construct stores them. The top-level
+//! function's work is that of its body.
 
 mod array;
 mod ops;

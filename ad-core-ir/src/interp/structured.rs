@@ -104,6 +104,7 @@ impl<'p> Interp<'p> {
             .collect::<Result<_, _>>()?;
         let (tys, ltys) = result_tys(fr, lam, k, m)?;
         let (mut stacks, mut lstacks) = (stackers(tys.len()), stackers(ltys.len()));
+        let mut stored = 0;
         for step in 0..n {
             let i = if lp.rev { n - 1 - step } else { step };
             fr.set(lam.params[0], Value::I64(i as i64))?;
@@ -112,6 +113,7 @@ impl<'p> Interp<'p> {
             let (mut r, mut lr) = self.block(fr, &lam.body)?;
             let (ys, lys) = (r.split_off(k), lr.split_off(m));
             (state, lstate) = (r, lr);
+            stored += stored_size(&ys) + stored_size(&lys);
             push_all(&mut stacks, ys)?;
             push_all(&mut lstacks, lys)?;
         }
@@ -123,7 +125,7 @@ impl<'p> Interp<'p> {
         lstate.extend(finish_all(lstacks, &[n], &ltys)?);
         fr.bind(&s.binds, state)?;
         fr.bind(&s.lin_binds, lstate)?;
-        Ok(1)
+        Ok(1 + stored)
     }
 
     /// `Build`: the body at every multi-index of the shape (row-major), its
@@ -144,18 +146,20 @@ impl<'p> Interp<'p> {
         let (tys, ltys) = result_tys(fr, lam, 0, 0)?;
         let (mut stacks, mut lstacks) = (stackers(tys.len()), stackers(ltys.len()));
         let mut idx = vec![0usize; shape.len()];
+        let mut stored = 0;
         for _ in 0..total {
             for (p, i) in lam.params.iter().zip(&idx) {
                 fr.set(*p, Value::I64(*i as i64))?;
             }
             let (r, lr) = self.block(fr, &lam.body)?;
+            stored += stored_size(&r) + stored_size(&lr);
             push_all(&mut stacks, r)?;
             push_all(&mut lstacks, lr)?;
             next_index(&mut idx, &shape);
         }
         fr.bind(&s.binds, finish_all(stacks, &shape, &tys)?)?;
         fr.bind(&s.lin_binds, finish_all(lstacks, &shape, &ltys)?)?;
-        Ok(1)
+        Ok(1 + stored)
     }
 
     /// `Map`: the body on corresponding elements of arrays of one shape, its
@@ -185,18 +189,20 @@ impl<'p> Interp<'p> {
         let (mut stacks, mut lstacks) = (stackers(tys.len()), stackers(ltys.len()));
         let params: Vec<_> = lam.params.iter().chain(&lam.lin_params).copied().collect();
         let total = arrs[0].size();
+        let mut stored = 0;
         for k in 0..total {
             for (p, a) in params.iter().zip(&arrs) {
                 let x = a.data.get(k).expect("arrays of one shape");
                 fr.set(*p, x)?;
             }
             let (r, lr) = self.block(fr, &lam.body)?;
+            stored += stored_size(&r) + stored_size(&lr);
             push_all(&mut stacks, r)?;
             push_all(&mut lstacks, lr)?;
         }
         fr.bind(&s.binds, finish_all(stacks, &shape, &tys)?)?;
         fr.bind(&s.lin_binds, finish_all(lstacks, &shape, &ltys)?)?;
-        Ok(1)
+        Ok(1 + stored)
     }
 
     /// `Fold`: `acc = body(acc, arr[k])` for `k` in `0..len(arr)`.
@@ -225,6 +231,19 @@ impl<'p> Interp<'p> {
         fr.bind(&s.binds, accs)?;
         Ok(1)
     }
+}
+
+/// The work of storing per-iteration (per-element) outputs: one per scalar
+/// written (a store in compiled code), summed over the values.
+fn stored_size(xs: &[Value]) -> u64 {
+    fn one(x: &Value) -> u64 {
+        match x {
+            Value::F64(_) | Value::I64(_) | Value::Bool(_) => 1,
+            Value::Array(a) => a.size() as u64,
+            Value::Tuple(parts) => parts.iter().map(one).sum(),
+        }
+    }
+    xs.iter().map(one).sum()
 }
 
 /// An operand of a map: an array, cloned out of the environment.

@@ -6,7 +6,11 @@
 //!   iteration's results are evaluated into temporaries, then assigned (so
 //!   a permutation of the state is fine). Per-iteration outputs are written at
 //!   index `i` of a preallocated vector (scalars) or pushed and stacked after
-//!   the loop (arrays, whose size is known only once computed).
+//!   the loop (arrays, whose size is known only once computed). A scalar
+//!   output read only element by element goes to an `ad_runtime::Scratch`
+//!   (a per-thread reused buffer) declared before the statement, and is
+//!   bound as a view of it: a loop nested in a loop or kernel allocates
+//!   nothing after its first run.
 //! - `Build` and `Map` call the runtime's `build`/`map`/`zip_map`/`zip3_map`
 //!   (parallel above its threshold, sequential when nested in another
 //!   kernel) with the body as a closure returning all its results; several
@@ -86,8 +90,27 @@ impl Emitter<'_> {
         // Stacks for the per-iteration outputs (non-linear, then linear).
         let out_tys = self.out_tys(lam, k, m);
         let stacks: Vec<Ident> = out_tys.iter().map(|_| self.fresh("ys")).collect();
-        for (st, ty) in stacks.iter().zip(&out_tys) {
+        // Scalar stacks read only element by element live in a reused
+        // per-thread buffer declared before the statement (no allocation
+        // when the loop runs inside another loop or kernel).
+        let scratch: Vec<bool> = out_tys
+            .iter()
+            .enumerate()
+            .map(|(j, ty)| {
+                j < nr - k
+                    && matches!(ty, Ty::Scalar(_))
+                    && self.uses.only_element_reads(s.binds[k + j])
+            })
+            .collect();
+        let mut before = TokenStream::new();
+        for ((st, ty), scratch) in stacks.iter().zip(&out_tys).zip(&scratch) {
             let t = owned_ty(ty);
+            if *scratch {
+                let rt = rt();
+                before.extend(quote!(let mut #st = #rt::Scratch::<#t>::new();));
+                pre.extend(quote!(#st.reset(#n);));
+                continue;
+            }
             pre.extend(match ty {
                 Ty::Scalar(e) => {
                     let z = zero_of(*e);
@@ -144,16 +167,27 @@ impl Emitter<'_> {
         let stacked: Vec<TokenStream> = stacks
             .iter()
             .zip(&out_tys)
-            .map(|(st, ty)| self.finish_stack(st, ty, &n, l.rev, &mut post))
+            .zip(&scratch)
+            .map(|((st, ty), scratch)| match scratch {
+                true => Ok(quote!(#st.view())),
+                false => self.finish_stack(st, ty, &n, l.rev, &mut post),
+            })
             .collect::<R<_>>()?;
         finals.extend(state[..k].iter().map(|v| state_name(self, v)));
         finals.extend(stacked[..p].iter().cloned());
         finals.extend(state[k..].iter().map(|v| state_name(self, v)));
         finals.extend(stacked[p..].iter().cloned());
         let r = flat(&finals);
+        let mut reprs = self.owned_reprs(s);
+        for (j, scratch) in scratch.iter().enumerate() {
+            if *scratch {
+                reprs[k + j] = Repr::View;
+            }
+        }
+        self.before.extend(before);
         Ok(Out {
             expr: quote!({ #pre #body #post #r }),
-            reprs: self.owned_reprs(s),
+            reprs,
         })
     }
 

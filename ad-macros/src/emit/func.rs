@@ -89,6 +89,9 @@ pub struct Emitter<'a> {
     pub uses: Uses,
     repr: HashMap<Var, Repr>,
     tmp: u32,
+    /// Statements the statement being emitted needs before its `let`
+    /// (declarations of buffers that its value borrows).
+    pub before: TokenStream,
 }
 
 /// A function body as a block expression evaluating to its results (flat:
@@ -128,6 +131,7 @@ pub fn body(
         uses: Uses::of(f),
         repr: HashMap::new(),
         tmp: 0,
+        before: TokenStream::new(),
     };
     let mut pats = vec![];
     let mut tys = vec![];
@@ -424,7 +428,9 @@ impl<'a> Emitter<'a> {
                 out.reprs.len()
             ));
         }
-        Ok(self.let_(&vars, &out.reprs, out.expr))
+        let before = std::mem::take(&mut self.before);
+        let bind = self.let_(&vars, &out.reprs, out.expr);
+        Ok(quote!(#before #bind))
     }
 }
 

@@ -13,10 +13,15 @@
 //!
 //! Copies (`let y = x`, `Expr::Atom` of a variable) are not emitted: `y` is
 //! an alias of `x` (both are immutable), and uses of `y` count as uses of `x`.
+//!
+//! The analysis also finds the arrays that are only *read element by
+//! element* (every use is an element `Index` or a `Shape`): such an array
+//! never escapes its scope, so a loop may write it into a reused buffer.
 
 use ad_core_ir::ir::*;
+use ad_core_ir::types::Ty;
 use ad_core_ir::visit::for_each_operand;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// The result of the analysis.
 #[derive(Default, Debug)]
@@ -28,6 +33,8 @@ pub struct Uses {
     stmt_site: HashMap<*const Stmt, usize>,
     result_site: HashMap<*const Block, usize>,
     site_depth: Vec<u32>,
+    /// Roots used other than by an element read or a shape.
+    escaping: HashSet<Var>,
 }
 
 impl Uses {
@@ -37,8 +44,14 @@ impl Uses {
         for p in f.params.iter().chain(&f.lin_params) {
             u.bind_depth.insert(*p, 0);
         }
-        u.block(&f.body, 0);
+        u.block(&f.body, 0, &f.vars);
         u
+    }
+
+    /// Whether every use of `v` (and of its copies) reads one element
+    /// (`Index` with a scalar result) or a shape.
+    pub fn only_element_reads(&self, v: Var) -> bool {
+        !self.escaping.contains(&self.root(v))
     }
 
     /// The variable `v` stands for (itself unless it is a copy).
@@ -95,23 +108,25 @@ impl Uses {
         *self.count.entry((site, v)).or_insert(0) += 1;
     }
 
-    fn block(&mut self, b: &Block, depth: u32) {
+    fn block(&mut self, b: &Block, depth: u32, vars: &VarTable) {
         for s in &b.stmts {
-            self.stmt_(s, depth);
+            self.stmt_(s, depth, vars);
         }
         let site = self.new_site(depth);
         self.result_site.insert(b as *const Block, site);
         for a in &b.results {
             if let Atom::Var(v) = a {
                 self.use_var(*v, site);
+                self.escaping.insert(self.root(*v));
             }
         }
         for v in &b.lin_results {
             self.use_var(*v, site);
+            self.escaping.insert(self.root(*v));
         }
     }
 
-    fn stmt_(&mut self, s: &Stmt, depth: u32) {
+    fn stmt_(&mut self, s: &Stmt, depth: u32, vars: &VarTable) {
         let site = self.new_site(depth);
         self.stmt_site.insert(s as *const Stmt, site);
         if let (Expr::Atom(Atom::Var(x)), [y]) = (&s.expr, &s.binds[..]) {
@@ -130,20 +145,34 @@ impl Uses {
             Expr::If(i) => nl.extend(i.cond.var()),
             e => for_each_operand(e, &mut |a| nl.extend(a.var()), &mut |v| lin.push(v)),
         }
-        for v in nl.into_iter().chain(lin) {
+        // The array an element read or a shape reads does not escape.
+        let read = match &s.expr {
+            Expr::Array(ArrayOp::Index {
+                arr: Atom::Var(a), ..
+            }) if matches!(s.binds[..], [b] if matches!(vars.ty(b), Ty::Scalar(_))) => Some(*a),
+            Expr::Array(ArrayOp::Shape {
+                arr: Atom::Var(a), ..
+            }) => Some(*a),
+            _ => None,
+        };
+        for (k, v) in nl.into_iter().chain(lin).enumerate() {
             self.use_var(v, site);
+            // The array operand of an element read is its first operand.
+            if !(k == 0 && read == Some(v)) {
+                self.escaping.insert(self.root(v));
+            }
         }
         match &s.expr {
             Expr::If(i) => {
-                self.block(&i.then_, depth);
-                self.block(&i.else_, depth);
+                self.block(&i.then_, depth, vars);
+                self.block(&i.else_, depth, vars);
             }
             e => {
                 for l in ad_core_ir::visit::lambdas(e) {
                     for p in l.params.iter().chain(&l.lin_params) {
                         self.bind_depth.insert(*p, depth + 1);
                     }
-                    self.block(&l.body, depth + 1);
+                    self.block(&l.body, depth + 1, vars);
                 }
             }
         }

@@ -1,0 +1,161 @@
+//! Reusable per-thread buffers for per-iteration values of loops that run
+//! inside other loops or kernels.
+//!
+//! A loop nested in a loop (or in the body of a [`crate::build`] /
+//! [`crate::map`]) that saves one value per iteration would otherwise
+//! allocate a fresh vector every time it runs. A [`Scratch`] takes a buffer
+//! from a small pool owned by the current thread and gives it back when
+//! dropped, so after the first few runs no allocation happens at all:
+//!
+//! ```
+//! use ad_runtime::Scratch;
+//! let mut total = 0.0;
+//! for outer in 0..1000 {
+//!     let mut s = Scratch::<f64>::new();
+//!     s.reset(8); // 8 zeros; reuses a pooled buffer after the first run
+//!     for i in 0..8 {
+//!         s[i] = (outer * i) as f64;
+//!     }
+//!     total += s.view()[7];
+//! }
+//! assert_eq!(total, 7.0 * 999.0 * 1000.0 / 2.0);
+//! ```
+//!
+//! Each thread has its own pool (rayon workers each reuse theirs), so the
+//! buffers need no synchronisation and the values never depend on the
+//! thread. The pool keeps at most [`POOL_LEN`] buffers per element type and
+//! lets buffers larger than [`POOL_MAX_BYTES`] go.
+
+use ndarray::ArrayView1;
+use std::cell::RefCell;
+use std::ops::{Deref, DerefMut};
+
+/// Most buffers a thread keeps per element type.
+pub const POOL_LEN: usize = 32;
+
+/// Largest buffer (in bytes of capacity) a thread keeps for reuse.
+pub const POOL_MAX_BYTES: usize = 1 << 20;
+
+/// Element types with a per-thread pool of buffers.
+pub trait Pooled: Copy + Default + 'static {
+    /// Runs `f` on this thread's pool of buffers of `Self` (`None` while
+    /// the thread is being torn down and its pool is gone).
+    fn with_pool<R>(f: impl FnOnce(&mut Vec<Vec<Self>>) -> R) -> Option<R>;
+}
+
+macro_rules! pooled {
+    ($($t:ty => $pool:ident),*) => {$(
+        thread_local! {
+            static $pool: RefCell<Vec<Vec<$t>>> = const { RefCell::new(Vec::new()) };
+        }
+        impl Pooled for $t {
+            fn with_pool<R>(f: impl FnOnce(&mut Vec<Vec<Self>>) -> R) -> Option<R> {
+                $pool.try_with(|p| f(&mut p.borrow_mut())).ok()
+            }
+        }
+    )*};
+}
+
+pooled!(f64 => POOL_F64, f32 => POOL_F32, i64 => POOL_I64, bool => POOL_BOOL);
+
+/// A buffer taken from this thread's pool, given back when dropped.
+/// Dereferences to a slice of the length set by [`Scratch::reset`].
+#[derive(Debug)]
+pub struct Scratch<T: Pooled> {
+    buf: Vec<T>,
+}
+
+impl<T: Pooled> Scratch<T> {
+    /// An empty buffer, reusing a pooled one when there is one.
+    pub fn new() -> Self {
+        let buf = T::with_pool(|p| p.pop()).flatten().unwrap_or_default();
+        Scratch { buf }
+    }
+
+    /// Makes the buffer `n` values `T::default()` long (it allocates only
+    /// when `n` exceeds every length this buffer had before).
+    pub fn reset(&mut self, n: usize) {
+        self.buf.clear();
+        self.buf.resize(n, T::default());
+    }
+
+    /// The values as a one-dimensional array view.
+    pub fn view(&self) -> ArrayView1<'_, T> {
+        ArrayView1::from(&self.buf[..])
+    }
+}
+
+impl<T: Pooled> Default for Scratch<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Pooled> Deref for Scratch<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.buf
+    }
+}
+
+impl<T: Pooled> DerefMut for Scratch<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut self.buf
+    }
+}
+
+impl<T: Pooled> Drop for Scratch<T> {
+    fn drop(&mut self) {
+        let buf = std::mem::take(&mut self.buf);
+        if buf.capacity() == 0 || buf.capacity() * std::mem::size_of::<T>() > POOL_MAX_BYTES {
+            return;
+        }
+        T::with_pool(|p| {
+            if p.len() < POOL_LEN {
+                p.push(buf);
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reset_gives_zeros_of_the_length() {
+        let mut s = Scratch::<i64>::new();
+        s.reset(3);
+        s[1] = 5;
+        assert_eq!(&*s, &[0, 5, 0]);
+        s.reset(2);
+        assert_eq!(&*s, &[0, 0]);
+        assert_eq!(s.view().len(), 2);
+    }
+
+    #[test]
+    fn buffers_are_reused() {
+        let cap = {
+            let mut s = Scratch::<f64>::new();
+            s.reset(100);
+            s.buf.as_ptr()
+        };
+        let mut t = Scratch::<f64>::new();
+        t.reset(50);
+        assert_eq!(t.buf.as_ptr(), cap, "the dropped buffer is taken again");
+        // Two live scratches never share a buffer.
+        let mut u = Scratch::<f64>::new();
+        u.reset(50);
+        assert_ne!(t.buf.as_ptr(), u.buf.as_ptr());
+    }
+
+    #[test]
+    fn large_buffers_are_not_kept() {
+        {
+            let mut s = Scratch::<bool>::new();
+            s.reset(POOL_MAX_BYTES + 1);
+        }
+        let s = Scratch::<bool>::new();
+        assert_eq!(s.buf.capacity(), 0);
+    }
+}
