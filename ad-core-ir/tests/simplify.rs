@@ -13,8 +13,8 @@ use ad_core_ir::interp::{run, run_counted, Value};
 use ad_core_ir::ir::*;
 use ad_core_ir::pretty::func_to_string;
 use ad_core_ir::simplify::{
-    self, algebra, apply_rules, copy_prop, cse, dce, fold_const, fusion, licm, shape, zeros,
-    Options, Rule, Stats,
+    self, algebra, apply_rules, copy_prop, cse, dce, fold_const, fusion, licm, shape, tabulate,
+    zeros, Options, Rule, Stats,
 };
 use ad_core_ir::types::{Scalar, Ty};
 use ad_core_ir::visit::{blocks, size_func};
@@ -1347,6 +1347,133 @@ fn licm_hoists_infallible_invariants_only() {
     verify(&f, &g, Mode::LinearA, &ins, 0.0);
     // The second input (empty x, k = MAX) runs: nothing fallible was hoisted.
     assert!(run(&prog_of(&g), "f", &ins[1].0, &[]).is_ok());
+}
+
+// ---------------------------------------------------------------- tabulation
+
+/// `build [n, k] |i, j| loop d (s = 0) |r| s + exp(q[j, r]) * x[i, r] + ln(s + 2)`:
+/// `exp(q[j, r])` does not read `i` (tabulated over `[k, d]`); `ln(s + 2)`
+/// reads the loop state and `x[i, r] * ..` every index (both stay).
+fn tabulate_input() -> Func {
+    let mut b = new_builder("f");
+    let q = b.param("q", Ty::f64s(2));
+    let x = b.param("x", Ty::f64s(2));
+    let k = b.param("k", Ty::I64);
+    let d = b.param("d", Ty::I64);
+    let n = b.shape(x.into(), 0);
+    let bld = b.build(&[n.into(), k.into()], |b, ix| {
+        let (st, _) = b.loop_(d.into(), false, &[0.0.into()], |b, r, s| {
+            let e = b.index(q.into(), &[ix[1].into(), r.into()]);
+            let ex = b.prim(Prim::Exp, &[e.into()]);
+            let xi = b.index(x.into(), &[ix[0].into(), r.into()]);
+            let m = b.prim(Prim::Mul, &[ex.into(), xi.into()]);
+            let s2 = b.prim(Prim::Add, &[s[0].into(), Atom::F64(2.0)]);
+            let l = b.prim(Prim::Ln, &[s2.into()]);
+            let a = b.prim(Prim::Add, &[s[0].into(), m.into()]);
+            let a2 = b.prim(Prim::Add, &[a.into(), l.into()]);
+            (vec![a2.into()], vec![])
+        });
+        vec![st[0].into()]
+    })[0];
+    b.finish(vec![bld.into()], vec![])
+}
+
+#[test]
+fn tabulate_moves_partially_invariant_expensive_scalars_to_a_table() {
+    let f = tabulate_input();
+    let g = pass(&f, tabulate::tabulate);
+    // One table build before the original, exp only inside it; ln stays.
+    assert_eq!(
+        count(&g, &|e| matches!(e, Expr::Build(_))),
+        2,
+        "{}",
+        func_to_string(&g)
+    );
+    let table = g
+        .body
+        .stmts
+        .iter()
+        .find(|s| matches!(s.expr, Expr::Build(_)))
+        .unwrap();
+    assert_eq!(g.vars.ty(table.binds[0]), &Ty::f64s(2));
+    assert!(blocks(&table.expr).iter().any(|b| b
+        .stmts
+        .iter()
+        .any(|s| matches!(s.expr, Expr::Prim(Prim::Exp, _)))));
+    assert_eq!(count(&g, &|e| matches!(e, Expr::Prim(Prim::Exp, _))), 1);
+    assert_eq!(count(&g, &|e| matches!(e, Expr::Prim(Prim::Ln, _))), 1);
+    // A second pass finds nothing more (the table reads all its indices).
+    assert!(!tabulate::tabulate(&mut g.clone()));
+    let q = mat_f(2, 3, &[0.1, -0.2, 0.3, 0.4, -0.5, 0.6]);
+    let x = mat_f(
+        4,
+        3,
+        &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 1.5, 2.5, 3.5],
+    );
+    let ins: Inputs = vec![
+        (
+            vec![q.clone(), x.clone(), Value::I64(2), Value::I64(3)],
+            vec![],
+        ),
+        (
+            vec![q.clone(), x.clone(), Value::I64(1), Value::I64(2)],
+            vec![],
+        ),
+        // d < 0: the loop runs no iteration.
+        (
+            vec![q.clone(), x.clone(), Value::I64(2), Value::I64(-4)],
+            vec![],
+        ),
+    ];
+    // Bit-identical (the same operations on the same values).
+    verify(&f, &g, Mode::LinearA, &ins, 0.0);
+    // No point (n = 0): the original never reads q, and neither does the
+    // table, even where q is too small for k and d.
+    let none = vec![
+        mat_f(1, 1, &[0.0]),
+        mat_f(0, 3, &[]),
+        Value::I64(5),
+        Value::I64(7),
+    ];
+    assert!(run(&prog_of(&f), "f", &none, &[]).is_ok());
+    assert!(run(&prog_of(&g), "f", &none, &[]).is_ok());
+    // Where the original fails (q too small), the tabulated one fails too.
+    let bad = vec![mat_f(1, 1, &[0.0]), x, Value::I64(5), Value::I64(7)];
+    assert!(run(&prog_of(&f), "f", &bad, &[]).is_err());
+    assert!(run(&prog_of(&g), "f", &bad, &[]).is_err());
+}
+
+#[test]
+fn tabulate_leaves_scalars_reading_every_index_or_the_loop_state() {
+    // exp(x[i, j]) reads both indices: no table.
+    let mut b = new_builder("f");
+    let x = b.param("x", Ty::f64s(2));
+    let n = b.shape(x.into(), 0);
+    let m = b.shape(x.into(), 1);
+    let bld = b.build(&[n.into(), m.into()], |b, ix| {
+        let e = b.index(x.into(), &[ix[0].into(), ix[1].into()]);
+        vec![b.prim(Prim::Exp, &[e.into()]).into()]
+    })[0];
+    let f = b.finish(vec![bld.into()], vec![]);
+    assert!(!tabulate::tabulate(&mut f.clone()));
+    // A build reading one of two indices in its own body: tabulated over it.
+    let mut b = new_builder("g");
+    let x = b.param("x", Ty::f64s(1));
+    let n = b.shape(x.into(), 0);
+    let bld = b.build(&[Atom::I64(3), n.into()], |b, ix| {
+        let e = b.index(x.into(), &[ix[1].into()]);
+        let s = b.prim(Prim::Sin, &[e.into()]);
+        let fi = b.prim(Prim::ToF64, &[ix[0].into()]);
+        vec![b.prim(Prim::Mul, &[s.into(), fi.into()]).into()]
+    })[0];
+    let g0 = b.finish(vec![bld.into()], vec![]);
+    let g = pass(&g0, tabulate::tabulate);
+    assert_eq!(count(&g, &|e| matches!(e, Expr::Build(_))), 2);
+    let ins: Inputs = vec![
+        (vec![vec_f(&[0.5, 1.0, -2.0])], vec![]),
+        (vec![vec_f(&[])], vec![]),
+    ];
+    verify(&g0, &g, Mode::LinearA, &ins, 0.0);
 }
 
 // ---------------------------------------------------------------- the whole simplifier

@@ -12,7 +12,8 @@
 //!    dispatch [`rules_for`];
 //! 2. linear DCE through explicit drops ([`dce::drop_dead_linear`]);
 //! 3. CSE ([`cse`]); 4. fusion ([`fusion`]); 5. loop-invariant code motion
-//!    ([`licm`]); 6. DCE ([`dce::dce`]).
+//!    ([`licm`]) and tabulation of partially invariant expensive scalars
+//!    ([`tabulate`]); 6. DCE ([`dce::dce`]).
 //!
 //! # What every rule preserves
 //!
@@ -45,6 +46,7 @@ pub mod fold_const;
 pub mod fusion;
 pub mod licm;
 pub mod shape;
+pub mod tabulate;
 pub mod zeros;
 
 pub use engine::{apply_rules, Cx, Rule, Stats};
@@ -117,6 +119,7 @@ pub fn sweep(f: &mut Func, prog: &Program, opts: &Options) -> bool {
     }
     if opts.licm {
         changed |= licm::licm(f);
+        changed |= tabulate::tabulate(f);
     }
     changed |= dce::dce(f);
     changed
