@@ -69,7 +69,14 @@ impl Emitter<'_> {
             LinOp::Dup(x) => {
                 let a = self.opnd(*x, site);
                 let n = &a.name;
+                let read_only = matches!(self.ty(*x), Ty::Array { .. })
+                    && binds.iter().all(|v| self.uses.lin_read_only(*v));
                 Ok(match a.repr {
+                    // Both copies are only read: two views of the one array.
+                    Repr::Owned if read_only => Out {
+                        expr: quote!((#n.view(), #n.view())),
+                        reprs: vec![Repr::View; 2],
+                    },
                     Repr::Val => Out {
                         expr: quote!((#n, #n)),
                         reprs: vec![Repr::Val; 2],

@@ -16,7 +16,10 @@
 //!
 //! The analysis also finds the arrays that are only *read element by
 //! element* (every use is an element `Index` or a `Shape`): such an array
-//! never escapes its scope, so a loop may write it into a reused buffer.
+//! never escapes its scope, so a loop may write it into a reused buffer;
+//! and the linear variables that are only *read* (their one use is a linear
+//! `Index` or a `Drop`, or a `Dup` whose two results are only read): a
+//! `dup` of such a value hands out two views instead of a clone.
 
 use ad_core_ir::ir::*;
 use ad_core_ir::types::Ty;
@@ -35,6 +38,8 @@ pub struct Uses {
     site_depth: Vec<u32>,
     /// Roots used other than by an element read or a shape.
     escaping: HashSet<Var>,
+    /// Linear variables that are only read.
+    lin_read: HashSet<Var>,
 }
 
 impl Uses {
@@ -45,7 +50,13 @@ impl Uses {
             u.bind_depth.insert(*p, 0);
         }
         u.block(&f.body, 0, &f.vars);
+        u.lin_read = lin_read_only(&f.body);
         u
+    }
+
+    /// Whether the linear variable `v` is only read (see the module doc).
+    pub fn lin_read_only(&self, v: Var) -> bool {
+        self.lin_read.contains(&v)
     }
 
     /// Whether every use of `v` (and of its copies) reads one element
@@ -180,4 +191,35 @@ impl Uses {
             self.bind_depth.insert(*v, depth);
         }
     }
+}
+
+/// The linear variables of `b` (at any depth) that are only read. A use
+/// comes after its binder in pre-order, so one walk over the statements in
+/// reverse pre-order decides each `dup`'s results before the `dup` itself.
+fn lin_read_only(b: &Block) -> HashSet<Var> {
+    fn pre_order<'a>(b: &'a Block, out: &mut Vec<&'a Stmt>) {
+        for s in &b.stmts {
+            out.push(s);
+            for nb in ad_core_ir::visit::blocks(&s.expr) {
+                pre_order(nb, out);
+            }
+        }
+    }
+    let mut stmts = vec![];
+    pre_order(b, &mut stmts);
+    let mut read = HashSet::new();
+    for s in stmts.iter().rev() {
+        match &s.expr {
+            Expr::Lin(LinOp::Index { x, .. } | LinOp::Drop(x)) => {
+                read.insert(*x);
+            }
+            Expr::Lin(LinOp::Dup(x)) => {
+                if s.lin_binds.iter().all(|v| read.contains(v)) {
+                    read.insert(*x);
+                }
+            }
+            _ => {}
+        }
+    }
+    read
 }
