@@ -314,7 +314,14 @@ pub fn differentiate(
     let mut out = prog.clone();
     let mut n_results = 0;
     for fname in &order {
-        let f = out.func(fname).expect("in the program").clone();
+        // The primal, folds lowered to loops, with the value-exact rules
+        // first (fusion into loops, tabulation): JVP then differentiates the
+        // fused loops rather than the arrays between them.
+        let mut f = crate::normalize::lower_folds(out.func(fname).expect("in the program"));
+        if opts.simplify {
+            crate::simplify::exact(&mut f, &crate::simplify::Options::default());
+        }
+        verify(&out, &f, Mode::LinearA, opts)?;
         let all = vec![true; f.params.len()];
         let mask = if fname == name { wrt } else { &all[..] };
         let mut j = jvp_func(&out, &f, mask)?;

@@ -8,6 +8,7 @@
 //! [`interp`] module is the reference semantics every pass is tested against.
 #![warn(missing_docs)]
 
+pub mod accumulate;
 pub mod build;
 pub mod check;
 pub mod driver;

@@ -13,8 +13,8 @@ use ad_core_ir::interp::{run, run_counted, Value};
 use ad_core_ir::ir::*;
 use ad_core_ir::pretty::func_to_string;
 use ad_core_ir::simplify::{
-    self, algebra, apply_rules, copy_prop, cse, dce, fold_const, fusion, licm, shape, tabulate,
-    zeros, Options, Rule, Stats,
+    self, algebra, apply_rules, copy_prop, cse, dce, fold_const, fuse_into_loop, fusion, licm,
+    shape, tabulate, zeros, Options, Rule, Stats,
 };
 use ad_core_ir::types::{Scalar, Ty};
 use ad_core_ir::visit::{blocks, size_func};
@@ -1347,6 +1347,70 @@ fn licm_hoists_infallible_invariants_only() {
     verify(&f, &g, Mode::LinearA, &ins, 0.0);
     // The second input (empty x, k = MAX) runs: nothing fallible was hoisted.
     assert!(run(&prog_of(&g), "f", &ins[1].0, &[]).is_ok());
+}
+
+// ---------------------------------------------------------------- fusion into loops
+
+/// `build [n] |i| { let y = map(m[i]) |x| exp(x); sum over y by a loop }`:
+/// the shape of a lowered fold, with `shape y, 0` as its trip count.
+fn row_sums_of_exp() -> Func {
+    let mut b = new_builder("f");
+    let m = b.param("m", Ty::f64s(2));
+    let n = b.shape(m.into(), 0);
+    let bld = b.build(&[n.into()], |b, ix| {
+        let row = b.index(m.into(), &[ix[0].into()]);
+        let y = b.map(&[row.into()], |b, e| {
+            vec![b.prim(Prim::Exp, &[e[0].into()]).into()]
+        })[0];
+        let len = b.shape(y.into(), 0);
+        let (st, _) = b.loop_(len.into(), false, &[(-0.0).into()], |b, k, s| {
+            let e = b.index(y.into(), &[k.into()]);
+            (
+                vec![b.prim(Prim::Add, &[s[0].into(), e.into()]).into()],
+                vec![],
+            )
+        });
+        vec![st[0].into()]
+    })[0];
+    b.finish(vec![bld.into()], vec![])
+}
+
+#[test]
+fn fuse_into_loop_computes_each_element_where_the_loop_reads_it() {
+    let f = row_sums_of_exp();
+    let g = pass(&f, fuse_into_loop::fuse_into_loop);
+    assert_eq!(
+        count(&g, &|e| matches!(e, Expr::Map(_))),
+        0,
+        "{}",
+        func_to_string(&g)
+    );
+    let ins: Inputs = vec![
+        (vec![mat_f(2, 3, &[0.1, 0.2, 0.3, -1.0, 2.0, 0.5])], vec![]),
+        (vec![mat_f(0, 3, &[])], vec![]),
+        (vec![mat_f(2, 0, &[])], vec![]),
+    ];
+    verify(&f, &g, Mode::LinearA, &ins, 0.0);
+}
+
+#[test]
+fn fuse_into_loop_leaves_arrays_read_twice_or_at_other_indices() {
+    // The loop reads y[0] at every step: fusing would recompute it.
+    let mut b = new_builder("f");
+    let x = b.param("x", Ty::f64s(1));
+    let y = b.map(&[x.into()], |b, e| {
+        vec![b.prim(Prim::Exp, &[e[0].into()]).into()]
+    })[0];
+    let n = b.shape(x.into(), 0);
+    let (st, _) = b.loop_(n.into(), false, &[0.0.into()], |b, _k, s| {
+        let e = b.index(y.into(), &[Atom::I64(0)]);
+        (
+            vec![b.prim(Prim::Add, &[s[0].into(), e.into()]).into()],
+            vec![],
+        )
+    });
+    let f = b.finish(vec![st[0].into()], vec![]);
+    assert!(!fuse_into_loop::fuse_into_loop(&mut f.clone()));
 }
 
 // ---------------------------------------------------------------- tabulation

@@ -11,7 +11,7 @@
 //!    [`fusion::map_identity`]) — chosen per statement by the exhaustive
 //!    dispatch [`rules_for`];
 //! 2. linear DCE through explicit drops ([`dce::drop_dead_linear`]);
-//! 3. CSE ([`cse`]); 4. fusion ([`fusion`]); 5. loop-invariant code motion
+//! 3. CSE ([`cse`]); 4. fusion ([`fusion`], [`fuse_into_loop`]); 5. loop-invariant code motion
 //!    ([`licm`]) and tabulation of partially invariant expensive scalars
 //!    ([`tabulate`]); 6. DCE ([`dce::dce`]).
 //!
@@ -43,6 +43,7 @@ pub mod dead_state;
 pub mod engine;
 pub mod facts;
 pub mod fold_const;
+pub mod fuse_into_loop;
 pub mod fusion;
 pub mod licm;
 pub mod shape;
@@ -110,6 +111,7 @@ pub fn sweep(f: &mut Func, prog: &Program, opts: &Options) -> bool {
         changed |= fusion::map_map(f);
         changed |= fusion::map_of_build(f);
         changed |= fusion::index_of_build(f);
+        changed |= fuse_into_loop::fuse_into_loop(f);
         changed |= fusion::gather_of_build(f);
         changed |= fusion::dot_of_map(f);
         changed |= fusion::ldot_of_map(f);
@@ -123,6 +125,30 @@ pub fn sweep(f: &mut Func, prog: &Program, opts: &Options) -> bool {
     }
     changed |= dce::dce(f);
     changed
+}
+
+/// The rules that keep every value bit for bit (no reassociation), run on a
+/// primal before JVP so that it differentiates fused loops and tables:
+/// [`fuse_into_loop`], [`tabulate`], then DCE, repeated (at most
+/// `opts.max_sweeps` times) until nothing changes. Returns whether anything
+/// changed.
+pub fn exact(f: &mut Func, opts: &Options) -> bool {
+    let mut any = false;
+    for _ in 0..opts.max_sweeps {
+        let mut changed = false;
+        if opts.fuse {
+            changed |= fuse_into_loop::fuse_into_loop(f);
+        }
+        if opts.licm {
+            changed |= tabulate::tabulate(f);
+        }
+        changed |= dce::dce(f);
+        any |= changed;
+        if !changed {
+            break;
+        }
+    }
+    any
 }
 
 /// One walk of the rewrite engine with the rules [`rules_for`] selects.

@@ -1,0 +1,162 @@
+//! Accumulation loops: loops whose whole state is linear accumulators that
+//! the body only adds into.
+//!
+//! Transposing a `build` gives such a loop: each element's cotangent
+//! contributions are added into the cotangent arrays of what the element read.
+//!
+//! ```text
+//! loop n (; a = a0, b = b0) |i| {        a, b only flow through `+=` updates
+//!   let ; a1 = lupdate a[j] += u         (at any index, of any value) and
+//!   let ; b1 = loop m (; c = b) |r| {     nested loops that are themselves
+//!     let ; c1 = lupdate c[r] += w        accumulating in them, back to the
+//!     yield ; c1                          same state position
+//!   }
+//!   yield ; a1, b1
+//! }
+//! ```
+//!
+//! For such a loop, `final = init + Σ_i contribution(i)`, where the
+//! contribution of iteration `i` does not depend on the state: the
+//! iterations can be cut into chunks that start from zero accumulators, run
+//! in any order or in parallel, and whose results are added in a fixed order.
+
+use crate::ir::*;
+use crate::visit::{blocks, free_vars_stmt};
+
+/// Whether `l` is an accumulation loop: no non-linear state, no stacked
+/// outputs, at least one linear state variable, and every state variable
+/// flows from its parameter to the body's result at its own position only
+/// through `lupdate .. += ..` (add, not set) and through the same position
+/// of nested accumulating loops (see the module doc).
+pub fn is_accumulation(l: &Loop) -> bool {
+    let lam = &l.body;
+    let b = &lam.body;
+    if !l.init.is_empty()
+        || l.lin_init.is_empty()
+        || !b.results.is_empty()
+        || b.lin_results.len() != lam.lin_params.len()
+    {
+        return false;
+    }
+    lam.lin_params
+        .iter()
+        .enumerate()
+        .all(|(k, p)| flows_to(b, *p, k))
+}
+
+/// Whether linear `v` reaches `b.lin_results[k]` (and nothing else) through
+/// accumulating updates and nested accumulating loops at the top level of `b`.
+fn flows_to(b: &Block, v: Var, k: usize) -> bool {
+    let mut cur = v;
+    let mut from = 0;
+    loop {
+        // Linear: `cur` has exactly one use, after its binder.
+        let Some(pos) = (from..b.stmts.len()).find(|&q| uses(&b.stmts[q], cur)) else {
+            return b.lin_results.iter().position(|r| *r == cur) == Some(k)
+                && b.lin_results.iter().filter(|r| **r == cur).count() == 1;
+        };
+        let s = &b.stmts[pos];
+        cur = match &s.expr {
+            Expr::Lin(LinOp::Update {
+                x, val, add: true, ..
+            }) if *x == cur && *val != cur => s.lin_binds[0],
+            Expr::Loop(inner) => {
+                let Some(m) = inner.lin_init.iter().position(|x| *x == cur) else {
+                    return false;
+                };
+                let ilam = &inner.body;
+                let ok = inner.lin_init.iter().filter(|x| **x == cur).count() == 1
+                    && m < ilam.lin_params.len()
+                    && m < ilam.body.lin_results.len()
+                    && flows_to(&ilam.body, ilam.lin_params[m], m)
+                    && !captured(s, cur);
+                if !ok {
+                    return false;
+                }
+                s.lin_binds[m]
+            }
+            _ => return false,
+        };
+        from = pos + 1;
+    }
+}
+
+/// Whether statement `s` reads linear `v` (as an operand or inside a body).
+fn uses(s: &Stmt, v: Var) -> bool {
+    free_vars_stmt(s).lin.contains(&v)
+}
+
+/// Whether `v` is read inside the bodies of `s` (not only as its operand).
+fn captured(s: &Stmt, v: Var) -> bool {
+    blocks(&s.expr)
+        .iter()
+        .any(|b| crate::visit::free_vars_block(b).lin.contains(&v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::parse_program;
+
+    /// The first top-level loop of `f` in `src`.
+    fn first_loop(src: &str) -> bool {
+        let p = parse_program(src).unwrap_or_else(|e| panic!("{e}\n{src}"));
+        let f = &p.funcs[0];
+        let l = f
+            .body
+            .stmts
+            .iter()
+            .find_map(|s| match &s.expr {
+                Expr::Loop(l) => Some(l),
+                _ => None,
+            })
+            .expect("a loop");
+        is_accumulation(l)
+    }
+
+    const NESTED: &str = "def f(x_3: [f64] ; ct_2: [f64]) -> (; [f64], [f64]) {
+  let ; ct1_0: [f64], ct2_1: [f64] = dup ct_2
+  let ; z_4: [f64] = lzero [3]
+  let ; a_5: [f64], b_6: [f64] = loop 3 (; s_9: [f64] = ct1_0, t_11: [f64] = z_4) |i_12: i64| {
+    let ; e_13: f64 = lindex ct2_1[i_12]
+    let ; s1_7: [f64] = lupdate s_9[i_12] += e_13
+    let ; t1_10: [f64] = loop 2 (; u_15: [f64] = t_11) |r_17: i64| {
+      let ; w_16: f64 = lzero ()
+      let ; u1_14: [f64] = lupdate u_15[r_17] += w_16
+      yield ; u1_14
+    }
+    yield ; s1_7, t1_10
+  }
+  return ; a_5, b_6
+}
+";
+
+    #[test]
+    fn updates_and_nested_accumulations_accumulate() {
+        assert!(first_loop(NESTED));
+    }
+
+    #[test]
+    fn reading_setting_or_swapping_the_state_does_not() {
+        // `=` (set) instead of `+=`.
+        assert!(!first_loop(&NESTED.replace(
+            "lupdate s_9[i_12] += e_13",
+            "lupdate s_9[i_12] = e_13"
+        )));
+        // The state swapped between positions.
+        assert!(!first_loop(
+            &NESTED.replace("yield ; s1_7, t1_10", "yield ; t1_10, s1_7")
+        ));
+        // The state read.
+        let read = "def f(x_3: [f64] ; ct_2: [f64]) -> (; [f64], f64) {
+  let ; a_5: [f64], c_18: f64 = loop 3 (; s_9: [f64] = ct_2) |i_12: i64| {
+    let ; s1_7: [f64], s2_8: [f64] = dup s_9
+    let ; e_13: f64 = lindex s1_7[0]
+    yield ; s2_8, e_13
+  }
+  return ; a_5, c_18
+}
+";
+        assert!(!first_loop(read));
+    }
+}
