@@ -138,8 +138,8 @@ fn element_writes_allocate_independently_of_n() {
 mod gmm;
 
 /// Allocations of one `gmm_objective_vjp` call on `n` points, `k` components
-/// in `d` dimensions (random inputs; sizes below the runtime's parallel
-/// threshold, so the whole call runs on this thread).
+/// in `d` dimensions (random inputs), counted on this thread (run it in a
+/// one-thread pool, so that every kernel runs here).
 fn gmm_vjp_allocations(n: usize, k: usize, d: usize) -> usize {
     let mut rng = rng("gmm_alloc");
     let alphas = rng.array1(k, -1.0, 1.0);
@@ -153,15 +153,40 @@ fn gmm_vjp_allocations(n: usize, k: usize, d: usize) -> usize {
 }
 
 #[test]
-fn gmm_vjp_allocations_do_not_grow_with_k_or_d() {
-    // Warm the per-thread scratch pools, then count one call.
-    gmm_vjp_allocations(40, 12, 7);
-    let base = gmm_vjp_allocations(4, 2, 2);
-    for (n, k, d) in [(4, 12, 2), (4, 2, 7), (4, 12, 7)] {
+fn gmm_vjp_allocations_do_not_grow_with_n_k_d() {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap()
+        .install(gmm_allocations_in_one_thread);
+}
+
+fn gmm_allocations_in_one_thread() {
+    // Warm the per-thread buffer pools, then count one call at a time.
+    gmm_vjp_allocations(400, 40, 9);
+    // Not with n: the same count for 10 times the points.
+    for (k, d) in [(2, 2), (12, 7), (40, 3)] {
         assert_eq!(
-            gmm_vjp_allocations(n, k, d),
-            base,
-            "allocations of one gmm_objective_vjp call at n={n} k={k} d={d} against n=4 k=2 d=2"
+            gmm_vjp_allocations(400, k, d),
+            gmm_vjp_allocations(4000, k, d),
+            "allocations of one gmm_objective_vjp call at n = 400 and 4000 (k = {k}, d = {d})"
         );
     }
+    // Not with k or d either, up to the private accumulators of chunked
+    // reverse builds (at most MAX_CHUNKS per accumulator, whatever the sizes).
+    let mut counts = vec![];
+    for n in [4, 40, 400] {
+        for k in [2, 12, 40] {
+            for d in [2, 7] {
+                counts.push(((n, k, d), gmm_vjp_allocations(n, k, d)));
+            }
+        }
+    }
+    let max = counts.iter().map(|c| c.1).max().unwrap();
+    let min = counts.iter().map(|c| c.1).min().unwrap();
+    let chunks = linad::__private::ad_runtime::MAX_CHUNKS;
+    assert!(
+        max <= min + 8 * chunks,
+        "allocations per call (n, k, d): {counts:?}"
+    );
 }

@@ -59,3 +59,137 @@ where
 {
     Array::from_elem(x.raw_dim(), T::ZERO)
 }
+
+/// Chunks of an accumulation loop are at least this many iterations long.
+pub const MIN_CHUNK_ITERS: usize = 4;
+
+/// An accumulation loop is cut into at most this many chunks.
+pub const MAX_CHUNKS: usize = 16;
+
+/// The private accumulators of all chunks together hold at most this many
+/// elements per iteration of the loop (zeroing and adding them must stay
+/// small next to the loop's own work).
+pub const ACC_ELEMS_PER_ITER: usize = 32;
+
+/// How many chunks [`accumulate_chunked`] cuts `n` iterations into, for
+/// accumulators of `acc_len` elements in all: a function of `n` and
+/// `acc_len` only, never of the number of threads, so the result is the same
+/// for every thread count.
+pub fn accumulate_chunks(n: usize, acc_len: usize) -> usize {
+    let by_iters = (n / MIN_CHUNK_ITERS).clamp(1, MAX_CHUNKS);
+    let by_memory = (n.saturating_mul(ACC_ELEMS_PER_ITER) / acc_len.max(1)).max(1);
+    by_iters.min(by_memory)
+}
+
+/// Runs an *accumulation loop* (iterations `0..n` that only add into the
+/// accumulator state `S`; `body(s, lo, hi)` runs iterations `lo..hi` on
+/// state `s` and returns it) as `c = accumulate_chunks(n, acc_len)` chunks
+/// of consecutive iterations: chunk 0 starts from `init`, the others from
+/// `zero()`, and the chunk results are added left to right with `add`:
+/// `((init + Σ chunk 0) + Σ chunk 1) + ..`.
+///
+/// Chunks run in parallel when `work` (an estimate of the loop's work in
+/// element operations) reaches [`crate::par_threshold`] and the call is not
+/// nested in another parallel kernel. The chunking, and so every bit of the
+/// result, depends only on `n` and `acc_len`.
+pub fn accumulate_chunked<S, Z, B, A>(
+    n: usize,
+    acc_len: usize,
+    work: usize,
+    init: S,
+    zero: Z,
+    body: B,
+    add: A,
+) -> S
+where
+    S: Send,
+    Z: Fn() -> S + Sync,
+    B: Fn(S, usize, usize) -> S + Sync,
+    A: Fn(&mut S, S),
+{
+    let c = accumulate_chunks(n, acc_len);
+    if c <= 1 {
+        return body(init, 0, n);
+    }
+    let bounds = |t: usize| (t * n / c, (t + 1) * n / c);
+    let rest_chunk = |t: usize| {
+        let (lo, hi) = bounds(t);
+        body(zero(), lo, hi)
+    };
+    let (first, rest): (S, Vec<S>) = if par::go_parallel(work) {
+        rayon::join(
+            || par::nested(|| body(init, 0, bounds(0).1)),
+            || {
+                (1..c)
+                    .into_par_iter()
+                    .map(|t| par::nested(|| rest_chunk(t)))
+                    .collect()
+            },
+        )
+    } else {
+        (body(init, 0, bounds(0).1), (1..c).map(rest_chunk).collect())
+    };
+    let mut acc = first;
+    for r in rest {
+        add(&mut acc, r);
+    }
+    acc
+}
+
+#[cfg(test)]
+mod chunk_tests {
+    use super::*;
+
+    /// `acc[i % 3] += f(i)` over `0..n`, chunked.
+    fn run(n: usize) -> Vec<f64> {
+        accumulate_chunked(
+            n,
+            3,
+            usize::MAX,
+            vec![1.0, 0.0, 0.0],
+            || vec![0.0; 3],
+            |mut s, lo, hi| {
+                for i in lo..hi {
+                    s[i % 3] += (i as f64 * 0.37).sin();
+                }
+                s
+            },
+            |a, b| a.iter_mut().zip(b).for_each(|(x, y)| *x += y),
+        )
+    }
+
+    #[test]
+    fn chunking_depends_on_sizes_only() {
+        assert_eq!(accumulate_chunks(0, 10), 1);
+        assert_eq!(accumulate_chunks(7, 10), 1);
+        assert_eq!(accumulate_chunks(1000, 10), MAX_CHUNKS);
+        assert_eq!(accumulate_chunks(1000, 1000 * ACC_ELEMS_PER_ITER), 1);
+    }
+
+    #[test]
+    fn chunked_sum_is_the_sum_and_the_same_for_any_thread_count() {
+        let n = 1001;
+        let mut seq = vec![1.0, 0.0, 0.0];
+        for i in 0..n {
+            seq[i % 3] += (i as f64 * 0.37).sin();
+        }
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(|| run(n));
+        for threads in [2, 4] {
+            let many = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| run(n));
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&one), bits(&many), "{threads} threads");
+        }
+        for (a, b) in one.iter().zip(&seq) {
+            assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+        }
+        assert_eq!(run(0), vec![1.0, 0.0, 0.0]);
+    }
+}

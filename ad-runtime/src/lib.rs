@@ -15,8 +15,8 @@
 //! | indexing | [`gather`], [`scatter_add`], [`add_at`], [`add_row_at`] |
 //! | products | [`dot`], [`matvec`], [`matvec_t`], [`vecmat`], [`matmul`], [`matmul_tn`], [`matmul_nt`], [`outer`] |
 //! | broadcasting | [`broadcast_to`], [`broadcast_axis`], [`sum_to_shape`] |
-//! | accumulation | [`add_scaled`], [`add_assign`], [`zeros_like`] |
-//! | loop residuals | [`ResidualStack`], [`ArrayResidualStack`], [`Scratch`] (per-thread reusable buffers) |
+//! | accumulation | [`add_scaled`], [`add_assign`], [`zeros_like`], [`accumulate_chunked`] (accumulation loops in fixed chunks) |
+//! | loop residuals | [`ResidualStack`], [`ArrayResidualStack`], [`Scratch`], [`pooled_zeros`], [`recycle`] (per-thread reusable buffers) |
 //! | argument checks of generated derivatives | [`check_arg_shape`] |
 //!
 //! **Determinism**: every kernel returns bit-identical results for any
@@ -42,7 +42,10 @@ mod scan;
 mod scratch;
 mod stack;
 
-pub use accumulate::{add_assign, add_scaled, zeros_like};
+pub use accumulate::{
+    accumulate_chunked, accumulate_chunks, add_assign, add_scaled, zeros_like, ACC_ELEMS_PER_ITER,
+    MAX_CHUNKS, MIN_CHUNK_ITERS,
+};
 pub use broadcast::{broadcast_axis, broadcast_to, outer, sum_to_shape};
 pub use check::check_arg_shape;
 pub use elem::Elem;
@@ -55,5 +58,5 @@ pub use reduce::{
     sum, sum_axis, unravel_index,
 };
 pub use scan::{scan_axis, scan_exclusive, scan_inclusive, scan_reverse, ScanKind};
-pub use scratch::{Pooled, Scratch, POOL_LEN, POOL_MAX_BYTES};
+pub use scratch::{pooled_zeros, recycle, Pooled, Scratch, POOL_LEN, POOL_MAX_BYTES};
 pub use stack::{ArrayResidualStack, ResidualStack};

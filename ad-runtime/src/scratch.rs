@@ -21,12 +21,15 @@
 //! assert_eq!(total, 7.0 * 999.0 * 1000.0 / 2.0);
 //! ```
 //!
+//! [`pooled_zeros`] and [`recycle`] do the same for zero arrays that live
+//! for one iteration (a row's cotangent, say).
+//!
 //! Each thread has its own pool (rayon workers each reuse theirs), so the
 //! buffers need no synchronisation and the values never depend on the
 //! thread. The pool keeps at most [`POOL_LEN`] buffers per element type and
 //! lets buffers larger than [`POOL_MAX_BYTES`] go.
 
-use ndarray::ArrayView1;
+use ndarray::{Array, ArrayView1, Dimension, ShapeBuilder};
 use std::cell::RefCell;
 use std::ops::{Deref, DerefMut};
 
@@ -118,6 +121,26 @@ impl<T: Pooled> Drop for Scratch<T> {
     }
 }
 
+/// An array of zeros of shape `shape` whose buffer comes from this thread's
+/// pool (no allocation when a large enough buffer is pooled). Hand the
+/// buffer back with [`recycle`] once the array is dead.
+pub fn pooled_zeros<T: Pooled, Sh: ShapeBuilder>(shape: Sh) -> Array<T, Sh::Dim> {
+    let shape = shape.into_shape_with_order();
+    let n = shape.size();
+    let mut buf = T::with_pool(|p| p.pop()).flatten().unwrap_or_default();
+    buf.clear();
+    buf.resize(n, T::default());
+    Array::from_shape_vec(shape, buf).expect("a buffer of the shape's size")
+}
+
+/// Gives the buffer of an array that is no longer needed back to this
+/// thread's pool, for [`pooled_zeros`] and [`Scratch`] to reuse.
+pub fn recycle<T: Pooled, D: Dimension>(a: Array<T, D>) {
+    drop(Scratch {
+        buf: a.into_raw_vec_and_offset().0,
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,6 +170,20 @@ mod tests {
         let mut u = Scratch::<f64>::new();
         u.reset(50);
         assert_ne!(t.buf.as_ptr(), u.buf.as_ptr());
+    }
+
+    #[test]
+    fn recycled_arrays_give_their_buffers_to_pooled_zeros() {
+        let a = pooled_zeros::<f64, _>((3, 4));
+        assert_eq!(a.shape(), &[3, 4]);
+        assert!(a.iter().all(|x| *x == 0.0));
+        let mut b = a;
+        b[[1, 2]] = 5.0;
+        let ptr = b.as_ptr();
+        recycle(b);
+        let c = pooled_zeros::<f64, _>(12);
+        assert_eq!(c.as_ptr(), ptr);
+        assert!(c.iter().all(|x| *x == 0.0), "zeroed again");
     }
 
     #[test]

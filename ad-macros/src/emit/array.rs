@@ -21,7 +21,7 @@ impl Emitter<'_> {
     /// A non-linear array operation.
     pub fn array_op(&mut self, op: &ArrayOp, binds: &[Var], site: usize) -> R<Out> {
         match op {
-            ArrayOp::Index { arr, idx } => self.index(arr, idx),
+            ArrayOp::Index { arr, idx } => self.index(arr, idx, site),
             ArrayOp::Update { arr, idx, val, add } => {
                 let (elem, rank) = self.array_of(arr)?;
                 let target = self.own(arr, site);
@@ -58,7 +58,11 @@ impl Emitter<'_> {
 
     /// `arr[i0, .., ik]`: an element, or the sub-array (a view of a view,
     /// a copy of an owned array).
-    pub fn index(&mut self, arr: &Atom, idx: &[Atom]) -> R<Out> {
+    ///
+    /// A sub-array of an array bound outside the current lambda (a loop,
+    /// build or map body) is a view of it, not a copy: the array cannot be
+    /// moved or changed while the body runs.
+    pub fn index(&mut self, arr: &Atom, idx: &[Atom], site: usize) -> R<Out> {
         let (_, rank) = self.array_of(arr)?;
         let x = self.scalar(arr);
         if idx.len() == rank {
@@ -76,6 +80,7 @@ impl Emitter<'_> {
         let var = arr.var().expect("an array operand is a variable");
         Ok(match self.repr(var) {
             Repr::View => Out::one(quote!(#x.slice_move(#s)), Repr::View),
+            _ if !self.uses.local(var, site) => Out::one(quote!(#x.slice(#s)), Repr::View),
             _ => Out::one(quote!(#x.slice(#s).to_owned()), Repr::Owned),
         })
     }

@@ -1,7 +1,10 @@
 //! Structured control: `if`, counted loops, `build`, `map` and `fold`.
 //!
 //! - `If` is a Rust `if` whose branches are blocks ending in their results.
-//! - `Loop` is a `for` loop over `0..n` (or reversed) with the state in
+//! - An accumulation loop ([`ad_core_ir::accumulate`], the transpose of a
+//!   build) runs its body as a closure over ranges of iterations through
+//!   `ad_runtime::accumulate_chunked`: fixed chunks, in parallel when large.
+//! - Another `Loop` is a `for` loop over `0..n` (or reversed) with the state in
 //!   `let mut` variables named after the body's state parameters; each
 //!   iteration's results are evaluated into temporaries, then assigned (so
 //!   a permutation of the state is fine). Per-iteration outputs are written at
@@ -70,6 +73,15 @@ impl Emitter<'_> {
         let (nr, nlr) = (lam.body.results.len(), lam.body.lin_results.len());
         if nr < k || nlr < m {
             return Err("a loop body's results do not match its state".into());
+        }
+        if self.uses.depth(site) == 0
+            && ad_core_ir::accumulate::is_accumulation(l)
+            && lam
+                .lin_params
+                .iter()
+                .all(|p| self.ty(*p).elem() == Some(Scalar::F64) && self.ty(*p).rank().is_some())
+        {
+            return self.accumulation_loop(l, s, site);
         }
         let n = self.fresh("n");
         let step = self.fresh("step");
@@ -191,6 +203,147 @@ impl Emitter<'_> {
         })
     }
 
+    /// An accumulation loop ([`ad_core_ir::accumulate`]): the body becomes a
+    /// closure over a range of iterations and runs through
+    /// `ad_runtime::accumulate_chunked` (fixed chunks from zero accumulators,
+    /// in parallel when large, added in order: the same bits for every thread
+    /// count).
+    fn accumulation_loop(&mut self, l: &Loop, s: &Stmt, site: usize) -> R<Out> {
+        let lam = &l.body;
+        let (rt, nd) = (rt(), nd());
+        let (n, step, lo, hi) = (
+            self.fresh("n"),
+            self.fresh("step"),
+            self.fresh("lo"),
+            self.fresh("hi"),
+        );
+        let (init, st, a, b) = (
+            self.fresh("init"),
+            self.fresh("st"),
+            self.fresh("a"),
+            self.fresh("b"),
+        );
+        let trip = self.scalar(&l.n);
+        let inits: Vec<TokenStream> = l.lin_init.iter().map(|v| self.own_lin(*v, site)).collect();
+        let mut unused = TokenStream::new();
+        for p in &lam.lin_params {
+            self.declare_mut(*p, TokenStream::new(), &mut unused);
+        }
+        let names: Vec<Ident> = lam.lin_params.iter().map(|p| self.name(*p)).collect();
+        let tys: Vec<Ty> = lam.lin_params.iter().map(|p| self.ty(*p).clone()).collect();
+        let owned: Vec<TokenStream> = tys.iter().map(owned_ty).collect();
+        let i = lam.params[0];
+        self.set_repr(i, Repr::Val);
+        let ib = self.binder(i);
+        let (views, saved) = self.local_views(lam, false);
+        let (stmts, results, _) = self.block_parts(&lam.body, false)?;
+        self.restore_reprs(saved);
+        let temps: Vec<Ident> = results.iter().map(|_| self.fresh("r")).collect();
+        let range = if l.rev {
+            quote!((#lo..#hi).rev())
+        } else {
+            quote!(#lo..#hi)
+        };
+        let fields: Vec<syn::Index> = (0..tys.len()).map(syn::Index::from).collect();
+        let mut dims = TokenStream::new();
+        let mut zeros = vec![];
+        let mut lens = vec![];
+        let mut adds = vec![];
+        for (k, ty) in tys.iter().enumerate() {
+            let f = &fields[k];
+            if ty.rank() == Some(0) {
+                zeros.push(quote!(0.0f64));
+                lens.push(quote!(1usize));
+                adds.push(quote!(#a.#f += #b.#f;));
+            } else {
+                let d = self.fresh("dim");
+                dims.extend(quote!(let #d = #init.#f.raw_dim();));
+                let t = &owned[k];
+                zeros.push(quote!(<#t>::zeros(#d.clone())));
+                lens.push(quote!(#init.#f.len()));
+                adds.push(quote!(#a.#f += &#b.#f;));
+            }
+        }
+        let work = work_estimate(&lam.body).max(1);
+        let finals: Vec<TokenStream> = fields.iter().map(|f| quote!(#st.#f)).collect();
+        let r = flat(&finals);
+        let _ = &nd;
+        let expr = quote!({
+            let #n: usize = usize::try_from(#trip).unwrap_or(0);
+            let #init: (#(#owned,)*) = (#(#inits,)*);
+            #dims
+            let __len: usize = 0usize #(+ #lens)*;
+            let #st = #rt::accumulate_chunked(
+                #n,
+                __len,
+                #n.saturating_mul(#work),
+                #init,
+                || (#(#zeros,)*),
+                |__state: (#(#owned,)*), #lo: usize, #hi: usize| {
+                    #views
+                    let (#(mut #names,)*) = __state;
+                    for #step in #range {
+                        let #ib: i64 = #step as i64;
+                        #stmts
+                        let (#(#temps,)*) = (#(#results,)*);
+                        #(#names = #temps;)*
+                    }
+                    (#(#names,)*)
+                },
+                |#a: &mut (#(#owned,)*), #b: (#(#owned,)*)| { #(#adds)* },
+            );
+            #r
+        });
+        Ok(Out {
+            expr,
+            reprs: self.owned_reprs(s),
+        })
+    }
+
+    /// Rebinds the non-linear arrays that `lam` reads from outside (all of
+    /// them, or with `in_loops` those read inside its nested bodies) as local
+    /// views at the top of the closure emitting it: inside the closure they
+    /// are then locals whose data pointer and strides stay in registers,
+    /// instead of being reloaded through the closure's captures after every
+    /// store of a hot loop. Returns the rebinding and the representations to
+    /// restore with [`Emitter::restore_reprs`] once the body is emitted.
+    fn local_views(&mut self, lam: &Lambda, in_loops: bool) -> (TokenStream, Vec<(Var, Repr)>) {
+        let mut free = std::collections::BTreeSet::new();
+        if in_loops {
+            nested_free(&lam.body, &mut free);
+        } else {
+            free = ad_core_ir::visit::free_vars_lambda(lam).nl;
+        }
+        let inner: std::collections::BTreeSet<Var> = lam.params.iter().copied().collect();
+        let mut out = TokenStream::new();
+        let mut saved: Vec<(Var, Repr)> = vec![];
+        for v in free {
+            let root = self.uses.root(v);
+            if inner.contains(&v)
+                || saved.iter().any(|(r, _)| *r == root)
+                || self.ty(root).rank().is_none_or(|r| r == 0)
+            {
+                continue;
+            }
+            let repr = self.repr(root);
+            if repr == Repr::Val {
+                continue;
+            }
+            let n = self.name(root);
+            out.extend(quote!(let #n = #n.view();));
+            saved.push((root, repr));
+            self.set_repr(root, Repr::View);
+        }
+        (out, saved)
+    }
+
+    /// Restores representations changed by [`Emitter::local_views`].
+    fn restore_reprs(&mut self, saved: Vec<(Var, Repr)>) {
+        for (v, r) in saved {
+            self.set_repr(v, r);
+        }
+    }
+
     /// `let mut p: T = init;` for a loop-carried variable.
     fn declare_mut(&mut self, p: Var, init: TokenStream, out: &mut TokenStream) {
         let ty = self.ty(p).clone();
@@ -273,8 +426,10 @@ impl Emitter<'_> {
         }
         let casts = ixs.iter().map(|i| quote!(#i as i64));
         let ity = lam.params.iter().map(|_| quote!(i64));
-        let bind = quote!(let (#(#binds,)*): (#(#ity,)*) = (#(#casts,)*););
+        let (views, saved) = self.local_views(lam, true);
+        let bind = quote!(#views let (#(#binds,)*): (#(#ity,)*) = (#(#casts,)*););
         let (stmts, results, _) = self.block_parts(&lam.body, false)?;
+        self.restore_reprs(saved);
         let res = flat(&results);
         let tys = self.out_tys(lam, 0, 0);
         if let Some(e) = self.one_pass(
@@ -515,6 +670,39 @@ impl Emitter<'_> {
 }
 
 /// The zero / default element of a scalar type.
+/// The non-linear variables read inside the lambdas nested in `b` (at any
+/// depth) that are not bound in `b`.
+fn nested_free(b: &ad_core_ir::ir::Block, out: &mut std::collections::BTreeSet<Var>) {
+    let fv = ad_core_ir::visit::free_vars_block(b).nl;
+    let mut inside = std::collections::BTreeSet::new();
+    for s in &b.stmts {
+        for l in ad_core_ir::visit::lambdas(&s.expr) {
+            inside.extend(ad_core_ir::visit::free_vars_lambda(l).nl);
+        }
+        for nb in ad_core_ir::visit::blocks(&s.expr) {
+            let mut deeper = std::collections::BTreeSet::new();
+            nested_free(nb, &mut deeper);
+            inside.extend(deeper);
+        }
+    }
+    out.extend(inside.intersection(&fv).copied());
+}
+
+/// A static estimate of the element operations of one run of `b`: one per
+/// statement, a nested body counted 8 times (its trip count is unknown).
+fn work_estimate(b: &ad_core_ir::ir::Block) -> usize {
+    b.stmts
+        .iter()
+        .map(|s| {
+            let nested: usize = ad_core_ir::visit::blocks(&s.expr)
+                .into_iter()
+                .map(|nb| work_estimate(nb).saturating_mul(8))
+                .sum();
+            1usize.saturating_add(nested)
+        })
+        .fold(0usize, usize::saturating_add)
+}
+
 fn zero_of(e: Scalar) -> TokenStream {
     match e {
         Scalar::F64 => quote!(0.0f64),

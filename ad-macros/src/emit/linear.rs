@@ -51,7 +51,10 @@ impl Emitter<'_> {
         match op {
             LinOp::Zero(st) => {
                 let ty = ad_core_ir::typing::shape_ty(st)?;
-                Ok(Out::one(self.zeros(st)?, owned_repr(&ty)))
+                // Inside a loop or kernel body a zero array lives for one
+                // iteration: its buffer comes from the per-thread pool.
+                let pooled = self.uses.depth(site) > 0;
+                Ok(Out::one(self.zeros(st, pooled)?, owned_repr(&ty)))
             }
             LinOp::Add(x, y) => {
                 let ty = self.ty(*x).clone();
@@ -118,13 +121,23 @@ impl Emitter<'_> {
                     reprs: parts.iter().map(owned_repr).collect(),
                 })
             }
-            LinOp::Index { x, idx } => self.index(&var(x), idx),
+            LinOp::Index { x, idx } => self.index(&var(x), idx, site),
             LinOp::Update { x, idx, val, add } => {
                 let rank = self.lin_rank(*x)?;
                 let target = self.own_lin(*x, site);
                 let v = self.scalar(&var(val));
                 let vr = self.var_ref(*val);
-                self.update(target, Scalar::F64, rank, idx, v, vr, *add)
+                let mut out = self.update(target, Scalar::F64, rank, idx, v, vr, *add)?;
+                // A sub-array added in is dead after the update: its buffer
+                // goes back to the per-thread pool.
+                let dead = self.repr(*val) == Repr::Owned
+                    && self.ty(*val).rank().is_some_and(|r| r > 0)
+                    && self.uses.local(*val, site);
+                if dead {
+                    let (rt, e, n, r) = (rt(), out.expr, self.name(*val), self.fresh("r"));
+                    out.expr = quote!({ let #r = #e; #rt::recycle(#n); #r });
+                }
+                Ok(out)
             }
             LinOp::Take {
                 x,
@@ -133,7 +146,7 @@ impl Emitter<'_> {
             } => {
                 // Read the element; the array is passed on as it is held (a
                 // view stays a view, an owned array is moved), as for `dup`.
-                let e = self.index(&var(x), idx)?;
+                let e = self.index(&var(x), idx, site)?;
                 let a = self.opnd(*x, site);
                 let (arr, repr) = match a.repr {
                     Repr::View => {
@@ -186,7 +199,10 @@ impl Emitter<'_> {
     }
 
     /// The zero of a shape tree.
-    pub fn zeros(&self, st: &ShapeTree) -> R<TokenStream> {
+    ///
+    /// With `pooled`, arrays take their buffer from the per-thread pool
+    /// (`ad_runtime::pooled_zeros`).
+    pub fn zeros(&self, st: &ShapeTree, pooled: bool) -> R<TokenStream> {
         Ok(match st {
             ShapeTree::Scalar => quote!(0.0f64),
             ShapeTree::Array(ds) if ds.is_empty() => return Err("a zero array of rank 0".into()),
@@ -202,10 +218,18 @@ impl Emitter<'_> {
                     })
                     .collect();
                 let t = array_ty(Scalar::F64, ds.len());
-                quote!(<#t>::zeros([#(#sizes),*]))
+                if pooled {
+                    let rt = rt();
+                    quote!(#rt::pooled_zeros::<f64, _>([#(#sizes),*]))
+                } else {
+                    quote!(<#t>::zeros([#(#sizes),*]))
+                }
             }
             ShapeTree::Tuple(ts) => {
-                let parts = ts.iter().map(|t| self.zeros(t)).collect::<R<Vec<_>>>()?;
+                let parts = ts
+                    .iter()
+                    .map(|t| self.zeros(t, pooled))
+                    .collect::<R<Vec<_>>>()?;
                 tuple(&parts)
             }
         })

@@ -69,8 +69,9 @@ pub fn module(name: &Ident) -> TokenStream {
                 }
             }
 
-            /// The multi-index of the first maximum (`max`) or minimum (all 0 when empty).
-            pub(super) fn arg_all<T: Num, S: Data<Elem = T>, D: Dimension>(a: &ArrayBase<S, D>, max: bool) -> ::std::vec::Vec<i64> {
+            /// The multi-index of the first maximum (`max`) or minimum (all 0 when empty),
+            /// in the leading entries of a fixed array (no allocation; rank <= 6).
+            pub(super) fn arg_all<T: Num, S: Data<Elem = T>, D: Dimension>(a: &ArrayBase<S, D>, max: bool) -> [i64; 6] {
                 let mut best: Option<(usize, T)> = None;
                 for (k, &x) in a.iter().enumerate() {
                     match best {
@@ -80,7 +81,7 @@ pub fn module(name: &Ident) -> TokenStream {
                 }
                 let mut k = best.map_or(0, |b| b.0);
                 let shape = a.shape();
-                let mut idx = ::std::vec![0i64; shape.len()];
+                let mut idx = [0i64; 6];
                 for ax in (0..shape.len()).rev() {
                     if shape[ax] > 0 {
                         idx[ax] = (k % shape[ax]) as i64;

@@ -100,6 +100,11 @@ impl Uses {
         self.bind_depth.get(&v).copied() == self.site_depth.get(site).copied()
     }
 
+    /// How many lambdas (loop, build, map, fold bodies) enclose `site`.
+    pub fn depth(&self, site: usize) -> u32 {
+        self.site_depth.get(site).copied().unwrap_or(0)
+    }
+
     /// Whether the non-linear use of `v` at `site` may move it.
     pub fn movable(&self, v: Var, site: usize) -> bool {
         let v = self.root(v);

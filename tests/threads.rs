@@ -1,0 +1,108 @@
+//! Derivatives are bit-identical for any number of threads: the reverse of a
+//! build runs as an accumulation loop cut into chunks fixed by the sizes
+//! (`ad_runtime::accumulate_chunked`), in parallel when large, and every
+//! other kernel combines partial results in a fixed order.
+
+mod common;
+use common::*;
+use linad::differentiable;
+use linad::ndarray::{Array1, Array2};
+
+#[path = "../examples/gmm.rs"]
+#[allow(dead_code)]
+mod gmm;
+
+/// `f` run in a rayon pool of `threads` threads, with the runtime's
+/// parallel threshold at 1 (every kernel that can split does).
+fn in_pool<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
+    linad::__private::ad_runtime::set_par_threshold(1);
+    let r = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+        .install(f);
+    linad::__private::ad_runtime::set_par_threshold(
+        linad::__private::ad_runtime::par::DEFAULT_PAR_THRESHOLD,
+    );
+    r
+}
+
+fn bits(xs: impl IntoIterator<Item = f64>) -> Vec<u64> {
+    xs.into_iter().map(f64::to_bits).collect()
+}
+
+/// A transposed build over (point, component) accumulating into
+/// per-component rows, as in a mixture model.
+#[differentiable(wrt(w, c))]
+fn weighted_distances(w: &Array1<f64>, c: &Array2<f64>, x: &Array2<f64>) -> f64 {
+    let n = x.nrows();
+    let k = c.nrows();
+    let d = x.ncols();
+    let e = Array2::from_shape_fn((n, k), |(i, j)| {
+        let mut s = 0.0;
+        for r in 0..d {
+            let t = x[[i, r]] - c[[j, r]];
+            s += t * t;
+        }
+        w[j] * (-s).exp()
+    });
+    e.sum()
+}
+
+#[test]
+fn gmm_vjp_is_bit_identical_for_1_2_and_4_threads() {
+    let mut rng = rng("threads_gmm");
+    let (n, k, d) = (203, 5, 4);
+    let alphas = rng.array1(k, -1.0, 1.0);
+    let means = rng.array2(k, d, -1.0, 1.0);
+    let icf = rng.array2(k, d * (d + 1) / 2, -0.5, 0.5);
+    let x = rng.array2(n, d, -1.0, 1.0);
+    let run = || {
+        let (f, (ga, gm, gi)) = gmm::gmm_objective_vjp(&alphas, &means, &icf, &x, 1.0, 0, 1.0);
+        bits(std::iter::once(f).chain(ga).chain(gm).chain(gi))
+    };
+    let one = in_pool(1, run);
+    for threads in [2, 4] {
+        assert_eq!(one, in_pool(threads, run), "{threads} threads against 1");
+    }
+    // And the gradient is right (against the hand-written one).
+    let input = gmm::GmmInput {
+        alphas: alphas.clone(),
+        means: means.clone(),
+        icf: icf.clone(),
+        x: x.clone(),
+        gamma: 1.0,
+        m: 0,
+    };
+    let (_, g) = input.gradient();
+    let (_, h) = input.gradient_hand();
+    for (a, b) in g.iter().zip(&h) {
+        assert!(gmm::rel_err(*a, *b) < 1e-9, "{a} vs {b}");
+    }
+}
+
+#[test]
+fn transposed_build_is_bit_identical_for_1_2_and_4_threads() {
+    let mut rng = rng("threads_build");
+    let (w, c, x) = (
+        rng.array1(6, 0.5, 1.5),
+        rng.array2(6, 3, -1.0, 1.0),
+        rng.array2(301, 3, -1.0, 1.0),
+    );
+    let run = || {
+        let (f, (gw, gc)) = weighted_distances_vjp(&w, &c, &x, 1.0);
+        bits(std::iter::once(f).chain(gw).chain(gc))
+    };
+    let one = in_pool(1, run);
+    for threads in [2, 4] {
+        assert_eq!(one, in_pool(threads, run), "{threads} threads against 1");
+    }
+    let small = (rng.array1(3, 0.5, 1.5), rng.array2(3, 2, -1.0, 1.0));
+    let xs = rng.array2(9, 2, -1.0, 1.0);
+    check_derivatives(
+        &small,
+        |(w, c)| weighted_distances(w, c, &xs),
+        |(w, c), (dw, dc)| weighted_distances_jvp(w, c, &xs, dw, dc),
+        |(w, c), ct| weighted_distances_vjp(w, c, &xs, *ct),
+    );
+}
