@@ -67,23 +67,25 @@ pub const MIN_CHUNK_ITERS: usize = 4;
 pub const MAX_CHUNKS: usize = 16;
 
 /// The private accumulators of all chunks together hold at most this many
-/// elements per iteration of the loop (zeroing and adding them must stay
-/// small next to the loop's own work).
+/// elements per iteration of the loop, or a quarter of its estimated work
+/// if that is more (zeroing and adding them must stay small next to the
+/// loop's own work).
 pub const ACC_ELEMS_PER_ITER: usize = 32;
 
 /// How many chunks [`accumulate_chunked`] cuts `n` iterations into, for
-/// accumulators of `acc_len` elements in all: a function of `n` and
-/// `acc_len` only, never of the number of threads, so the result is the same
-/// for every thread count.
-pub fn accumulate_chunks(n: usize, acc_len: usize) -> usize {
+/// accumulators of `acc_len` elements in all and an estimated `work` (element
+/// operations of the whole loop): a function of these only, never of the
+/// number of threads, so the result is the same for every thread count.
+pub fn accumulate_chunks(n: usize, acc_len: usize, work: usize) -> usize {
     let by_iters = (n / MIN_CHUNK_ITERS).clamp(1, MAX_CHUNKS);
-    let by_memory = (n.saturating_mul(ACC_ELEMS_PER_ITER) / acc_len.max(1)).max(1);
+    let budget = n.saturating_mul(ACC_ELEMS_PER_ITER).max(work / 4);
+    let by_memory = (budget / acc_len.max(1)).max(1);
     by_iters.min(by_memory)
 }
 
 /// Runs an *accumulation loop* (iterations `0..n` that only add into the
 /// accumulator state `S`; `body(s, lo, hi)` runs iterations `lo..hi` on
-/// state `s` and returns it) as `c = accumulate_chunks(n, acc_len)` chunks
+/// state `s` and returns it) as `c = accumulate_chunks(n, acc_len, work)` chunks
 /// of consecutive iterations: chunk 0 starts from `init`, the others from
 /// `zero()`, and the chunk results are added left to right with `add`:
 /// `((init + Σ chunk 0) + Σ chunk 1) + ..`.
@@ -91,7 +93,7 @@ pub fn accumulate_chunks(n: usize, acc_len: usize) -> usize {
 /// Chunks run in parallel when `work` (an estimate of the loop's work in
 /// element operations) reaches [`crate::par_threshold`] and the call is not
 /// nested in another parallel kernel. The chunking, and so every bit of the
-/// result, depends only on `n` and `acc_len`.
+/// result, depends only on `n`, `acc_len` and `work`.
 pub fn accumulate_chunked<S, Z, B, A>(
     n: usize,
     acc_len: usize,
@@ -107,7 +109,7 @@ where
     B: Fn(S, usize, usize) -> S + Sync,
     A: Fn(&mut S, S),
 {
-    let c = accumulate_chunks(n, acc_len);
+    let c = accumulate_chunks(n, acc_len, work);
     if c <= 1 {
         return body(init, 0, n);
     }
@@ -160,10 +162,12 @@ mod chunk_tests {
 
     #[test]
     fn chunking_depends_on_sizes_only() {
-        assert_eq!(accumulate_chunks(0, 10), 1);
-        assert_eq!(accumulate_chunks(7, 10), 1);
-        assert_eq!(accumulate_chunks(1000, 10), MAX_CHUNKS);
-        assert_eq!(accumulate_chunks(1000, 1000 * ACC_ELEMS_PER_ITER), 1);
+        assert_eq!(accumulate_chunks(0, 10, 0), 1);
+        assert_eq!(accumulate_chunks(7, 10, 1000), 1);
+        assert_eq!(accumulate_chunks(1000, 10, 1000), MAX_CHUNKS);
+        assert_eq!(accumulate_chunks(1000, 1000 * ACC_ELEMS_PER_ITER, 1000), 1);
+        // Much work per iteration pays for larger private accumulators.
+        assert_eq!(accumulate_chunks(1000, 200_000, 8_000_000), 10);
     }
 
     #[test]

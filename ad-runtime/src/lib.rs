@@ -9,7 +9,7 @@
 //!
 //! | group | kernels |
 //! |---|---|
-//! | elementwise | [`build`], [`map`], [`zip_map`], [`zip3_map`] |
+//! | elementwise | [`build`], [`build_weighted`], [`map`], [`zip_map`], [`zip3_map`] |
 //! | reductions | [`sum`], [`sum_axis`], [`product`], [`product_axis`], [`max_arg`], [`min_arg`], [`max_arg_axis`], [`min_arg_axis`], [`logsumexp`], [`logsumexp_axis`], [`unravel_index`] |
 //! | scans | [`scan_inclusive`], [`scan_exclusive`], [`scan_reverse`], [`scan_axis`] |
 //! | indexing | [`gather`], [`scatter_add`], [`add_at`], [`add_row_at`] |
@@ -50,7 +50,7 @@ pub use broadcast::{broadcast_axis, broadcast_to, outer, sum_to_shape};
 pub use check::check_arg_shape;
 pub use elem::Elem;
 pub use gather::{add_at, add_row_at, gather, scatter_add};
-pub use map::{build, map, zip3_map, zip_map};
+pub use map::{build, build_weighted, map, zip3_map, zip_map};
 pub use matmul::{dot, matmul, matmul_nt, matmul_tn, matvec, matvec_t, vecmat};
 pub use par::{in_parallel_kernel, par_threshold, set_par_threshold, PAR_THRESHOLD};
 pub use reduce::{

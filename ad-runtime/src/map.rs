@@ -32,8 +32,23 @@ where
     D::Pattern: Send,
     F: Fn(D::Pattern) -> T + Sync + Send,
 {
+    build_weighted(shape, 1, f)
+}
+
+/// [`build`] for a closure doing about `work_per_elem` element operations
+/// per call: it goes parallel when `size · work_per_elem` reaches the
+/// threshold (a build whose body runs inner loops is worth splitting at
+/// fewer elements). The result does not depend on it.
+pub fn build_weighted<T, Sh, D, F>(shape: Sh, work_per_elem: usize, f: F) -> Array<T, D>
+where
+    T: Copy + Send + Sync,
+    Sh: IntoDimension<Dim = D>,
+    D: Dimension + Copy,
+    D::Pattern: Send,
+    F: Fn(D::Pattern) -> T + Sync + Send,
+{
     let dim = shape.into_dimension();
-    if !par::go_parallel(dim.size()) {
+    if !par::go_parallel(dim.size().saturating_mul(work_per_elem.max(1))) {
         return Array::from_shape_fn(dim, f);
     }
     let mut v = Vec::with_capacity(dim.size());

@@ -432,12 +432,14 @@ impl Emitter<'_> {
         self.restore_reprs(saved);
         let res = flat(&results);
         let tys = self.out_tys(lam, 0, 0);
+        let work = work_estimate(&lam.body).max(1);
         if let Some(e) = self.one_pass(
             &tys,
             r,
             quote!([#(#sizes),*]),
             &[],
             quote!(|#closure_param| { #bind #stmts #res }),
+            work,
         ) {
             return Ok(Out {
                 expr: e,
@@ -449,7 +451,7 @@ impl Emitter<'_> {
         let fin = flat(&parts);
         Ok(Out {
             expr: quote!({
-                let #out = #rt::build([#(#sizes),*], |#closure_param| { #bind #stmts #res });
+                let #out = #rt::build_weighted([#(#sizes),*], #work, |#closure_param| { #bind #stmts #res });
                 #fin
             }),
             reprs: self.owned_reprs(s),
@@ -459,8 +461,8 @@ impl Emitter<'_> {
     /// Several scalar results of a build (no inputs) or a map (inputs
     /// `inputs`, by reference) in one pass writing every output in place:
     /// `Zip` over the outputs (indexed for a build) and the inputs, in
-    /// parallel above the runtime's threshold unless already inside a
-    /// parallel kernel. `None` when not applicable (one result, an array
+    /// parallel when the elements times the body's estimated work reach the
+    /// runtime's threshold, unless already inside a parallel kernel. `None` when not applicable (one result, an array
     /// result, or more than ndarray's six `Zip` producers).
     fn one_pass(
         &mut self,
@@ -469,6 +471,7 @@ impl Emitter<'_> {
         shape: TokenStream,
         inputs: &[TokenStream],
         body: TokenStream,
+        work_per_elem: usize,
     ) -> Option<TokenStream> {
         let scalars: Option<Vec<Scalar>> = tys
             .iter()
@@ -520,7 +523,7 @@ impl Emitter<'_> {
             let #f = #body;
             let #sh = #shape;
             #(#allocs)*
-            let #par = #o0.len() >= #rt::par_threshold() && !#rt::in_parallel_kernel();
+            let #par = #o0.len().saturating_mul(#work_per_elem) >= #rt::par_threshold() && !#rt::in_parallel_kernel();
             let #zv = #zip;
             if #par {
                 #zv.par_for_each(#shim);
@@ -573,6 +576,7 @@ impl Emitter<'_> {
             quote!((#a0).raw_dim()),
             &arrs,
             quote!(|#(#pats),*| { #stmts #res }),
+            work_estimate(&lam.body).max(1),
         ) {
             return Ok(Out {
                 expr: e,
