@@ -24,7 +24,17 @@
 //!   `if` reads them;
 //! - a mixed loop returns the residuals of iteration `i` as extra stacked
 //!   outputs (`R[i]`, one array per residual: struct of arrays); the linear loop
-//!   starts each iteration with `r = R[i]`;
+//!   starts each iteration with `r = R[i]`; a residual that a few cheap
+//!   statements compute from `i`, outer values or other stored residuals is
+//!   recomputed there instead (see `Unzip::split_stacked`):
+//!
+//! ```text
+//! loop n (s) |i| {               fwd: loop n (s) |i| {          lin: loop n |i| {
+//!   let a = index x[i]                  let a = index x[i]            let a = index x[i]
+//!   let e = exp a                       let e = exp a                 let e = E[i]
+//!   ..  uses a, e                       .. yield s', e  (E)           .. uses a, e
+//! }                                   }                             }
+//! ```
 //! - a mixed build/map returns per-element residuals as extra stacked results
 //!   (arrays of the build/map shape); the linear map takes them as extra
 //!   element inputs (a map element that is itself a residual is read from the

@@ -11,13 +11,15 @@
 //! ```
 //!
 //! Conditions: the producer (a `map` over rank-1 arrays or a rank-1 `build`,
-//! non-linear, one result `y`) is followed in its block by a loop whose body
+//! non-linear, one result `y`) is followed in its block by a loop (for a
+//! build: whose trip count is the build's extent or `shape y, 0`) whose body
 //! reads `y` exactly once, at its top level, at the loop's index, and `y` is
 //! read nowhere else but by `shape y, 0` in the same block (which then reads
 //! the length of the map's first input, or the build's extent). The loop visits each index at most once, so each
 //! element is computed at most once (never more work than the producer);
 //! an index past the end fails in the fused loop exactly where it failed
-//! reading `y` (the inputs have `y`'s length). Elements the loop never reads
+//! reading `y` (a map's inputs have `y`'s length; a build's loop does not
+//! go past its extent). Elements the loop never reads
 //! are no longer computed, so a failure may disappear, never appear. The
 //! body moves into the loop (it is not copied), so binders stay unique.
 
@@ -104,6 +106,20 @@ fn target(b: &Block, p: usize, counts: &Counts, vars: &VarTable) -> Option<(usiz
     let Expr::Loop(l) = &b.stmts[q].expr else {
         return None;
     };
+    // A build's body reads no array at the index, so the loop must not run
+    // past the build's extent (where reading `y` failed): its trip count is
+    // the extent itself or `shape y, 0`.
+    if let Expr::Build(bd) = &s.expr {
+        let is_len = |a: &Atom| {
+            *a == bd.shape[0]
+                || b.stmts[..q]
+                    .iter()
+                    .any(|t| is_shape_of(t, *y) && t.binds.first().map(|v| Atom::Var(*v)) == Some(*a))
+        };
+        if !is_len(&l.n) {
+            return None;
+        }
+    }
     let i = l.body.params[0];
     let pos = l.body.body.stmts.iter().position(|t| {
         matches!(&t.expr, Expr::Array(ArrayOp::Index { arr, idx })
