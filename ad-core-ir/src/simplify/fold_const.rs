@@ -109,9 +109,10 @@ mod tests {
             eval_prim(Prim::Div, &[Atom::F64(1.0), Atom::F64(0.0)]),
             None
         );
+        // Left to rustc, which folds it as in the user's function.
         assert_eq!(
             eval_prim(Prim::Powi, &[Atom::F64(2.0), Atom::I64(10)]),
-            Some(Atom::F64(1024.0))
+            None
         );
         assert_eq!(
             eval_prim(Prim::Powi, &[Atom::F64(2.0), Atom::I64(1 << 40)]),
