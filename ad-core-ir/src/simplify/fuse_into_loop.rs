@@ -112,9 +112,9 @@ fn target(b: &Block, p: usize, counts: &Counts, vars: &VarTable) -> Option<(usiz
     if let Expr::Build(bd) = &s.expr {
         let is_len = |a: &Atom| {
             *a == bd.shape[0]
-                || b.stmts[..q]
-                    .iter()
-                    .any(|t| is_shape_of(t, *y) && t.binds.first().map(|v| Atom::Var(*v)) == Some(*a))
+                || b.stmts[..q].iter().any(|t| {
+                    is_shape_of(t, *y) && t.binds.first().map(|v| Atom::Var(*v)) == Some(*a)
+                })
         };
         if !is_len(&l.n) {
             return None;
