@@ -218,10 +218,8 @@ fn lin_read_only(b: &Block) -> HashSet<Var> {
             Expr::Lin(LinOp::Index { x, .. } | LinOp::Drop(x)) => {
                 read.insert(*x);
             }
-            Expr::Lin(LinOp::Dup(x)) => {
-                if s.lin_binds.iter().all(|v| read.contains(v)) {
-                    read.insert(*x);
-                }
+            Expr::Lin(LinOp::Dup(x)) if s.lin_binds.iter().all(|v| read.contains(v)) => {
+                read.insert(*x);
             }
             _ => {}
         }
