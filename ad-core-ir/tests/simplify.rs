@@ -1411,6 +1411,23 @@ fn fuse_into_loop_leaves_arrays_read_twice_or_at_other_indices() {
     });
     let f = b.finish(vec![st[0].into()], vec![]);
     assert!(!fuse_into_loop::fuse_into_loop(&mut f.clone()));
+    // A build read by a loop that may run past its extent: reading `y` there
+    // fails, the fused body (no array read) would not.
+    let mut b = new_builder("g");
+    let n = b.param("n", Ty::I64);
+    let y = b.build(&[Atom::I64(3)], |b, j| {
+        vec![b.prim(Prim::ToF64, &[j[0].into()]).into()]
+    })[0];
+    let (st, _) = b.loop_(n.into(), false, &[0.0.into()], |b, k, s| {
+        let e = b.index(y.into(), &[k.into()]);
+        (
+            vec![b.prim(Prim::Add, &[s[0].into(), e.into()]).into()],
+            vec![],
+        )
+    });
+    let g = b.finish(vec![st[0].into()], vec![]);
+    assert!(!fuse_into_loop::fuse_into_loop(&mut g.clone()));
+    assert!(run(&prog_of(&g), "g", &[Value::I64(5)], &[]).is_err());
 }
 
 // ---------------------------------------------------------------- tabulation
