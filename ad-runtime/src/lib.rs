@@ -52,7 +52,7 @@ pub use elem::Elem;
 pub use gather::{add_at, add_row_at, gather, scatter_add};
 pub use map::{build, build_weighted, map, zip3_map, zip_map};
 pub use matmul::{dot, matmul, matmul_nt, matmul_tn, matvec, matvec_t, vecmat};
-pub use par::{in_parallel_kernel, par_threshold, set_par_threshold, PAR_THRESHOLD};
+pub use par::{go_parallel, in_parallel_kernel, par_threshold, set_par_threshold, PAR_THRESHOLD};
 pub use reduce::{
     logsumexp, logsumexp_axis, max_arg, max_arg_axis, min_arg, min_arg_axis, product, product_axis,
     sum, sum_axis, unravel_index,

@@ -56,8 +56,11 @@ pub fn in_parallel_kernel() -> bool {
     NESTED.with(Cell::get)
 }
 
-/// Whether a kernel doing `work` element operations should use rayon.
-pub(crate) fn go_parallel(work: usize) -> bool {
+/// Whether a kernel doing `work` element operations should use rayon: the
+/// work reaches [`par_threshold`], the call is not nested in a parallel
+/// kernel, and the current pool has more than one thread. Generated code
+/// asks it before running a multi-output build or map in parallel.
+pub fn go_parallel(work: usize) -> bool {
     work >= par_threshold() && !in_parallel_kernel() && rayon::current_num_threads() > 1
 }
 

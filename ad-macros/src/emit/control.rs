@@ -264,7 +264,7 @@ impl Emitter<'_> {
                 adds.push(quote!(#a.#f += &#b.#f;));
             }
         }
-        let work = work_estimate(&lam.body).max(1);
+        let work = work_estimate(&lam.body, 8).max(1);
         let finals: Vec<TokenStream> = fields.iter().map(|f| quote!(#st.#f)).collect();
         let r = flat(&finals);
         let _ = &nd;
@@ -432,7 +432,7 @@ impl Emitter<'_> {
         self.restore_reprs(saved);
         let res = flat(&results);
         let tys = self.out_tys(lam, 0, 0);
-        let work = work_estimate(&lam.body).max(1);
+        let work = work_estimate(&lam.body, 4).max(1);
         if let Some(e) = self.one_pass(
             &tys,
             r,
@@ -523,7 +523,7 @@ impl Emitter<'_> {
             let #f = #body;
             let #sh = #shape;
             #(#allocs)*
-            let #par = #o0.len().saturating_mul(#work_per_elem) >= #rt::par_threshold() && !#rt::in_parallel_kernel();
+            let #par = #rt::go_parallel(#o0.len().saturating_mul(#work_per_elem));
             let #zv = #zip;
             if #par {
                 #zv.par_for_each(#shim);
@@ -576,7 +576,7 @@ impl Emitter<'_> {
             quote!((#a0).raw_dim()),
             &arrs,
             quote!(|#(#pats),*| { #stmts #res }),
-            work_estimate(&lam.body).max(1),
+            work_estimate(&lam.body, 4).max(1),
         ) {
             return Ok(Out {
                 expr: e,
@@ -693,14 +693,18 @@ fn nested_free(b: &ad_core_ir::ir::Block, out: &mut std::collections::BTreeSet<V
 }
 
 /// A static estimate of the element operations of one run of `b`: one per
-/// statement, a nested body counted 8 times (its trip count is unknown).
-fn work_estimate(b: &ad_core_ir::ir::Block) -> usize {
+/// statement, a nested body counted `per_nest` times (its trip count is
+/// unknown). Builds use 4 (a build over a few thousand elements with short
+/// inner loops stays sequential: waking threads would cost more than it
+/// saves); accumulation loops use 8 (their chunks may then keep larger
+/// private accumulators when the body nests loops).
+fn work_estimate(b: &ad_core_ir::ir::Block, per_nest: usize) -> usize {
     b.stmts
         .iter()
         .map(|s| {
             let nested: usize = ad_core_ir::visit::blocks(&s.expr)
                 .into_iter()
-                .map(|nb| work_estimate(nb).saturating_mul(8))
+                .map(|nb| work_estimate(nb, per_nest).saturating_mul(per_nest))
                 .sum();
             1usize.saturating_add(nested)
         })
