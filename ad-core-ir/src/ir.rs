@@ -1100,6 +1100,31 @@ pub struct Stmt {
     pub src: Option<SrcId>,
 }
 
+impl Stmt {
+    /// Whether the statement computes one non-linear scalar from scalars and
+    /// array elements without a body: a primitive, a copy, an element read
+    /// or a shape (what a residual recomputation or a table may repeat).
+    pub fn is_scalar_step(&self, vars: &VarTable) -> bool {
+        let scalar = self.lin_binds.is_empty()
+            && matches!(self.binds.as_slice(), [v] if matches!(vars.ty(*v), Ty::Scalar(_)));
+        scalar
+            && match &self.expr {
+                Expr::Prim(..) | Expr::Atom(_) => true,
+                Expr::Array(ArrayOp::Index { .. } | ArrayOp::Shape { .. }) => true,
+                Expr::Array(_)
+                | Expr::Tuple(_)
+                | Expr::Untuple(_)
+                | Expr::Lin(_)
+                | Expr::If(_)
+                | Expr::Loop(_)
+                | Expr::Build(_)
+                | Expr::Map(_)
+                | Expr::Fold(_)
+                | Expr::Call(_) => false,
+            }
+    }
+}
+
 /// A block: statements then results.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Block {

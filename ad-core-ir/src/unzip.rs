@@ -991,32 +991,13 @@ pub fn fixed_shape_vars(body: &[Stmt], params: &[Var], vars: &VarTable) -> BTree
     fixed
 }
 
-/// `r = R[idx]` for each stored residual `r` and its stack `R`: the first
-/// statements of a linear loop or build body.
 /// Most statements a recomputed scalar residual may cost on the linear side.
 const MAX_RECOMPUTE: usize = 12;
 
 /// Whether `s` is a cheap scalar statement: a cheap primitive
 /// ([`Prim::is_cheap`]), a scalar copy, an element read or a shape.
 fn is_cheap_stmt(s: &Stmt, vars: &VarTable) -> bool {
-    let scalar_binds =
-        s.lin_binds.is_empty() && s.binds.iter().all(|v| matches!(vars.ty(*v), Ty::Scalar(_)));
-    scalar_binds
-        && match &s.expr {
-            Expr::Prim(p, _) => p.is_cheap(),
-            Expr::Atom(_) => true,
-            Expr::Array(ArrayOp::Index { .. } | ArrayOp::Shape { .. }) => true,
-            Expr::Array(_)
-            | Expr::Tuple(_)
-            | Expr::Untuple(_)
-            | Expr::Lin(_)
-            | Expr::If(_)
-            | Expr::Loop(_)
-            | Expr::Build(_)
-            | Expr::Map(_)
-            | Expr::Fold(_)
-            | Expr::Call(_) => false,
-        }
+    s.is_scalar_step(vars) && !matches!(&s.expr, Expr::Prim(p, _) if !p.is_cheap())
 }
 
 /// Whether the scalar residual `v` (bound in the body `prim`) is recomputed
@@ -1058,6 +1039,8 @@ fn cheap_slice(
     true
 }
 
+/// `r = R[idx]` for each stored residual `r` and its stack `R`: the first
+/// statements of a linear loop or build body.
 fn stack_reads(res: &[Var], stacks: &[Var], idx: &[Atom]) -> Vec<Stmt> {
     res.iter()
         .zip(stacks)

@@ -93,12 +93,11 @@ fn target(b: &Block, p: usize, counts: &Counts, vars: &VarTable) -> Option<(usiz
     let [y] = s.binds.as_slice() else {
         return None;
     };
+    if !rank1 || touches_linear(s) || vars.ty(*y).rank() != Some(1) {
+        return None;
+    }
     let shapes = b.stmts.iter().filter(|t| is_shape_of(t, *y)).count();
-    if !rank1
-        || touches_linear(s)
-        || count(counts, *y) != 1 + shapes
-        || vars.ty(*y).rank() != Some(1)
-    {
+    if count(counts, *y) != 1 + shapes {
         return None;
     }
     let q = (p + 1..b.stmts.len())

@@ -101,31 +101,9 @@ fn tab_build(bd: &mut Build, vars: &mut VarTable) -> Vec<Stmt> {
     out
 }
 
-/// Whether `s` may be part of a tabulated slice: a pure non-linear scalar
-/// statement.
-fn sliceable(s: &Stmt, vars: &VarTable) -> bool {
-    let scalar = s.lin_binds.is_empty()
-        && s.binds.len() == 1
-        && matches!(vars.ty(s.binds[0]), Ty::Scalar(_));
-    scalar
-        && match &s.expr {
-            Expr::Prim(..) | Expr::Atom(_) => true,
-            Expr::Array(ArrayOp::Index { .. } | ArrayOp::Shape { .. }) => true,
-            Expr::Array(_)
-            | Expr::Tuple(_)
-            | Expr::Untuple(_)
-            | Expr::Lin(_)
-            | Expr::If(_)
-            | Expr::Loop(_)
-            | Expr::Build(_)
-            | Expr::Map(_)
-            | Expr::Fold(_)
-            | Expr::Call(_) => false,
-        }
-}
-
 /// The backward slice of statement `p` within `stmts` (positions, in
-/// order) and its free variables, or `None` when it is not sliceable.
+/// order) and its free variables, or `None` when a statement in it is not a
+/// [`Stmt::is_scalar_step`].
 fn slice_of(stmts: &[Stmt], p: usize, vars: &VarTable) -> Option<(Vec<usize>, BTreeSet<Var>)> {
     let pos: HashMap<Var, usize> = stmts[..=p]
         .iter()
@@ -139,7 +117,7 @@ fn slice_of(stmts: &[Stmt], p: usize, vars: &VarTable) -> Option<(Vec<usize>, BT
         if !slice.insert(q) {
             continue;
         }
-        if !sliceable(&stmts[q], vars) {
+        if !stmts[q].is_scalar_step(vars) {
             return None;
         }
         for u in free_vars_stmt(&stmts[q]).nl {
@@ -157,7 +135,7 @@ fn slice_of(stmts: &[Stmt], p: usize, vars: &VarTable) -> Option<(Vec<usize>, BT
 fn tab_in(stmts: &mut [Stmt], site: &Site, vars: &mut VarTable, out: &mut Vec<Stmt>) {
     for p in 0..stmts.len() {
         let expensive = matches!(&stmts[p].expr, Expr::Prim(prim, _) if !prim.is_cheap());
-        if !expensive || !sliceable(&stmts[p], vars) {
+        if !expensive || !stmts[p].is_scalar_step(vars) {
             continue;
         }
         let Some((slice, free)) = slice_of(stmts, p, vars) else {

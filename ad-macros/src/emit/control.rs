@@ -210,7 +210,7 @@ impl Emitter<'_> {
     /// count).
     fn accumulation_loop(&mut self, l: &Loop, s: &Stmt, site: usize) -> R<Out> {
         let lam = &l.body;
-        let (rt, nd) = (rt(), nd());
+        let rt = rt();
         let (n, step, lo, hi) = (
             self.fresh("n"),
             self.fresh("step"),
@@ -267,7 +267,6 @@ impl Emitter<'_> {
         let work = work_estimate(&lam.body, 8).max(1);
         let finals: Vec<TokenStream> = fields.iter().map(|f| quote!(#st.#f)).collect();
         let r = flat(&finals);
-        let _ = &nd;
         let expr = quote!({
             let #n: usize = usize::try_from(#trip).unwrap_or(0);
             let #init: (#(#owned,)*) = (#(#inits,)*);
