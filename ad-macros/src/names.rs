@@ -1,7 +1,8 @@
 //! Naming conventions of generated items (one place, so a caller's expansion
 //! can name a callee's building blocks without seeing the callee).
 //!
-//! For `fn f`: the user-facing `f_jvp` and `f_vjp`, and hidden building blocks
+//! For `fn f`: the user-facing `f_jvp`, `f_vjp`, `f_linearize` and
+//! `f_pullback`, and hidden building blocks
 //! with the canonical IR-level signature (`f64`, `i64`, `bool`, array views,
 //! tuples of `f64`), differentiated with respect to every differentiable
 //! parameter:
@@ -56,6 +57,16 @@ pub fn jvp(f: &Ident) -> Ident {
 /// `f_vjp`.
 pub fn vjp(f: &Ident) -> Ident {
     derived(f, |f| format!("{f}_vjp"))
+}
+
+/// `f_linearize`.
+pub fn linearize(f: &Ident) -> Ident {
+    derived(f, |f| format!("{f}_linearize"))
+}
+
+/// `f_pullback`.
+pub fn pullback(f: &Ident) -> Ident {
+    derived(f, |f| format!("{f}_pullback"))
 }
 
 /// `d_x`: the tangent parameter of `f_jvp` for parameter `x`, or `d_x_`,

@@ -3,7 +3,8 @@
 //!
 //! For `#[differentiable] fn f` it generates (see `wrappers.rs`):
 //! - `f_jvp` and `f_vjp` with the user's types, from the derivatives with
-//!   respect to the `wrt` parameters;
+//!   respect to the `wrt` parameters, and `f_linearize` / `f_pullback`
+//!   (`closures.rs`): the same halves split at the residuals;
 //! - the hidden building blocks `__linad_f_{primal,jvp,lin,lin_t}` with the
 //!   canonical signature (see `calls.rs`), from the derivatives with respect
 //!   to every differentiable parameter, called by other differentiable
@@ -13,10 +14,11 @@
 //! Files: `names.rs` (variable names), `types.rs` (IR types to Rust types),
 //! `uses.rs` (which use may move a value), `func.rs` (function bodies,
 //! blocks, statements), `scalar.rs`, `array.rs`, `linear.rs`, `control.rs`,
-//! `calls.rs` (statement forms), `support.rs`, `wrappers.rs`.
+//! `calls.rs` (statement forms), `support.rs`, `wrappers.rs`, `closures.rs`.
 
 mod array;
 mod calls;
+mod closures;
 mod control;
 mod func;
 mod linear;

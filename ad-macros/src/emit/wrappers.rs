@@ -44,6 +44,8 @@ pub fn companions(input: &Input) -> R<TokenStream> {
     let mut out = TokenStream::new();
     out.extend(f_jvp(input, &user)?);
     out.extend(f_vjp(input, &user)?);
+    out.extend(super::closures::f_linearize(input, &user)?);
+    out.extend(super::closures::f_pullback(input, &user)?);
     out.extend(hidden_blocks(input, &all)?);
     if user.used_support.get() || all.used_support.get() {
         out.extend(super::support::module(&support));
@@ -52,14 +54,14 @@ pub fn companions(input: &Input) -> R<TokenStream> {
 }
 
 /// Looks up a function of a program.
-fn func<'p>(prog: &'p Program, name: &str) -> R<&'p Func> {
+pub(super) fn func<'p>(prog: &'p Program, name: &str) -> R<&'p Func> {
     prog.func(name)
         .ok_or_else(|| format!("the program has no function `{name}`"))
 }
 
 /// The nested functions for the program's own functions that the emitted
 /// bodies call (transitively).
-fn nested_fns(cx: &Ctx) -> R<TokenStream> {
+pub(super) fn nested_fns(cx: &Ctx) -> R<TokenStream> {
     let mut out = TokenStream::new();
     let mut done = 0;
     loop {
@@ -110,7 +112,7 @@ fn result_ty(f: &Func) -> TokenStream {
 }
 
 /// A user parameter converted to the canonical representation.
-fn convert_param(id: &Ident, kind: &ParamKind) -> (TokenStream, Repr) {
+pub(super) fn convert_param(id: &Ident, kind: &ParamKind) -> (TokenStream, Repr) {
     match kind {
         ParamKind::F64 | ParamKind::F64Tuple(_) | ParamKind::Bool => (quote!(#id), Repr::Val),
         ParamKind::Int(_) => (quote!(#id as i64), Repr::Val),
@@ -126,7 +128,7 @@ fn convert_param(id: &Ident, kind: &ParamKind) -> (TokenStream, Repr) {
 }
 
 /// The Rust type of an output.
-fn out_ty(o: &Out) -> TokenStream {
+pub(super) fn out_ty(o: &Out) -> TokenStream {
     match o {
         Out::F64 => quote!(f64),
         Out::Array(r) => array_ty(Scalar::F64, *r),
@@ -135,7 +137,7 @@ fn out_ty(o: &Out) -> TokenStream {
 }
 
 /// The type of the output's cotangent parameter: arrays by reference.
-fn ct_ty(o: &Out) -> TokenStream {
+pub(super) fn ct_ty(o: &Out) -> TokenStream {
     match o {
         Out::F64 => quote!(f64),
         Out::Array(r) => {
@@ -148,7 +150,7 @@ fn ct_ty(o: &Out) -> TokenStream {
 
 /// A pattern destructuring a value of the output's shape into leaf names
 /// (appended to `leaves` with whether each is an array).
-fn out_pattern(o: &Out, leaves: &mut Vec<(Ident, bool)>) -> TokenStream {
+pub(super) fn out_pattern(o: &Out, leaves: &mut Vec<(Ident, bool)>) -> TokenStream {
     match o {
         Out::F64 | Out::Array(_) => {
             let n = ident(&format!("__ct{}", leaves.len()));
@@ -165,7 +167,7 @@ fn out_pattern(o: &Out, leaves: &mut Vec<(Ident, bool)>) -> TokenStream {
 /// The names of the output's leaves in the cotangent `ct` (`ct`, `ct.0`,
 /// `ct.1.0`, ..) and in the result (`f's result`, `f's result.0`, ..), in
 /// leaf order.
-fn leaf_paths(o: &Out, path: &str, out: &mut Vec<String>) {
+pub(super) fn leaf_paths(o: &Out, path: &str, out: &mut Vec<String>) {
     match o {
         Out::F64 | Out::Array(_) => out.push(path.to_string()),
         Out::Tuple(parts) => {
@@ -178,7 +180,7 @@ fn leaf_paths(o: &Out, path: &str, out: &mut Vec<String>) {
 
 /// `check_arg_shape(..)` on entry of a public derivative: `given` and
 /// `expected` are expressions with a `.shape()`.
-fn shape_check(
+pub(super) fn shape_check(
     func: &str,
     role: &str,
     name: &str,
@@ -191,7 +193,7 @@ fn shape_check(
 }
 
 /// Nests flat leaf values as the output says.
-fn nest(o: &Out, leaves: &mut impl Iterator<Item = TokenStream>) -> R<TokenStream> {
+pub(super) fn nest(o: &Out, leaves: &mut impl Iterator<Item = TokenStream>) -> R<TokenStream> {
     Ok(match o {
         Out::F64 | Out::Array(_) => leaves
             .next()
@@ -207,7 +209,7 @@ fn nest(o: &Out, leaves: &mut impl Iterator<Item = TokenStream>) -> R<TokenStrea
 }
 
 /// Temporaries `__{what}0..` and a pattern binding them (flat).
-fn temps(what: &str, n: usize) -> (Vec<Ident>, TokenStream) {
+pub(super) fn temps(what: &str, n: usize) -> (Vec<Ident>, TokenStream) {
     let ts: Vec<Ident> = (0..n).map(|k| ident(&format!("__{what}{k}"))).collect();
     let ps: Vec<TokenStream> = ts.iter().map(|t| quote!(#t)).collect();
     (ts, flat(&ps))
@@ -216,7 +218,7 @@ fn temps(what: &str, n: usize) -> (Vec<Ident>, TokenStream) {
 /// A result as an owned value; arrays returned to the user are in standard
 /// (row-major) layout, whatever layout the computation left them in (a
 /// transpose is free in ndarray, so a gradient may come out column-major).
-fn owned(t: &Ident, r: Repr) -> TokenStream {
+pub(super) fn owned(t: &Ident, r: Repr) -> TokenStream {
     match r {
         Repr::View => quote!(#t.as_standard_layout().into_owned()),
         Repr::Owned => {
@@ -227,7 +229,7 @@ fn owned(t: &Ident, r: Repr) -> TokenStream {
 }
 
 /// The owned type of a parameter's tangent / cotangent.
-fn tangent_ty(p: &Param) -> TokenStream {
+pub(super) fn tangent_ty(p: &Param) -> TokenStream {
     match &p.kind {
         ParamKind::F64 => quote!(f64),
         ParamKind::F64Tuple(n) => tuple_ty(vec![quote!(f64); *n]),
@@ -236,7 +238,7 @@ fn tangent_ty(p: &Param) -> TokenStream {
     }
 }
 
-fn check(cond: bool, msg: impl FnOnce() -> String) -> R<()> {
+pub(super) fn check(cond: bool, msg: impl FnOnce() -> String) -> R<()> {
     if cond {
         Ok(())
     } else {
@@ -554,7 +556,7 @@ fn hidden_blocks(input: &Input, cx: &Ctx) -> R<TokenStream> {
 
 /// The name of `f_vjp`'s cotangent parameter: `ct`, or `ct_`, `ct__`, ...
 /// when a parameter of `f` is already called so.
-fn ct_name(sig: &crate::sig::Signature) -> Ident {
+pub(super) fn ct_name(sig: &crate::sig::Signature) -> Ident {
     let taken = param_names(sig);
     let mut name = "ct".to_string();
     while taken.contains(&name) {
@@ -564,7 +566,7 @@ fn ct_name(sig: &crate::sig::Signature) -> Ident {
 }
 
 /// The names of `f`'s parameters (without raw prefixes).
-fn param_names(sig: &crate::sig::Signature) -> Vec<String> {
+pub(super) fn param_names(sig: &crate::sig::Signature) -> Vec<String> {
     sig.params
         .iter()
         .map(|p| syn::ext::IdentExt::unraw(&p.ident).to_string())
