@@ -200,7 +200,7 @@ fn simplify(f: &mut Func, prog: &Program, opts: &Options) {
 pub fn prune_residuals(fwd: &mut Func, lin: &mut Func, n_results: usize) -> usize {
     let mut used = free_vars_block(&lin.body).nl;
     for s in &lin.lin_param_shapes {
-        shape_uses(s, &mut used);
+        shape_vars(s, &mut used);
     }
     let keep: Vec<bool> = lin.params.iter().map(|p| used.contains(p)).collect();
     let removed = keep.iter().filter(|k| !**k).count();
@@ -227,7 +227,8 @@ pub fn prune_residuals(fwd: &mut Func, lin: &mut Func, n_results: usize) -> usiz
     removed
 }
 
-fn shape_uses(s: &ShapeTree, out: &mut BTreeSet<Var>) {
+/// Adds the variables a shape reads to `out`.
+pub(crate) fn shape_vars(s: &ShapeTree, out: &mut BTreeSet<Var>) {
     match s {
         ShapeTree::Scalar => {}
         ShapeTree::Array(ds) => {
@@ -240,7 +241,7 @@ fn shape_uses(s: &ShapeTree, out: &mut BTreeSet<Var>) {
                 }
             }
         }
-        ShapeTree::Tuple(ts) => ts.iter().for_each(|t| shape_uses(t, out)),
+        ShapeTree::Tuple(ts) => ts.iter().for_each(|t| shape_vars(t, out)),
     }
 }
 
@@ -329,29 +330,73 @@ pub fn differentiate(
         simplify(&mut j, &out, opts);
         verify(&out, &j, Mode::LinearA, opts)?;
         out.insert(j.clone());
-        let u = unzip_func(&out, &j)?;
-        let (mut fwd, mut lin) = (u.fwd, u.lin);
-        verify(&out, &fwd, Mode::LinearB, opts)?;
-        verify(&out, &lin, Mode::LinearB, opts)?;
-        simplify(&mut lin, &out, opts);
-        prune_residuals(&mut fwd, &mut lin, u.n_results);
-        simplify(&mut fwd, &out, opts);
-        verify(&out, &fwd, Mode::LinearB, opts)?;
-        verify(&out, &lin, Mode::LinearB, opts)?;
-        out.insert(fwd);
-        out.insert(lin.clone());
-        let mut t = transpose_func(&out, &lin)?;
-        verify(&out, &t, Mode::LinearB, opts)?;
-        simplify(&mut t, &out, opts);
-        verify(&out, &t, Mode::LinearB, opts)?;
-        out.insert(t);
+        let n = unzip_and_transpose(&mut out, &j, opts)?;
         if fname == name {
-            n_results = u.n_results;
+            n_results = n;
         }
     }
     Ok(Derivatives {
         program: out,
         names: Names::of(name),
+        n_results,
+    })
+}
+
+/// Unzips the JVP-form function `j` of `out` into `fwd` and `lin`, transposes
+/// `lin`, and adds the three to `out`. Returns the number of primal results
+/// of `fwd` (its residuals follow).
+fn unzip_and_transpose(out: &mut Program, j: &Func, opts: &Options) -> Result<usize, DriverError> {
+    let u = unzip_func(out, j)?;
+    let (mut fwd, mut lin) = (u.fwd, u.lin);
+    verify(out, &fwd, Mode::LinearB, opts)?;
+    verify(out, &lin, Mode::LinearB, opts)?;
+    simplify(&mut lin, out, opts);
+    prune_residuals(&mut fwd, &mut lin, u.n_results);
+    simplify(&mut fwd, out, opts);
+    verify(out, &fwd, Mode::LinearB, opts)?;
+    verify(out, &lin, Mode::LinearB, opts)?;
+    out.insert(fwd);
+    out.insert(lin.clone());
+    let mut t = transpose_func(out, &lin)?;
+    verify(out, &t, Mode::LinearB, opts)?;
+    simplify(&mut t, out, opts);
+    verify(out, &t, Mode::LinearB, opts)?;
+    out.insert(t);
+    Ok(u.n_results)
+}
+
+/// The derivatives of `name` given its forward rule instead of its body:
+/// `jvp` is a Linear A function `(x.. ; dx..) -> (y.. ; dy..)` in JVP form
+/// (e.g. a user's rule through [`crate::linear_form::linear_form`]). It is
+/// checked, simplified, unzipped and transposed as the JVP pass's output
+/// would be; the primal `name` is the rule's non-linear part (`fwd` without
+/// its residuals), so every derived function agrees with the rule.
+pub fn differentiate_rule(
+    prog: &Program,
+    name: &str,
+    mut jvp: Func,
+    opts: &Options,
+) -> Result<Derivatives, DriverError> {
+    let names = Names::of(name);
+    let mut out = prog.clone();
+    jvp.name = names.jvp.clone();
+    verify(&out, &jvp, Mode::LinearA, opts)?;
+    simplify(&mut jvp, &out, opts);
+    verify(&out, &jvp, Mode::LinearA, opts)?;
+    out.insert(jvp.clone());
+    let n_results = unzip_and_transpose(&mut out, &jvp, opts)?;
+    let mut primal = out
+        .func(&names.fwd)
+        .cloned()
+        .ok_or_else(|| DriverError::Internal(format!("no `{}` after unzip", names.fwd)))?;
+    primal.name = name.to_string();
+    primal.body.results.truncate(n_results);
+    crate::simplify::simplify_func(&mut primal, &out, &crate::simplify::Options::default());
+    verify(&out, &primal, Mode::LinearA, opts)?;
+    out.insert(primal);
+    Ok(Derivatives {
+        program: out,
+        names,
         n_results,
     })
 }

@@ -45,7 +45,7 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-fn internal_error(span: Span, msg: &str) -> syn::Error {
+pub(crate) fn internal_error(span: Span, msg: &str) -> syn::Error {
     syn::Error::new(
         span,
         format!("linad internal compiler error (please report it with `#[differentiable(dump)]` output, or the function if `dump` fails too): {msg}"),
@@ -55,7 +55,7 @@ fn internal_error(span: Span, msg: &str) -> syn::Error {
 /// Runs `f` on a thread with an [`IR_STACK`] stack and waits for it; a panic
 /// there is returned as its message. If no thread can be started, `f` runs
 /// here.
-fn on_large_stack<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String> {
+pub(crate) fn on_large_stack<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String> {
     let slot = std::sync::Mutex::new(Some(f));
     let take = || slot.lock().map_or(None, |mut g| g.take());
     std::thread::scope(|s| {
@@ -75,7 +75,7 @@ fn on_large_stack<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String> {
     })
 }
 
-fn driver_error(e: DriverError, lowered: &Lowered, fallback_span: Span) -> syn::Error {
+pub(crate) fn driver_error(e: DriverError, lowered: &Lowered, fallback_span: Span) -> syn::Error {
     match e {
         DriverError::Unsupported { msg, src } => {
             let span = src

@@ -15,6 +15,7 @@ mod expand;
 mod fallback;
 mod lower;
 mod names;
+mod rule;
 mod sig;
 
 #[cfg(test)]
@@ -39,4 +40,30 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::expand(attr.into(), item.into()).into()
+}
+
+/// Declares a forward-mode rule for an ordinary function `f` of the same
+/// module, which linad then uses instead of `f`'s body.
+///
+/// ```ignore
+/// fn norm_cdf(x: f64) -> f64 { .. any Rust .. }
+///
+/// #[custom_jvp(norm_cdf)]
+/// fn norm_cdf_rule(x: f64, d_x: f64) -> (f64, f64) {
+///     let y = norm_cdf(x);
+///     let pdf = (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt();
+///     (y, pdf * d_x)
+/// }
+/// // generates norm_cdf_jvp, norm_cdf_vjp, norm_cdf_linearize, norm_cdf_pullback,
+/// // and what #[differentiable] callers of norm_cdf need.
+/// ```
+///
+/// The rule takes `f`'s parameters in order, then one tangent per
+/// differentiable parameter (same type), and returns `(primal, tangent)`.
+/// The tangent must be linear in the tangents and the primal must not
+/// depend on them; both are checked at compile time. Reverse mode is derived
+/// by transposing the rule.
+#[proc_macro_attribute]
+pub fn custom_jvp(attr: TokenStream, item: TokenStream) -> TokenStream {
+    rule::expand(attr.into(), item.into()).into()
 }

@@ -39,7 +39,7 @@
 //! The output uses cotangents freely; [`crate::dupdrop`] makes sharing explicit.
 
 mod control;
-mod shapes;
+pub(crate) mod shapes;
 
 use crate::build::FuncBuilder;
 use crate::dupdrop::insert_dup_drop;

@@ -10,7 +10,8 @@
 //! analysis (`taint.rs`) whether each callee receives values that depend on
 //! differentiable parameters: such a callee must be `#[differentiable]` and
 //! is called through its derivative building blocks; otherwise it is a
-//! constant call of a plain function, which may only take scalars.
+//! constant call of a plain function, which may take scalars and `f64`
+//! arrays (passed by reference to an owned array).
 
 use super::ctx::{span_of, Lowerer};
 use super::expr::strip;
@@ -344,7 +345,7 @@ pub type Finished = (Decls, Vec<Callee>, Vec<syn::Error>);
 /// callees, and the errors of calls (inconsistent types, constant calls
 /// with array arguments, differentiable callees with integer results).
 pub fn finish(func: &Func, seeds: &[Var], sites: &[CallSite]) -> Finished {
-    let tainted = super::taint::tainted(func, seeds);
+    let tainted = ad_core_ir::taint::tainted(func, seeds);
     let is_tainted = |a: &Atom| matches!(a, Atom::Var(v) if tainted.contains(v));
     let mut decls: Decls = vec![];
     let mut callees: Vec<Callee> = vec![];
@@ -400,11 +401,18 @@ pub fn finish(func: &Func, seeds: &[Var], sites: &[CallSite]) -> Finished {
         } else {
             for s in sites.iter().filter(|s| s.ir_name == callee.ir_name) {
                 for (t, sp) in s.arg_tys.iter().zip(&s.arg_spans) {
-                    if !matches!(t, Ty::Scalar(_)) {
+                    let f64_array = matches!(
+                        t,
+                        Ty::Array {
+                            elem: ad_core_ir::types::Scalar::F64,
+                            ..
+                        }
+                    );
+                    if !matches!(t, Ty::Scalar(_)) && !f64_array {
                         errors.push(syn::Error::new(
                             *sp,
                             format!(
-                                "calls of functions that are not #[differentiable] may only take scalar arguments (`f64`, integers, `bool`): no argument of `{}` depends on a differentiable parameter, so it is called as a plain function, but this argument is `{t}`",
+                                "calls of functions that are not #[differentiable] may only take scalars (`f64`, integers, `bool`) and `f64` arrays (passed as `&Array`): no argument of `{}` depends on a differentiable parameter, so it is called as a plain function, but this argument is `{t}`",
                                 callee.ir_name
                             ),
                         ));
@@ -522,8 +530,8 @@ mod tests {
     #[test]
     fn refusals() {
         refuses(
-            "fn f(x: f64, w: &Array1<f64>) -> f64 { let s = g(w.len(), &Array1::zeros(3)); x * s }",
-            "calls of functions that are not #[differentiable] may only take scalar arguments (`f64`, integers, `bool`): no argument of `g` depends on a differentiable parameter",
+            "fn f(x: f64, idx: &Array1<usize>) -> f64 { let s = g(idx.len(), idx); x * s }",
+            "calls of functions that are not #[differentiable] may only take scalars (`f64`, integers, `bool`) and `f64` arrays (passed as `&Array`): no argument of `g` depends on a differentiable parameter",
         );
         refuses(
             "fn f(x: f64) -> f64 { let a = g(x); let b: f64 = g(x, x); a + b }",

@@ -14,8 +14,8 @@
 //! - `ops.rs` — operators and casts; `stmt.rs` — `let`, assignments, body;
 //! - `control.rs` — `if`, `for`, `&&`/`||`, loop-state discovery;
 //! - `arrays.rs` — the `ndarray` API; `iter.rs` — iterator chains;
-//! - `methods.rs` — `f64` and integer methods; `calls.rs` — calls by path;
-//! - `taint.rs` — dependence on differentiable parameters;
+//! - `methods.rs` — `f64` and integer methods; `calls.rs` — calls by path
+//!   (with `ad_core_ir::taint`: which callees are differentiated);
 //! - `errors.rs` — the texts of the refusals.
 
 mod arrays;
@@ -30,12 +30,11 @@ mod methods;
 mod ops;
 mod signature;
 mod stmt;
-mod taint;
 mod types;
 mod val;
 
 #[cfg(test)]
-mod testutil;
+pub(crate) mod testutil;
 
 use crate::sig::{ParamKind, Signature};
 use ad_core_ir::check::{check_program, Mode};
@@ -84,6 +83,18 @@ pub fn signature(
 
 /// Lowers the body to IR.
 pub fn lower(item: &syn::ItemFn, sig: &Signature) -> Result<Lowered, Vec<syn::Error>> {
+    lower_seeded(item, sig, &sig.all_mask())
+}
+
+/// As [`lower`], where only the parameters flagged in `seeds` carry
+/// derivatives: a call whose arguments depend on no seed is a constant call
+/// of a plain function. A forward rule (`#[custom_jvp]`) seeds its tangent
+/// parameters only, so its primal part may call any function.
+pub fn lower_seeded(
+    item: &syn::ItemFn,
+    sig: &Signature,
+    seed_mask: &[bool],
+) -> Result<Lowered, Vec<syn::Error>> {
     let name = sig.ident.to_string();
     let empty = Program::default();
     let mut lw = Lowerer::new(&empty, &name);
@@ -99,7 +110,7 @@ pub fn lower(item: &syn::ItemFn, sig: &Signature) -> Result<Lowered, Vec<syn::Er
         .collect();
     for (k, p) in sig.params.iter().enumerate() {
         let v = lw.b.param(&p.ident.to_string(), p.kind.ir_ty());
-        if p.kind.is_differentiable() {
+        if seed_mask.get(k).copied().unwrap_or(false) {
             seeds.push(v);
         }
         let pat = inputs.get(k).copied();

@@ -1,13 +1,14 @@
 //! Taint analysis: which IR variables depend on the differentiable
-//! parameters. It decides whether a called function is differentiated
-//! (`calls.rs`). Dependence flows through operands, branch results, loop
+//! parameters (the seeds). The front end uses it to decide whether a called
+//! function is differentiated; [`crate::linear_form`] to decide which values
+//! of a declared-linear program are linear. Dependence flows through operands, branch results, loop
 //! and fold state (to a fixpoint) and the bodies of maps and builds; only
 //! variables of differentiable types (`f64`, `f64` arrays, tuples with
 //! those) are tainted: an integer or a boolean computed from a
 //! differentiable value (a shape, a comparison) carries no derivative.
 
-use ad_core_ir::ir::{Atom, Block, Expr, Func, Var, VarTable};
-use ad_core_ir::visit::{for_each_operand, free_vars_block};
+use crate::ir::{Atom, Block, Expr, Func, Var, VarTable};
+use crate::visit::{for_each_operand, free_vars_block};
 use std::collections::HashSet;
 
 /// The variables of `f` that depend on `seeds`.
@@ -131,7 +132,7 @@ fn block(b: &Block, t: &mut Taint) {
             }
             _ => {
                 // Captured variables of nested blocks count as operands.
-                for blk in ad_core_ir::visit::blocks(&s.expr) {
+                for blk in crate::visit::blocks(&s.expr) {
                     any |= free_vars_block(blk).nl.iter().any(|v| t.contains(v));
                 }
                 if any {

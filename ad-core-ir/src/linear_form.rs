@@ -1,0 +1,717 @@
+//! Declared linearity: a non-linear function (what the front end lowers)
+//! in which some parameters are declared linear becomes the Linear A
+//! function in which they are, or the list of places where linearity
+//! breaks. This is how a user's forward rule (`#[custom_jvp]`: tangents
+//! linear) enters the pipeline: its result is a JVP-form function, which
+//! unzip and transpose then treat like one the JVP pass produced.
+//!
+//! A value is linear when it depends on a linear parameter ([`crate::taint`]).
+//! Every statement reading a linear value must be one of the linear forms,
+//! and is rewritten to its [`LinOp`]:
+//!
+//! ```text
+//! def r(x: f64, dx: f64) -> (f64, f64) {      def r(x: f64 ; dx: f64) -> (f64 ; f64) {
+//!   let y = sin x                                let y = sin x
+//!   let c = cos x                                let c = cos x
+//!   let dy = mul c, dx                 ==>       let ; dy = lscale c, dx
+//!   return y, dy                                 return y ; dy
+//! }                                            }
+//! ```
+//!
+//! - `a + b`, `a - b` with both linear, `-a`: `ladd`, `lneg`; `a * s`, `s * a`
+//!   with `s` non-linear: `lscale`; `a / s`: `lscale` by `1 / s`;
+//!   `select(c, a, b)` on a non-linear condition: an `if`;
+//! - element reads, gathers, scatters, sums, broadcasts, transposes, scans
+//!   and matrix products with one non-linear side: their linear versions;
+//! - tuples, `if` on non-linear conditions, counted loops, builds and maps:
+//!   linear where their values are (loop state and outputs, branch and body
+//!   results split into non-linear and linear parts);
+//! - the literal `0.0`, or an array of zeros, where a linear value is needed
+//!   (a loop's initial state, a branch, an output) is the linear zero.
+//!
+//! Anything else that reads a linear value is an error naming the linear
+//! parameters the value depends on: a product of two linear values, a
+//! non-linear function of one, an affine constant (`a + 1.0`), division by
+//! one, a comparison, a cast or an index computed from one, a linear value
+//! passed to a call. Non-linear results must not depend on linear
+//! parameters, and linear results must (or be zero).
+//!
+//! The output has `dup`/`drop` inserted ([`crate::dupdrop`]) and passes the
+//! checker in Linear A mode (the caller checks).
+
+use crate::dupdrop::insert_dup_drop;
+use crate::ir::*;
+use crate::taint::tainted;
+use crate::transpose::shapes::Binders;
+use crate::types::Ty;
+use crate::visit::binders;
+use std::collections::{HashMap, HashSet};
+
+/// Where and why linearity breaks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinearityError {
+    /// The offending statement's source, if known.
+    pub src: Option<SrcId>,
+    /// The message (names the linear parameters involved).
+    pub msg: String,
+}
+
+/// `f` with the parameters flagged in `lin` made linear parameters (shapes
+/// `lin_param_shapes`, in terms of the remaining parameters) and its last
+/// `n_lin_results` results made linear results.
+pub fn linear_form(
+    f: &Func,
+    lin: &[bool],
+    n_lin_results: usize,
+    lin_param_shapes: Vec<ShapeTree>,
+) -> Result<Func, Vec<LinearityError>> {
+    let f = crate::normalize::lower_folds(f);
+    let seeds: Vec<Var> = f
+        .params
+        .iter()
+        .zip(lin)
+        .filter(|(_, l)| **l)
+        .map(|(p, _)| *p)
+        .collect();
+    let per_seed: Vec<(String, HashSet<Var>)> = seeds
+        .iter()
+        .map(|s| (f.vars.info(*s).name.clone(), tainted(&f, &[*s])))
+        .collect();
+    let mut cv = Conv {
+        vars: f.vars.clone(),
+        taint: tainted(&f, &seeds),
+        per_seed,
+        alias: HashMap::new(),
+        zeros: HashMap::new(),
+        errors: vec![],
+    };
+    for v in cv.taint.clone() {
+        cv.vars.vars[v.0 as usize].linear = true;
+    }
+    let n = f.body.results.len();
+    let mask: Vec<bool> = (0..n).map(|k| k + n_lin_results >= n).collect();
+    let body = cv.block(&f.body, &mask, None);
+    if !cv.errors.is_empty() {
+        return Err(cv.errors);
+    }
+    let (lin_params, params): (Vec<Var>, Vec<Var>) =
+        f.params.iter().partition(|p| seeds.contains(p));
+    let mut out = Func {
+        name: f.name.clone(),
+        params,
+        lin_params,
+        lin_param_shapes,
+        body,
+        vars: cv.vars,
+    };
+    fix_if_shapes(&mut out).map_err(|msg| vec![LinearityError { src: None, msg }])?;
+    insert_dup_drop(&mut out);
+    Ok(out)
+}
+
+/// Marks an `if`'s linear array result whose shape is computed after
+/// conversion (see [`fix_if_shapes`]).
+fn pending() -> ShapeTree {
+    ShapeTree::Tuple(vec![ShapeTree::Tuple(vec![])])
+}
+
+struct Conv {
+    vars: VarTable,
+    /// The linear values (before conversion: dependence on a linear parameter).
+    taint: HashSet<Var>,
+    /// Each linear parameter's name and the values that depend on it.
+    per_seed: Vec<(String, HashSet<Var>)>,
+    /// A copy of a linear value stands for it.
+    alias: HashMap<Var, Var>,
+    /// Non-linear values known to be zero, with their shapes.
+    zeros: HashMap<Var, ShapeTree>,
+    errors: Vec<LinearityError>,
+}
+
+impl Conv {
+    /// The linear variable `a` is, if it is linear.
+    fn lin(&self, a: &Atom) -> Option<Var> {
+        let mut v = a.var().filter(|v| self.taint.contains(v))?;
+        while let Some(w) = self.alias.get(&v) {
+            v = *w;
+        }
+        Some(v)
+    }
+
+    /// `` `dx` `` or `` `dx` and `dy` ``: the linear parameters `a` depends on.
+    fn names(&self, a: &Atom) -> String {
+        let Some(v) = a.var() else {
+            return "a linear value".into();
+        };
+        let ns: Vec<String> = self
+            .per_seed
+            .iter()
+            .filter(|(_, set)| set.contains(&v))
+            .map(|(n, _)| format!("`{n}`"))
+            .collect();
+        match ns.as_slice() {
+            [] => "a linear value".into(),
+            [one] => format!("linear in {one}"),
+            [init @ .., last] => format!("linear in {} and {last}", init.join(", ")),
+        }
+    }
+
+    fn error(&mut self, src: Option<SrcId>, msg: String) {
+        self.errors.push(LinearityError { src, msg });
+    }
+
+    /// The shape of a zero of `a`'s type, if `a` is a known zero.
+    fn zero(&self, a: &Atom) -> Option<ShapeTree> {
+        match a {
+            Atom::F64(x) if *x == 0.0 => Some(ShapeTree::Scalar),
+            Atom::Var(v) => self.zeros.get(v).cloned(),
+            _ => None,
+        }
+    }
+
+    fn fresh_lin(&mut self, like: &str, ty: Ty) -> Var {
+        self.vars.fresh(like, ty, true)
+    }
+
+    /// `a` as a linear variable: itself, or a materialised zero; otherwise
+    /// an error saying that `what` must be linear.
+    fn as_linear(
+        &mut self,
+        a: &Atom,
+        ty: &Ty,
+        src: Option<SrcId>,
+        out: &mut Vec<Stmt>,
+        what: &str,
+    ) -> Option<Var> {
+        if let Some(v) = self.lin(a) {
+            return Some(v);
+        }
+        if let Some(shape) = self.zero(a) {
+            let z = self.fresh_lin("zero", ty.clone());
+            out.push(lin_stmt(vec![z], LinOp::Zero(shape), src));
+            return Some(z);
+        }
+        self.error(
+            src,
+            format!("{what} must be linear, but this value does not depend on the linear parameters and is not zero (a constant there makes the function affine, not linear); use `0.0` or a zeros array for a linear zero"),
+        );
+        None
+    }
+
+    /// Converts a block whose results flagged in `mask` are linear.
+    fn block(&mut self, b: &Block, mask: &[bool], src: Option<SrcId>) -> Block {
+        let mut out = vec![];
+        for s in &b.stmts {
+            self.stmt(s, &mut out);
+        }
+        let mut results = vec![];
+        let mut lin_results = vec![];
+        for (a, m) in b.results.iter().zip(mask) {
+            let ty = crate::typing::atom_ty(a, &self.vars);
+            if *m {
+                if let Some(v) = self.as_linear(a, &ty, src, &mut out, "this result") {
+                    lin_results.push(v);
+                }
+            } else if self.lin(a).is_some() {
+                let n = self.names(a);
+                self.error(
+                    src,
+                    format!("this result must not depend on the linear parameters, but it is {n}"),
+                );
+            } else {
+                results.push(*a);
+            }
+        }
+        Block {
+            stmts: out,
+            results,
+            lin_results,
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt, out: &mut Vec<Stmt>) {
+        let src = s.src;
+        match &s.expr {
+            Expr::Atom(a) => {
+                if let Some(v) = self.lin(a) {
+                    self.alias.insert(s.binds[0], v);
+                    return;
+                }
+                if let Some(z) = self.zero(a) {
+                    self.zeros.insert(s.binds[0], z);
+                }
+                out.push(s.clone());
+            }
+            Expr::Prim(p, args) => self.prim(s, *p, args, out),
+            Expr::Array(op) => self.array(s, op, out),
+            Expr::Tuple(parts) => {
+                if parts.iter().all(|a| self.lin(a).is_none()) {
+                    out.push(s.clone());
+                    return;
+                }
+                let mut vs = vec![];
+                for a in parts {
+                    let ty = crate::typing::atom_ty(a, &self.vars);
+                    vs.extend(self.as_linear(a, &ty, src, out, "every part of a tuple with a linear part"));
+                }
+                if vs.len() == parts.len() {
+                    out.push(lin_stmt(s.binds.clone(), LinOp::Tuple(vs), src));
+                }
+            }
+            Expr::Untuple(a) => match self.lin(a) {
+                None => out.push(s.clone()),
+                Some(v) => {
+                    if s.binds.iter().all(|b| self.taint.contains(b)) {
+                        out.push(lin_stmt(s.binds.clone(), LinOp::Untuple(v), src));
+                    } else {
+                        self.error(src, "a tuple mixing linear and integer parts is not supported".into());
+                    }
+                }
+            },
+            Expr::Call(c) => {
+                if let Some(a) = c.args.iter().find(|a| self.lin(a).is_some()) {
+                    let n = self.names(a);
+                    self.error(
+                        src,
+                        format!("a value {n} is passed to `{}`: a call is not a linear operation (compute it from non-linear values, or apply the linear operations yourself)", c.func),
+                    );
+                } else {
+                    out.push(s.clone());
+                }
+            }
+            Expr::If(i) => self.if_(s, i, out),
+            Expr::Loop(l) => self.loop_(s, l, out),
+            Expr::Build(b) => {
+                let mask: Vec<bool> = s.binds.iter().map(|v| self.taint.contains(v)).collect();
+                let body = self.block(&b.body.body, &mask, src);
+                let (binds, lin_binds) = split(&s.binds, &mask);
+                out.push(Stmt {
+                    binds,
+                    lin_binds,
+                    expr: Expr::Build(Build {
+                        shape: b.shape.clone(),
+                        body: Lambda {
+                            params: b.body.params.clone(),
+                            lin_params: vec![],
+                            body,
+                        },
+                    }),
+                    src,
+                });
+            }
+            Expr::Map(m) => {
+                let (mut arrs, mut params, mut lin_arrs, mut lin_params) = (vec![], vec![], vec![], vec![]);
+                for (a, p) in m.arrs.iter().zip(&m.body.params) {
+                    match self.lin(a) {
+                        Some(v) => {
+                            self.taint.insert(*p);
+                            self.vars.vars[p.0 as usize].linear = true;
+                            lin_arrs.push(v);
+                            lin_params.push(*p);
+                        }
+                        None => {
+                            arrs.push(*a);
+                            params.push(*p);
+                        }
+                    }
+                }
+                let mask: Vec<bool> = s.binds.iter().map(|v| self.taint.contains(v)).collect();
+                let body = self.block(&m.body.body, &mask, src);
+                let (binds, lin_binds) = split(&s.binds, &mask);
+                out.push(Stmt {
+                    binds,
+                    lin_binds,
+                    expr: Expr::Map(Map {
+                        arrs,
+                        lin_arrs,
+                        body: Lambda {
+                            params,
+                            lin_params,
+                            body,
+                        },
+                    }),
+                    src,
+                });
+            }
+            Expr::Fold(_) | Expr::Lin(_) => self.error(
+                src,
+                "linad internal compiler error: a fold or linear statement before linear conversion".into(),
+            ),
+        }
+    }
+
+    fn prim(&mut self, s: &Stmt, p: Prim, args: &[Atom], out: &mut Vec<Stmt>) {
+        let src = s.src;
+        let l: Vec<Option<Var>> = args.iter().map(|a| self.lin(a)).collect();
+        let Some(k) = l.iter().position(Option::is_some) else {
+            out.push(s.clone());
+            return;
+        };
+        let bind = s.binds[0];
+        let names = self.names(&args[k]);
+        let ty = self.vars.ty(bind).clone();
+        let op = match (p, l.as_slice()) {
+            (Prim::Add, [Some(x), Some(y)]) => LinOp::Add(*x, *y),
+            (Prim::Add | Prim::Sub, [Some(x), None]) if self.zero(&args[1]).is_some() => {
+                self.alias.insert(bind, *x);
+                return;
+            }
+            (Prim::Add, [None, Some(y)]) if self.zero(&args[0]).is_some() => {
+                self.alias.insert(bind, *y);
+                return;
+            }
+            (Prim::Sub, [None, Some(y)]) if self.zero(&args[0]).is_some() => LinOp::Neg(*y),
+            (Prim::Sub, [Some(x), Some(y)]) => {
+                let n = self.fresh_lin("neg", ty.clone());
+                out.push(lin_stmt(vec![n], LinOp::Neg(*y), src));
+                LinOp::Add(*x, n)
+            }
+            (Prim::Add | Prim::Sub, _) => {
+                let sym = if p == Prim::Add { "+" } else { "-" };
+                return self.error(
+                    src,
+                    format!("`{sym}` of a value {names} and a non-linear value is affine, not linear (f(0) is not 0): only linear values may be added to linear values; add the constant outside the linear part"),
+                );
+            }
+            (Prim::Neg, [Some(x)]) => LinOp::Neg(*x),
+            (Prim::Mul, [Some(_), Some(_)]) => {
+                let other = self.names(&args[1]);
+                return self.error(
+                    src,
+                    format!("product of two linear values ({names}; {other}) is quadratic, not linear: a linear value may only be scaled by non-linear values"),
+                );
+            }
+            (Prim::Mul, [Some(x), None]) => LinOp::Scale { s: args[1], x: *x },
+            (Prim::Mul, [None, Some(y)]) => LinOp::Scale { s: args[0], x: *y },
+            (Prim::Div, [Some(x), None]) => {
+                let r = self
+                    .vars
+                    .fresh("recip", Ty::Scalar(crate::types::Scalar::F64), false);
+                out.push(Stmt {
+                    binds: vec![r],
+                    lin_binds: vec![],
+                    expr: Expr::Prim(Prim::Div, vec![Atom::F64(1.0), args[1]]),
+                    src,
+                });
+                LinOp::Scale {
+                    s: Atom::Var(r),
+                    x: *x,
+                }
+            }
+            (Prim::Div, _) => {
+                let n = self.names(&args[1]);
+                return self.error(
+                    src,
+                    format!("division by a value {n} is not linear: divide linear values by non-linear values only"),
+                );
+            }
+            (Prim::Select, [None, a, b]) if a.is_some() || b.is_some() => {
+                let branch = |cv: &mut Conv, at: &Atom| -> Option<Block> {
+                    let mut stmts = vec![];
+                    let v = cv.as_linear(
+                        at,
+                        &ty,
+                        src,
+                        &mut stmts,
+                        "both values of a select with a linear value",
+                    )?;
+                    Some(Block {
+                        stmts,
+                        results: vec![],
+                        lin_results: vec![v],
+                    })
+                };
+                let (Some(then_), Some(else_)) = (branch(self, &args[1]), branch(self, &args[2]))
+                else {
+                    return;
+                };
+                out.push(Stmt {
+                    binds: vec![],
+                    lin_binds: vec![bind],
+                    expr: Expr::If(If {
+                        cond: args[0],
+                        then_,
+                        else_,
+                        lin_shapes: vec![ShapeTree::Scalar],
+                    }),
+                    src,
+                });
+                return;
+            }
+            (Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge | Prim::Eq | Prim::Ne | Prim::Select, _) => {
+                return self.error(
+                    src,
+                    format!("a comparison or branch on a value {names} is not linear (the result would jump where the value changes sign); compare non-linear values only"),
+                );
+            }
+            (Prim::ToI64 | Prim::FloatToInt(_) | Prim::IntCast(_), _) => {
+                return self.error(
+                    src,
+                    format!("a cast of a value {names} to an integer is not linear (an index, a loop bound or a count cannot depend on a linear value)"),
+                );
+            }
+            _ => {
+                return self.error(
+                    src,
+                    format!("`{}` of a value {names} is not linear: only `+`, `-`, negation, scaling by and division by non-linear values are; apply `{}` to non-linear values (e.g. the primal) and scale the linear value by the result", p.name(), p.name()),
+                );
+            }
+        };
+        out.push(lin_stmt(s.binds.clone(), op, src));
+    }
+
+    fn array(&mut self, s: &Stmt, op: &ArrayOp, out: &mut Vec<Stmt>) {
+        let src = s.src;
+        let mut operands = vec![];
+        crate::visit::for_each_operand(&s.expr, &mut |a| operands.push(*a), &mut |_| {});
+        let Some(first) = operands.iter().find(|a| self.lin(a).is_some()).copied() else {
+            if let ArrayOp::Broadcast { arr, shape, axes } = op {
+                if axes.is_empty() && self.zero(arr).is_some() {
+                    let dims = shape.iter().map(|a| Dim::Atom(*a)).collect();
+                    self.zeros.insert(s.binds[0], ShapeTree::Array(dims));
+                }
+            }
+            out.push(s.clone());
+            return;
+        };
+        let names = self.names(&first);
+        let lin_op = match op {
+            ArrayOp::Index { arr, idx } => self.lin(arr).map(|x| LinOp::Index { x, idx: idx.clone() }),
+            ArrayOp::Gather { arr, idx } => self.lin(arr).map(|x| LinOp::Gather { x, idx: *idx }),
+            ArrayOp::ScatterAdd { len, idx, vals } => self.lin(vals).map(|x| LinOp::ScatterAdd {
+                len: *len,
+                idx: *idx,
+                x,
+            }),
+            ArrayOp::Reduce {
+                op: ReduceOp::Sum,
+                arr,
+                axis,
+            } => self.lin(arr).map(|x| LinOp::Sum { x, axis: *axis }),
+            ArrayOp::Scan { arr, reverse } => self.lin(arr).map(|x| LinOp::Scan {
+                x,
+                reverse: *reverse,
+            }),
+            ArrayOp::Transpose { arr } => self.lin(arr).map(LinOp::Transpose),
+            ArrayOp::Broadcast { arr, shape, axes } => self.lin(arr).map(|x| LinOp::Broadcast {
+                x,
+                shape: shape.clone(),
+                axes: axes.clone(),
+            }),
+            ArrayOp::MatMul { a, b } => match (self.lin(a), self.lin(b)) {
+                (Some(_), Some(_)) => {
+                    return self.error(
+                        src,
+                        format!("a matrix product of two linear values ({names}) is quadratic, not linear: one side must be non-linear"),
+                    )
+                }
+                (Some(x), None) => Some(LinOp::MatMul {
+                    a: *b,
+                    x,
+                    lin_left: true,
+                }),
+                (None, Some(x)) => Some(LinOp::MatMul {
+                    a: *a,
+                    x,
+                    lin_left: false,
+                }),
+                (None, None) => None,
+            },
+            ArrayOp::Update { arr, idx, val, add } => {
+                let ty = self.vars.ty(s.binds[0]).clone();
+                let vty = crate::typing::atom_ty(val, &self.vars);
+                let x = self.as_linear(arr, &ty, src, out, "the array updated with a linear value");
+                let v = self.as_linear(val, &vty, src, out, "the value written into a linear array");
+                match (x, v) {
+                    (Some(x), Some(val)) => Some(LinOp::Update {
+                        x,
+                        idx: idx.clone(),
+                        val,
+                        add: *add,
+                    }),
+                    _ => return,
+                }
+            }
+            ArrayOp::Reduce { .. } | ArrayOp::ArgReduce { .. } => {
+                return self.error(
+                    src,
+                    format!("a maximum, minimum, product or arg-max/arg-min of a value {names} is not linear: only sums are"),
+                )
+            }
+            ArrayOp::Shape { .. } => {
+                return self.error(
+                    src,
+                    format!("take shapes from non-linear values (e.g. the primal parameter), not from a value {names}"),
+                )
+            }
+        };
+        match lin_op {
+            Some(op) => out.push(lin_stmt(s.binds.clone(), op, src)),
+            None => self.error(
+                src,
+                format!("a value {names} is used as an index, a length or a shape here, which is not linear"),
+            ),
+        }
+    }
+
+    fn if_(&mut self, s: &Stmt, i: &If, out: &mut Vec<Stmt>) {
+        let src = s.src;
+        let mask: Vec<bool> = s.binds.iter().map(|v| self.taint.contains(v)).collect();
+        let then_ = self.block(&i.then_, &mask, src);
+        let else_ = self.block(&i.else_, &mask, src);
+        let (binds, lin_binds) = split(&s.binds, &mask);
+        let lin_shapes = lin_binds
+            .iter()
+            .map(|v| scalar_shape(self.vars.ty(*v)).unwrap_or_else(pending))
+            .collect();
+        out.push(Stmt {
+            binds,
+            lin_binds,
+            expr: Expr::If(If {
+                cond: i.cond,
+                then_,
+                else_,
+                lin_shapes,
+            }),
+            src,
+        });
+    }
+
+    fn loop_(&mut self, s: &Stmt, l: &Loop, out: &mut Vec<Stmt>) {
+        let src = s.src;
+        let k = l.init.len();
+        let state = &l.body.params[1..];
+        let results = &l.body.body.results;
+        let state_lin: Vec<bool> = (0..k)
+            .map(|j| {
+                self.taint.contains(&state[j])
+                    || self.taint.contains(&s.binds[j])
+                    || self.lin(&l.init[j]).is_some()
+                    || self.lin(&results[j]).is_some()
+            })
+            .collect();
+        let (mut init, mut lin_init, mut params, mut lin_params) =
+            (vec![], vec![], vec![l.body.params[0]], vec![]);
+        for j in 0..k {
+            if state_lin[j] {
+                let ty = self.vars.ty(state[j]).clone();
+                self.taint.insert(state[j]);
+                self.vars.vars[state[j].0 as usize].linear = true;
+                lin_init.extend(self.as_linear(
+                    &l.init[j],
+                    &ty,
+                    src,
+                    out,
+                    "the initial value of loop state that becomes linear",
+                ));
+                lin_params.push(state[j]);
+            } else {
+                init.push(l.init[j]);
+                params.push(state[j]);
+            }
+        }
+        let mask: Vec<bool> = (0..results.len())
+            .map(|j| {
+                if j < k {
+                    state_lin[j]
+                } else {
+                    self.taint.contains(&s.binds[j])
+                }
+            })
+            .collect();
+        let body = self.block(&l.body.body, &mask, src);
+        let (binds, lin_binds) = split(&s.binds, &mask);
+        for v in &lin_binds {
+            self.taint.insert(*v);
+            self.vars.vars[v.0 as usize].linear = true;
+        }
+        out.push(Stmt {
+            binds,
+            lin_binds,
+            expr: Expr::Loop(Loop {
+                n: l.n,
+                rev: l.rev,
+                init,
+                lin_init,
+                body: Lambda {
+                    params,
+                    lin_params,
+                    body,
+                },
+            }),
+            src,
+        });
+    }
+}
+
+fn lin_stmt(lin_binds: Vec<Var>, op: LinOp, src: Option<SrcId>) -> Stmt {
+    Stmt {
+        binds: vec![],
+        lin_binds,
+        expr: Expr::Lin(op),
+        src,
+    }
+}
+
+/// `(vs where !mask, vs where mask)`.
+fn split(vs: &[Var], mask: &[bool]) -> (Vec<Var>, Vec<Var>) {
+    let (mut a, mut b) = (vec![], vec![]);
+    for (v, m) in vs.iter().zip(mask) {
+        if *m {
+            b.push(*v)
+        } else {
+            a.push(*v)
+        }
+    }
+    (a, b)
+}
+
+/// The shape of a scalar or a tuple of scalars.
+fn scalar_shape(ty: &Ty) -> Option<ShapeTree> {
+    match ty {
+        Ty::Scalar(_) => Some(ShapeTree::Scalar),
+        Ty::Array { .. } => None,
+        Ty::Tuple(ts) => ts
+            .iter()
+            .map(scalar_shape)
+            .collect::<Option<Vec<_>>>()
+            .map(ShapeTree::Tuple),
+    }
+}
+
+/// Gives every `if`'s linear array result the shape of the then-branch's
+/// value, when that shape is known outside the `if`.
+fn fix_if_shapes(f: &mut Func) -> Result<(), String> {
+    let binders_of = Binders::of(f);
+    let vars = f.vars.clone();
+    fix_block(&mut f.body, &binders_of, &vars)
+}
+
+fn fix_block(b: &mut Block, bs: &Binders, vars: &VarTable) -> Result<(), String> {
+    for s in &mut b.stmts {
+        if let Expr::If(i) = &mut s.expr {
+            let inner: HashSet<Var> = binders(&i.then_.stmts)
+                .into_iter()
+                .chain(binders(&i.else_.stmts))
+                .collect();
+            for (k, sh) in i.lin_shapes.iter_mut().enumerate() {
+                if *sh != pending() {
+                    continue;
+                }
+                let v = i.then_.lin_results[k];
+                let shape = bs.shape_of(vars, v).ok().filter(|t| {
+                    let mut used = std::collections::BTreeSet::new();
+                    crate::driver::shape_vars(t, &mut used);
+                    used.iter().all(|u| !inner.contains(u))
+                });
+                *sh = shape.ok_or(
+                    "not yet supported: an `if` whose branches return linear arrays of a shape known only inside the branch; compute the array before the `if` and select with it",
+                )?;
+            }
+        }
+        for blk in crate::visit::blocks_mut(&mut s.expr) {
+            fix_block(blk, bs, vars)?;
+        }
+    }
+    Ok(())
+}
