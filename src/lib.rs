@@ -31,7 +31,7 @@
 //! `#[differentiable(dump)]`.
 #![warn(missing_docs)]
 
-pub use ad_macros::{custom_jvp, differentiable};
+pub use ad_macros::{custom_jvp, differentiable, linear};
 /// The `ndarray` crate, re-exported so that user code and generated code
 /// agree on one version.
 pub use ndarray;

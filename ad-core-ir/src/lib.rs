@@ -17,6 +17,7 @@ pub mod interp;
 pub mod ir;
 pub mod jvp;
 pub mod linear_form;
+pub mod linear_shapes;
 pub mod normalize;
 pub mod parse;
 pub mod pretty;

@@ -56,15 +56,36 @@ pub struct LinearityError {
     pub msg: String,
 }
 
-/// `f` with the parameters flagged in `lin` made linear parameters (shapes
-/// `lin_param_shapes`, in terms of the remaining parameters) and its last
-/// `n_lin_results` results made linear results.
+/// How the shape of a linear parameter is known.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SeedShape {
+    /// That of a non-linear array parameter (a rule's tangent: its primal).
+    Like(Var),
+    /// From new `i64` parameters, one per axis, appended to the function's
+    /// parameters (a `#[linear]` function: the caller supplies them).
+    Params,
+}
+
+/// The result of [`linear_form`].
+#[derive(Clone, Debug)]
+pub struct LinearForm {
+    /// The Linear A function.
+    pub func: Func,
+    /// The `i64` parameters added for [`SeedShape::Params`]: (index of the
+    /// linear parameter, axis, variable), in parameter order.
+    pub shape_params: Vec<(usize, usize, Var)>,
+}
+
+/// `f` with the parameters flagged in `lin` made linear parameters (each
+/// array's shape as `shapes` says, in order; scalars and tuples need none)
+/// and its last `n_lin_results` results made linear results. Reading the
+/// shape of a linear parameter (`x.len()`) reads the shape it is given.
 pub fn linear_form(
     f: &Func,
     lin: &[bool],
     n_lin_results: usize,
-    lin_param_shapes: Vec<ShapeTree>,
-) -> Result<Func, Vec<LinearityError>> {
+    shapes: &[SeedShape],
+) -> Result<LinearForm, Vec<LinearityError>> {
     let f = crate::normalize::lower_folds(f);
     let seeds: Vec<Var> = f
         .params
@@ -83,10 +104,42 @@ pub fn linear_form(
         per_seed,
         alias: HashMap::new(),
         zeros: HashMap::new(),
+        seed_shapes: HashMap::new(),
         errors: vec![],
     };
     for v in cv.taint.clone() {
         cv.vars.vars[v.0 as usize].linear = true;
+    }
+    // The shapes of the linear parameters.
+    let mut lin_param_shapes = vec![];
+    let mut shape_params = vec![];
+    for (j, x) in seeds.iter().enumerate() {
+        let ty = f.vars.ty(*x).clone();
+        let shape = match (&ty, shapes.get(j)) {
+            (Ty::Array { rank, .. }, Some(SeedShape::Like(v))) => {
+                let dims: Vec<Dim> = (0..*rank).map(|k| Dim::Of(*v, k)).collect();
+                cv.seed_shapes.insert(*x, dims.clone());
+                ShapeTree::Array(dims)
+            }
+            (Ty::Array { rank, .. }, _) => {
+                let name = f.vars.info(*x).name.clone();
+                let dims: Vec<Dim> = (0..*rank)
+                    .map(|k| {
+                        let v = cv.vars.fresh(
+                            format!("len_{name}_{k}"),
+                            Ty::Scalar(crate::types::Scalar::I64),
+                            false,
+                        );
+                        shape_params.push((j, k, v));
+                        Dim::Atom(Atom::Var(v))
+                    })
+                    .collect();
+                cv.seed_shapes.insert(*x, dims.clone());
+                ShapeTree::Array(dims)
+            }
+            (t, _) => scalar_shape(t).unwrap_or(ShapeTree::Scalar),
+        };
+        lin_param_shapes.push(shape);
     }
     let n = f.body.results.len();
     let mask: Vec<bool> = (0..n).map(|k| k + n_lin_results >= n).collect();
@@ -94,8 +147,9 @@ pub fn linear_form(
     if !cv.errors.is_empty() {
         return Err(cv.errors);
     }
-    let (lin_params, params): (Vec<Var>, Vec<Var>) =
+    let (lin_params, mut params): (Vec<Var>, Vec<Var>) =
         f.params.iter().partition(|p| seeds.contains(p));
+    params.extend(shape_params.iter().map(|(_, _, v)| *v));
     let mut out = Func {
         name: f.name.clone(),
         params,
@@ -106,7 +160,10 @@ pub fn linear_form(
     };
     fix_if_shapes(&mut out).map_err(|msg| vec![LinearityError { src: None, msg }])?;
     insert_dup_drop(&mut out);
-    Ok(out)
+    Ok(LinearForm {
+        func: out,
+        shape_params,
+    })
 }
 
 /// Marks an `if`'s linear array result whose shape is computed after
@@ -125,6 +182,8 @@ struct Conv {
     alias: HashMap<Var, Var>,
     /// Non-linear values known to be zero, with their shapes.
     zeros: HashMap<Var, ShapeTree>,
+    /// The shape of each linear array parameter.
+    seed_shapes: HashMap<Var, Vec<Dim>>,
     errors: Vec<LinearityError>,
 }
 
@@ -538,7 +597,20 @@ impl Conv {
                     format!("a maximum, minimum, product or arg-max/arg-min of a value {names} is not linear: only sums are"),
                 )
             }
-            ArrayOp::Shape { .. } => {
+            ArrayOp::Shape { arr, axis } => {
+                if let Some(d) = arr.var().and_then(|x| self.seed_shapes.get(&x)).and_then(|ds| ds.get(*axis)) {
+                    let expr = match *d {
+                        Dim::Atom(a) => Expr::Atom(a),
+                        Dim::Of(v, k) => Expr::Array(ArrayOp::Shape { arr: Atom::Var(v), axis: k }),
+                    };
+                    out.push(Stmt {
+                        binds: s.binds.clone(),
+                        lin_binds: vec![],
+                        expr,
+                        src,
+                    });
+                    return;
+                }
                 return self.error(
                     src,
                     format!("take shapes from non-linear values (e.g. the primal parameter), not from a value {names}"),

@@ -13,6 +13,7 @@ mod depth;
 mod emit;
 mod expand;
 mod fallback;
+mod linear;
 mod lower;
 mod names;
 mod rule;
@@ -66,4 +67,23 @@ pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn custom_jvp(attr: TokenStream, item: TokenStream) -> TokenStream {
     rule::expand(attr.into(), item.into()).into()
+}
+
+/// Declares a function linear in the named parameters, checks it at compile
+/// time, and generates its transpose beside it.
+///
+/// ```ignore
+/// #[linear(x)]
+/// fn matvec(a: &Array2<f64>, x: &Array1<f64>) -> Array1<f64> { a.dot(x) }
+/// // fn matvec_transpose(a: &Array2<f64>, ct: &Array1<f64>) -> Array1<f64>
+/// ```
+///
+/// `f_transpose` takes the other parameters in order and a cotangent of the
+/// output (as `f_vjp` takes it) and returns the cotangents of the linear
+/// parameters. The function is also `#[differentiable]` in all its
+/// parameters. A product of two linear values, a non-linear function of one,
+/// an affine constant and the like are compile errors at the expression.
+#[proc_macro_attribute]
+pub fn linear(attr: TokenStream, item: TokenStream) -> TokenStream {
+    linear::expand(attr.into(), item.into()).into()
 }

@@ -64,6 +64,11 @@ pub fn linearize(f: &Ident) -> Ident {
     derived(f, |f| format!("{f}_linearize"))
 }
 
+/// `f_transpose` (of a `#[linear]` function).
+pub fn transpose(f: &Ident) -> Ident {
+    derived(f, |f| format!("{f}_transpose"))
+}
+
 /// `f_pullback`.
 pub fn pullback(f: &Ident) -> Ident {
     derived(f, |f| format!("{f}_pullback"))

@@ -18,10 +18,9 @@ use crate::emit;
 use crate::expand::{driver_error, internal_error, on_large_stack};
 use crate::fallback::fallback;
 use crate::lower;
-use crate::sig::{Out, Param, ParamKind, Signature};
+use crate::sig::{Out, Param, Signature};
 use ad_core_ir::driver::{differentiate_rule, Options};
-use ad_core_ir::ir::{Dim, ShapeTree};
-use ad_core_ir::linear_form::linear_form;
+use ad_core_ir::linear_form::{linear_form, SeedShape};
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 
@@ -67,25 +66,27 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
         .func(&lowered.name)
         .cloned()
         .ok_or_else(|| vec![internal_error(rule_sig.span, "no lowered rule")])?;
-    let lin_param_shapes: Vec<ShapeTree> = f_sig
+    let shapes: Vec<SeedShape> = f_sig
         .params
         .iter()
         .enumerate()
         .filter(|(_, p)| p.kind.is_differentiable())
-        .map(|(k, p)| shape_of(&p.kind, func.params[k]))
+        .map(|(k, _)| SeedShape::Like(func.params[k]))
         .collect();
     let n_out = f_sig.out.ir_tys().len();
-    let jvp = linear_form(&func, &seeds, n_out, lin_param_shapes).map_err(|es| {
-        es.into_iter()
-            .map(|e| {
-                let span = e
-                    .src
-                    .and_then(|s| lowered.spans.get(s.0 as usize).copied())
-                    .unwrap_or(rule_sig.span);
-                syn::Error::new(span, format!("not linear in the tangents: {}", e.msg))
-            })
-            .collect::<Vec<_>>()
-    })?;
+    let jvp = linear_form(&func, &seeds, n_out, &shapes)
+        .map(|l| l.func)
+        .map_err(|es| {
+            es.into_iter()
+                .map(|e| {
+                    let span = e
+                        .src
+                        .and_then(|s| lowered.spans.get(s.0 as usize).copied())
+                        .unwrap_or(rule_sig.span);
+                    syn::Error::new(span, format!("not linear in the tangents: {}", e.msg))
+                })
+                .collect::<Vec<_>>()
+        })?;
     let name = target.to_string();
     lowered.name = name.clone();
     let prog = lowered.program.clone();
@@ -158,17 +159,6 @@ fn target_signature(
         },
         k,
     ))
-}
-
-/// The shape of a tangent of a parameter of kind `kind` bound to `v`.
-fn shape_of(kind: &ParamKind, v: ad_core_ir::ir::Var) -> ShapeTree {
-    match kind {
-        ParamKind::F64Tuple(n) => ShapeTree::Tuple(vec![ShapeTree::Scalar; *n]),
-        ParamKind::F64Array { rank, .. } => {
-            ShapeTree::Array((0..*rank).map(|k| Dim::Of(v, k)).collect())
-        }
-        _ => ShapeTree::Scalar,
-    }
 }
 
 /// `const _: fn(<f's parameter types>) -> <output> = f;` at the attribute's

@@ -14,7 +14,8 @@
 //! Files: `names.rs` (variable names), `types.rs` (IR types to Rust types),
 //! `uses.rs` (which use may move a value), `func.rs` (function bodies,
 //! blocks, statements), `scalar.rs`, `array.rs`, `linear.rs`, `control.rs`,
-//! `calls.rs` (statement forms), `support.rs`, `wrappers.rs`, `closures.rs`.
+//! `calls.rs` (statement forms), `support.rs`, `wrappers.rs`, `closures.rs`,
+//! `transpose_fn.rs` (`f_transpose` of a `#[linear]` function).
 
 mod array;
 mod calls;
@@ -25,6 +26,7 @@ mod linear;
 mod names;
 mod scalar;
 mod support;
+mod transpose_fn;
 mod types;
 mod uses;
 mod wrappers;
@@ -36,6 +38,7 @@ use crate::lower::Lowered;
 use crate::sig::Signature;
 use ad_core_ir::driver::Derivatives;
 use proc_macro2::TokenStream;
+pub use transpose_fn::f_transpose;
 
 /// Everything the emitter needs for one function.
 pub struct Input<'a> {

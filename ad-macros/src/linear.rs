@@ -1,0 +1,177 @@
+//! `#[linear(x, ..)]`: a function declared linear in the named parameters.
+//!
+//! The body is lowered with the named parameters seeded and put in Linear A
+//! with them linear (`ad_core_ir::linear_form`): every place where linearity
+//! breaks is a compile error at its expression. The sizes of the linear
+//! arrays become shape parameters whose values `ad_core_ir::linear_shapes`
+//! finds among the other parameters' shapes and the cotangent's. The linear
+//! program (no primal results) is then unzipped and transposed
+//! (`driver::differentiate_rule`), and `f_transpose` is emitted
+//! (`emit::f_transpose`). The function is also `#[differentiable]` in all
+//! its parameters: the expansion of `#[differentiable]` follows.
+
+use crate::emit;
+use crate::expand::{driver_error, internal_error, on_large_stack};
+use crate::fallback::fallback;
+use crate::lower;
+use ad_core_ir::driver::{differentiate_rule, Options};
+use ad_core_ir::linear_form::{linear_form, SeedShape};
+use ad_core_ir::linear_shapes::solve_shapes;
+use proc_macro2::{Span, TokenStream};
+use quote::quote;
+use syn::punctuated::Punctuated;
+
+/// Expands `#[linear(attr)] item`.
+pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let run = std::panic::AssertUnwindSafe(|| transpose(attr, item.clone()));
+    match std::panic::catch_unwind(run) {
+        Ok(Ok(t)) => {
+            let differentiable = crate::expand::expand(TokenStream::new(), item);
+            quote!(#differentiable #t)
+        }
+        Ok(Err(errs)) => fallback(item, errs),
+        Err(_) => fallback(
+            item,
+            vec![internal_error(Span::call_site(), "a panic in #[linear]")],
+        ),
+    }
+}
+
+/// The parameter names of `#[linear(x, y)]`.
+fn names(attr: TokenStream) -> Result<Vec<syn::Ident>, Vec<syn::Error>> {
+    let usage = "#[linear] names the parameters the function is linear in: write `#[linear(x)]` or `#[linear(x, y)]`";
+    let span = attr
+        .clone()
+        .into_iter()
+        .next()
+        .map_or(Span::call_site(), |t| t.span());
+    let parser = Punctuated::<syn::Ident, syn::Token![,]>::parse_terminated;
+    let list = syn::parse::Parser::parse2(parser, attr)
+        .map_err(|e| vec![syn::Error::new(e.span(), usage)])?;
+    if list.is_empty() {
+        return Err(vec![syn::Error::new(span, usage)]);
+    }
+    Ok(list.into_iter().collect())
+}
+
+/// `f_transpose`, or every error.
+fn transpose(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<syn::Error>> {
+    crate::depth::tokens(&attr).map_err(|e| vec![e])?;
+    crate::depth::tokens(&item).map_err(|e| vec![e])?;
+    let names = names(attr)?;
+    let func: syn::ItemFn = syn::parse2(item).map_err(|e| {
+        vec![syn::Error::new(
+            e.span(),
+            "#[linear(..)] applies to a function (`fn name(..) -> .. { .. }`)",
+        )]
+    })?;
+    crate::depth::syntax(&func).map_err(|e| vec![e])?;
+    let variants = crate::cfg::variants(&func)?;
+    let func = match variants.as_slice() {
+        [crate::cfg::Variant { cond: None, func }] => func.clone(),
+        _ => {
+            return Err(vec![syn::Error::new(
+                func.sig.ident.span(),
+                "`#[cfg]` inside the body of a #[linear] function is not supported yet: move the configured code into a separate function",
+            )])
+        }
+    };
+    let sig = lower::signature(&func, None)?;
+    // The linear parameters, by name.
+    let mut linear = vec![false; sig.params.len()];
+    let mut errors = vec![];
+    for n in &names {
+        match sig.params.iter().position(|p| p.ident == *n) {
+            None => errors.push(syn::Error::new(
+                n.span(),
+                format!("`{n}` is not a parameter of `{}`", sig.ident),
+            )),
+            Some(k) if !sig.params[k].kind.is_differentiable() => errors.push(syn::Error::new(
+                n.span(),
+                format!("`{n}` cannot be linear: only `f64`, tuples of `f64` and `f64` arrays can (integers, booleans and index arrays are constants)"),
+            )),
+            Some(k) if linear[k] => errors.push(syn::Error::new(n.span(), format!("`{n}` is named twice"))),
+            Some(k) => linear[k] = true,
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let lowered = lower::lower_seeded(&func, &sig, &linear)?;
+    let ir = lowered
+        .program
+        .func(&lowered.name)
+        .cloned()
+        .ok_or_else(|| vec![internal_error(sig.span, "no lowered function")])?;
+    let n_out = sig.out.ir_tys().len();
+    let shapes = vec![SeedShape::Params; names.len()];
+    let lf = linear_form(&ir, &linear, n_out, &shapes).map_err(|es| {
+        es.into_iter()
+            .map(|e| {
+                let span = e
+                    .src
+                    .and_then(|s| lowered.spans.get(s.0 as usize).copied())
+                    .unwrap_or(sig.span);
+                syn::Error::new(
+                    span,
+                    format!("not linear in {}: {}", list(&sig, &linear), e.msg),
+                )
+            })
+            .collect::<Vec<_>>()
+    })?;
+    let n_consts = linear.iter().filter(|l| !**l).count();
+    let solved = solve_shapes(&lf, n_consts);
+    let lins: Vec<&crate::sig::Param> = sig
+        .params
+        .iter()
+        .zip(&linear)
+        .filter(|(_, l)| **l)
+        .map(|(p, _)| p)
+        .collect();
+    let mut sizes = vec![];
+    for ((j, axis, _), s) in lf.shape_params.iter().zip(&solved) {
+        match s {
+            Some(s) => sizes.push(*s),
+            None => errors.push(syn::Error::new(
+                lins[*j].ident.span(),
+                format!(
+                    "cannot tell the size of axis {axis} of `{x}` from the other parameters and the output: `{f}_transpose` takes no `{x}` and must size its cotangent; use `{x}` where its size meets a non-linear array's (e.g. `a.dot(&{x})`, `&w * &{x}`) or let it reach the output with its size",
+                    x = lins[*j].ident,
+                    f = sig.ident
+                ),
+            )),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let name = format!("{}__linear", sig.ident);
+    let prog = lowered.program.clone();
+    let jvp = lf.func;
+    let d = on_large_stack(move || differentiate_rule(&prog, &name, jvp, &Options::default()))
+        .map_err(|e| vec![internal_error(sig.span, &e)])?
+        .map_err(|e| vec![driver_error(e, &lowered, sig.span)])?;
+    Ok(emit::f_transpose(
+        &sig,
+        &linear,
+        &d,
+        &lowered.callees,
+        &sizes,
+    ))
+}
+
+/// `` `x` `` or `` `x` and `y` ``.
+fn list(sig: &crate::sig::Signature, linear: &[bool]) -> String {
+    let ns: Vec<String> = sig
+        .params
+        .iter()
+        .zip(linear)
+        .filter(|(_, l)| **l)
+        .map(|(p, _)| format!("`{}`", p.ident))
+        .collect();
+    match ns.as_slice() {
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+        [] => String::new(),
+    }
+}
