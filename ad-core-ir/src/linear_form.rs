@@ -76,6 +76,17 @@ pub struct LinearForm {
     pub shape_params: Vec<(usize, usize, Var)>,
 }
 
+/// What the function's results are called in messages, and where they are.
+#[derive(Clone, Debug, Default)]
+pub struct Outputs {
+    /// The source of the returned expression, for errors about results.
+    pub src: Option<SrcId>,
+    /// The non-linear results (e.g. "the primal output").
+    pub primal: String,
+    /// The linear results (e.g. "the tangent output").
+    pub linear: String,
+}
+
 /// `f` with the parameters flagged in `lin` made linear parameters (each
 /// array's shape as `shapes` says, in order; scalars and tuples need none)
 /// and its last `n_lin_results` results made linear results. Reading the
@@ -85,6 +96,7 @@ pub fn linear_form(
     lin: &[bool],
     n_lin_results: usize,
     shapes: &[SeedShape],
+    outputs: &Outputs,
 ) -> Result<LinearForm, Vec<LinearityError>> {
     let f = crate::normalize::lower_folds(f);
     let seeds: Vec<Var> = f
@@ -143,7 +155,7 @@ pub fn linear_form(
     }
     let n = f.body.results.len();
     let mask: Vec<bool> = (0..n).map(|k| k + n_lin_results >= n).collect();
-    let body = cv.block(&f.body, &mask, None);
+    let body = cv.block(&f.body, &mask, outputs.src, Some(outputs));
     if !cv.errors.is_empty() {
         return Err(cv.errors);
     }
@@ -258,7 +270,14 @@ impl Conv {
     }
 
     /// Converts a block whose results flagged in `mask` are linear.
-    fn block(&mut self, b: &Block, mask: &[bool], src: Option<SrcId>) -> Block {
+    /// `outputs` names the results of the function's own body.
+    fn block(
+        &mut self,
+        b: &Block,
+        mask: &[bool],
+        src: Option<SrcId>,
+        outputs: Option<&Outputs>,
+    ) -> Block {
         let mut out = vec![];
         for s in &b.stmts {
             self.stmt(s, &mut out);
@@ -268,14 +287,16 @@ impl Conv {
         for (a, m) in b.results.iter().zip(mask) {
             let ty = crate::typing::atom_ty(a, &self.vars);
             if *m {
-                if let Some(v) = self.as_linear(a, &ty, src, &mut out, "this result") {
+                let what = outputs.map_or("this result", |o| o.linear.as_str());
+                if let Some(v) = self.as_linear(a, &ty, src, &mut out, what) {
                     lin_results.push(v);
                 }
             } else if self.lin(a).is_some() {
                 let n = self.names(a);
+                let what = outputs.map_or("this result", |o| o.primal.as_str());
                 self.error(
                     src,
-                    format!("this result must not depend on the linear parameters, but it is {n}"),
+                    format!("{what} must not depend on the linear values, but it is {n}"),
                 );
             } else {
                 results.push(*a);
@@ -342,7 +363,7 @@ impl Conv {
             Expr::Loop(l) => self.loop_(s, l, out),
             Expr::Build(b) => {
                 let mask: Vec<bool> = s.binds.iter().map(|v| self.taint.contains(v)).collect();
-                let body = self.block(&b.body.body, &mask, src);
+                let body = self.block(&b.body.body, &mask, src, None);
                 let (binds, lin_binds) = split(&s.binds, &mask);
                 out.push(Stmt {
                     binds,
@@ -375,7 +396,7 @@ impl Conv {
                     }
                 }
                 let mask: Vec<bool> = s.binds.iter().map(|v| self.taint.contains(v)).collect();
-                let body = self.block(&m.body.body, &mask, src);
+                let body = self.block(&m.body.body, &mask, src, None);
                 let (binds, lin_binds) = split(&s.binds, &mask);
                 out.push(Stmt {
                     binds,
@@ -629,8 +650,8 @@ impl Conv {
     fn if_(&mut self, s: &Stmt, i: &If, out: &mut Vec<Stmt>) {
         let src = s.src;
         let mask: Vec<bool> = s.binds.iter().map(|v| self.taint.contains(v)).collect();
-        let then_ = self.block(&i.then_, &mask, src);
-        let else_ = self.block(&i.else_, &mask, src);
+        let then_ = self.block(&i.then_, &mask, src, None);
+        let else_ = self.block(&i.else_, &mask, src, None);
         let (binds, lin_binds) = split(&s.binds, &mask);
         let lin_shapes = lin_binds
             .iter()
@@ -691,7 +712,7 @@ impl Conv {
                 }
             })
             .collect();
-        let body = self.block(&l.body.body, &mask, src);
+        let body = self.block(&l.body.body, &mask, src, None);
         let (binds, lin_binds) = split(&s.binds, &mask);
         for v in &lin_binds {
             self.taint.insert(*v);

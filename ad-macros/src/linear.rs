@@ -97,7 +97,13 @@ fn transpose(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<sy
     if !errors.is_empty() {
         return Err(errors);
     }
-    let lowered = lower::lower_seeded(&func, &sig, &linear)?;
+    let mut lowered = lower::lower_seeded(&func, &sig, &linear)?;
+    let outputs = crate::rule::outputs(
+        &mut lowered,
+        &func,
+        "a non-linear output",
+        "the output of a linear function",
+    );
     let ir = lowered
         .program
         .func(&lowered.name)
@@ -105,7 +111,7 @@ fn transpose(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<sy
         .ok_or_else(|| vec![internal_error(sig.span, "no lowered function")])?;
     let n_out = sig.out.ir_tys().len();
     let shapes = vec![SeedShape::Params; names.len()];
-    let lf = linear_form(&ir, &linear, n_out, &shapes).map_err(|es| {
+    let lf = linear_form(&ir, &linear, n_out, &shapes, &outputs).map_err(|es| {
         es.into_iter()
             .map(|e| {
                 let span = e

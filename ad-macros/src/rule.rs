@@ -20,7 +20,7 @@ use crate::fallback::fallback;
 use crate::lower;
 use crate::sig::{Out, Param, Signature};
 use ad_core_ir::driver::{differentiate_rule, Options};
-use ad_core_ir::linear_form::{linear_form, SeedShape};
+use ad_core_ir::linear_form::{linear_form, Outputs, SeedShape};
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 
@@ -61,6 +61,12 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
     let (f_sig, n_primal) = target_signature(&rule_sig, &target)?;
     let seeds: Vec<bool> = (0..rule_sig.params.len()).map(|k| k >= n_primal).collect();
     let mut lowered = lower::lower_seeded(&rule, &rule_sig, &seeds)?;
+    let outputs = outputs(
+        &mut lowered,
+        &rule,
+        "the primal output (the first of the pair)",
+        "the tangent output (the second of the pair)",
+    );
     let func = lowered
         .program
         .func(&lowered.name)
@@ -74,7 +80,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
         .map(|(k, _)| SeedShape::Like(func.params[k]))
         .collect();
     let n_out = f_sig.out.ir_tys().len();
-    let jvp = linear_form(&func, &seeds, n_out, &shapes)
+    let jvp = linear_form(&func, &seeds, n_out, &shapes, &outputs)
         .map(|l| l.func)
         .map_err(|es| {
             es.into_iter()
@@ -186,5 +192,26 @@ fn out_rust(o: &Out) -> TokenStream {
             let ps = parts.iter().map(out_rust);
             quote!((#(#ps,)*))
         }
+    }
+}
+
+/// How the results of `f` are called in linearity errors, located at the
+/// value `f` returns (a span added to `lowered.spans`).
+pub(crate) fn outputs(
+    lowered: &mut crate::lower::Lowered,
+    f: &syn::ItemFn,
+    primal: &str,
+    linear: &str,
+) -> Outputs {
+    use syn::spanned::Spanned;
+    let span = match f.block.stmts.last() {
+        Some(syn::Stmt::Expr(e, None)) => e.span(),
+        _ => f.block.span(),
+    };
+    lowered.spans.push(span);
+    Outputs {
+        src: Some(ad_core_ir::ir::SrcId(lowered.spans.len() as u32 - 1)),
+        primal: primal.into(),
+        linear: linear.into(),
     }
 }

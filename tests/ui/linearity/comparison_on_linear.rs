@@ -1,0 +1,14 @@
+#![allow(unused_imports)]
+use linad::linear;
+use linad::ndarray::{Array1, Array2};
+
+#[linear(x)]
+fn f(x: f64) -> f64 {
+    if x > 0.0 {
+        x
+    } else {
+        -x
+    }
+}
+
+fn main() {}

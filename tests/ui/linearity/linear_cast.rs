@@ -1,0 +1,11 @@
+#![allow(unused_imports)]
+use linad::linear;
+use linad::ndarray::{Array1, Array2};
+
+#[linear(x)]
+fn f(x: f64) -> f64 {
+    let n = x as i64;
+    n as f64
+}
+
+fn main() {}

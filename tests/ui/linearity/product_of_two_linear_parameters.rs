@@ -1,0 +1,10 @@
+#![allow(unused_imports)]
+use linad::linear;
+use linad::ndarray::{Array1, Array2};
+
+#[linear(x, y)]
+fn f(x: f64, y: f64) -> f64 {
+    x * y
+}
+
+fn main() {}

@@ -1,0 +1,15 @@
+#![allow(unused_imports)]
+use linad::custom_jvp;
+use linad::ndarray::Array1;
+
+fn g(x: f64) -> f64 {
+    x.exp()
+}
+
+#[custom_jvp(g)]
+fn g_rule(x: f64, d_x: f64) -> (f64, f64) {
+    let y = g(x);
+    (y + d_x, y * d_x)
+}
+
+fn main() {}
