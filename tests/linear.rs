@@ -124,6 +124,28 @@ fn mix(w: &Array1<f64>, x: &Array1<f64>, y: &Array1<f64>) -> Array1<f64> {
     d.mapv(|v| v * 3.0) + w * y
 }
 
+// 14. Calls of other linear functions in their linear slots, nested, with
+// a non-linear argument in another slot. (The size of `x` must follow from
+// this body: here from `b.dot(x)`; a callee's body is not visible.)
+#[linear(x)]
+fn chain(a: &Array2<f64>, b: &Array2<f64>, c: &Array1<f64>, x: &Array1<f64>) -> Array1<f64> {
+    let y = b.dot(x);
+    let z: Array1<f64> = matvec(a, &y);
+    let w: Array1<f64> = mix(c, &z, &y);
+    let v: Array1<f64> = matvec(a, &y);
+    &w + &v
+}
+
+// 15. A scalar linear callee inside a loop.
+#[linear(x)]
+fn scaled_sum(w: &Array1<f64>, x: &Array1<f64>) -> f64 {
+    let mut acc = 0.0;
+    for i in 0..w.len() {
+        acc += scale(w[i], x[i]);
+    }
+    acc
+}
+
 /// <a, b> over the flattened leaves.
 fn inner<T: Flatten>(a: &T, b: &T) -> f64 {
     a.flatten()
@@ -221,6 +243,45 @@ fn arrays() {
     identity(
         inner(&ct5, &mix(&w, &x, &y)),
         inner(&gx, &x) + inner(&gy, &y),
+    );
+}
+
+#[test]
+fn calls_between_linear_functions() {
+    let mut rng = rng("calls");
+    let a = rng.array2(3, 3, -1.0, 1.0);
+    let b = rng.array2(3, 4, -1.0, 1.0);
+    let x = rng.array1(4, -1.0, 1.0);
+    let ct = rng.array1(3, -1.0, 1.0);
+    let c = rng.array1(3, -1.0, 1.0);
+    let g = chain_transpose(&a, &b, &c, &ct);
+    assert_eq!(g.len(), 4);
+    identity(inner(&ct, &chain(&a, &b, &c, &x)), inner(&g, &x));
+    let w = rng.array1(4, -1.0, 1.0);
+    identity(
+        0.3 * scaled_sum(&w, &x),
+        inner(&scaled_sum_transpose(&w, 0.3), &x),
+    );
+    // And differentiable through both slots.
+    check_derivatives(
+        &(a, x),
+        |(a, x)| chain(a, &b, &c, x),
+        |(a, x), (da, dx)| {
+            chain_jvp(
+                a,
+                &b,
+                &c,
+                x,
+                da,
+                &Array2::zeros((3, 4)),
+                &Array1::zeros(3),
+                dx,
+            )
+        },
+        |(a, x), ct: &Array1<f64>| {
+            let (y, (ga, _, _, gx)) = chain_vjp(a, &b, &c, x, ct);
+            (y, (ga, gx))
+        },
     );
 }
 

@@ -74,6 +74,11 @@ pub struct LinearForm {
     /// The `i64` parameters added for [`SeedShape::Params`]: (index of the
     /// linear parameter, axis, variable), in parameter order.
     pub shape_params: Vec<(usize, usize, Var)>,
+    /// Every call that passes linear values: the callee, the argument
+    /// positions holding them, the call's source. The callee must be linear
+    /// in those parameters (the caller of this pass checks that): it is
+    /// called through its forward derivative at zero there.
+    pub linear_calls: Vec<(String, Vec<usize>, Option<SrcId>)>,
 }
 
 /// What the function's results are called in messages, and where they are.
@@ -117,6 +122,8 @@ pub fn linear_form(
         alias: HashMap::new(),
         zeros: HashMap::new(),
         seed_shapes: HashMap::new(),
+        lin_shapes: HashMap::new(),
+        linear_calls: vec![],
         errors: vec![],
     };
     for v in cv.taint.clone() {
@@ -156,6 +163,7 @@ pub fn linear_form(
     let n = f.body.results.len();
     let mask: Vec<bool> = (0..n).map(|k| k + n_lin_results >= n).collect();
     let body = cv.block(&f.body, &mask, outputs.src, Some(outputs));
+    let linear_calls = std::mem::take(&mut cv.linear_calls);
     if !cv.errors.is_empty() {
         return Err(cv.errors);
     }
@@ -175,6 +183,7 @@ pub fn linear_form(
     Ok(LinearForm {
         func: out,
         shape_params,
+        linear_calls,
     })
 }
 
@@ -196,6 +205,10 @@ struct Conv {
     zeros: HashMap<Var, ShapeTree>,
     /// The shape of each linear array parameter.
     seed_shapes: HashMap<Var, Vec<Dim>>,
+    /// Known shapes of other linear arrays (what a call's zero argument needs).
+    lin_shapes: HashMap<Var, Vec<Dim>>,
+    /// Calls with linear arguments: callee, argument positions, source.
+    linear_calls: Vec<(String, Vec<usize>, Option<SrcId>)>,
     errors: Vec<LinearityError>,
 }
 
@@ -349,14 +362,10 @@ impl Conv {
                 }
             },
             Expr::Call(c) => {
-                if let Some(a) = c.args.iter().find(|a| self.lin(a).is_some()) {
-                    let n = self.names(a);
-                    self.error(
-                        src,
-                        format!("a value {n} is passed to `{}`: a call is not a linear operation (compute it from non-linear values, or apply the linear operations yourself)", c.func),
-                    );
-                } else {
+                if c.args.iter().all(|a| self.lin(a).is_none()) {
                     out.push(s.clone());
+                } else {
+                    self.linear_call(s, c, out);
                 }
             }
             Expr::If(i) => self.if_(s, i, out),
@@ -365,6 +374,12 @@ impl Conv {
                 let mask: Vec<bool> = s.binds.iter().map(|v| self.taint.contains(v)).collect();
                 let body = self.block(&b.body.body, &mask, src, None);
                 let (binds, lin_binds) = split(&s.binds, &mask);
+                for v in &lin_binds {
+                    if matches!(self.vars.ty(*v), Ty::Array { rank, .. } if *rank == b.shape.len()) {
+                        let dims = b.shape.iter().map(|a| Dim::Atom(*a)).collect();
+                        self.lin_shapes.insert(*v, dims);
+                    }
+                }
                 out.push(Stmt {
                     binds,
                     lin_binds,
@@ -390,6 +405,9 @@ impl Conv {
                             lin_params.push(*p);
                         }
                         None => {
+                            if self.zero(a).is_some() {
+                                self.zeros.insert(*p, ShapeTree::Scalar);
+                            }
                             arrs.push(*a);
                             params.push(*p);
                         }
@@ -398,6 +416,19 @@ impl Conv {
                 let mask: Vec<bool> = s.binds.iter().map(|v| self.taint.contains(v)).collect();
                 let body = self.block(&m.body.body, &mask, src, None);
                 let (binds, lin_binds) = split(&s.binds, &mask);
+                let like = match arrs.first() {
+                    Some(Atom::Var(a)) => {
+                        Some((0..self.vars.ty(*a).rank().unwrap_or(0)).map(|k| Dim::Of(*a, k)).collect())
+                    }
+                    _ => lin_arrs.first().and_then(|x| self.shape_of(*x)),
+                };
+                if let Some(dims) = like {
+                    for v in &lin_binds {
+                        if matches!(self.vars.ty(*v), Ty::Array { .. }) {
+                            self.lin_shapes.insert(*v, dims.clone());
+                        }
+                    }
+                }
                 out.push(Stmt {
                     binds,
                     lin_binds,
@@ -418,6 +449,178 @@ impl Conv {
                 "linad internal compiler error: a fold or linear statement before linear conversion".into(),
             ),
         }
+    }
+
+    /// The shape of linear array `x`, when known.
+    fn shape_of(&self, x: Var) -> Option<Vec<Dim>> {
+        self.seed_shapes
+            .get(&x)
+            .or_else(|| self.lin_shapes.get(&x))
+            .cloned()
+    }
+
+    /// Records the shape of the result of a linear operation, when it
+    /// follows from its operands.
+    fn note_shape(&mut self, bind: Var, op: &LinOp) {
+        let of = |a: &Atom| -> Vec<Dim> {
+            match a {
+                Atom::Var(v) => (0..self.vars.ty(*v).rank().unwrap_or(0))
+                    .map(|k| Dim::Of(*v, k))
+                    .collect(),
+                _ => vec![],
+            }
+        };
+        let shape = match op {
+            LinOp::Add(x, _) | LinOp::Neg(x) => self.shape_of(*x),
+            LinOp::Scale { s, x } => {
+                let sd = of(s);
+                if sd.is_empty() {
+                    self.shape_of(*x)
+                } else {
+                    Some(sd)
+                }
+            }
+            LinOp::Index { x, idx } => self
+                .shape_of(*x)
+                .map(|d| d[idx.len().min(d.len())..].to_vec()),
+            LinOp::Transpose(x) => self.shape_of(*x).map(|mut d| {
+                d.reverse();
+                d
+            }),
+            LinOp::Broadcast { shape, .. } => Some(shape.iter().map(|a| Dim::Atom(*a)).collect()),
+            LinOp::MatMul { a, x, lin_left } => {
+                let (ad, xd) = (of(a), self.shape_of(*x));
+                match (*lin_left, ad.len(), xd) {
+                    (false, 2, Some(xd)) => Some([vec![ad[0]], xd[1..].to_vec()].concat()),
+                    (false, 1, Some(xd)) => Some(xd[1..].to_vec()),
+                    (true, 2, Some(xd)) => {
+                        Some([xd[..xd.len() - 1].to_vec(), vec![ad[1]]].concat())
+                    }
+                    (true, 1, Some(xd)) => Some(xd[..xd.len() - 1].to_vec()),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        if let Some(d) = shape.filter(|d| !d.is_empty()) {
+            self.lin_shapes.insert(bind, d);
+        }
+    }
+
+    /// `y = g(.., x, ..)` with `x` linear: `g` is linear in those slots, so
+    /// `y = jvp(g)(.., 0, .. ; 0.., x, ..)`: its forward derivative at zero
+    /// along `x` (zero tangents for the other differentiable arguments).
+    fn linear_call(&mut self, s: &Stmt, c: &Call, out: &mut Vec<Stmt>) {
+        let src = s.src;
+        let (mut args, mut lin_args, mut slots) = (vec![], vec![], vec![]);
+        for (k, a) in c.args.iter().enumerate() {
+            let ty = crate::typing::atom_ty(a, &self.vars);
+            if let Some(x) = self.lin(a) {
+                slots.push(k);
+                let zero = match &ty {
+                    Ty::Array { elem, rank } => {
+                        let Some(dims) = self.shape_of(x) else {
+                            let n = self.names(a);
+                            return self.error(src, format!("the size of this value {n} passed to `{}` is not known here; pass a linear parameter, a call's result or an elementwise product with a non-linear array", c.func));
+                        };
+                        let shape: Vec<Atom> = dims
+                            .iter()
+                            .map(|d| match *d {
+                                Dim::Atom(a) => a,
+                                Dim::Of(v, axis) => {
+                                    let n = self.vars.fresh(
+                                        "n",
+                                        Ty::Scalar(crate::types::Scalar::I64),
+                                        false,
+                                    );
+                                    out.push(nl_stmt(
+                                        n,
+                                        Expr::Array(ArrayOp::Shape {
+                                            arr: Atom::Var(v),
+                                            axis,
+                                        }),
+                                        src,
+                                    ));
+                                    Atom::Var(n)
+                                }
+                            })
+                            .collect();
+                        let z = self.vars.fresh(
+                            "zero",
+                            Ty::Array {
+                                elem: *elem,
+                                rank: *rank,
+                            },
+                            false,
+                        );
+                        out.push(nl_stmt(
+                            z,
+                            Expr::Array(ArrayOp::Broadcast {
+                                arr: Atom::F64(0.0),
+                                shape,
+                                axes: vec![],
+                            }),
+                            src,
+                        ));
+                        Atom::Var(z)
+                    }
+                    Ty::Tuple(ts) => {
+                        let z = self.vars.fresh("zero", ty.clone(), false);
+                        out.push(nl_stmt(z, Expr::Tuple(vec![Atom::F64(0.0); ts.len()]), src));
+                        Atom::Var(z)
+                    }
+                    Ty::Scalar(_) => Atom::F64(0.0),
+                };
+                args.push(zero);
+                lin_args.push(x);
+            } else {
+                args.push(*a);
+                if ty.is_differentiable() {
+                    let shape = match (&ty, a) {
+                        (Ty::Array { rank, .. }, Atom::Var(v)) => {
+                            ShapeTree::Array((0..*rank).map(|k| Dim::Of(*v, k)).collect())
+                        }
+                        _ => scalar_shape(&ty).unwrap_or(ShapeTree::Scalar),
+                    };
+                    let z = self.fresh_lin("dzero", ty.clone());
+                    out.push(lin_stmt(vec![z], LinOp::Zero(shape), src));
+                    lin_args.push(z);
+                }
+            }
+        }
+        // The primal results (zero) give the tangents' shapes.
+        let primal: Vec<Var> = s
+            .binds
+            .iter()
+            .map(|b| {
+                let ty = self.vars.ty(*b).clone();
+                self.vars.fresh("y0", ty, false)
+            })
+            .collect();
+        let mut lin_shapes = vec![];
+        for (b, y0) in s.binds.iter().zip(&primal) {
+            let ty = self.vars.ty(*b).clone();
+            lin_shapes.push(match ty {
+                Ty::Array { rank, .. } => {
+                    let dims: Vec<Dim> = (0..rank).map(|k| Dim::Of(*y0, k)).collect();
+                    self.lin_shapes.insert(*b, dims.clone());
+                    ShapeTree::Array(dims)
+                }
+                t => scalar_shape(&t).unwrap_or(ShapeTree::Scalar),
+            });
+        }
+        out.push(Stmt {
+            binds: primal,
+            lin_binds: s.binds.clone(),
+            expr: Expr::Call(Call {
+                func: crate::jvp::jvp_name(&c.func),
+                args,
+                lin_args,
+                lin_shapes,
+            }),
+            src,
+        });
+        self.linear_calls.push((c.func.clone(), slots, src));
     }
 
     fn prim(&mut self, s: &Stmt, p: Prim, args: &[Atom], out: &mut Vec<Stmt>) {
@@ -537,6 +740,7 @@ impl Conv {
                 );
             }
         };
+        self.note_shape(bind, &op);
         out.push(lin_stmt(s.binds.clone(), op, src));
     }
 
@@ -545,11 +749,26 @@ impl Conv {
         let mut operands = vec![];
         crate::visit::for_each_operand(&s.expr, &mut |a| operands.push(*a), &mut |_| {});
         let Some(first) = operands.iter().find(|a| self.lin(a).is_some()).copied() else {
-            if let ArrayOp::Broadcast { arr, shape, axes } = op {
-                if axes.is_empty() && self.zero(arr).is_some() {
+            match op {
+                ArrayOp::Broadcast { arr, shape, axes }
+                    if axes.is_empty() && self.zero(arr).is_some() =>
+                {
                     let dims = shape.iter().map(|a| Dim::Atom(*a)).collect();
                     self.zeros.insert(s.binds[0], ShapeTree::Array(dims));
                 }
+                // An element of a zero array.
+                ArrayOp::Index { arr, idx } if self.zero(arr).is_some() => {
+                    if let (Some(Atom::Var(a)), Ty::Scalar(_)) =
+                        (Some(*arr), self.vars.ty(s.binds[0]))
+                    {
+                        let _ = a;
+                        self.zeros.insert(s.binds[0], ShapeTree::Scalar);
+                    } else if let Some(ShapeTree::Array(dims)) = self.zero(arr) {
+                        let rest = dims[idx.len().min(dims.len())..].to_vec();
+                        self.zeros.insert(s.binds[0], ShapeTree::Array(rest));
+                    }
+                }
+                _ => {}
             }
             out.push(s.clone());
             return;
@@ -639,7 +858,12 @@ impl Conv {
             }
         };
         match lin_op {
-            Some(op) => out.push(lin_stmt(s.binds.clone(), op, src)),
+            Some(op) => {
+                if let Some(b) = s.binds.first() {
+                    self.note_shape(*b, &op);
+                }
+                out.push(lin_stmt(s.binds.clone(), op, src))
+            }
             None => self.error(
                 src,
                 format!("a value {names} is used as an index, a length or a shape here, which is not linear"),
@@ -734,6 +958,15 @@ impl Conv {
             }),
             src,
         });
+    }
+}
+
+fn nl_stmt(bind: Var, expr: Expr, src: Option<SrcId>) -> Stmt {
+    Stmt {
+        binds: vec![bind],
+        lin_binds: vec![],
+        expr,
+        src,
     }
 }
 

@@ -154,16 +154,61 @@ fn transpose(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<sy
     let name = format!("{}__linear", sig.ident);
     let prog = lowered.program.clone();
     let jvp = lf.func;
+    let checks = linear_call_checks(&lowered, &lf.linear_calls);
+    let markers = markers(&sig, &linear);
     let d = on_large_stack(move || differentiate_rule(&prog, &name, jvp, &Options::default()))
         .map_err(|e| vec![internal_error(sig.span, &e)])?
         .map_err(|e| vec![driver_error(e, &lowered, sig.span)])?;
-    Ok(emit::f_transpose(
-        &sig,
-        &linear,
-        &d,
-        &lowered.callees,
-        &sizes,
-    ))
+    let t = emit::f_transpose(&sig, &linear, &d, &lowered.callees, &sizes);
+    Ok(quote!(#markers #checks #t))
+}
+
+/// `__linad_f_is_declared_linear_in_parameter_k` for each linear parameter
+/// `k`: what a linear caller's check names.
+fn markers(sig: &crate::sig::Signature, linear: &[bool]) -> TokenStream {
+    let vis = &sig.vis;
+    let items = linear
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| **l)
+        .map(|(k, _)| {
+            let m = crate::names::linear_marker(&sig.ident, k);
+            quote! {
+                #[doc(hidden)]
+                #[allow(non_upper_case_globals, dead_code)]
+                #vis const #m: () = ();
+            }
+        });
+    quote!(#(#items)*)
+}
+
+/// For every call passing linear values, a reference to the callee's
+/// marker of each such parameter (at the call): the program compiles only
+/// if the callee is `#[linear]` in those parameters.
+pub(crate) fn linear_call_checks(
+    lowered: &crate::lower::Lowered,
+    calls: &[(String, Vec<usize>, Option<ad_core_ir::ir::SrcId>)],
+) -> TokenStream {
+    let mut out = TokenStream::new();
+    for (callee, slots, src) in calls {
+        let Some(c) = lowered.callees.iter().find(|c| c.ir_name == *callee) else {
+            continue;
+        };
+        let span = src
+            .and_then(|s| lowered.spans.get(s.0 as usize).copied())
+            .unwrap_or_else(Span::call_site);
+        for k in slots {
+            let mut path = c.path.clone();
+            if let Some(last) = path.segments.last_mut() {
+                let mut m = crate::names::linear_marker(&last.ident, *k);
+                m.set_span(span);
+                last.ident = m;
+                last.arguments = syn::PathArguments::None;
+            }
+            out.extend(quote::quote_spanned!(span=> const _: () = #path;));
+        }
+    }
+    out
 }
 
 /// `` `x` `` or `` `x` and `y` ``.

@@ -69,6 +69,14 @@ pub fn transpose(f: &Ident) -> Ident {
     derived(f, |f| format!("{f}_transpose"))
 }
 
+/// The marker a `#[linear]` function `f` defines for its linear parameter
+/// `k` (0-based); a linear caller passing a linear value there names it.
+pub fn linear_marker(f: &Ident, k: usize) -> Ident {
+    derived(f, |f| {
+        format!("__linad_{f}_is_declared_linear_in_parameter_{k}")
+    })
+}
+
 /// `f_pullback`.
 pub fn pullback(f: &Ident) -> Ident {
     derived(f, |f| format!("{f}_pullback"))

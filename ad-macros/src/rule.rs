@@ -80,19 +80,19 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
         .map(|(k, _)| SeedShape::Like(func.params[k]))
         .collect();
     let n_out = f_sig.out.ir_tys().len();
-    let jvp = linear_form(&func, &seeds, n_out, &shapes, &outputs)
-        .map(|l| l.func)
-        .map_err(|es| {
-            es.into_iter()
-                .map(|e| {
-                    let span = e
-                        .src
-                        .and_then(|s| lowered.spans.get(s.0 as usize).copied())
-                        .unwrap_or(rule_sig.span);
-                    syn::Error::new(span, format!("not linear in the tangents: {}", e.msg))
-                })
-                .collect::<Vec<_>>()
-        })?;
+    let lf = linear_form(&func, &seeds, n_out, &shapes, &outputs).map_err(|es| {
+        es.into_iter()
+            .map(|e| {
+                let span = e
+                    .src
+                    .and_then(|s| lowered.spans.get(s.0 as usize).copied())
+                    .unwrap_or(rule_sig.span);
+                syn::Error::new(span, format!("not linear in the tangents: {}", e.msg))
+            })
+            .collect::<Vec<_>>()
+    })?;
+    let checks = crate::linear::linear_call_checks(&lowered, &lf.linear_calls);
+    let jvp = lf.func;
     let name = target.to_string();
     lowered.name = name.clone();
     let prog = lowered.program.clone();
@@ -112,6 +112,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
     Ok(quote! {
         #rule_item
         #assert
+        #checks
         #companions
     })
 }
