@@ -82,7 +82,7 @@ pub struct LinearForm {
 }
 
 /// What the function's results are called in messages, and where they are.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Outputs {
     /// The source of the returned expression, for errors about results.
     pub src: Option<SrcId>,
@@ -90,6 +90,16 @@ pub struct Outputs {
     pub primal: String,
     /// The linear results (e.g. "the tangent output").
     pub linear: String,
+}
+
+impl Default for Outputs {
+    fn default() -> Self {
+        Outputs {
+            src: None,
+            primal: "a non-linear result".into(),
+            linear: "a linear result".into(),
+        }
+    }
 }
 
 /// `f` with the parameters flagged in `lin` made linear parameters (each
@@ -374,6 +384,13 @@ impl Conv {
                 let mask: Vec<bool> = s.binds.iter().map(|v| self.taint.contains(v)).collect();
                 let body = self.block(&b.body.body, &mask, src, None);
                 let (binds, lin_binds) = split(&s.binds, &mask);
+                // A build of zeros is a zero.
+                for (v, r) in s.binds.iter().zip(&b.body.body.results) {
+                    if !self.taint.contains(v) && self.zero(r) == Some(ShapeTree::Scalar) {
+                        let dims = b.shape.iter().map(|a| Dim::Atom(*a)).collect();
+                        self.zeros.insert(*v, ShapeTree::Array(dims));
+                    }
+                }
                 for v in &lin_binds {
                     if matches!(self.vars.ty(*v), Ty::Array { rank, .. } if *rank == b.shape.len()) {
                         let dims = b.shape.iter().map(|a| Dim::Atom(*a)).collect();
@@ -422,6 +439,14 @@ impl Conv {
                     }
                     _ => lin_arrs.first().and_then(|x| self.shape_of(*x)),
                 };
+                if let Some(dims) = &like {
+                    // A map to zeros is a zero.
+                    for (v, r) in s.binds.iter().zip(&m.body.body.results) {
+                        if !self.taint.contains(v) && self.zero(r) == Some(ShapeTree::Scalar) {
+                            self.zeros.insert(*v, ShapeTree::Array(dims.clone()));
+                        }
+                    }
+                }
                 if let Some(dims) = like {
                     for v in &lin_binds {
                         if matches!(self.vars.ty(*v), Ty::Array { .. }) {
@@ -1005,39 +1030,102 @@ fn scalar_shape(ty: &Ty) -> Option<ShapeTree> {
     }
 }
 
-/// Gives every `if`'s linear array result the shape of the then-branch's
-/// value, when that shape is known outside the `if`.
+/// Gives every `if`'s linear array result the shape of a branch's value,
+/// when that shape is known outside the `if` (inner `if`s first: a round
+/// fixes what the previous rounds make known).
 fn fix_if_shapes(f: &mut Func) -> Result<(), String> {
-    let binders_of = Binders::of(f);
-    let vars = f.vars.clone();
-    fix_block(&mut f.body, &binders_of, &vars)
+    loop {
+        let bs = Binders::of(f);
+        let vars = f.vars.clone();
+        let (mut fixed, mut open) = (0, 0);
+        fix_block(&mut f.body, &bs, &vars, &mut fixed, &mut open);
+        if open == 0 {
+            return Ok(());
+        }
+        if fixed == 0 {
+            return Err("not yet supported: an `if` whose branches return linear arrays of a shape known only inside the branch; compute the array before the `if` and select with it".into());
+        }
+    }
 }
 
-fn fix_block(b: &mut Block, bs: &Binders, vars: &VarTable) -> Result<(), String> {
+fn fix_block(b: &mut Block, bs: &Binders, vars: &VarTable, fixed: &mut usize, open: &mut usize) {
     for s in &mut b.stmts {
         if let Expr::If(i) = &mut s.expr {
             let inner: HashSet<Var> = binders(&i.then_.stmts)
                 .into_iter()
                 .chain(binders(&i.else_.stmts))
                 .collect();
-            for (k, sh) in i.lin_shapes.iter_mut().enumerate() {
-                if *sh != pending() {
+            for k in 0..i.lin_shapes.len() {
+                if i.lin_shapes[k] != pending() {
                     continue;
                 }
-                let v = i.then_.lin_results[k];
-                let shape = bs.shape_of(vars, v).ok().filter(|t| {
-                    let mut used = std::collections::BTreeSet::new();
-                    crate::driver::shape_vars(t, &mut used);
-                    used.iter().all(|u| !inner.contains(u))
-                });
-                *sh = shape.ok_or(
-                    "not yet supported: an `if` whose branches return linear arrays of a shape known only inside the branch; compute the array before the `if` and select with it",
-                )?;
+                let from = |blk: &Block| -> Option<ShapeTree> {
+                    let t = bs.shape_of(vars, blk.lin_results[k]).ok()?;
+                    if t == pending() {
+                        return None;
+                    }
+                    outer_shape(t, &blk.stmts, &inner)
+                };
+                match from(&i.then_).or_else(|| from(&i.else_)) {
+                    Some(t) => {
+                        i.lin_shapes[k] = t;
+                        *fixed += 1;
+                    }
+                    None => *open += 1,
+                }
             }
         }
         for blk in crate::visit::blocks_mut(&mut s.expr) {
-            fix_block(blk, bs, vars)?;
+            fix_block(blk, bs, vars, fixed, open);
         }
     }
-    Ok(())
+}
+
+/// `t` with sizes bound inside the branch (`n = shape a, k` or copies, with
+/// `a` from outside) replaced by their outside equivalents; `None` if a size
+/// stays inside.
+fn outer_shape(t: ShapeTree, stmts: &[Stmt], inner: &HashSet<Var>) -> Option<ShapeTree> {
+    let def = |v: Var| -> Option<&Expr> {
+        fn find(stmts: &[Stmt], v: Var) -> Option<&Expr> {
+            for s in stmts {
+                if s.binds.contains(&v) {
+                    return Some(&s.expr);
+                }
+                for blk in crate::visit::blocks(&s.expr) {
+                    if let Some(e) = find(&blk.stmts, v) {
+                        return Some(e);
+                    }
+                }
+            }
+            None
+        }
+        find(stmts, v)
+    };
+    let dim = |d: Dim| -> Option<Dim> {
+        let mut d = d;
+        for _ in 0..16 {
+            match d {
+                Dim::Atom(Atom::Var(v)) | Dim::Of(v, _) if !inner.contains(&v) => return Some(d),
+                Dim::Atom(Atom::Var(v)) => match def(v)? {
+                    Expr::Atom(a) => d = Dim::Atom(*a),
+                    Expr::Array(ArrayOp::Shape {
+                        arr: Atom::Var(a),
+                        axis,
+                    }) => d = Dim::Of(*a, *axis),
+                    _ => return None,
+                },
+                Dim::Atom(_) => return Some(d),
+                Dim::Of(..) => return None,
+            }
+        }
+        None
+    };
+    match t {
+        ShapeTree::Array(ds) => ds
+            .into_iter()
+            .map(dim)
+            .collect::<Option<Vec<_>>>()
+            .map(ShapeTree::Array),
+        other => Some(other),
+    }
 }
