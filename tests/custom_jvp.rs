@@ -2,7 +2,7 @@
 //! not) differentiate; reverse mode derived by transposing the rule; used by
 //! differentiable callers. Checked against finite differences and closed
 //! forms.
-#![allow(clippy::type_complexity, dead_code)]
+#![allow(clippy::type_complexity, clippy::redundant_closure, dead_code)]
 
 mod common;
 use common::*;

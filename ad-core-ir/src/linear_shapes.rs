@@ -206,12 +206,11 @@ fn collect_equations(
     };
     for s in &b.stmts {
         match &s.expr {
-            Expr::Lin(LinOp::Scale { s: sc, x }) => {
+            Expr::Lin(LinOp::Scale { s: sc, x })
                 if vars.ty(*x).rank().unwrap_or(0) > 0
-                    && of(sc).len() == vars.ty(*x).rank().unwrap_or(0)
-                {
-                    same(shape(*x).unwrap_or_default(), of(sc), out);
-                }
+                    && of(sc).len() == vars.ty(*x).rank().unwrap_or(0) =>
+            {
+                same(shape(*x).unwrap_or_default(), of(sc), out);
             }
             Expr::Lin(LinOp::Add(x, y)) => same(
                 shape(*x).unwrap_or_default(),
