@@ -67,7 +67,9 @@ fn main() {
     println!("closed-form delta N(d1) = {:.6}", norm_cdf(d1));
 
     // A Jacobian, one row per call of the pullback (one forward pass in all).
-    let w = Array2::from_shape_fn((3, 3), |(i, j)| 0.3 * (i as f64) - 0.2 * (j as f64) + 0.1 * ((i * j) as f64).cos());
+    let w = Array2::from_shape_fn((3, 3), |(i, j)| {
+        0.3 * (i as f64) - 0.2 * (j as f64) + 0.1 * ((i * j) as f64).cos()
+    });
     let x = Array1::from(vec![0.5, -1.0, 0.25]);
     let (y, pullback) = layer_pullback(&w, &x);
     assert_eq!(y, layer(&w, &x));
