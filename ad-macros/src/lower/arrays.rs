@@ -130,6 +130,9 @@ impl Lowerer<'_> {
         let span = span_of(m);
         let ty = RTy::Array(elem, rank);
         let usize_ = |a: Atom| Val::Scalar(a, Elem::Int(IntTy::Usize));
+        if let Some(v) = self.view_method(m, arr, elem, rank) {
+            return v;
+        }
         match name.as_str() {
             "to_owned" | "clone" | "view" | "into_owned" | "as_standard_layout" => {
                 self.nargs(m, 0)?;
@@ -267,10 +270,9 @@ impl Lowerer<'_> {
                 &m.method,
                 format!("mutating array methods (`{name}`) are not supported: assign elements with `a[i] = ..` in a `for` loop, or build a new array with `mapv` / `from_shape_fn`"),
             ),
-            "slice" | "slice_move" | "select" | "outer_iter" | "rows" | "columns" | "axis_iter"
-            | "lanes" | "windows" => self.fail(
+            "select" | "lanes" | "windows" => self.fail(
                 &m.method,
-                format!("`{name}` is not supported: index elements (`m[[i, j]]`), use `.row(i)` / `.column(j)`, or build the part you need with `from_shape_fn`"),
+                format!("`{name}` is not supported: index elements (`m[[i, j]]`), slice with `s![..]`, or build the part you need with `from_shape_fn`"),
             ),
             _ => self.fail(
                 &m.method,
@@ -313,7 +315,7 @@ impl Lowerer<'_> {
     }
 
     /// `Axis(k)` with a literal `k < rank`.
-    fn axis_arg(&mut self, e: &syn::Expr, rank: usize) -> Option<usize> {
+    pub fn axis_arg(&mut self, e: &syn::Expr, rank: usize) -> Option<usize> {
         if let syn::Expr::Call(c) = strip(e) {
             if let syn::Expr::Path(p) = &*c.func {
                 if p.path.segments.last().is_some_and(|s| s.ident == "Axis") && c.args.len() == 1 {
@@ -416,10 +418,65 @@ impl Lowerer<'_> {
 
     /// Lowers closure `c` applied to `args` (one value per closure
     /// parameter) as an array closure: captured variables are read-only.
+    ///
+    /// `c` may also name a closure bound by `let`, or an `f64` method
+    /// (`f64::exp`, `f64::max` for two arguments).
     pub fn apply_closure(&mut self, c: &syn::Expr, args: Vec<Val>) -> Option<Val> {
+        if let syn::Expr::Path(p) = strip(c) {
+            let segs: Vec<String> = p
+                .path
+                .segments
+                .iter()
+                .map(|s| s.ident.to_string())
+                .collect();
+            if let [name] = segs.as_slice() {
+                if let Some(id) = self.env.lookup(name) {
+                    if let Val::Closure(cv) = self.env.get(id).val.clone() {
+                        return self.apply_closure_val(&cv, args, c);
+                    }
+                }
+            }
+            let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+            if let [.., "f64", m] = segs.as_slice() {
+                if super::methods::is_f64_method(m) {
+                    let name = p.path.segments.last()?.ident.clone();
+                    let mut it = args.into_iter();
+                    let Some(x) = it.next() else {
+                        return self.fail(c, format!("`f64::{m}` takes at least one argument"));
+                    };
+                    if !matches!(x, Val::Scalar(_, Elem::F64)) {
+                        return self.fail(c, format!("`f64::{m}` takes `f64`, found `{}`", x.ty()));
+                    }
+                    let rest: Vec<(Val, &syn::Expr)> = it.map(|v| (v, c)).collect();
+                    return self.f64_method(&name, x, rest, span_of(c));
+                }
+            }
+        }
         let syn::Expr::Closure(cl) = strip(c) else {
-            return self.fail(c, "expected a closure (`|x| ..`)");
+            return self.fail(c, "expected a closure (`|x| ..`), a closure bound by `let`, or an `f64` method (`f64::exp`)");
         };
+        self.apply_closure_syntax(cl, args)
+    }
+
+    /// Applies a closure bound by `let`, in the environment of its
+    /// definition.
+    pub fn apply_closure_val(
+        &mut self,
+        cv: &super::val::ClosureVal,
+        args: Vec<Val>,
+        at: &dyn ToTokens,
+    ) -> Option<Val> {
+        let _ = at;
+        let saved = std::mem::replace(&mut self.env, cv.env.clone());
+        let saved_floor = self.closure_floor;
+        self.closure_floor = 0;
+        let r = self.apply_closure_syntax(&cv.syntax, args);
+        self.closure_floor = saved_floor;
+        self.env = saved;
+        r
+    }
+
+    fn apply_closure_syntax(&mut self, cl: &syn::ExprClosure, args: Vec<Val>) -> Option<Val> {
         if cl.inputs.len() != args.len() {
             return self.fail(
                 &cl.inputs,
@@ -477,12 +534,36 @@ impl Lowerer<'_> {
         let span = span_of(node);
         match (l.clone(), r.clone()) {
             (Val::Array(a, _, ra), Val::Array(b, _, rb)) => {
-                if ra != rb {
-                    return self.fail(
-                        node,
-                        format!("elementwise operations on arrays of different ranks (`{}` and `{}`) are not supported (no broadcasting): use `from_shape_fn`", l.ty(), r.ty()),
-                    );
-                }
+                // Broadcasting: the lower-rank side is repeated along the
+                // leading axes of the other (its sizes must match the
+                // trailing ones).
+                let (a, b, ra) = if ra == rb {
+                    (a, b, ra)
+                } else {
+                    let (hi, lo, rh, rl) = if ra > rb {
+                        (a, b, ra, rb)
+                    } else {
+                        (b, a, rb, ra)
+                    };
+                    let mut shape = vec![];
+                    for axis in 0..rh {
+                        shape.push(self.array(ArrayOp::Shape { arr: hi, axis }, span)?);
+                    }
+                    let axes: Vec<usize> = (rh - rl..rh).collect();
+                    let lo = self.array(
+                        ArrayOp::Broadcast {
+                            arr: lo,
+                            shape,
+                            axes,
+                        },
+                        span,
+                    )?;
+                    if ra > rb {
+                        (hi, lo, rh)
+                    } else {
+                        (lo, hi, rh)
+                    }
+                };
                 self.map_with(&[(a, elem), (b, elem)], ra, node, |lw, xs| {
                     let (Val::Scalar(x, _), Val::Scalar(y, _)) = (&xs[0], &xs[1]) else {
                         return None;
@@ -530,6 +611,11 @@ impl Lowerer<'_> {
 
     /// The sizes of a shape argument: `n`, `(r, c)`, `[r, c]` or a value of
     /// those types (`a.dim()`).
+    pub fn shape_arg_pub(&mut self, e: &syn::Expr) -> Option<Vec<Atom>> {
+        self.shape_arg(e)
+    }
+
+    /// The sizes of a shape argument (see [`Self::shape_arg_pub`]).
     fn shape_arg(&mut self, e: &syn::Expr) -> Option<Vec<Atom>> {
         let parts: Vec<Val> = match strip(e) {
             syn::Expr::Array(a) => a.elems.iter().map(|x| self.lower_expr(x)).collect(),

@@ -105,6 +105,18 @@ impl Lowerer<'_> {
             .collect();
         let segs_ref: Vec<&str> = segs.iter().map(String::as_str).collect();
         let span = span_of(c);
+        // `f(x)` of a closure bound to a local name
+        if let [name] = segs_ref.as_slice() {
+            if let Some(id) = self.env.lookup(name) {
+                if let Val::Closure(cv) = self.env.get(id).val.clone() {
+                    let mut args = vec![];
+                    for a in &c.args {
+                        args.push(self.expr(a)?);
+                    }
+                    return self.apply_closure_val(&cv, args, c);
+                }
+            }
+        }
         // `f64::sin(x)`
         if let [.., "f64", m] = segs_ref.as_slice() {
             if segs.len() == 2

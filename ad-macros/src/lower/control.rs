@@ -214,13 +214,63 @@ impl Lowerer<'_> {
             syn::Expr::MethodCall(m) if m.method == "rev" && m.args.is_empty() => {
                 match strip(&m.receiver) {
                     syn::Expr::Range(r) => (r, true),
-                    _ => return self.fail(&f.expr, FOR_RANGE),
+                    _ => return self.lower_for_iter(f),
                 }
             }
             syn::Expr::Range(r) => (r, false),
-            _ => return self.fail(&f.expr, FOR_RANGE),
+            _ => return self.lower_for_iter(f),
         };
         let (start, n, ity) = self.range_bounds(range)?;
+        let span = span_of(f);
+        self.counted_for(f, n, rev, &|lw: &mut Self, k: Atom| {
+            let i = lw.add_i64(start, k, span)?;
+            Some(Val::Scalar(i, Elem::Int(ity)))
+        })
+    }
+
+    /// `for pat in <iterator> { body }`: array elements (`a.iter()`, `&a`),
+    /// `enumerate`, `rev`, `zip`, `map`, and lanes (`a.outer_iter()`,
+    /// `rows()`, `columns()`, `axis_iter(Axis(k))`), as a counted loop over
+    /// the positions.
+    fn lower_for_iter(&mut self, f: &syn::ExprForLoop) -> Option<Val> {
+        let e = match strip(&f.expr) {
+            syn::Expr::Reference(r) => &*r.expr,
+            e => e,
+        };
+        let it = match self.receiver(e)? {
+            Val::Iter(it) => *it,
+            Val::Array(a, el, r) => super::iter::IterVal::of_array(a, el, r),
+            Val::Poison => return None,
+            other => {
+                return self.fail(
+                    &f.expr,
+                    format!("`for` loops over ranges (`a..b`), arrays (`a.iter()`, `&a`) and their lanes (`a.outer_iter()`, `rows()`, `columns()`), found `{}`", other.ty()),
+                )
+            }
+        };
+        if let super::iter::Source::Arrays { rank, .. } = &it.src {
+            if *rank != 1 {
+                return self.fail(&f.expr, "a `for` loop over the elements of a multi-dimensional array is not supported: iterate its rows (`a.rows()`) or index it");
+            }
+        }
+        let n = self.iter_len(&it, f)?;
+        let rev = it.rev;
+        self.counted_for(f, n, rev, &|lw: &mut Self, k: Atom| {
+            let item = lw.item_at(&it, k, f)?;
+            lw.apply_maps(&it, item)
+        })
+    }
+
+    /// A counted loop of `n` iterations (reversed when `rev`) binding the
+    /// `for` pattern to `item(k)` at position `k`; the outer variables the
+    /// body assigns are its state.
+    fn counted_for(
+        &mut self,
+        f: &syn::ExprForLoop,
+        n: Atom,
+        rev: bool,
+        item: &dyn Fn(&mut Self, Atom) -> Option<Val>,
+    ) -> Option<Val> {
         let span = span_of(f);
 
         // Loop state: the outer variables the body assigns.
@@ -255,9 +305,8 @@ impl Lowerer<'_> {
                 lw.env.set(*id, v);
             }
             lw.env.push_scope();
-            let i = lw.add_i64(start, Atom::Var(ps[0]), span);
-            match i {
-                Some(i) => lw.bind_pat(&f.pat, Val::Scalar(i, Elem::Int(ity))),
+            match item(lw, Atom::Var(ps[0])) {
+                Some(v) => lw.bind_pat(&f.pat, v),
                 None => lw.bind_pat(&f.pat, Val::Poison),
             }
             let body = lw.lower_block(&f.body);
@@ -373,9 +422,6 @@ impl Lowerer<'_> {
         Some((*a_at, n, t))
     }
 }
-
-const FOR_RANGE: &str =
-    "only `for i in a..b` and `for i in (a..b).rev()` loops are supported: iterate over indices (`for i in 0..v.len()`) and index the arrays";
 
 /// The names of variables declared outside `block` that it assigns (by `=`,
 /// compound assignment, or an element/field assignment), in first-assignment

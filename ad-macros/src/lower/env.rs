@@ -9,7 +9,7 @@
 use super::val::Val;
 
 /// One variable.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Binding {
     /// Its name.
     pub name: String,
@@ -20,7 +20,7 @@ pub struct Binding {
 }
 
 /// Scopes of bindings.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Env {
     bindings: Vec<Binding>,
     scopes: Vec<Vec<(String, usize)>>,

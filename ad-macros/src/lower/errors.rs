@@ -26,9 +26,6 @@ pub const EARLY_RETURN: &str =
     "early `return` is not supported: only a final `return value;` is; compute the result with `if`/`else` expressions instead (`if c { a } else { b }`)";
 /// `match`.
 pub const MATCH: &str = "`match` is not supported: use `if` / `else if` / `else`";
-/// A closure outside the places that take one.
-pub const CLOSURE_VALUE: &str =
-    "closures are only supported as the argument of `mapv`, `map`, `fold`, `from_shape_fn` and of iterator methods: write the computation inline or as another #[differentiable] function";
 /// A struct literal.
 pub const STRUCT_LIT: &str =
     "struct literals are not supported in #[differentiable] functions: use tuples";

@@ -60,7 +60,15 @@ impl Lowerer<'_> {
             E::Return(r) => self.fail(&r.return_token, errors::EARLY_RETURN),
             E::Match(m) => self.fail(&m.match_token, errors::MATCH),
             E::Macro(m) => self.fail(&m.mac, errors::macro_refused(&m.mac)),
-            E::Closure(c) => self.fail(c, errors::CLOSURE_VALUE),
+            E::Closure(c) => {
+                if let Some(a) = &c.asyncness {
+                    return self.fail(a, errors::ASYNC);
+                }
+                Some(Val::Closure(Box::new(super::val::ClosureVal {
+                    syntax: c.clone(),
+                    env: self.env.clone(),
+                })))
+            }
             E::Struct(s) => self.fail(s, errors::STRUCT_LIT),
             E::Range(r) => self.fail(r, errors::RANGE_VALUE),
             E::Let(l) => self.fail(l, errors::LET_EXPR),

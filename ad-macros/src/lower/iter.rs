@@ -53,6 +53,16 @@ pub enum Source {
         /// The item structure.
         item: Item,
     },
+    /// The sub-arrays `arr[i]` along axis 0 (`outer_iter`, `rows`, and
+    /// `columns` of the transpose).
+    Lanes {
+        /// The array.
+        arr: Atom,
+        /// Its element type.
+        elem: Elem,
+        /// Its rank (items have one less).
+        rank: usize,
+    },
     /// The integers `start..start + n`.
     Range {
         /// First value.
@@ -73,6 +83,9 @@ pub struct IterVal {
     pub enumerate: bool,
     /// `.rev()` was called.
     pub rev: bool,
+    /// `.enumerate()` came after an odd number of `.rev()`: the index counts
+    /// iterations, not source positions.
+    pub enum_after_rev: bool,
     /// The closures of `.map(..)`, in order.
     pub maps: Vec<syn::Expr>,
 }
@@ -88,13 +101,27 @@ impl IterVal {
             },
             enumerate: false,
             rev: false,
+            enum_after_rev: false,
+            maps: vec![],
+        }
+    }
+
+    /// The sub-arrays of `arr` along axis 0.
+    pub fn of_lanes(arr: Atom, elem: Elem, rank: usize) -> IterVal {
+        IterVal {
+            src: Source::Lanes { arr, elem, rank },
+            enumerate: false,
+            rev: false,
+            enum_after_rev: false,
             maps: vec![],
         }
     }
 
     /// Whether the lowering needs the item's index (a `Build` or a `Loop`).
     fn indexed(&self) -> bool {
-        self.enumerate || self.rev || matches!(self.src, Source::Range { .. })
+        self.enumerate
+            || self.rev
+            || matches!(self.src, Source::Range { .. } | Source::Lanes { .. })
     }
 }
 
@@ -109,6 +136,7 @@ impl Lowerer<'_> {
             src: Source::Range { start, n, ty },
             enumerate: false,
             rev: false,
+            enum_after_rev: false,
             maps: vec![],
         })))
     }
@@ -137,6 +165,7 @@ impl Lowerer<'_> {
                     }
                 }
                 it.enumerate = true;
+                it.enum_after_rev = it.rev;
                 Some(Val::Iter(Box::new(it)))
             }
             "rev" => {
@@ -151,8 +180,8 @@ impl Lowerer<'_> {
             }
             "map" => {
                 let args = self.nargs(m, 1)?;
-                if !matches!(strip(args[0]), syn::Expr::Closure(_)) {
-                    return self.fail(args[0], "`map` takes a closure here (`.map(|x| ..)`)");
+                if !matches!(strip(args[0]), syn::Expr::Closure(_) | syn::Expr::Path(_)) {
+                    return self.fail(args[0], "`map` takes a closure here (`.map(|x| ..)`, a closure bound by `let`, or `f64::exp`)");
                 }
                 it.maps.push(args[0].clone());
                 Some(Val::Iter(Box::new(it)))
@@ -233,7 +262,7 @@ impl Lowerer<'_> {
             }
             "fold" => {
                 let args = self.nargs(m, 2)?;
-                self.fold(it, args[0], args[1], m)
+                self.fold_iter(it, args[0], args[1], m)
             }
             "max" | "min" | "max_by" | "min_by" | "reduce" => self.fail(
                 &m.method,
@@ -269,10 +298,11 @@ impl Lowerer<'_> {
     }
 
     /// The number of items.
-    fn iter_len(&mut self, it: &IterVal, node: &dyn ToTokens) -> Option<Atom> {
+    pub fn iter_len(&mut self, it: &IterVal, node: &dyn ToTokens) -> Option<Atom> {
         let span = span_of(node);
         match &it.src {
             Source::Range { n, .. } => Some(*n),
+            Source::Lanes { arr, .. } => self.array(ArrayOp::Shape { arr: *arr, axis: 0 }, span),
             Source::Arrays { arrs, rank, .. } => {
                 let arr = arrs[0].0;
                 let mut n = self.array(ArrayOp::Shape { arr, axis: 0 }, span)?;
@@ -287,12 +317,22 @@ impl Lowerer<'_> {
 
     /// The item at position `k` (an `i64` atom counting from the first
     /// item in iteration order is `pos`): `(index, item)` with `enumerate`.
-    fn item_at(&mut self, it: &IterVal, pos: Atom, node: &dyn ToTokens) -> Option<Val> {
+    pub fn item_at(&mut self, it: &IterVal, pos: Atom, node: &dyn ToTokens) -> Option<Val> {
         let span = span_of(node);
         let base = match &it.src {
             Source::Range { start, ty, .. } => {
                 let v = self.add_i64(*start, pos, span)?;
                 Val::Scalar(v, Elem::Int(*ty))
+            }
+            Source::Lanes { arr, elem, rank } => {
+                let v = self.array(
+                    ArrayOp::Index {
+                        arr: *arr,
+                        idx: vec![pos],
+                    },
+                    span,
+                )?;
+                Val::Array(v, *elem, rank - 1)
             }
             Source::Arrays { arrs, item, .. } => {
                 let mut elems = vec![];
@@ -310,14 +350,22 @@ impl Lowerer<'_> {
             }
         };
         Some(if it.enumerate {
-            Val::Tuple(vec![Val::Scalar(pos, Elem::Int(IntTy::Usize)), base])
+            // `.rev().enumerate()` counts iterations: item `pos` is number `n - 1 - pos`.
+            let index = if it.enum_after_rev {
+                let n = self.iter_len(it, node)?;
+                let last = self.sub_i64(n, Atom::I64(1), span)?;
+                self.sub_i64(last, pos, span)?
+            } else {
+                pos
+            };
+            Val::Tuple(vec![Val::Scalar(index, Elem::Int(IntTy::Usize)), base])
         } else {
             base
         })
     }
 
     /// Applies the `map` closures to an item.
-    fn apply_maps(&mut self, it: &IterVal, mut v: Val) -> Option<Val> {
+    pub fn apply_maps(&mut self, it: &IterVal, mut v: Val) -> Option<Val> {
         for c in &it.maps {
             v = self.apply_closure(c, vec![v])?;
         }
@@ -370,7 +418,7 @@ impl Lowerer<'_> {
     }
 
     /// `.fold(init, f)`.
-    fn fold(
+    pub fn fold_iter(
         &mut self,
         it: IterVal,
         init_e: &syn::Expr,

@@ -13,6 +13,19 @@ use proc_macro2::Span;
 
 const F64_METHODS: &str = "sin, cos, tan, exp, ln, log2, log10, sqrt, abs, tanh, sinh, cosh, atan, exp_m1, ln_1p, recip, powi, powf, atan2, hypot, max, min, mul_add, sin_cos, exp2, log, clamp, to_degrees, to_radians";
 
+/// Array methods that return an `Option` or a `Result` in `ndarray` (the
+/// value is taken with `unwrap()` / `expect(..)`).
+const OPTION_METHODS: &[&str] = &[
+    "mean",
+    "mean_axis",
+    "broadcast",
+    "into_shape_with_order",
+    "to_shape",
+    "into_shape",
+    "into_shape_clone",
+    "from_shape_vec",
+];
+
 /// The primitive of a one-argument `f64` method.
 fn unary_prim(name: &str) -> Option<Prim> {
     Some(match name {
@@ -66,6 +79,14 @@ impl Lowerer<'_> {
                 &m.turbofish,
                 "generic arguments on this method are not supported",
             );
+        }
+        // `x.mean().unwrap()`, `a.broadcast(..).unwrap()`, `into_shape_with_order(..).unwrap()`:
+        // the methods that return an `Option` / `Result` here give the value.
+        if matches!(m.method.to_string().as_str(), "unwrap" | "expect")
+            && matches!(recv, Val::Scalar(_, Elem::F64) | Val::Array(..))
+            && matches!(strip(&m.receiver), syn::Expr::MethodCall(inner) if OPTION_METHODS.contains(&inner.method.to_string().as_str()))
+        {
+            return Some(recv);
         }
         match recv {
             Val::Scalar(a, Elem::F64) => {

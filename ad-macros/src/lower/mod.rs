@@ -13,7 +13,8 @@
 //! - `expr.rs` — the expression dispatcher, literals, paths, fields;
 //! - `ops.rs` — operators and casts; `stmt.rs` — `let`, assignments, body;
 //! - `control.rs` — `if`, `for`, `&&`/`||`, loop-state discovery;
-//! - `arrays.rs` — the `ndarray` API; `iter.rs` — iterator chains;
+//! - `arrays.rs` — the `ndarray` API; `views.rs` — slices, reshapes and axis
+//!   work as builds; `iter.rs` — iterator chains;
 //! - `methods.rs` — `f64` and integer methods; `calls.rs` — calls by path
 //!   (with `ad_core_ir::taint`: which callees are differentiated);
 //! - `errors.rs` — the texts of the refusals.
@@ -32,6 +33,7 @@ mod signature;
 mod stmt;
 mod types;
 mod val;
+mod views;
 
 #[cfg(test)]
 pub(crate) mod testutil;

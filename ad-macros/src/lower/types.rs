@@ -175,6 +175,8 @@ pub enum RTy {
     Unit,
     /// An iterator (only as the receiver of further iterator methods).
     Iter,
+    /// A closure bound to a name.
+    Closure,
     /// The type of an expression that already failed to lower (compatible
     /// with everything, so that one mistake gives one error).
     Error,
@@ -226,6 +228,7 @@ impl fmt::Display for RTy {
             }
             RTy::Unit => f.write_str("()"),
             RTy::Iter => f.write_str("an iterator"),
+            RTy::Closure => f.write_str("a closure"),
             RTy::Error => f.write_str("{unknown}"),
         }
     }

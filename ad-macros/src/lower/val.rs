@@ -21,9 +21,22 @@ pub enum Val {
     Iter(Box<IterVal>),
     /// `()`.
     Unit,
+    /// A closure bound to a name (`let f = |x: f64| ..;`): its syntax and
+    /// the environment it captured, applied where it is called.
+    Closure(Box<ClosureVal>),
     /// The value of an expression that failed to lower (its error is
     /// reported); every operation on it silently gives `Poison` again.
     Poison,
+}
+
+/// A closure value: lowered again at each application, in the environment
+/// of its definition (what it captured then, as a `move` closure would).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClosureVal {
+    /// The closure as written.
+    pub syntax: syn::ExprClosure,
+    /// The environment at its definition.
+    pub env: super::env::Env,
 }
 
 impl Val {
@@ -39,6 +52,7 @@ impl Val {
             Val::Array(_, e, r) => RTy::Array(*e, *r),
             Val::Tuple(vs) => RTy::Tuple(vs.iter().map(Val::ty).collect()),
             Val::Iter(_) => RTy::Iter,
+            Val::Closure(_) => RTy::Closure,
             Val::Unit => RTy::Unit,
             Val::Poison => RTy::Error,
         }
@@ -67,7 +81,7 @@ impl Val {
                 true
             }
             Val::Tuple(vs) => vs.iter().all(|v| v.collect_leaves(out)),
-            Val::Iter(_) | Val::Unit | Val::Poison => false,
+            Val::Iter(_) | Val::Closure(_) | Val::Unit | Val::Poison => false,
         }
     }
 

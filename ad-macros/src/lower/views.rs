@@ -1,0 +1,596 @@
+//! Views and axis work of `ndarray`, lowered to builds, broadcasts and
+//! reductions: `slice(s![..])`, `slice_axis`, `index_axis`, `diag`,
+//! `insert_axis`, `broadcast`, reshapes (`into_shape_with_order`,
+//! `to_shape`, `into_shape`), `mean`, `mean_axis`, `map_axis`, `fold_axis`,
+//! and the lane iterators (`outer_iter`, `rows`, `columns`, `axis_iter`).
+//!
+//! A view becomes a `build` reading the source at computed indices (the
+//! reverse of an element read is an accumulation into the source's
+//! cotangent, so every view is differentiable in both modes):
+//!
+//! ```text
+//! a.slice(s![1..;2, ..])   ==>   build [ceil((r - 1) / 2), c] |i, j| a[1 + 2 i, j]
+//! ```
+//!
+//! Slices follow `ndarray`'s rules: negative indices count from the end, a
+//! negative step takes the range from its end (`s![a..b;-1]` is `b-1, .., a`).
+
+use super::ctx::{span_of, Lowerer};
+use super::expr::strip;
+use super::iter::IterVal;
+use super::types::Elem;
+use super::val::Val;
+use ad_core_ir::ir::{ArrayOp, Atom, Prim, ReduceOp};
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::ToTokens;
+
+/// One axis of a slice: a range with a step, or a single index.
+enum SliceElem {
+    /// `start..end;step` (`end` absent: to the end).
+    Range {
+        start: Atom,
+        end: Option<Atom>,
+        step: i64,
+    },
+    /// One index (removes the axis).
+    Index(Atom),
+}
+
+impl Lowerer<'_> {
+    /// The view and axis methods of arrays; `None` (no error) when `name` is
+    /// not one of them.
+    pub fn view_method(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        arr: Atom,
+        elem: Elem,
+        rank: usize,
+    ) -> Option<Option<Val>> {
+        let name = m.method.to_string();
+        let span = span_of(m);
+        Some(match name.as_str() {
+            "slice" | "slice_move" => {
+                let args = self.nargs(m, 1).map(|a| a[0]);
+                args.and_then(|a| self.slice(arr, elem, rank, a))
+            }
+            "slice_axis" => (|| {
+                let args = self.nargs(m, 2)?;
+                let axis = self.axis_arg(args[0], rank)?;
+                let e = self.slice_arg(args[1])?;
+                let mut elems: Vec<SliceElem> = (0..rank).map(|_| full()).collect();
+                elems[axis] = e;
+                self.slice_with(arr, elem, rank, elems, m)
+            })(),
+            "index_axis" => (|| {
+                let args = self.nargs(m, 2)?;
+                let axis = self.axis_arg(args[0], rank)?;
+                let i = self.int_arg(args[1])?;
+                let mut elems: Vec<SliceElem> = (0..rank).map(|_| full()).collect();
+                elems[axis] = SliceElem::Index(i);
+                self.slice_with(arr, elem, rank, elems, m)
+            })(),
+            "diag" => (|| {
+                self.nargs(m, 0)?;
+                if rank != 2 {
+                    return self.fail(m, "`diag` needs a matrix (`Array2`)");
+                }
+                let r = self.array(ArrayOp::Shape { arr, axis: 0 }, span)?;
+                let c = self.array(ArrayOp::Shape { arr, axis: 1 }, span)?;
+                let n = self.prim(Prim::Min, &[r, c], span)?;
+                self.build_with(vec![n], m, |lw, ix| {
+                    let i = Atom::Var(ix[0]);
+                    let v = lw.array(
+                        ArrayOp::Index {
+                            arr,
+                            idx: vec![i, i],
+                        },
+                        span,
+                    )?;
+                    Some(Val::Scalar(v, elem))
+                })
+            })(),
+            "insert_axis" => (|| {
+                let args = self.nargs(m, 1)?;
+                let axis = self.axis_arg(args[0], rank + 1)?;
+                let mut shape = vec![];
+                let mut axes = vec![];
+                for k in 0..rank {
+                    let out = if k < axis { k } else { k + 1 };
+                    axes.push(out);
+                    shape.push(self.array(ArrayOp::Shape { arr, axis: k }, span)?);
+                }
+                shape.insert(axis, Atom::I64(1));
+                let v = self.array(ArrayOp::Broadcast { arr, shape, axes }, span)?;
+                Some(Val::Array(v, elem, rank + 1))
+            })(),
+            "broadcast" => (|| {
+                // ndarray's rules: `arr`'s axes are the trailing ones; each has
+                // the output's size or size 1 (repeated).
+                let args = self.nargs(m, 1)?;
+                let shape = self.shape_arg_pub(args[0])?;
+                if shape.len() < rank {
+                    return self.fail(args[0], "`broadcast` cannot lower the rank");
+                }
+                let off = shape.len() - rank;
+                let mut ones = vec![];
+                for axis in 0..rank {
+                    let n = self.array(ArrayOp::Shape { arr, axis }, span)?;
+                    ones.push(self.prim(Prim::Eq, &[n, Atom::I64(1)], span)?);
+                }
+                self.build_with(shape, m, |lw, ix| {
+                    let mut idx = vec![];
+                    for (k, one) in ones.iter().enumerate() {
+                        let i = Atom::Var(ix[off + k]);
+                        idx.push(lw.prim(Prim::Select, &[*one, Atom::I64(0), i], span)?);
+                    }
+                    let v = lw.array(ArrayOp::Index { arr, idx }, span)?;
+                    Some(Val::Scalar(v, elem))
+                })
+            })(),
+            "into_shape_with_order" | "to_shape" | "into_shape" | "into_shape_clone" => (|| {
+                let args = self.nargs(m, 1)?;
+                let shape = self.shape_arg_pub(args[0])?;
+                self.reshape(arr, elem, rank, shape, m)
+            })(
+            ),
+            "mean" => (|| {
+                self.nargs(m, 0)?;
+                if elem != Elem::F64 {
+                    return self.fail(m, "`mean` of integers is not supported");
+                }
+                let s = self.array(
+                    ArrayOp::Reduce {
+                        op: ReduceOp::Sum,
+                        arr,
+                        axis: None,
+                    },
+                    span,
+                )?;
+                let n = self.count(arr, rank, span)?;
+                let nf = self.prim(Prim::ToF64, &[n], span)?;
+                Some(Val::f64(self.prim(Prim::Div, &[s, nf], span)?))
+            })(),
+            "mean_axis" => (|| {
+                let args = self.nargs(m, 1)?;
+                let axis = self.axis_arg(args[0], rank)?;
+                if rank < 2 {
+                    return self.fail(m, "`mean_axis` of a one-dimensional array: use `mean()`");
+                }
+                let s = self.array(
+                    ArrayOp::Reduce {
+                        op: ReduceOp::Sum,
+                        arr,
+                        axis: Some(axis),
+                    },
+                    span,
+                )?;
+                let n = self.array(ArrayOp::Shape { arr, axis }, span)?;
+                let nf = self.prim(Prim::ToF64, &[n], span)?;
+                // ndarray: `sum_axis(axis) / n`, elementwise.
+                self.map_with(&[(s, Elem::F64)], rank - 1, m, |lw, xs| {
+                    let Val::Scalar(x, _) = xs[0] else {
+                        return None;
+                    };
+                    Some(Val::f64(lw.prim(Prim::Div, &[x, nf], span)?))
+                })
+            })(),
+            "map_axis" | "fold_axis" => (|| {
+                let n_args = if name == "map_axis" { 2 } else { 3 };
+                let args = self.nargs(m, n_args)?;
+                if rank != 2 {
+                    return self.fail(m, format!("`{name}` is supported on matrices (`Array2`)"));
+                }
+                let axis = self.axis_arg(args[0], rank)?;
+                // Lanes along `axis`: rows of `arr` (axis 1) or of its transpose.
+                let src = if axis == 0 {
+                    self.array(ArrayOp::Transpose { arr }, span)?
+                } else {
+                    arr
+                };
+                let n = self.array(ArrayOp::Shape { arr: src, axis: 0 }, span)?;
+                let args: Vec<syn::Expr> = args.into_iter().cloned().collect();
+                self.build_with(vec![n], m, |lw, ix| {
+                    let lane = lw.array(
+                        ArrayOp::Index {
+                            arr: src,
+                            idx: vec![Atom::Var(ix[0])],
+                        },
+                        span,
+                    )?;
+                    if name == "map_axis" {
+                        lw.apply_closure(&args[1], vec![Val::Array(lane, elem, 1)])
+                    } else {
+                        let it = IterVal::of_array(lane, elem, 1);
+                        lw.fold_iter(it, &args[1], &args[2], m)
+                    }
+                })
+            })(),
+            "outer_iter" | "rows" | "columns" | "axis_iter" => (|| {
+                let axis = match name.as_str() {
+                    "axis_iter" => {
+                        let args = self.nargs(m, 1)?;
+                        self.axis_arg(args[0], rank)?
+                    }
+                    "columns" => {
+                        self.nargs(m, 0)?;
+                        1
+                    }
+                    _ => {
+                        self.nargs(m, 0)?;
+                        0
+                    }
+                };
+                if name != "outer_iter" && rank != 2 && !(name == "axis_iter" && axis == 0) {
+                    return self.fail(m, format!("`{name}` is supported on matrices (`Array2`)"));
+                }
+                if rank < 2 {
+                    return self.fail(m, format!("`{name}` needs an array of rank 2 or more: iterate a vector with `iter()`"));
+                }
+                let src = match axis {
+                    0 => arr,
+                    1 if rank == 2 => self.array(ArrayOp::Transpose { arr }, span)?,
+                    _ => return self.fail(m, "lanes along axis 2 are not supported"),
+                };
+                Some(Val::Iter(Box::new(IterVal::of_lanes(src, elem, rank))))
+            })(),
+            _ => return None,
+        })
+    }
+
+    /// The number of elements of an array.
+    fn count(&mut self, arr: Atom, rank: usize, span: Span) -> Option<Atom> {
+        let mut n = self.array(ArrayOp::Shape { arr, axis: 0 }, span)?;
+        for axis in 1..rank {
+            let s = self.array(ArrayOp::Shape { arr, axis }, span)?;
+            n = self.prim(Prim::Mul, &[n, s], span)?;
+        }
+        Some(n)
+    }
+
+    /// `a.slice(s![..])`.
+    fn slice(&mut self, arr: Atom, elem: Elem, rank: usize, arg: &syn::Expr) -> Option<Val> {
+        let syn::Expr::Macro(mac) = strip(arg) else {
+            return self.fail(arg, "`slice` takes `s![..]` here");
+        };
+        if !mac.mac.path.segments.last().is_some_and(|s| s.ident == "s") {
+            return self.fail(arg, "`slice` takes `s![..]` here");
+        }
+        let parts = split_commas(mac.mac.tokens.clone());
+        if parts.len() > rank {
+            return self.fail(
+                arg,
+                format!(
+                    "`s![..]` has {} parts, but the array has rank {rank}",
+                    parts.len()
+                ),
+            );
+        }
+        let mut elems = vec![];
+        for p in &parts {
+            elems.push(self.slice_part(p.clone(), arg)?);
+        }
+        while elems.len() < rank {
+            elems.push(full());
+        }
+        self.slice_with(arr, elem, rank, elems, arg)
+    }
+
+    /// One part of `s![..]`: `a..b`, `a..b;step`, `..`, or an index.
+    fn slice_part(&mut self, ts: TokenStream, at: &syn::Expr) -> Option<SliceElem> {
+        let mut range = TokenStream::new();
+        let mut step = None;
+        let mut it = ts.into_iter().peekable();
+        while let Some(t) = it.next() {
+            if matches!(&t, TokenTree::Punct(p) if p.as_char() == ';') {
+                step = Some(it.collect::<TokenStream>());
+                break;
+            }
+            range.extend([t]);
+        }
+        let e: syn::Expr =
+            match syn::parse2(range) {
+                Ok(e) => e,
+                Err(_) => return self.fail(
+                    at,
+                    "a part of `s![..]` must be a range (`a..b`, `..`, `a..b;step`) or an index",
+                ),
+            };
+        let step = match step {
+            None => 1,
+            Some(s) => match syn::parse2::<syn::Expr>(s)
+                .ok()
+                .and_then(|e| int_literal(&e))
+            {
+                Some(0) => return self.fail(at, "a slice step cannot be zero"),
+                Some(k) => k,
+                None => {
+                    return self.fail(at, "a slice step must be an integer literal (`;2`, `;-1`)")
+                }
+            },
+        };
+        match strip(&e) {
+            syn::Expr::Range(r) => {
+                if matches!(r.limits, syn::RangeLimits::Closed(_)) && r.end.is_none() {
+                    return self.fail(at, "`a..=` needs an end");
+                }
+                let start = match &r.start {
+                    Some(s) => self.index_atom(s)?,
+                    None => Atom::I64(0),
+                };
+                let end = match &r.end {
+                    Some(x) => {
+                        let a = self.index_atom(x)?;
+                        Some(if matches!(r.limits, syn::RangeLimits::Closed(_)) {
+                            self.add_i64(a, Atom::I64(1), span_of(x))?
+                        } else {
+                            a
+                        })
+                    }
+                    None => None,
+                };
+                Some(SliceElem::Range { start, end, step })
+            }
+            _ => {
+                if step != 1 {
+                    return self.fail(at, "a single index takes no step");
+                }
+                Some(SliceElem::Index(self.index_atom(&e)?))
+            }
+        }
+    }
+
+    /// An integer index (any integer type; negative values count from the
+    /// end later) as an `i64` atom.
+    fn index_atom(&mut self, e: &syn::Expr) -> Option<Atom> {
+        match self.expr(e)? {
+            Val::Scalar(a, Elem::Int(_)) => Some(a),
+            other => self.fail(
+                e,
+                format!("a slice index must be an integer, found `{}`", other.ty()),
+            ),
+        }
+    }
+
+    /// `Slice::from(a..b)`, `Slice::new(start, end, step)`, or a range.
+    fn slice_arg(&mut self, e: &syn::Expr) -> Option<SliceElem> {
+        match strip(e) {
+            syn::Expr::Call(c) => {
+                let segs: Vec<String> = match &*c.func {
+                    syn::Expr::Path(p) => p
+                        .path
+                        .segments
+                        .iter()
+                        .map(|s| s.ident.to_string())
+                        .collect(),
+                    _ => vec![],
+                };
+                match (
+                    segs.iter()
+                        .map(String::as_str)
+                        .collect::<Vec<_>>()
+                        .as_slice(),
+                    c.args.len(),
+                ) {
+                    ([.., "Slice", "from"], 1) => self.slice_part(c.args[0].to_token_stream(), e),
+                    ([.., "Slice", "new"], 3) => {
+                        let start = self.index_atom(&c.args[0])?;
+                        let end = match strip(&c.args[1]) {
+                            syn::Expr::Path(p) if p.path.is_ident("None") => None,
+                            syn::Expr::Call(sc)
+                                if sc.args.len() == 1
+                                    && matches!(&*sc.func, syn::Expr::Path(p) if p.path.is_ident("Some")) =>
+                            {
+                                Some(self.index_atom(&sc.args[0])?)
+                            }
+                            _ => {
+                                return self.fail(
+                                    &c.args[1],
+                                    "the end of `Slice::new` is `None` or `Some(end)`",
+                                )
+                            }
+                        };
+                        let step =
+                            match int_literal(&c.args[2]) {
+                                Some(0) | None => return self.fail(
+                                    &c.args[2],
+                                    "the step of `Slice::new` must be a non-zero integer literal",
+                                ),
+                                Some(k) => k,
+                            };
+                        Some(SliceElem::Range { start, end, step })
+                    }
+                    _ => self.fail(
+                        e,
+                        "expected `Slice::from(a..b)` or `Slice::new(start, end, step)`",
+                    ),
+                }
+            }
+            _ => self.slice_part(e.to_token_stream(), e),
+        }
+    }
+
+    /// The view of `arr` selected by one element per axis, as a build (a
+    /// scalar when every axis is indexed).
+    fn slice_with(
+        &mut self,
+        arr: Atom,
+        elem: Elem,
+        rank: usize,
+        elems: Vec<SliceElem>,
+        node: &dyn ToTokens,
+    ) -> Option<Val> {
+        let span = span_of(node);
+        // Per input axis: the output extent and how to compute the index.
+        enum Axis {
+            Fixed(Atom),
+            Strided { first: Atom, step: i64 },
+        }
+        let mut axes = vec![];
+        let mut shape = vec![];
+        for (k, e) in elems.into_iter().enumerate() {
+            let len = self.array(ArrayOp::Shape { arr, axis: k }, span)?;
+            match e {
+                SliceElem::Index(i) => {
+                    let i = self.from_end(i, len, span)?;
+                    axes.push(Axis::Fixed(i));
+                }
+                SliceElem::Range { start, end, step } => {
+                    let start = self.from_end(start, len, span)?;
+                    let end = match end {
+                        Some(e) => self.from_end(e, len, span)?,
+                        None => len,
+                    };
+                    // ndarray: the end is raised to the start; both at most the length.
+                    let start = self.prim(Prim::Min, &[start, len], span)?;
+                    let end = self.prim(Prim::Min, &[end, len], span)?;
+                    let end = self.prim(Prim::Max, &[end, start], span)?;
+                    let m = self.sub_i64(end, start, span)?;
+                    let s = step.abs();
+                    let n = if s == 1 {
+                        m
+                    } else {
+                        let m1 = self.add_i64(m, Atom::I64(s - 1), span)?;
+                        self.prim(Prim::Div, &[m1, Atom::I64(s)], span)?
+                    };
+                    let first = if step > 0 {
+                        start
+                    } else {
+                        self.sub_i64(end, Atom::I64(1), span)?
+                    };
+                    shape.push(n);
+                    axes.push(Axis::Strided { first, step });
+                }
+            }
+        }
+        if shape.is_empty() {
+            let idx: Vec<Atom> = axes
+                .iter()
+                .map(|a| match a {
+                    Axis::Fixed(i) => *i,
+                    Axis::Strided { first, .. } => *first,
+                })
+                .collect();
+            let v = self.array(ArrayOp::Index { arr, idx }, span)?;
+            return Some(Val::Scalar(v, elem));
+        }
+        let out_rank = shape.len();
+        let v = self.build_with(shape, node, |lw, ix| {
+            let mut idx = vec![];
+            let mut next = ix.iter();
+            for a in &axes {
+                idx.push(match a {
+                    Axis::Fixed(i) => *i,
+                    Axis::Strided { first, step } => {
+                        let k = Atom::Var(*next.next()?);
+                        let off = if *step == 1 || *step == -1 {
+                            k
+                        } else {
+                            lw.prim(Prim::Mul, &[k, Atom::I64(step.abs())], span)?
+                        };
+                        if *step > 0 {
+                            lw.add_i64(*first, off, span)?
+                        } else {
+                            lw.sub_i64(*first, off, span)?
+                        }
+                    }
+                });
+            }
+            let v = lw.array(ArrayOp::Index { arr, idx }, span)?;
+            Some(Val::Scalar(v, elem))
+        })?;
+        let Val::Array(a, e, _) = v else { return None };
+        let _ = rank;
+        Some(Val::Array(a, e, out_rank))
+    }
+
+    /// `i` if non-negative, `len + i` otherwise (ndarray's negative indices).
+    fn from_end(&mut self, i: Atom, len: Atom, span: Span) -> Option<Atom> {
+        match i {
+            Atom::I64(k) if k >= 0 => Some(i),
+            Atom::I64(_) => self.add_i64(len, i, span),
+            _ => {
+                let neg = self.prim(Prim::Lt, &[i, Atom::I64(0)], span)?;
+                let wrapped = self.add_i64(len, i, span)?;
+                self.prim(Prim::Select, &[neg, wrapped, i], span)
+            }
+        }
+    }
+
+    /// `arr` with the same elements in row-major order and the given shape.
+    fn reshape(
+        &mut self,
+        arr: Atom,
+        elem: Elem,
+        rank: usize,
+        shape: Vec<Atom>,
+        node: &dyn ToTokens,
+    ) -> Option<Val> {
+        let span = span_of(node);
+        let dims: Vec<Atom> = (0..rank)
+            .map(|axis| self.array(ArrayOp::Shape { arr, axis }, span))
+            .collect::<Option<_>>()?;
+        let out_dims = shape.clone();
+        self.build_with(shape, node, |lw, ix| {
+            // The flat (row-major) position of the output index ...
+            let mut flat = Atom::I64(0);
+            for (k, i) in ix.iter().enumerate() {
+                let scaled = if k == 0 {
+                    flat
+                } else {
+                    lw.prim(Prim::Mul, &[flat, out_dims[k]], span)?
+                };
+                flat = lw.add_i64(scaled, Atom::Var(*i), span)?;
+            }
+            // ... and the input index at that position.
+            let mut idx = vec![Atom::I64(0); rank];
+            let mut rest = flat;
+            for k in (0..rank).rev() {
+                if k == 0 {
+                    idx[0] = rest;
+                } else {
+                    idx[k] = lw.prim(Prim::Rem, &[rest, dims[k]], span)?;
+                    rest = lw.prim(Prim::Div, &[rest, dims[k]], span)?;
+                }
+            }
+            let v = lw.array(ArrayOp::Index { arr, idx }, span)?;
+            Some(Val::Scalar(v, elem))
+        })
+    }
+}
+
+/// `..` over a whole axis.
+fn full() -> SliceElem {
+    SliceElem::Range {
+        start: Atom::I64(0),
+        end: None,
+        step: 1,
+    }
+}
+
+/// The tokens of a macro's arguments split at top-level commas.
+fn split_commas(ts: TokenStream) -> Vec<TokenStream> {
+    let mut parts = vec![TokenStream::new()];
+    for t in ts {
+        if matches!(&t, TokenTree::Punct(p) if p.as_char() == ',') {
+            parts.push(TokenStream::new());
+        } else if let Some(last) = parts.last_mut() {
+            last.extend([t]);
+        }
+    }
+    parts.retain(|p| !p.is_empty());
+    parts
+}
+
+/// An integer literal, possibly negated.
+fn int_literal(e: &syn::Expr) -> Option<i64> {
+    match strip(e) {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(i),
+            ..
+        }) => i.base10_parse().ok(),
+        syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => {
+            int_literal(&u.expr).map(|k: i64| -k)
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,202 @@
+//! ndarray written as its documentation shows: slices (`s![..]`), views and
+//! axis work, broadcasting, functions as values, `for` over iterators and
+//! lanes. Each form in both modes against central finite differences and
+//! the dot-product identity (`check_derivatives`), primal bit-identical.
+#![allow(clippy::type_complexity, clippy::needless_range_loop)]
+
+mod common;
+use common::*;
+use linad::differentiable;
+use linad::ndarray::{s, Array1, Array2, Axis, Slice};
+
+#[differentiable]
+fn slices(a: &Array2<f64>, v: &Array1<f64>) -> (Array2<f64>, Array1<f64>, f64) {
+    let every_other = a.slice(s![1..;2, ..]);
+    let reversed = v.slice(s![..;-1]);
+    let last_col = a.slice(s![.., -1]);
+    let corner = a[[0, 0]] + a.slice(s![-1, -2..]).sum();
+    let mid = v.slice(s![1..-1]);
+    (
+        every_other.mapv(|x| x * x),
+        &reversed * 2.0 + mid.sum() + last_col.sum(),
+        corner,
+    )
+}
+
+#[test]
+fn slicing() {
+    let mut rng = rng("slicing");
+    let a = rng.array2(5, 3, -1.0, 1.0);
+    let v = rng.array1(4, -1.0, 1.0);
+    let (e, r, c) = slices(&a, &v);
+    assert_eq!(e.shape(), &[2, 3]);
+    assert_eq!(r[0], v[3] * 2.0 + (v[1] + v[2]) + a.column(2).sum());
+    assert_eq!(c, a[[0, 0]] + a.slice(s![-1, -2..]).sum());
+    check_derivatives(
+        &(a, v),
+        |(a, v)| slices(a, v),
+        |(a, v), (da, dv)| slices_jvp(a, v, da, dv),
+        |(a, v), ct: &(Array2<f64>, Array1<f64>, f64)| slices_vjp(a, v, (&ct.0, &ct.1, ct.2)),
+    );
+}
+
+#[differentiable]
+fn views(a: &Array2<f64>, k: usize) -> (Array1<f64>, Array1<f64>, Array1<f64>, Array2<f64>) {
+    let d = a.diag().to_owned();
+    let row = a.index_axis(Axis(0), k).to_owned();
+    let cols = a.slice_axis(Axis(1), Slice::from(1..));
+    let flat = a.clone().into_shape_with_order(a.len()).unwrap();
+    (d, row, flat, cols.to_owned())
+}
+
+#[test]
+fn axis_views_and_reshape() {
+    let mut rng = rng("views");
+    let a = rng.array2(3, 4, -1.0, 1.0);
+    let (d, row, flat, cols) = views(&a, 2);
+    assert_eq!(d.len(), 3);
+    assert_eq!(row, a.row(2));
+    assert_eq!(flat.len(), 12);
+    assert_eq!(cols.shape(), &[3, 3]);
+    check_derivatives(
+        &a,
+        |a| views(a, 2),
+        |a, da| views_jvp(a, 2, da),
+        |a, ct: &(Array1<f64>, Array1<f64>, Array1<f64>, Array2<f64>)| {
+            views_vjp(a, 2, (&ct.0, &ct.1, &ct.2, &ct.3))
+        },
+    );
+}
+
+#[differentiable]
+fn broadcasting(x: &Array2<f64>, mu: &Array1<f64>, s: f64) -> Array2<f64> {
+    let centred = x - mu;
+    let scaled = 2.0 * &centred + s;
+    &scaled * &mu.view().insert_axis(Axis(0)).broadcast(x.dim()).unwrap() + mu
+}
+
+#[test]
+fn broadcasting_rows_and_scalars() {
+    let mut rng = rng("broadcast");
+    let x = rng.array2(4, 3, -1.0, 1.0);
+    let mu = rng.array1(3, -1.0, 1.0);
+    let y = broadcasting(&x, &mu, 0.5);
+    assert_eq!(y[[1, 2]], (2.0 * (x[[1, 2]] - mu[2]) + 0.5) * mu[2] + mu[2]);
+    check_derivatives(
+        &(x, mu, 0.5),
+        |(x, mu, s)| broadcasting(x, mu, *s),
+        |(x, mu, s), (dx, dmu, ds)| broadcasting_jvp(x, mu, *s, dx, dmu, *ds),
+        |(x, mu, s), ct: &Array2<f64>| broadcasting_vjp(x, mu, *s, ct),
+    );
+}
+
+#[differentiable]
+fn axes(a: &Array2<f64>) -> (f64, Array1<f64>, Array1<f64>, Array1<f64>) {
+    let m = a.mean().unwrap();
+    let col_means = a.mean_axis(Axis(0)).unwrap();
+    let row_lse = a.map_axis(Axis(1), |row| {
+        let mx = row.fold(f64::NEG_INFINITY, |acc: f64, x| acc.max(*x));
+        mx + row.mapv(|x| (x - mx).exp()).sum().ln()
+    });
+    let col_max = a.fold_axis(Axis(0), f64::NEG_INFINITY, |acc: &f64, x: &f64| acc.max(*x));
+    (m, col_means, row_lse, col_max)
+}
+
+#[test]
+fn axis_reductions() {
+    let mut rng = rng("axes");
+    let a = rng.array2(3, 5, -1.0, 1.0);
+    let (m, cm, lse, cmax) = axes(&a);
+    assert!((m - a.sum() / 15.0).abs() < 1e-15);
+    assert_eq!(cm.len(), 5);
+    assert_eq!(lse.len(), 3);
+    assert_eq!(cmax.len(), 5);
+    check_derivatives(
+        &a,
+        |a| axes(a),
+        |a, da| axes_jvp(a, da),
+        |a, ct: &(f64, Array1<f64>, Array1<f64>, Array1<f64>)| {
+            axes_vjp(a, (ct.0, &ct.1, &ct.2, &ct.3))
+        },
+    );
+}
+
+#[differentiable]
+fn functions_as_values(x: &Array1<f64>, t: f64) -> (Array1<f64>, f64) {
+    let sigmoid = |v: f64| 1.0 / (1.0 + (-v * t).exp());
+    let e = x.mapv(f64::exp);
+    let s = x.mapv(sigmoid);
+    let total: f64 = x.iter().map(|v| v.tanh()).sum();
+    (
+        &e + &s,
+        sigmoid(total) + x.iter().cloned().map(f64::sin).sum::<f64>(),
+    )
+}
+
+#[test]
+fn closures_and_method_paths() {
+    let mut rng = rng("closures");
+    let x = rng.array1(4, -1.0, 1.0);
+    check_derivatives(
+        &(x, 0.7),
+        |(x, t)| functions_as_values(x, *t),
+        |(x, t), (dx, dt)| functions_as_values_jvp(x, *t, dx, *dt),
+        |(x, t), ct: &(Array1<f64>, f64)| functions_as_values_vjp(x, *t, (&ct.0, ct.1)),
+    );
+}
+
+#[differentiable]
+fn iterate(a: &Array2<f64>, v: &Array1<f64>) -> (f64, Array1<f64>, f64) {
+    let mut s = 0.0;
+    for (i, x) in v.iter().enumerate() {
+        s += (i as f64 + 1.0) * x * x;
+    }
+    let mut c = 0.0;
+    for (i, x) in v.iter().rev().enumerate() {
+        c += (i as f64) * x;
+    }
+    let mut acc = Array1::zeros(a.ncols());
+    for row in a.rows() {
+        acc = acc + &row * &row;
+    }
+    let mut t = 0.0;
+    for col in a.columns() {
+        t += col.sum() * col.sum();
+    }
+    let r: f64 = a.outer_iter().map(|r| r.sum().sin()).sum();
+    (s + c, acc, t + r)
+}
+
+#[test]
+fn for_over_iterators_and_lanes() {
+    let mut rng = rng("iterate");
+    let a = rng.array2(3, 4, -1.0, 1.0);
+    let v = rng.array1(5, -1.0, 1.0);
+    let (s, acc, _) = iterate(&a, &v);
+    let mut want = 0.0;
+    for i in 0..5 {
+        want += (i as f64 + 1.0) * v[i] * v[i];
+    }
+    for i in 0..5 {
+        want += (i as f64) * v[4 - i];
+    }
+    assert!((s - want).abs() < 1e-12);
+    assert_eq!(acc.len(), 4);
+    check_derivatives(
+        &(a, v),
+        |(a, v)| iterate(a, v),
+        |(a, v), (da, dv)| iterate_jvp(a, v, da, dv),
+        |(a, v), ct: &(f64, Array1<f64>, f64)| iterate_vjp(a, v, (ct.0, &ct.1, ct.2)),
+    );
+}
+
+#[test]
+fn zero_length_axes() {
+    let a = Array2::<f64>::zeros((0, 3));
+    let v = Array1::<f64>::zeros(0);
+    let (_, acc, _) = iterate(&a, &v);
+    assert_eq!(acc, Array1::zeros(3));
+    let (_, (ga, gv)) = iterate_vjp(&a, &v, (1.0, &Array1::ones(3), 1.0));
+    assert_eq!(ga.shape(), &[0, 3]);
+    assert_eq!(gv.len(), 0);
+}
