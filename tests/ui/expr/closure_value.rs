@@ -1,9 +1,0 @@
-use linad::differentiable;
-
-#[differentiable]
-fn f(x: f64) -> f64 {
-    let g = |t: f64| t * 2.0;
-    g(x)
-}
-
-fn main() {}
