@@ -109,21 +109,30 @@ pub fn mutate(p: &Program, kind: &'static str, rng: &mut Rng, depth: usize) -> M
             rng,
             format!("let mut bad = {x}; loop {{ bad += 1.0; break; }}"),
         ),
+        // `match` on numbers and bools is supported; on tuples it is not.
         "match" => insert_raw(
             &mut f,
             rng,
-            format!("let bad = match 3usize {{ 0 => 1.0, _ => {x} }};"),
+            format!("let bad = match (3usize, 1usize) {{ (0, _) => 1.0, _ => {x} }};"),
         ),
         "macro" => insert_raw(&mut f, rng, format!("println!(\"{{}}\", {x});")),
-        "closure_value" => insert_raw(&mut f, rng, "let bad = |z: f64| z * 2.0;".into()),
+        // A closure value that assigns what it captured (an `FnMut`): closures
+        // bound by `let` are supported, assignments to their captures are not.
+        "closure_value" => insert_raw(
+            &mut f,
+            rng,
+            format!("let mut cap = 0.0; let mut bad = |z: f64| cap += z; bad({x});"),
+        ),
         "early_return" => {
             let ret = match f.out {
                 Ty::F => x.clone(),
                 _ => pe(&f.ret),
             };
-            // After the last statement, so every name in `ret` is bound.
-            f.body
-                .push(S::Raw(format!("if {x} > 100.0 {{ return {ret}; }}")));
+            // After the last statement, so every name in `ret` is bound; in
+            // a loop (an early return at the top level is supported).
+            f.body.push(S::Raw(format!(
+                "for _ in 0..1 {{ if {x} > 100.0 {{ return {ret}; }} }}"
+            )));
         }
         "unknown_method" => insert_raw(&mut f, rng, format!("let bad = {x}.cbrt();")),
         "cast_f32" => insert_raw(&mut f, rng, format!("let bad = {x} as f32;")),

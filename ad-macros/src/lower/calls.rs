@@ -187,6 +187,12 @@ impl Lowerer<'_> {
             let func = &p.path.segments[n - 1].ident;
             return self.array_ctor(c, ty_seg, func);
         }
+        // `concatenate(Axis(0), &[..])`, `stack(..)` (also as `ndarray::..`)
+        if let Some(&last @ ("concatenate" | "stack")) = segs_ref.last() {
+            if segs.len() == 1 || segs_ref[0] == "ndarray" || segs_ref.contains(&"ndarray") {
+                return self.join_call(last, c);
+            }
+        }
         if segs.len() == 1 && matches!(segs_ref[0], "Some" | "Ok" | "Err" | "Box" | "Axis") {
             return self.fail(c, format!("`{}` is not supported here", segs[0]));
         }
@@ -567,7 +573,7 @@ mod tests {
         );
         refuses(
             "fn f(x: f64) -> f64 { g(|y| y) }",
-            "closures are only supported as the argument of",
+            "arguments of function calls must be `f64`, integers, `bool`, tuples of `f64` or arrays, found `a closure`",
         );
         refuses("fn f(x: f64, n: usize) -> f64 { g((x, n)) }", "arguments of function calls must be `f64`, integers, `bool`, tuples of `f64` or arrays, found `(f64, usize)`");
         refuses(

@@ -718,12 +718,8 @@ mod lowering_tests {
             "`continue` is not supported",
         );
         refuses(
-            "fn f(x: f64, n: usize) -> f64 { match n { 0 => x, _ => 1.0 } }",
-            "`match` is not supported: use `if` / `else if` / `else`",
-        );
-        refuses(
-            "fn f(w: &Array1<f64>) -> f64 { let mut s = 0.0; for x in w.iter() { s += x; } s }",
-            "only `for i in a..b` and `for i in (a..b).rev()` loops are supported",
+            "fn f(x: f64, n: usize) -> f64 { match (n, n) { (0, _) => x, _ => 1.0 } }",
+            "`match` patterns are supported on numbers and `bool`",
         );
         refuses(
             "fn f(x: f64, n: f64) -> f64 { let mut s = 0.0; for i in 0..n { s += x; } s }",

@@ -24,8 +24,6 @@ pub const CONTINUE: &str =
 /// `return` before the end.
 pub const EARLY_RETURN: &str =
     "early `return` is not supported: only a final `return value;` is; compute the result with `if`/`else` expressions instead (`if c { a } else { b }`)";
-/// `match`.
-pub const MATCH: &str = "`match` is not supported: use `if` / `else if` / `else`";
 /// A struct literal.
 pub const STRUCT_LIT: &str =
     "struct literals are not supported in #[differentiable] functions: use tuples";

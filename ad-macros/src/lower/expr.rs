@@ -58,8 +58,17 @@ impl Lowerer<'_> {
             E::Break(b) => self.fail(b, errors::BREAK),
             E::Continue(c) => self.fail(c, errors::CONTINUE),
             E::Return(r) => self.fail(&r.return_token, errors::EARLY_RETURN),
-            E::Match(m) => self.fail(&m.match_token, errors::MATCH),
-            E::Macro(m) => self.fail(&m.mac, errors::macro_refused(&m.mac)),
+            E::Match(m) => match super::desugar::match_to_if(m, self.spans.len()) {
+                Ok(e) => self.expr(&e),
+                Err(err) => {
+                    self.errors.push(err);
+                    None
+                }
+            },
+            E::Macro(m) => match self.array_macro(m) {
+                Some(v) => v,
+                None => self.fail(&m.mac, errors::macro_refused(&m.mac)),
+            },
             E::Closure(c) => {
                 if let Some(a) = &c.asyncness {
                     return self.fail(a, errors::ASYNC);
@@ -353,7 +362,7 @@ mod tests {
             while x > 0.0 { }
             println!(\"{}\", x);
             let b = x.floor();
-            let c = match n { _ => 1.0 };
+            let c = match (n, n) { (0, _) => 1.0, _ => 2.0 };
             x
         }",
         );

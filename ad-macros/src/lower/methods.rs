@@ -24,6 +24,8 @@ const OPTION_METHODS: &[&str] = &[
     "into_shape",
     "into_shape_clone",
     "from_shape_vec",
+    "concatenate",
+    "stack",
 ];
 
 /// The primitive of a one-argument `f64` method.
@@ -84,7 +86,15 @@ impl Lowerer<'_> {
         // the methods that return an `Option` / `Result` here give the value.
         if matches!(m.method.to_string().as_str(), "unwrap" | "expect")
             && matches!(recv, Val::Scalar(_, Elem::F64) | Val::Array(..))
-            && matches!(strip(&m.receiver), syn::Expr::MethodCall(inner) if OPTION_METHODS.contains(&inner.method.to_string().as_str()))
+            && match strip(&m.receiver) {
+                syn::Expr::MethodCall(inner) => {
+                    OPTION_METHODS.contains(&inner.method.to_string().as_str())
+                }
+                syn::Expr::Call(c) => {
+                    matches!(&*c.func, syn::Expr::Path(p) if p.path.segments.last().is_some_and(|s| OPTION_METHODS.contains(&s.ident.to_string().as_str())))
+                }
+                _ => false,
+            }
         {
             return Some(recv);
         }

@@ -12,17 +12,21 @@
 //! - `ctx.rs` — the lowering context and its emit helpers;
 //! - `expr.rs` — the expression dispatcher, literals, paths, fields;
 //! - `ops.rs` — operators and casts; `stmt.rs` — `let`, assignments, body;
+//! - `desugar.rs` — `match` to `if` chains, early returns to `else` branches;
 //! - `control.rs` — `if`, `for`, `&&`/`||`, loop-state discovery;
 //! - `arrays.rs` — the `ndarray` API; `views.rs` — slices, reshapes and axis
-//!   work as builds; `iter.rs` — iterator chains;
+//!   work as builds; `construct.rs` — `array!`, `from(vec![..])`,
+//!   `concatenate`, `stack`; `iter.rs` — iterator chains;
 //! - `methods.rs` — `f64` and integer methods; `calls.rs` — calls by path
 //!   (with `ad_core_ir::taint`: which callees are differentiated);
 //! - `errors.rs` — the texts of the refusals.
 
 mod arrays;
 mod calls;
+mod construct;
 mod control;
 mod ctx;
+mod desugar;
 mod env;
 mod errors;
 mod expr;

@@ -19,6 +19,7 @@ impl Lowerer<'_> {
     /// `return e;`. Returns the value and the span of the expression giving it.
     pub fn lower_fn_body(&mut self, block: &syn::Block) -> (Val, Span) {
         let mut block = block.clone();
+        super::desugar::lift_early_returns(&mut block);
         strip_tail_returns(&mut block);
         let block = &block;
         let stmts = &block.stmts;
@@ -690,10 +691,6 @@ mod tests {
             check(SRC, &[fv(x)], &[fv(f(x))]);
         }
         refuses(
-            "fn f(x: f64) -> f64 { if x > 1.0 { return x; } x }",
-            "early `return` is not supported",
-        );
-        refuses(
             "fn f(x: f64) -> f64 { let y = if x > 1.0 { return x; } else { x }; y }",
             "early `return` is not supported",
         );
@@ -724,7 +721,7 @@ mod tests {
             "`vec!` cannot be differentiated; build arrays with `Array1::from_shape_fn`",
         );
         refuses(
-            "fn f(x: f64) -> f64 { if x > 0.0 { return x; } 2.0 * x }",
+            "fn f(x: f64) -> f64 { for i in 0..3 { if x > 0.0 { return x; } } 2.0 * x }",
             "early `return` is not supported",
         );
         refuses(

@@ -15,6 +15,7 @@
 //! Slices follow `ndarray`'s rules: negative indices count from the end, a
 //! negative step takes the range from its end (`s![a..b;-1]` is `b-1, .., a`).
 
+use super::construct::split_commas;
 use super::ctx::{span_of, Lowerer};
 use super::expr::strip;
 use super::iter::IterVal;
@@ -517,7 +518,7 @@ impl Lowerer<'_> {
     }
 
     /// `arr` with the same elements in row-major order and the given shape.
-    fn reshape(
+    pub fn reshape(
         &mut self,
         arr: Atom,
         elem: Elem,
@@ -565,20 +566,6 @@ fn full() -> SliceElem {
         end: None,
         step: 1,
     }
-}
-
-/// The tokens of a macro's arguments split at top-level commas.
-fn split_commas(ts: TokenStream) -> Vec<TokenStream> {
-    let mut parts = vec![TokenStream::new()];
-    for t in ts {
-        if matches!(&t, TokenTree::Punct(p) if p.as_char() == ',') {
-            parts.push(TokenStream::new());
-        } else if let Some(last) = parts.last_mut() {
-            last.extend([t]);
-        }
-    }
-    parts.retain(|p| !p.is_empty());
-    parts
 }
 
 /// An integer literal, possibly negated.

@@ -1,0 +1,183 @@
+//! Syntax-level rewrites into forms the lowering knows:
+//!
+//! - `match` on integers, `bool` (and `f64` literals) with literal, range,
+//!   wildcard, binding and `|` patterns and guards becomes an `if` chain on
+//!   a hidden binding of the scrutinee:
+//!
+//!   ```text
+//!   match n { 0 => a, 1 | 2 => b, k if k > 9 => c, _ => d }
+//!   ==>  { let m = n; if m == 0 { a } else if m == 1 || m == 2 { b }
+//!          else if { let k = m; k > 9 } { let k = m; c } else { d } }
+//!   ```
+//!
+//! - an early `return` in an `if` at the top level of the body (or of a
+//!   branch that is itself rewritten) moves the rest of the body into the
+//!   `else` branch, in a nested block so that names declared in the original
+//!   `else` stay out of the rest's scope:
+//!
+//!   ```text
+//!   s1; if c { t; return e; } else { u; } s2; y
+//!   ==>  s1; if c { t; e } else { { u; } s2; y }
+//!   ```
+
+use proc_macro2::Span;
+use quote::quote_spanned;
+use syn::spanned::Spanned;
+
+/// The `if` chain of a `match`, or the pattern that cannot be tested.
+pub fn match_to_if(m: &syn::ExprMatch, id: usize) -> Result<syn::Expr, syn::Error> {
+    let span = m.match_token.span;
+    let scrut = syn::Ident::new(&format!("__linad_match_{id}"), Span::mixed_site());
+    let Some((last, init)) = m.arms.split_last() else {
+        return Err(syn::Error::new(
+            span,
+            "a `match` without arms has no value here",
+        ));
+    };
+    let mut chain = arm_body(last, &scrut);
+    for arm in init.iter().rev() {
+        let test = pattern_test(&arm.pat, &scrut)?;
+        let cond = match &arm.guard {
+            None => test,
+            Some((_, g)) => {
+                let binds = bindings(&arm.pat, &scrut);
+                let gs = g.span();
+                syn::parse_quote_spanned!(gs=> (#test) && { #(#binds)* #g })
+            }
+        };
+        let body = arm_body(arm, &scrut);
+        chain = syn::parse_quote_spanned!(span=> if #cond { #body } else { #chain });
+    }
+    let e = &m.expr;
+    Ok(syn::parse_quote_spanned!(span=> { let #scrut = #e; #chain }))
+}
+
+/// The arm's body with its pattern's bindings in scope.
+fn arm_body(arm: &syn::Arm, scrut: &syn::Ident) -> syn::Expr {
+    let binds = bindings(&arm.pat, scrut);
+    let body = &arm.body;
+    let s = body.span();
+    if binds.is_empty() {
+        return (*arm.body).clone();
+    }
+    syn::parse_quote_spanned!(s=> { #(#binds)* #body })
+}
+
+/// `let x = scrut;` for each binding of the pattern (`x`, `x @ p`).
+fn bindings(p: &syn::Pat, scrut: &syn::Ident) -> Vec<syn::Stmt> {
+    match p {
+        syn::Pat::Ident(pi) => {
+            let id = &pi.ident;
+            let mut v: Vec<syn::Stmt> =
+                vec![syn::parse_quote_spanned!(id.span()=> let #id = #scrut;)];
+            if let Some((_, sub)) = &pi.subpat {
+                v.extend(bindings(sub, scrut));
+            }
+            v
+        }
+        syn::Pat::Paren(pp) => bindings(&pp.pat, scrut),
+        _ => vec![],
+    }
+}
+
+/// The boolean test of a pattern against `scrut`.
+fn pattern_test(p: &syn::Pat, scrut: &syn::Ident) -> Result<syn::Expr, syn::Error> {
+    let s = p.span();
+    Ok(match p {
+        syn::Pat::Wild(_) => syn::parse_quote_spanned!(s=> true),
+        syn::Pat::Ident(pi) => match &pi.subpat {
+            None => syn::parse_quote_spanned!(s=> true),
+            Some((_, sub)) => pattern_test(sub, scrut)?,
+        },
+        syn::Pat::Lit(l) => syn::parse_quote_spanned!(s=> #scrut == #l),
+        syn::Pat::Paren(pp) => pattern_test(&pp.pat, scrut)?,
+        syn::Pat::Or(o) => {
+            let mut tests = vec![];
+            for c in &o.cases {
+                tests.push(pattern_test(c, scrut)?);
+            }
+            syn::parse_quote_spanned!(s=> #((#tests))||*)
+        }
+        syn::Pat::Range(r) => {
+            let lo = r.start.as_ref().map(|a| quote_spanned!(s=> #scrut >= #a));
+            let hi = r.end.as_ref().map(|b| match r.limits {
+                syn::RangeLimits::Closed(_) => quote_spanned!(s=> #scrut <= #b),
+                syn::RangeLimits::HalfOpen(_) => quote_spanned!(s=> #scrut < #b),
+            });
+            match (lo, hi) {
+                (Some(a), Some(b)) => syn::parse_quote_spanned!(s=> (#a) && (#b)),
+                (Some(a), None) => syn::parse_quote_spanned!(s=> #a),
+                (None, Some(b)) => syn::parse_quote_spanned!(s=> #b),
+                (None, None) => syn::parse_quote_spanned!(s=> true),
+            }
+        }
+        // A negative literal (`-1`) parses as a constant expression pattern.
+        syn::Pat::Verbatim(t) => syn::parse_quote_spanned!(s=> #scrut == #t),
+        _ => {
+            return Err(syn::Error::new(
+                s,
+                "`match` patterns are supported on numbers and `bool`: literals, ranges (`1..=3`), `_`, bindings, `|` and guards; destructure tuples with `let` and compare enums with `if`",
+            ))
+        }
+    })
+}
+
+/// Whether a block ends by returning (its last statement is a `return`, or
+/// an `if`/`else` whose branches both end by returning).
+fn returns(b: &syn::Block) -> bool {
+    match b.stmts.last() {
+        Some(syn::Stmt::Expr(syn::Expr::Return(_), _)) => true,
+        Some(syn::Stmt::Expr(syn::Expr::If(i), _)) => match &i.else_branch {
+            Some((_, e)) => returns(&i.then_branch) && expr_returns(e),
+            None => false,
+        },
+        _ => false,
+    }
+}
+
+fn expr_returns(e: &syn::Expr) -> bool {
+    match e {
+        syn::Expr::Block(b) => returns(&b.block),
+        syn::Expr::If(i) => match &i.else_branch {
+            Some((_, e)) => returns(&i.then_branch) && expr_returns(e),
+            None => false,
+        },
+        _ => false,
+    }
+}
+
+/// Moves what follows an `if` whose `then` branch returns into its `else`
+/// branch (see the module doc), at the top level of `b` and, recursively,
+/// of the branches it builds.
+pub fn lift_early_returns(b: &mut syn::Block) {
+    let Some(k) = b.stmts.iter().enumerate().position(|(k, s)| {
+        k + 1 < b.stmts.len()
+            && matches!(s, syn::Stmt::Expr(syn::Expr::If(i), _) if returns(&i.then_branch))
+    }) else {
+        return;
+    };
+    let rest: Vec<syn::Stmt> = b.stmts.drain(k + 1..).collect();
+    let Some(syn::Stmt::Expr(syn::Expr::If(mut i), _)) = b.stmts.pop() else {
+        return;
+    };
+    let span = i.if_token.span;
+    let mut else_block: syn::Block = syn::parse_quote_spanned!(span=> {});
+    if let Some((_, e)) = i.else_branch.take() {
+        // The original `else` keeps its own scope.
+        else_block
+            .stmts
+            .push(syn::Stmt::Expr(*e, Some(syn::Token![;](span))));
+    }
+    else_block.stmts.extend(rest);
+    lift_early_returns(&mut i.then_branch);
+    lift_early_returns(&mut else_block);
+    i.else_branch = Some((
+        syn::Token![else](span),
+        Box::new(syn::Expr::Block(syn::ExprBlock {
+            attrs: vec![],
+            label: None,
+            block: else_block,
+        })),
+    ));
+    b.stmts.push(syn::Stmt::Expr(syn::Expr::If(i), None));
+}

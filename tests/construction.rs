@@ -1,0 +1,143 @@
+//! Arrays from elements and from other arrays (`array!`, `from(vec![..])`,
+//! `from_vec`, `from_shape_vec`, `concatenate`, `stack`), `match` and early
+//! `return`: both modes against finite differences, primal bit-identical.
+#![allow(clippy::type_complexity, clippy::needless_return)]
+
+mod common;
+use common::*;
+use linad::differentiable;
+use linad::ndarray::{array, concatenate, stack, Array1, Array2, Axis};
+
+#[differentiable]
+fn cross(a: &Array1<f64>, b: &Array1<f64>) -> Array1<f64> {
+    array![
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0]
+    ]
+}
+
+#[differentiable]
+fn literals(x: f64, y: f64) -> (Array2<f64>, Array1<f64>, Array2<f64>, Array1<f64>) {
+    let rot = array![[x.cos(), -x.sin()], [x.sin(), x.cos()]];
+    let v = Array1::from(vec![x, y, x * y]);
+    let m = Array2::from_shape_vec((2, 3), vec![x, y, 1.0, 2.0 * x, y * y, 0.5]).unwrap();
+    let w = Array1::from_vec(vec![y; 4]);
+    (rot, v, m, w)
+}
+
+#[differentiable]
+fn joined(
+    a: &Array1<f64>,
+    b: &Array1<f64>,
+    m: &Array2<f64>,
+) -> (Array1<f64>, Array2<f64>, Array2<f64>) {
+    let ab = concatenate(Axis(0), &[a.view(), b.view(), a.view()]).unwrap();
+    let rows = stack(Axis(0), &[a.view(), a.view()]).unwrap();
+    let mm = m.to_owned();
+    let wide = concatenate![Axis(1), mm, mm];
+    (ab.mapv(|v| v * v), rows * 2.0, wide)
+}
+
+#[test]
+fn literals_and_joins() {
+    let mut rng = rng("construct");
+    let a = rng.array1(3, -1.0, 1.0);
+    let b = rng.array1(3, -1.0, 1.0);
+    let c = cross(&a, &b);
+    assert!((c.dot(&a)).abs() < 1e-12);
+    check_derivatives(
+        &(a.clone(), b.clone()),
+        |(a, b)| cross(a, b),
+        |(a, b), (da, db)| cross_jvp(a, b, da, db),
+        |(a, b), ct: &Array1<f64>| cross_vjp(a, b, ct),
+    );
+    check_derivatives(
+        &(0.3, -1.2),
+        |p| literals(p.0, p.1),
+        |p, d| literals_jvp(p.0, p.1, d.0, d.1),
+        |p, ct: &(Array2<f64>, Array1<f64>, Array2<f64>, Array1<f64>)| {
+            literals_vjp(p.0, p.1, (&ct.0, &ct.1, &ct.2, &ct.3))
+        },
+    );
+    let m = rng.array2(2, 3, -1.0, 1.0);
+    let (ab, rows, wide) = joined(&a, &b, &m);
+    assert_eq!(ab.len(), 9);
+    assert_eq!(rows.shape(), &[2, 3]);
+    assert_eq!(wide.shape(), &[2, 6]);
+    assert_eq!(wide[[1, 4]], m[[1, 1]]);
+    check_derivatives(
+        &(a, b, m),
+        |(a, b, m)| joined(a, b, m),
+        |(a, b, m), (da, db, dm)| joined_jvp(a, b, m, da, db, dm),
+        |(a, b, m), ct: &(Array1<f64>, Array2<f64>, Array2<f64>)| {
+            joined_vjp(a, b, m, (&ct.0, &ct.1, &ct.2))
+        },
+    );
+}
+
+#[differentiable]
+fn piecewise(x: f64, k: i64, flag: bool) -> f64 {
+    let base = match k {
+        0 => x,
+        1 | 2 => x * x,
+        3..=5 => x.sin() * k as f64,
+        n if n < 0 => -x,
+        _ => x.exp(),
+    };
+    let sign = match flag {
+        true => 1.0,
+        false => -1.0,
+    };
+    base * sign
+}
+
+#[test]
+fn match_on_integers_and_bools() {
+    for k in [-3, 0, 1, 2, 4, 9] {
+        for flag in [false, true] {
+            check_derivatives(
+                &0.7,
+                |x| piecewise(*x, k, flag),
+                |x, dx| piecewise_jvp(*x, k, flag, *dx),
+                |x, ct| piecewise_vjp(*x, k, flag, *ct),
+            );
+        }
+    }
+    assert_eq!(piecewise(0.7, 4, true), 0.7f64.sin() * 4.0);
+}
+
+#[differentiable]
+fn early(x: f64, v: &Array1<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let s = v.sum();
+    if s > 10.0 {
+        return s * x;
+    } else {
+        let _unused = s + 1.0;
+    }
+    let t = x * x;
+    if t > 100.0 {
+        return t;
+    }
+    s * t
+}
+
+#[test]
+fn early_returns() {
+    let v = Array1::from(vec![0.5, 1.0, -0.25]);
+    for x in [0.3, 20.0] {
+        check_derivatives(
+            &(x, v.clone()),
+            |(x, v)| early(*x, v),
+            |(x, v), (dx, dv)| early_jvp(*x, v, *dx, dv),
+            |(x, v), ct| early_vjp(*x, v, *ct),
+        );
+    }
+    let big = Array1::from(vec![6.0, 7.0]);
+    assert_eq!(early_vjp(2.0, &big, 1.0).1 .0, 13.0);
+    assert_eq!(early(2.0, &Array1::zeros(0)), 0.0);
+    assert_eq!(early_vjp(2.0, &Array1::zeros(0), 1.0).1 .0, 0.0);
+}
