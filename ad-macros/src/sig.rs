@@ -19,6 +19,20 @@ pub enum Passing {
     View,
     /// `ArrayN<T>` (owned).
     Owned,
+    /// `&[T]` (rank 1).
+    Slice,
+    /// `&Vec<T>` (rank 1).
+    VecRef,
+    /// `Vec<T>` (rank 1, owned).
+    Vec,
+}
+
+impl Passing {
+    /// A slice or a `Vec`: read through `ArrayView1::from(&x[..])`; a
+    /// cotangent of it is a `Vec`.
+    pub fn is_slice_like(self) -> bool {
+        matches!(self, Passing::Slice | Passing::VecRef | Passing::Vec)
+    }
 }
 
 /// What a parameter is.

@@ -22,8 +22,8 @@ use super::func::{body, Ctx, R};
 use super::names::ident;
 use super::types::{canonical_repr, flat, Repr};
 use super::wrappers::{
-    allows, check, convert_param, ct_name, ct_ty, func, leaf_paths, nest, nested_fns, out_pattern,
-    out_ty, owned, param_names, tangent_ty, temps,
+    allows, as_tangent, check, convert_param, ct_name, ct_ty, func, leaf_paths, nest, nested_fns,
+    out_pattern, out_ty, owned, param_names, shaped, tangent_ty, temps,
 };
 use super::Input;
 use crate::sig::{Out, Param, ParamKind};
@@ -126,16 +126,18 @@ pub fn f_linearize(input: &Input, cx: &Ctx) -> R<TokenStream> {
         }
         let x = &p.ident;
         let sx = ident(&format!("__shape_{}", d));
-        shapes.extend(quote!(let #sx: ::std::vec::Vec<usize> = #x.shape().to_vec();));
+        let xs = shaped(x, &p.kind);
+        shapes.extend(quote!(let #sx: ::std::vec::Vec<usize> = #xs.shape().to_vec();));
         let rt = super::types::rt();
         let (fname, dname, of) = (
             name.to_string(),
             d.to_string(),
             format!("the shape of `{x}` at linearisation"),
         );
-        checks.extend(
-            quote!(#rt::check_arg_shape(#fname, "tangent", #dname, #d.shape(), &#sx, #of);),
-        );
+        checks.extend({
+            let ds = shaped(d, &p.kind);
+            quote!(#rt::check_arg_shape(#fname, "tangent", #dname, #ds.shape(), &#sx, #of);)
+        });
     }
     let (ts, pat) = temps("dy", n_out);
     let dvals: Vec<TokenStream> = ts.iter().zip(&lreprs).map(|(t, r)| owned(t, *r)).collect();
@@ -232,7 +234,12 @@ pub fn f_pullback(input: &Input, cx: &Ctx) -> R<TokenStream> {
         );
     }
     let (cs, cpat) = temps("c", wrt.len());
-    let cv: Vec<TokenStream> = cs.iter().zip(&treprs).map(|(t, r)| owned(t, *r)).collect();
+    let cv: Vec<TokenStream> = cs
+        .iter()
+        .zip(&treprs)
+        .zip(&wrt)
+        .map(|((t, r), p)| as_tangent(owned(t, *r), &p.kind))
+        .collect();
     let c = flat(&cv);
     let y = primal_result(&fw, &sig.out)?;
     let pdecls = sig.params.iter().map(|p| {

@@ -244,6 +244,9 @@ fn user_arg(kind: &ParamKind, ty: &str, tmp: &syn::Ident) -> TokenStream {
             Passing::Ref => quote!(&#tmp),
             Passing::View => quote!(#tmp.view()),
             Passing::Owned => quote!(#tmp.clone()),
+            Passing::Slice => quote!(#tmp.as_slice().unwrap()),
+            Passing::VecRef => quote!(&#tmp.to_vec()),
+            Passing::Vec => quote!(#tmp.to_vec()),
         },
         ParamKind::IntArray { passing, elem, .. } => {
             let conv = quote!(#tmp.mapv(|v: i64| v as #elem));
@@ -251,6 +254,9 @@ fn user_arg(kind: &ParamKind, ty: &str, tmp: &syn::Ident) -> TokenStream {
                 Passing::Ref => quote!(&#conv),
                 Passing::View => quote!(#conv.view()),
                 Passing::Owned => conv,
+                Passing::Slice => quote!(#conv.as_slice().unwrap()),
+                Passing::VecRef => quote!(&#conv.to_vec()),
+                Passing::Vec => quote!(#conv.to_vec()),
             }
         }
     }
@@ -1097,6 +1103,9 @@ fn random_cases(dir: &std::path::Path) -> Vec<Case> {
                         Passing::Owned => {
                             format!("::linad::ndarray::Array<f64, ::linad::ndarray::Ix{rank}>")
                         }
+                        Passing::Slice => "&[f64]".to_string(),
+                        Passing::VecRef => "&Vec<f64>".to_string(),
+                        Passing::Vec => "Vec<f64>".to_string(),
                     };
                     (
                         t,

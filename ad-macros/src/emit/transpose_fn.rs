@@ -97,11 +97,9 @@ fn emit(
         let n = ident(&format!("__len{k}"));
         let value = match *src {
             ShapeSource::Param(i, axis) => {
-                let p = &consts
-                    .get(i)
-                    .ok_or("a size from a missing parameter")?
-                    .ident;
-                quote!(#p.shape()[#axis] as i64)
+                let p = consts.get(i).ok_or("a size from a missing parameter")?;
+                let v = super::wrappers::shaped(&p.ident, &p.kind);
+                quote!(#v.shape()[#axis] as i64)
             }
             ShapeSource::Result(j, axis) => {
                 let (leaf, _) = leaves.get(j).ok_or("a size from a missing result")?;
@@ -137,7 +135,12 @@ fn emit(
         TokenStream::new()
     };
     let (cs, cpat) = temps("c", lins.len());
-    let cv: Vec<TokenStream> = cs.iter().zip(&treprs).map(|(t, r)| owned(t, *r)).collect();
+    let cv: Vec<TokenStream> = cs
+        .iter()
+        .zip(&treprs)
+        .zip(&lins)
+        .map(|((t, r), p)| super::wrappers::as_tangent(owned(t, *r), &p.kind))
+        .collect();
     let c = flat(&cv);
     let decls = consts.iter().map(|p| {
         let (n, t) = (&p.ident, &p.ty);

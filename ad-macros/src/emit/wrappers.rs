@@ -113,17 +113,51 @@ fn result_ty(f: &Func) -> TokenStream {
 
 /// A user parameter converted to the canonical representation.
 pub(super) fn convert_param(id: &Ident, kind: &ParamKind) -> (TokenStream, Repr) {
+    let view = if slice_like(kind) {
+        shaped(id, kind)
+    } else {
+        quote!(#id.view())
+    };
     match kind {
         ParamKind::F64 | ParamKind::F64Tuple(_) | ParamKind::Bool => (quote!(#id), Repr::Val),
         ParamKind::Int(_) => (quote!(#id as i64), Repr::Val),
-        ParamKind::F64Array { .. } => (quote!(#id.view()), Repr::View),
+        ParamKind::F64Array { .. } => (view, Repr::View),
         ParamKind::IntArray { elem, .. } => {
             if super::calls::is_int_type(elem) && quote!(#elem).to_string() == "i64" {
-                (quote!(#id.view()), Repr::View)
+                (view, Repr::View)
             } else {
-                (quote!(#id.mapv(|__v| __v as i64)), Repr::Owned)
+                (quote!(#view.mapv(|__v| __v as i64)), Repr::Owned)
             }
         }
+    }
+}
+
+/// Whether a parameter is a slice or a `Vec` (a rank-1 array to linad).
+fn slice_like(kind: &ParamKind) -> bool {
+    matches!(
+        kind,
+        ParamKind::F64Array { passing, .. } | ParamKind::IntArray { passing, .. }
+            if passing.is_slice_like()
+    )
+}
+
+/// The parameter as an expression with ndarray's methods (`.shape()`,
+/// `.view()`): itself, or a view of a slice or `Vec`.
+pub(super) fn shaped(id: &Ident, kind: &ParamKind) -> TokenStream {
+    if slice_like(kind) {
+        quote!(::linad::ndarray::ArrayView1::from(&#id[..]))
+    } else {
+        quote!(#id)
+    }
+}
+
+/// An owned cotangent (an array) as the parameter's tangent type: a `Vec`
+/// for a slice or `Vec` parameter.
+pub(super) fn as_tangent(v: TokenStream, kind: &ParamKind) -> TokenStream {
+    if slice_like(kind) {
+        quote!((#v).to_vec())
+    } else {
+        v
     }
 }
 
@@ -233,6 +267,9 @@ pub(super) fn tangent_ty(p: &Param) -> TokenStream {
     match &p.kind {
         ParamKind::F64 => quote!(f64),
         ParamKind::F64Tuple(n) => tuple_ty(vec![quote!(f64); *n]),
+        ParamKind::F64Array { passing, .. } if passing.is_slice_like() => {
+            quote!(::std::vec::Vec<f64>)
+        }
         ParamKind::F64Array { rank, .. } => array_ty(Scalar::F64, *rank),
         _ => quote!(()),
     }
@@ -305,8 +342,8 @@ fn f_jvp(input: &Input, cx: &Ctx) -> R<TokenStream> {
                 &name.to_string(),
                 "tangent",
                 &d.to_string(),
-                quote!(#d),
-                quote!(#x),
+                shaped(d, &p.kind),
+                shaped(x, &p.kind),
                 &format!("the shape of `{x}`"),
             )
         })
@@ -387,7 +424,12 @@ fn f_vjp(input: &Input, cx: &Ctx) -> R<TokenStream> {
         .map(|(t, r)| owned(t, *r))
         .collect();
     let y = nest(&sig.out, &mut yv.into_iter())?;
-    let cv: Vec<TokenStream> = cs.iter().zip(&treprs).map(|(t, r)| owned(t, *r)).collect();
+    let cv: Vec<TokenStream> = cs
+        .iter()
+        .zip(&treprs)
+        .zip(&wrt)
+        .map(|((t, r), p)| as_tangent(owned(t, *r), &p.kind))
+        .collect();
     let c = flat(&cv);
     let ct_use = ct_name(sig);
     // Every array leaf of the cotangent has the shape of the result's leaf,

@@ -186,6 +186,13 @@ fn output(ty: &syn::Type) -> Result<Out, syn::Error> {
             passing: Passing::Owned,
         } => Ok(Out::Array(rank)),
         TyDesc::Array {
+            elem: Elem::F64,
+            passing: Passing::Vec | Passing::Slice | Passing::VecRef,
+            ..
+        } => Err(bad(
+            "a `Vec` or a slice (return an owned array: `Array1::from(v)`)",
+        )),
+        TyDesc::Array {
             elem: Elem::F64, ..
         } => Err(bad("a view or a reference (return an owned array)")),
         TyDesc::Tuple(_) => {
@@ -317,7 +324,7 @@ mod tests {
             ("usize", "not `usize` (it has no derivative)"),
             ("&Array1<f64>", "a view or a reference"),
             ("(f64, bool)", "not `bool`"),
-            ("Vec<f64>", "not `Vec<f64>`"),
+            ("Vec<f64>", "not a `Vec` or a slice"),
         ] {
             let e = sig(&format!("fn f(x: f64) -> {ret} {{ x }}"), None).unwrap_err();
             assert!(e[0].contains(want), "{ret}: {}", e[0]);

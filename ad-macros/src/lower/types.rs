@@ -357,6 +357,19 @@ pub fn classify(ty: &syn::Type) -> Result<TyDesc, syn::Error> {
                     "mutable references (`&mut`) are not supported: take the value and return the result",
                 ));
             }
+            if let syn::Type::Slice(sl) = strip_ty(&r.elem) {
+                return match classify(&sl.elem)? {
+                    TyDesc::Scalar(elem @ (Elem::F64 | Elem::Int(_))) => Ok(TyDesc::Array {
+                        elem,
+                        rank: 1,
+                        passing: Passing::Slice,
+                    }),
+                    _ => Err(syn::Error::new(
+                        ty.span(),
+                        format!("unsupported type `{shown}`: slices of `f64` or of integers are supported"),
+                    )),
+                };
+            }
             match classify(&r.elem)? {
                 TyDesc::Array {
                     elem,
@@ -366,6 +379,15 @@ pub fn classify(ty: &syn::Type) -> Result<TyDesc, syn::Error> {
                     elem,
                     rank,
                     passing: Passing::Ref,
+                }),
+                TyDesc::Array {
+                    elem,
+                    rank,
+                    passing: Passing::Vec,
+                } => Ok(TyDesc::Array {
+                    elem,
+                    rank,
+                    passing: Passing::VecRef,
                 }),
                 TyDesc::Array { .. } => Err(syn::Error::new(
                     ty.span(),
@@ -387,7 +409,7 @@ pub fn classify(ty: &syn::Type) -> Result<TyDesc, syn::Error> {
         }
         syn::Type::Slice(_) | syn::Type::Array(_) => Err(syn::Error::new(
             ty.span(),
-            format!("unsupported type `{shown}`: slices and fixed-size arrays are not supported, use `ndarray::Array1<f64>`"),
+            format!("unsupported type `{shown}`: take slices by reference (`&[f64]`); fixed-size arrays are not supported, use `ndarray::Array1<f64>`"),
         )),
         syn::Type::Path(p) => {
             let Some((name, args)) = path_parts(p) else {
@@ -406,9 +428,18 @@ pub fn classify(ty: &syn::Type) -> Result<TyDesc, syn::Error> {
                 ));
             }
             if name == "Vec" {
+                if let [t] = args.as_slice() {
+                    if let Ok(TyDesc::Scalar(elem @ (Elem::F64 | Elem::Int(_)))) = classify(t) {
+                        return Ok(TyDesc::Array {
+                            elem,
+                            rank: 1,
+                            passing: Passing::Vec,
+                        });
+                    }
+                }
                 return Err(syn::Error::new(
                     ty.span(),
-                    format!("unsupported type `{shown}`: `Vec` is not supported, use `ndarray::Array1<f64>`"),
+                    format!("unsupported type `{shown}`: `Vec` of `f64` or of integers is supported"),
                 ));
             }
             let ranked = |prefix: &str| -> Option<usize> {
@@ -529,10 +560,13 @@ mod tests {
     #[test]
     fn refusals() {
         assert!(ty("f32").unwrap_err().contains("`f32` is not supported"));
-        assert!(ty("Vec<f64>")
+        assert!(ty("Vec<String>")
             .unwrap_err()
-            .contains("use `ndarray::Array1<f64>`"));
-        assert!(ty("&[f64]").unwrap_err().contains("slices"));
+            .contains("`Vec` of `f64` or of integers"));
+        assert!(ty("&[bool]")
+            .unwrap_err()
+            .contains("slices of `f64` or of integers"));
+        assert!(ty("[f64; 3]").unwrap_err().contains("fixed-size arrays"));
         assert!(ty("&mut f64").unwrap_err().contains("mutable references"));
         assert!(ty("Array4<f64>").unwrap_err().contains("rank 1 to 3"));
         assert!(ty("ArrayD<f64>").unwrap_err().contains("dynamic rank"));
@@ -554,5 +588,14 @@ mod tests {
             RTy::Tuple(vec![RTy::F64, RTy::Scalar(Elem::Int(IntTy::Usize))]).to_string(),
             "(f64, usize)"
         );
+    }
+}
+
+/// The type without parentheses and invisible groups.
+fn strip_ty(ty: &syn::Type) -> &syn::Type {
+    match ty {
+        syn::Type::Paren(p) => strip_ty(&p.elem),
+        syn::Type::Group(g) => strip_ty(&g.elem),
+        t => t,
     }
 }
