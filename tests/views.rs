@@ -2,7 +2,12 @@
 //! axis work, broadcasting, functions as values, `for` over iterators and
 //! lanes. Each form in both modes against central finite differences and
 //! the dot-product identity (`check_derivatives`), primal bit-identical.
-#![allow(clippy::type_complexity, clippy::needless_range_loop)]
+#![allow(
+    clippy::type_complexity,
+    clippy::needless_range_loop,
+    clippy::redundant_closure,
+    clippy::reversed_empty_ranges
+)]
 
 mod common;
 use common::*;
@@ -199,4 +204,33 @@ fn zero_length_axes() {
     let (_, (ga, gv)) = iterate_vjp(&a, &v, (1.0, &Array1::ones(3), 1.0));
     assert_eq!(ga.shape(), &[0, 3]);
     assert_eq!(gv.len(), 0);
+}
+
+#[differentiable]
+fn assign_lanes(x: &Array2<f64>, v: &Array1<f64>, s: f64) -> Array2<f64> {
+    let mut beta = Array2::zeros((x.nrows(), x.ncols()));
+    for j in 0..x.ncols() {
+        let col = x.column(j).mapv(|t| (t * s).sin());
+        beta.column_mut(j).assign(&col);
+    }
+    beta.row_mut(0).assign(v);
+    beta.row_mut(1).fill(s * s);
+    beta
+}
+
+#[test]
+fn row_and_column_assignment() {
+    let mut rng = rng("lanes");
+    let x = rng.array2(3, 4, -1.0, 1.0);
+    let v = rng.array1(4, -1.0, 1.0);
+    let b = assign_lanes(&x, &v, 0.7);
+    assert_eq!(b.row(0), v);
+    assert_eq!(b[[1, 3]], 0.7 * 0.7);
+    assert_eq!(b[[2, 1]], (x[[2, 1]] * 0.7).sin());
+    check_derivatives(
+        &(x, v, 0.7),
+        |(x, v, s)| assign_lanes(x, v, *s),
+        |(x, v, s), (dx, dv, ds)| assign_lanes_jvp(x, v, *s, dx, dv, *ds),
+        |(x, v, s), ct: &Array2<f64>| assign_lanes_vjp(x, v, *s, ct),
+    );
 }

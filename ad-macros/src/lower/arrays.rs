@@ -674,7 +674,7 @@ impl Lowerer<'_> {
         let want_args = match name.as_str() {
             "zeros" | "ones" | "eye" => 1,
             "from_elem" | "from_shape_fn" => 2,
-            "from_vec" | "from" | "from_shape_vec" => return self.from_vec_ctor(&name, c),
+            "from_vec" | "from" | "from_shape_vec" => return self.vec_ctor(&name, c),
             "linspace" | "range" | "default" => {
                 return self.fail(
                     func,

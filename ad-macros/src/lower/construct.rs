@@ -249,7 +249,7 @@ impl Lowerer<'_> {
         for x in &elems {
             vals.push(((*x).clone(), self.expr(x)?));
         }
-        self.from_elements(
+        self.array_of_elements(
             shape.iter().map(|n| Atom::I64(*n as i64)).collect(),
             &shape,
             vals,
@@ -259,7 +259,7 @@ impl Lowerer<'_> {
 
     /// The elements `vals` (row-major) as an array of the literal `sizes`
     /// (`shape` as atoms).
-    fn from_elements(
+    fn array_of_elements(
         &mut self,
         shape: Vec<Atom>,
         sizes: &[usize],
@@ -330,7 +330,7 @@ impl Lowerer<'_> {
 
     /// `Array1::from(vec![..])`, `Array::from_vec(vec![..])`,
     /// `ArrayN::from_shape_vec(shape, vec![..])` (then `.unwrap()`).
-    pub fn from_vec_ctor(&mut self, name: &str, c: &syn::ExprCall) -> Option<Val> {
+    pub fn vec_ctor(&mut self, name: &str, c: &syn::ExprCall) -> Option<Val> {
         let want = if name == "from_shape_vec" { 2 } else { 1 };
         if c.args.len() != want {
             return self.fail(c, format!("`{name}` takes {want} argument(s)"));
@@ -375,7 +375,7 @@ impl Lowerer<'_> {
             vals.push((e.clone(), self.expr(&e)?));
         }
         let n = vals.len();
-        let flat = self.from_elements(vec![Atom::I64(n as i64)], &[n], vals, c)?;
+        let flat = self.array_of_elements(vec![Atom::I64(n as i64)], &[n], vals, c)?;
         self.shaped(name, c, flat)
     }
 

@@ -517,6 +517,27 @@ impl<'a> Visit<'a> for Assigned {
         self.place(&a.left);
     }
 
+    /// `a.assign(..)`, `a.fill(..)`, `a.row_mut(i).assign(..)`, ...: `a` is
+    /// assigned (see `methods.rs`, `assign_lane`).
+    fn visit_expr_method_call(&mut self, m: &'a syn::ExprMethodCall) {
+        for a in &m.args {
+            self.visit_expr(a);
+        }
+        if matches!(m.method.to_string().as_str(), "assign" | "fill") {
+            match strip(&m.receiver) {
+                syn::Expr::MethodCall(inner)
+                    if matches!(inner.method.to_string().as_str(), "row_mut" | "column_mut") =>
+                {
+                    inner.args.iter().for_each(|a| self.visit_expr(a));
+                    self.place(&inner.receiver);
+                }
+                other => self.place(other),
+            }
+            return;
+        }
+        self.visit_expr(&m.receiver);
+    }
+
     fn visit_expr_binary(&mut self, b: &'a syn::ExprBinary) {
         use syn::BinOp::*;
         self.visit_expr(&b.right);
@@ -553,6 +574,10 @@ mod tests {
         assert_eq!(names("{ { let mut z = 0.0; z = 1.0; } z = 2.0; }"), ["z"]);
         assert_eq!(names("{ (a, b) = (b, a); }"), ["a", "b"]);
         assert_eq!(names("{ if c { x = 1.0 } else { y -= 2.0 } }"), ["x", "y"]);
+        assert_eq!(
+            names("{ b.column_mut(j).assign(&v); c.fill(0.0); v.sum(); }"),
+            ["b", "c"]
+        );
     }
 }
 

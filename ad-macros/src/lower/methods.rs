@@ -73,6 +73,9 @@ impl Lowerer<'_> {
 
     /// `recv.method(args)`.
     pub fn method_call(&mut self, m: &syn::ExprMethodCall) -> Option<Val> {
+        if let Some(v) = self.assign_lane(m) {
+            return v;
+        }
         let recv = self.receiver(&m.receiver)?;
         if m.turbofish.is_some()
             && !matches!(m.method.to_string().as_str(), "sum" | "product" | "collect")
@@ -124,6 +127,128 @@ impl Lowerer<'_> {
                 ),
             ),
         }
+    }
+
+    /// `a.assign(&v)`, `a.fill(x)`, `a.row_mut(i).assign(&v)`,
+    /// `a.column_mut(j).fill(x)`, ... on a local `let mut` array: the
+    /// variable is rebound to the updated array (a functional update: the
+    /// row, the column of the transpose, or the whole array). `None` when
+    /// `m` is not of this form.
+    fn assign_lane(&mut self, m: &syn::ExprMethodCall) -> Option<Option<Val>> {
+        use ad_core_ir::ir::ArrayOp;
+        let name = m.method.to_string();
+        if !matches!(name.as_str(), "assign" | "fill") || m.args.len() != 1 {
+            return None;
+        }
+        let (target, lane) = match strip(&m.receiver) {
+            syn::Expr::MethodCall(inner)
+                if matches!(inner.method.to_string().as_str(), "row_mut" | "column_mut")
+                    && inner.args.len() == 1 =>
+            {
+                (
+                    strip(&inner.receiver),
+                    Some((inner.method.to_string(), &inner.args[0])),
+                )
+            }
+            e @ syn::Expr::Path(_) => (e, None),
+            _ => return None,
+        };
+        let syn::Expr::Path(p) = target else {
+            return None;
+        };
+        let id = self.env.lookup(&p.path.get_ident()?.to_string())?;
+        let span = span_of(m);
+        Some((|| {
+            let Val::Array(arr, elem, rank) = self.env.get(id).val.clone() else {
+                return self.fail(target, "`assign` / `fill` need an array");
+            };
+            if !self.check_mutable(id, target) {
+                return None;
+            }
+            let arg = match strip(&m.args[0]) {
+                syn::Expr::Reference(r) => &*r.expr,
+                e => e,
+            };
+            let value = self.expr(arg)?;
+            let lane_rank = if lane.is_some() { rank - 1 } else { rank };
+            if lane.is_some() && rank != 2 {
+                return self.fail(
+                    &m.receiver,
+                    "`row_mut` / `column_mut` need a matrix (`Array2`)",
+                );
+            }
+            // The transposed array for a column; its row `i` is the lane.
+            let (base, index) = match &lane {
+                Some((which, i)) => {
+                    let i = self.int_arg(i)?;
+                    let base = if which == "column_mut" {
+                        self.array(ArrayOp::Transpose { arr }, span)?
+                    } else {
+                        arr
+                    };
+                    (base, Some(i))
+                }
+                None => (arr, None),
+            };
+            let new_lane = match (name.as_str(), value) {
+                ("fill", Val::Scalar(x, _)) => {
+                    let mut shape = vec![];
+                    for axis in 0..lane_rank {
+                        let a = match index {
+                            Some(_) => axis + 1,
+                            None => axis,
+                        };
+                        shape.push(self.array(ArrayOp::Shape { arr: base, axis: a }, span)?);
+                    }
+                    self.array(
+                        ArrayOp::Broadcast {
+                            arr: x,
+                            shape,
+                            axes: vec![],
+                        },
+                        span,
+                    )?
+                }
+                ("assign", Val::Array(v, _, r)) if r == lane_rank => v,
+                (_, Val::Poison) => return None,
+                (_, other) => {
+                    return self.fail(
+                        &m.args[0],
+                        format!(
+                            "`{name}` takes {} here, found `{}`",
+                            if name == "fill" {
+                                "a number"
+                            } else {
+                                "an array of the same rank"
+                            },
+                            other.ty()
+                        ),
+                    )
+                }
+            };
+            let new = match index {
+                Some(i) => {
+                    let u = self.array(
+                        ArrayOp::Update {
+                            arr: base,
+                            idx: vec![i],
+                            val: new_lane,
+                            add: false,
+                        },
+                        span,
+                    )?;
+                    match &lane {
+                        Some((w, _)) if w == "column_mut" => {
+                            self.array(ArrayOp::Transpose { arr: u }, span)?
+                        }
+                        _ => u,
+                    }
+                }
+                None => new_lane,
+            };
+            self.env.set(id, Val::Array(new, elem, rank));
+            Some(Val::Unit)
+        })())
     }
 
     /// An `f64` method on lowered operands (also used for `f64::sin(x)` and

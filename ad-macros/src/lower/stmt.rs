@@ -343,7 +343,7 @@ impl Lowerer<'_> {
     }
 
     /// Whether binding `id` may be assigned here (records the error if not).
-    fn check_mutable(&mut self, id: usize, node: &dyn ToTokens) -> bool {
+    pub fn check_mutable(&mut self, id: usize, node: &dyn ToTokens) -> bool {
         let b = self.env.get(id);
         let name = b.name.clone();
         if id < self.closure_floor {

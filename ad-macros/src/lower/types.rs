@@ -510,6 +510,15 @@ pub fn classify(ty: &syn::Type) -> Result<TyDesc, syn::Error> {
     }
 }
 
+/// The type without parentheses and invisible groups.
+fn strip_ty(ty: &syn::Type) -> &syn::Type {
+    match ty {
+        syn::Type::Paren(p) => strip_ty(&p.elem),
+        syn::Type::Group(g) => strip_ty(&g.elem),
+        t => t,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -588,14 +597,5 @@ mod tests {
             RTy::Tuple(vec![RTy::F64, RTy::Scalar(Elem::Int(IntTy::Usize))]).to_string(),
             "(f64, usize)"
         );
-    }
-}
-
-/// The type without parentheses and invisible groups.
-fn strip_ty(ty: &syn::Type) -> &syn::Type {
-    match ty {
-        syn::Type::Paren(p) => strip_ty(&p.elem),
-        syn::Type::Group(g) => strip_ty(&g.elem),
-        t => t,
     }
 }

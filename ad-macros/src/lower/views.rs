@@ -253,7 +253,7 @@ impl Lowerer<'_> {
         let syn::Expr::Macro(mac) = strip(arg) else {
             return self.fail(arg, "`slice` takes `s![..]` here");
         };
-        if !mac.mac.path.segments.last().is_some_and(|s| s.ident == "s") {
+        if mac.mac.path.segments.last().is_none_or(|s| s.ident != "s") {
             return self.fail(arg, "`slice` takes `s![..]` here");
         }
         let parts = split_commas(mac.mac.tokens.clone());
@@ -432,13 +432,13 @@ impl Lowerer<'_> {
             let len = self.array(ArrayOp::Shape { arr, axis: k }, span)?;
             match e {
                 SliceElem::Index(i) => {
-                    let i = self.from_end(i, len, span)?;
+                    let i = self.count_from_end(i, len, span)?;
                     axes.push(Axis::Fixed(i));
                 }
                 SliceElem::Range { start, end, step } => {
-                    let start = self.from_end(start, len, span)?;
+                    let start = self.count_from_end(start, len, span)?;
                     let end = match end {
-                        Some(e) => self.from_end(e, len, span)?,
+                        Some(e) => self.count_from_end(e, len, span)?,
                         None => len,
                     };
                     // ndarray: the end is raised to the start; both at most the length.
@@ -505,7 +505,7 @@ impl Lowerer<'_> {
     }
 
     /// `i` if non-negative, `len + i` otherwise (ndarray's negative indices).
-    fn from_end(&mut self, i: Atom, len: Atom, span: Span) -> Option<Atom> {
+    fn count_from_end(&mut self, i: Atom, len: Atom, span: Span) -> Option<Atom> {
         match i {
             Atom::I64(k) if k >= 0 => Some(i),
             Atom::I64(_) => self.add_i64(len, i, span),
