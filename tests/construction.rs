@@ -6,7 +6,7 @@
 mod common;
 use common::*;
 use linad::differentiable;
-use linad::ndarray::{array, concatenate, stack, Array1, Array2, Axis};
+use linad::ndarray::{array, concatenate, s, stack, Array1, Array2, Axis, Zip};
 
 #[differentiable]
 fn cross(a: &Array1<f64>, b: &Array1<f64>) -> Array1<f64> {
@@ -23,7 +23,8 @@ fn literals(x: f64, y: f64) -> (Array2<f64>, Array1<f64>, Array2<f64>, Array1<f6
     let v = Array1::from(vec![x, y, x * y]);
     let m = Array2::from_shape_vec((2, 3), vec![x, y, 1.0, 2.0 * x, y * y, 0.5]).unwrap();
     let w = Array1::from_vec(vec![y; 4]);
-    (rot, v, m, w)
+    let d = Array2::from_diag(&v);
+    (rot + d.slice(s![..2, ..2]), v, m, w)
 }
 
 #[differentiable]
@@ -140,4 +141,28 @@ fn early_returns() {
     assert_eq!(early_vjp(2.0, &big, 1.0).1 .0, 13.0);
     assert_eq!(early(2.0, &Array1::zeros(0)), 0.0);
     assert_eq!(early_vjp(2.0, &Array1::zeros(0), 1.0).1 .0, 0.0);
+}
+
+#[differentiable]
+fn zips(a: &Array1<f64>, b: &Array1<f64>, m: &Array2<f64>) -> (f64, Array2<f64>) {
+    let mut acc = 0.0;
+    Zip::from(a).and(b).for_each(|x, y| {
+        acc += x * y.sin();
+    });
+    let prod = Zip::from(m).and(m).map_collect(|p, q| p * q + 1.0);
+    (acc, prod)
+}
+
+#[test]
+fn zip_for_each_and_map_collect() {
+    let mut rng = rng("zip");
+    let a = rng.array1(4, -1.0, 1.0);
+    let b = rng.array1(4, -1.0, 1.0);
+    let m = rng.array2(2, 3, -1.0, 1.0);
+    check_derivatives(
+        &(a, b, m),
+        |(a, b, m)| zips(a, b, m),
+        |(a, b, m), (da, db, dm)| zips_jvp(a, b, m, da, db, dm),
+        |(a, b, m), ct: &(f64, Array2<f64>)| zips_vjp(a, b, m, (ct.0, &ct.1)),
+    );
 }

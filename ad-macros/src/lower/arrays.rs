@@ -675,6 +675,7 @@ impl Lowerer<'_> {
             "zeros" | "ones" | "eye" => 1,
             "from_elem" | "from_shape_fn" => 2,
             "from_vec" | "from" | "from_shape_vec" => return self.vec_ctor(&name, c),
+            "from_diag" => return self.diag_ctor(c),
             "linspace" | "range" | "default" => {
                 return self.fail(
                     func,
@@ -973,8 +974,8 @@ mod tests {
             "no method `frobnicate` on `Array1<f64>` is supported",
         );
         refuses(
-            "fn f(w: &Array1<f64>) -> f64 { let mut v = w.to_owned(); v.fill(0.0); v.sum() }",
-            "mutating array methods (`fill`) are not supported",
+            "fn f(w: &Array1<f64>) -> f64 { let mut v = w.to_owned(); v.mapv_inplace(|x| x * 2.0); v.sum() }",
+            "mutating array methods (`mapv_inplace`) are not supported",
         );
         refuses(
             "fn f(a: &Array1<f64>, w: &Array1<f64>) -> f64 { if a < w { 1.0 } else { 0.0 } }",

@@ -379,6 +379,43 @@ impl Lowerer<'_> {
         self.shaped(name, c, flat)
     }
 
+    /// `Array2::from_diag(&v)`: `m[i, j] = if i == j { v[i] } else { 0 }`.
+    pub fn diag_ctor(&mut self, c: &syn::ExprCall) -> Option<Val> {
+        if c.args.len() != 1 {
+            return self.fail(c, "`from_diag` takes one vector");
+        }
+        let arg = match strip(&c.args[0]) {
+            syn::Expr::Reference(r) => &*r.expr,
+            e => e,
+        };
+        let Val::Array(v, elem, 1) = self.expr(arg)? else {
+            return self.fail(&c.args[0], "`from_diag` takes a one-dimensional array");
+        };
+        let span = span_of(c);
+        let n = self.array(ArrayOp::Shape { arr: v, axis: 0 }, span)?;
+        self.build_with(vec![n, n], c, |lw, ix| {
+            let (i, j) = (Atom::Var(ix[0]), Atom::Var(ix[1]));
+            let same = lw.prim(Prim::Eq, &[i, j], span)?;
+            // Read at (i, i): always in range, selected on the diagonal.
+            let x = lw.array(
+                ArrayOp::Index {
+                    arr: v,
+                    idx: vec![i],
+                },
+                span,
+            )?;
+            let zero = if elem == Elem::F64 {
+                Atom::F64(0.0)
+            } else {
+                Atom::I64(0)
+            };
+            Some(Val::Scalar(
+                lw.prim(Prim::Select, &[same, x, zero], span)?,
+                elem,
+            ))
+        })
+    }
+
     /// `from_shape_vec`'s reshape of the flat vector (others: unchanged).
     fn shaped(&mut self, name: &str, c: &syn::ExprCall, flat: Val) -> Option<Val> {
         if name != "from_shape_vec" {

@@ -76,6 +76,9 @@ impl Lowerer<'_> {
         if let Some(v) = self.assign_lane(m) {
             return v;
         }
+        if let Some(v) = self.zip_call(m) {
+            return v;
+        }
         let recv = self.receiver(&m.receiver)?;
         if m.turbofish.is_some()
             && !matches!(m.method.to_string().as_str(), "sum" | "product" | "collect")
@@ -249,6 +252,95 @@ impl Lowerer<'_> {
             self.env.set(id, Val::Array(new, elem, rank));
             Some(Val::Unit)
         })())
+    }
+
+    /// `Zip::from(a).and(b)..map_collect(|x, y| ..)`: a map over the arrays;
+    /// `Zip::from(a).and(b)..for_each(|x, y| ..)` (one-dimensional): the
+    /// loop `for ((x, y), ..) in a.iter().zip(b.iter()).. { .. }`, so the
+    /// closure may update variables of the function. `None` when `m` is not
+    /// of this form.
+    fn zip_call(&mut self, m: &syn::ExprMethodCall) -> Option<Option<Val>> {
+        let name = m.method.to_string();
+        if !matches!(name.as_str(), "map_collect" | "for_each") || m.args.len() != 1 {
+            return None;
+        }
+        // The arrays, innermost `Zip::from(a)` first.
+        let mut arrs: Vec<&syn::Expr> = vec![];
+        let mut e = strip(&m.receiver);
+        loop {
+            match e {
+                syn::Expr::MethodCall(and) if and.method == "and" && and.args.len() == 1 => {
+                    arrs.push(&and.args[0]);
+                    e = strip(&and.receiver);
+                }
+                syn::Expr::Call(c)
+                    if c.args.len() == 1
+                        && matches!(&*c.func, syn::Expr::Path(p)
+                            if p.path.segments.len() >= 2
+                                && p.path.segments[p.path.segments.len() - 2].ident == "Zip"
+                                && p.path.segments.last().is_some_and(|s| s.ident == "from")) =>
+                {
+                    arrs.push(&c.args[0]);
+                    break;
+                }
+                _ => return None,
+            }
+        }
+        arrs.reverse();
+        let cl = &m.args[0];
+        let deref = |e: &syn::Expr| -> syn::Expr {
+            match strip(e) {
+                syn::Expr::Reference(r) => (*r.expr).clone(),
+                e => e.clone(),
+            }
+        };
+        let arrs: Vec<syn::Expr> = arrs.into_iter().map(deref).collect();
+        Some(if name == "map_collect" {
+            (|| {
+                let mut vals = vec![];
+                let mut rank = None;
+                for a in &arrs {
+                    match self.expr(a)? {
+                        Val::Array(x, e, r) => {
+                            if rank.is_some_and(|k| k != r) {
+                                return self.fail(a, "`Zip` needs arrays of one shape");
+                            }
+                            rank = Some(r);
+                            vals.push((x, e));
+                        }
+                        other => {
+                            return self
+                                .fail(a, format!("`Zip` takes arrays, found `{}`", other.ty()))
+                        }
+                    }
+                }
+                self.map_with(&vals, rank?, m, |lw, xs| lw.apply_closure(cl, xs))
+            })()
+        } else {
+            let syn::Expr::Closure(c) = strip(cl) else {
+                return Some(self.fail(cl, "`for_each` takes a closure here"));
+            };
+            if c.inputs.len() != arrs.len() {
+                return Some(self.fail(
+                    &c.inputs,
+                    format!("this closure must take {} parameters here", arrs.len()),
+                ));
+            }
+            let span = m.method.span();
+            let mut iter: syn::Expr = {
+                let a = &arrs[0];
+                syn::parse_quote_spanned!(span=> #a.iter())
+            };
+            let mut pat: syn::Pat = c.inputs[0].clone();
+            for (a, p) in arrs.iter().zip(&c.inputs).skip(1) {
+                iter = syn::parse_quote_spanned!(span=> #iter.zip(#a.iter()));
+                pat = syn::parse_quote_spanned!(span=> (#pat, #p));
+            }
+            let body = &c.body;
+            let f: syn::ExprForLoop =
+                syn::parse_quote_spanned!(span=> for #pat in #iter { #body; });
+            self.lower_for(&f)
+        })
     }
 
     /// An `f64` method on lowered operands (also used for `f64::sin(x)` and
