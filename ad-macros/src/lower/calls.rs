@@ -69,6 +69,11 @@ fn never_differentiable(path: &syn::Path) -> Option<String> {
     }
     // `Zip::from(..)`, `Vec::from(..)`: a type's associated function (methods
     // cannot be #[differentiable])
+    if segs.len() >= 2 && segs[segs.len() - 2] == "Zip" {
+        return Some(format!(
+            "`{name}` is not supported here: `Zip` is supported as `Zip::from(a).and(b).map_collect(|x, y| ..)` or `.for_each(|x, y| ..)`, consumed where it is built"
+        ));
+    }
     if segs.len() >= 2 && segs[segs.len() - 2].starts_with(|c: char| c.is_ascii_uppercase()) {
         return Some(format!(
             "`{name}` is not supported in #[differentiable] functions: only the array constructors (`Array1::zeros`, `from_shape_fn`, ...) and calls of other #[differentiable] functions are; write the computation with index loops (`for i in 0..n`)"
@@ -595,7 +600,7 @@ mod tests {
         assert_eq!(e.len(), 1, "{e:?}");
         assert!(e[0].contains("`if let`"), "{e:?}");
         let e = try_lower_wrt(
-            "fn f(x: &Array1<f64>, y: &Array1<f64>) -> f64 { let mut s = 0.0; Zip::from(x).and(y).for_each(|a, b| { s += a * b; }); s }",
+            "fn f(x: &Array1<f64>, y: &Array1<f64>) -> f64 { let z = Zip::from(x).and(y); 1.0 }",
             None,
         )
         .err()
