@@ -166,3 +166,47 @@ fn zip_for_each_and_map_collect() {
         |(a, b, m), ct: &(f64, Array2<f64>)| zips_vjp(a, b, m, (ct.0, &ct.1)),
     );
 }
+
+#[differentiable]
+fn skipping(v: &Array1<f64>, t: f64) -> f64 {
+    let mut s = 0.0;
+    for i in 0..v.len() {
+        if v[i] < t {
+            continue;
+        }
+        let w = v[i] * t;
+        if i % 2 == 0 {
+            s += w.sin();
+            continue;
+        } else {
+            s -= w;
+        }
+        s *= 1.5;
+    }
+    s
+}
+
+#[test]
+fn continue_in_for() {
+    let v: Array1<f64> = Array1::from(vec![0.5, -1.0, 2.0, 0.1, 1.5, 3.0]);
+    let mut want: f64 = 0.0;
+    for i in 0..v.len() {
+        if v[i] < 0.3 {
+            continue;
+        }
+        let w = v[i] * 0.3;
+        if i % 2 == 0 {
+            want += w.sin();
+            continue;
+        }
+        want -= w;
+        want *= 1.5;
+    }
+    assert_eq!(skipping(&v, 0.3), want);
+    check_derivatives(
+        &(v, 0.3),
+        |(v, t)| skipping(v, *t),
+        |(v, t), (dv, dt)| skipping_jvp(v, *t, dv, *dt),
+        |(v, t), ct| skipping_vjp(v, *t, *ct),
+    );
+}

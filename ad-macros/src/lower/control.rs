@@ -309,7 +309,9 @@ impl Lowerer<'_> {
                 Some(v) => lw.bind_pat(&f.pat, v),
                 None => lw.bind_pat(&f.pat, Val::Poison),
             }
-            let body = lw.lower_block(&f.body);
+            let mut body_block = f.body.clone();
+            super::desugar::lift_continues(&mut body_block);
+            let body = lw.lower_block(&body_block);
             if let Some(v) = &body {
                 if !matches!(v, Val::Unit) {
                     let _: Option<()> = lw.fail(
@@ -739,7 +741,7 @@ mod lowering_tests {
         );
         refuses("fn f(x: f64, n: usize) -> f64 { let mut s = x; for i in 0..n { if s > 2.0 { break; } s = s * s; } s }", "`break` is not supported");
         refuses(
-            "fn f(x: f64, n: usize) -> f64 { let mut s = x; for i in 0..n { continue; } s }",
+            "fn f(x: f64, n: usize) -> f64 { let mut s = x; for i in 0..n { for j in 0..n { if j > i { continue; } s = s * s; } continue; s = s + x; } s }",
             "`continue` is not supported",
         );
         refuses(

@@ -10,6 +10,8 @@
 //!          else if { let k = m; k > 9 } { let k = m; c } else { d } }
 //!   ```
 //!
+//! - a `continue` ending a branch of an `if` at the top level of a `for`
+//!   body: the same rewrite, the rest of the iteration into the `else`;
 //! - an early `return` in an `if` at the top level of the body (or of a
 //!   branch that is itself rewritten) moves the rest of the body into the
 //!   `else` branch, in a nested block so that names declared in the original
@@ -122,37 +124,96 @@ fn pattern_test(p: &syn::Pat, scrut: &syn::Ident) -> Result<syn::Expr, syn::Erro
     })
 }
 
-/// Whether a block ends by returning (its last statement is a `return`, or
-/// an `if`/`else` whose branches both end by returning).
-fn returns(b: &syn::Block) -> bool {
+/// How a branch leaves: by `return` (from the function) or by `continue`
+/// (to the next iteration of the loop whose body is being rewritten).
+#[derive(Clone, Copy, PartialEq)]
+enum Exit {
+    Return,
+    Continue,
+}
+
+/// Whether a block ends by leaving (its last statement is a `return` /
+/// `continue`, or an `if`/`else` whose branches both end so).
+fn leaves(b: &syn::Block, how: Exit) -> bool {
     match b.stmts.last() {
-        Some(syn::Stmt::Expr(syn::Expr::Return(_), _)) => true,
+        Some(syn::Stmt::Expr(syn::Expr::Return(_), _)) => how == Exit::Return,
+        Some(syn::Stmt::Expr(syn::Expr::Continue(c), _)) => {
+            how == Exit::Continue && c.label.is_none()
+        }
         Some(syn::Stmt::Expr(syn::Expr::If(i), _)) => match &i.else_branch {
-            Some((_, e)) => returns(&i.then_branch) && expr_returns(e),
+            Some((_, e)) => leaves(&i.then_branch, how) && expr_leaves(e, how),
             None => false,
         },
         _ => false,
     }
 }
 
-fn expr_returns(e: &syn::Expr) -> bool {
+fn expr_leaves(e: &syn::Expr, how: Exit) -> bool {
     match e {
-        syn::Expr::Block(b) => returns(&b.block),
+        syn::Expr::Block(b) => leaves(&b.block, how),
         syn::Expr::If(i) => match &i.else_branch {
-            Some((_, e)) => returns(&i.then_branch) && expr_returns(e),
+            Some((_, e)) => leaves(&i.then_branch, how) && expr_leaves(e, how),
             None => false,
         },
         _ => false,
     }
+}
+
+/// Removes the final `continue` of a block and of the branches of its
+/// final `if` (the rest of the iteration is in the `else` branch now).
+fn drop_final_continue(b: &mut syn::Block) {
+    match b.stmts.last_mut() {
+        Some(syn::Stmt::Expr(syn::Expr::Continue(_), _)) => {
+            b.stmts.pop();
+        }
+        Some(syn::Stmt::Expr(syn::Expr::If(i), _)) => {
+            drop_final_continue(&mut i.then_branch);
+            if let Some((_, e)) = &mut i.else_branch {
+                match &mut **e {
+                    syn::Expr::Block(eb) => drop_final_continue(&mut eb.block),
+                    syn::Expr::If(_) => {
+                        let mut blk = syn::Block {
+                            brace_token: Default::default(),
+                            stmts: vec![syn::Stmt::Expr((**e).clone(), None)],
+                        };
+                        drop_final_continue(&mut blk);
+                        if let Some(syn::Stmt::Expr(x, _)) = blk.stmts.pop() {
+                            **e = x;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            // A statement `if` now: its branches have no value.
+            if let Some(syn::Stmt::Expr(x, semi)) = b.stmts.last_mut() {
+                if semi.is_none() {
+                    *semi = Some(syn::Token![;](x.span()));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Moves what follows an `if` whose `then` branch ends by `continue` into
+/// its `else` branch, in a `for` loop's body (as [`lift_early_returns`]
+/// does for `return`), then removes those `continue`s.
+pub fn lift_continues(b: &mut syn::Block) {
+    lift(b, Exit::Continue);
+    drop_final_continue(b);
 }
 
 /// Moves what follows an `if` whose `then` branch returns into its `else`
 /// branch (see the module doc), at the top level of `b` and, recursively,
 /// of the branches it builds.
 pub fn lift_early_returns(b: &mut syn::Block) {
+    lift(b, Exit::Return);
+}
+
+fn lift(b: &mut syn::Block, how: Exit) {
     let Some(k) = b.stmts.iter().enumerate().position(|(k, s)| {
-        k + 1 < b.stmts.len()
-            && matches!(s, syn::Stmt::Expr(syn::Expr::If(i), _) if returns(&i.then_branch))
+        (k + 1 < b.stmts.len() || how == Exit::Continue)
+            && matches!(s, syn::Stmt::Expr(syn::Expr::If(i), _) if leaves(&i.then_branch, how))
     }) else {
         return;
     };
@@ -169,8 +230,8 @@ pub fn lift_early_returns(b: &mut syn::Block) {
             .push(syn::Stmt::Expr(*e, Some(syn::Token![;](span))));
     }
     else_block.stmts.extend(rest);
-    lift_early_returns(&mut i.then_branch);
-    lift_early_returns(&mut else_block);
+    lift(&mut i.then_branch, how);
+    lift(&mut else_block, how);
     i.else_branch = Some((
         syn::Token![else](span),
         Box::new(syn::Expr::Block(syn::ExprBlock {
@@ -179,5 +240,9 @@ pub fn lift_early_returns(b: &mut syn::Block) {
             block: else_block,
         })),
     ));
-    b.stmts.push(syn::Stmt::Expr(syn::Expr::If(i), None));
+    let semi = match how {
+        Exit::Return => None,
+        Exit::Continue => Some(syn::Token![;](span)),
+    };
+    b.stmts.push(syn::Stmt::Expr(syn::Expr::If(i), semi));
 }

@@ -20,7 +20,7 @@ pub const BREAK: &str =
     "`break` is not supported: loops run their full range; guard the rest of the body with `if` instead";
 /// `continue`.
 pub const CONTINUE: &str =
-    "`continue` is not supported: guard the rest of the loop body with `if` instead";
+    "`continue` is not supported here: only where it ends a branch of an `if` at the top level of a `for` body (`if c { continue; }`); guard the rest of the body with `if` instead";
 /// `return` before the end.
 pub const EARLY_RETURN: &str =
     "early `return` is not supported: only a final `return value;` is; compute the result with `if`/`else` expressions instead (`if c { a } else { b }`)";
