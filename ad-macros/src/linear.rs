@@ -112,18 +112,7 @@ fn transpose(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<sy
     let n_out = sig.out.ir_tys().len();
     let shapes = vec![SeedShape::Params; names.len()];
     let lf = linear_form(&ir, &linear, n_out, &shapes, &outputs).map_err(|es| {
-        es.into_iter()
-            .map(|e| {
-                let span = e
-                    .src
-                    .and_then(|s| lowered.spans.get(s.0 as usize).copied())
-                    .unwrap_or(sig.span);
-                syn::Error::new(
-                    span,
-                    format!("not linear in {}: {}", list(&sig, &linear), e.msg),
-                )
-            })
-            .collect::<Vec<_>>()
+        crate::rule::linearity_errors(es, &lowered, sig.span, &list(&sig, &linear))
     })?;
     let n_consts = linear.iter().filter(|l| !**l).count();
     let solved = solve_shapes(&lf, n_consts);

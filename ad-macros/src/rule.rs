@@ -80,17 +80,8 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
         .map(|(k, _)| SeedShape::Like(func.params[k]))
         .collect();
     let n_out = f_sig.out.ir_tys().len();
-    let lf = linear_form(&func, &seeds, n_out, &shapes, &outputs).map_err(|es| {
-        es.into_iter()
-            .map(|e| {
-                let span = e
-                    .src
-                    .and_then(|s| lowered.spans.get(s.0 as usize).copied())
-                    .unwrap_or(rule_sig.span);
-                syn::Error::new(span, format!("not linear in the tangents: {}", e.msg))
-            })
-            .collect::<Vec<_>>()
-    })?;
+    let lf = linear_form(&func, &seeds, n_out, &shapes, &outputs)
+        .map_err(|es| linearity_errors(es, &lowered, rule_sig.span, "the tangents"))?;
     let checks = crate::linear::linear_call_checks(&lowered, &lf.linear_calls);
     let jvp = lf.func;
     let name = target.to_string();
@@ -215,4 +206,23 @@ pub(crate) fn outputs(
         primal: primal.into(),
         linear: linear.into(),
     }
+}
+
+/// Linearity errors as spanned `syn` errors: `not linear in <what>: <msg>`,
+/// at the statement's span (or `fallback`).
+pub(crate) fn linearity_errors(
+    es: Vec<ad_core_ir::linear_form::LinearityError>,
+    lowered: &crate::lower::Lowered,
+    fallback: Span,
+    what: &str,
+) -> Vec<syn::Error> {
+    es.into_iter()
+        .map(|e| {
+            let span = e
+                .src
+                .and_then(|s| lowered.spans.get(s.0 as usize).copied())
+                .unwrap_or(fallback);
+            syn::Error::new(span, format!("not linear in {what}: {}", e.msg))
+        })
+        .collect()
 }

@@ -22,8 +22,8 @@ use super::func::{body, Ctx, R};
 use super::names::ident;
 use super::types::{canonical_repr, flat, Repr};
 use super::wrappers::{
-    allows, as_tangent, check, convert_param, ct_name, ct_ty, func, leaf_paths, nest, nested_fns,
-    out_pattern, out_ty, owned, param_names, shaped, tangent_ty, temps,
+    allows, check, convert_param, cotangents, ct_name, ct_params, ct_ty, func, leaf_paths, nest,
+    nested_fns, out_pattern, out_ty, owned, param_names, shaped, tangent_ty, temps,
 };
 use super::Input;
 use crate::sig::{Out, Param, ParamKind};
@@ -197,16 +197,7 @@ pub fn f_pullback(input: &Input, cx: &Ctx) -> R<TokenStream> {
     let fw = forward(input, cx, lin_t)?;
     let mut leaves = vec![];
     let ct_pat = out_pattern(&sig.out, &mut leaves);
-    let cts: Vec<(TokenStream, Repr)> = leaves
-        .iter()
-        .map(|(n, arr)| {
-            if *arr {
-                (quote!(#n.view()), Repr::View)
-            } else {
-                (quote!(#n), Repr::Val)
-            }
-        })
-        .collect();
+    let cts = ct_params(&leaves);
     let (tb, treprs) = body(cx, lin_t, fw.resid.clone(), cts, true)?;
     let nested = nested_fns(cx)?;
     let name = crate::names::pullback(&sig.ident);
@@ -234,13 +225,7 @@ pub fn f_pullback(input: &Input, cx: &Ctx) -> R<TokenStream> {
         );
     }
     let (cs, cpat) = temps("c", wrt.len());
-    let cv: Vec<TokenStream> = cs
-        .iter()
-        .zip(&treprs)
-        .zip(&wrt)
-        .map(|((t, r), p)| as_tangent(owned(t, *r), &p.kind))
-        .collect();
-    let c = flat(&cv);
+    let c = cotangents(&cs, &treprs, &wrt);
     let y = primal_result(&fw, &sig.out)?;
     let pdecls = sig.params.iter().map(|p| {
         let (n, t) = (&p.ident, &p.ty);

@@ -19,7 +19,7 @@ use super::func::{body, Ctx, R};
 use super::names::{self, ident};
 use super::types::{flat, Repr};
 use super::wrappers::{
-    allows, check, convert_param, ct_ty, func, nested_fns, out_pattern, owned, tangent_ty, temps,
+    allows, check, convert_param, ct_ty, func, nested_fns, out_pattern, tangent_ty, temps,
 };
 use crate::lower::Callee;
 use crate::sig::{Param, Signature};
@@ -117,16 +117,7 @@ fn emit(
         .zip(&freprs)
         .map(|(y, r)| (quote!(#y), *r))
         .collect();
-    let cts: Vec<(TokenStream, Repr)> = leaves
-        .iter()
-        .map(|(n, arr)| {
-            if *arr {
-                (quote!(#n.view()), Repr::View)
-            } else {
-                (quote!(#n), Repr::Val)
-            }
-        })
-        .collect();
+    let cts = super::wrappers::ct_params(&leaves);
     let (tb, treprs) = body(&cx, lin_t, resid, cts, true)?;
     let nested = nested_fns(&cx)?;
     let support = if cx.used_support.get() {
@@ -135,13 +126,7 @@ fn emit(
         TokenStream::new()
     };
     let (cs, cpat) = temps("c", lins.len());
-    let cv: Vec<TokenStream> = cs
-        .iter()
-        .zip(&treprs)
-        .zip(&lins)
-        .map(|((t, r), p)| super::wrappers::as_tangent(owned(t, *r), &p.kind))
-        .collect();
-    let c = flat(&cv);
+    let c = super::wrappers::cotangents(&cs, &treprs, &lins);
     let decls = consts.iter().map(|p| {
         let (n, t) = (&p.ident, &p.ty);
         quote!(#n: #t)

@@ -151,6 +151,33 @@ pub(super) fn shaped(id: &Ident, kind: &ParamKind) -> TokenStream {
     }
 }
 
+/// The leaves of `ct` (from [`out_pattern`]) as parameters of a transposed
+/// body: arrays as views, scalars by value.
+pub(super) fn ct_params(leaves: &[(Ident, bool)]) -> Vec<(TokenStream, Repr)> {
+    leaves
+        .iter()
+        .map(|(n, arr)| {
+            if *arr {
+                (quote!(#n.view()), Repr::View)
+            } else {
+                (quote!(#n), Repr::Val)
+            }
+        })
+        .collect()
+}
+
+/// The cotangents `cs` of a transposed body (held as `reprs`) as the owned
+/// tangent types of `params`, flat (a bare value for one).
+pub(super) fn cotangents(cs: &[Ident], reprs: &[Repr], params: &[&Param]) -> TokenStream {
+    let cv: Vec<TokenStream> = cs
+        .iter()
+        .zip(reprs)
+        .zip(params)
+        .map(|((t, r), p)| as_tangent(owned(t, *r), &p.kind))
+        .collect();
+    flat(&cv)
+}
+
 /// An owned cotangent (an array) as the parameter's tangent type: a `Vec`
 /// for a slice or `Vec` parameter.
 pub(super) fn as_tangent(v: TokenStream, kind: &ParamKind) -> TokenStream {
@@ -405,16 +432,7 @@ fn f_vjp(input: &Input, cx: &Ctx) -> R<TokenStream> {
         .zip(&freprs[n_out..])
         .map(|(t, r)| (quote!(#t), *r))
         .collect();
-    let cts: Vec<(TokenStream, Repr)> = leaves
-        .iter()
-        .map(|(n, arr)| {
-            if *arr {
-                (quote!(#n.view()), Repr::View)
-            } else {
-                (quote!(#n), Repr::Val)
-            }
-        })
-        .collect();
+    let cts = ct_params(&leaves);
     let (tb, treprs) = body(cx, lin_t, resid, cts, true)?;
     let nested = nested_fns(cx)?;
     let (cs, cpat) = temps("c", wrt.len());
@@ -424,13 +442,7 @@ fn f_vjp(input: &Input, cx: &Ctx) -> R<TokenStream> {
         .map(|(t, r)| owned(t, *r))
         .collect();
     let y = nest(&sig.out, &mut yv.into_iter())?;
-    let cv: Vec<TokenStream> = cs
-        .iter()
-        .zip(&treprs)
-        .zip(&wrt)
-        .map(|((t, r), p)| as_tangent(owned(t, *r), &p.kind))
-        .collect();
-    let c = flat(&cv);
+    let c = cotangents(&cs, &treprs, &wrt);
     let ct_use = ct_name(sig);
     // Every array leaf of the cotangent has the shape of the result's leaf,
     // known after the forward pass.

@@ -140,20 +140,11 @@ impl Lowerer<'_> {
             }
             "len" => {
                 self.nargs(m, 0)?;
-                let mut n = self.array(ArrayOp::Shape { arr, axis: 0 }, span)?;
-                for axis in 1..rank {
-                    let s = self.array(ArrayOp::Shape { arr, axis }, span)?;
-                    n = self.prim(Prim::Mul, &[n, s], span)?;
-                }
-                Some(usize_(n))
+                Some(usize_(self.count(arr, rank, span)?))
             }
             "is_empty" => {
                 self.nargs(m, 0)?;
-                let mut n = self.array(ArrayOp::Shape { arr, axis: 0 }, span)?;
-                for axis in 1..rank {
-                    let s = self.array(ArrayOp::Shape { arr, axis }, span)?;
-                    n = self.prim(Prim::Mul, &[n, s], span)?;
-                }
+                let n = self.count(arr, rank, span)?;
                 let v = self.prim(Prim::Eq, &[n, Atom::I64(0)], span)?;
                 Some(Val::Scalar(v, Elem::Bool))
             }

@@ -303,15 +303,7 @@ impl Lowerer<'_> {
         match &it.src {
             Source::Range { n, .. } => Some(*n),
             Source::Lanes { arr, .. } => self.array(ArrayOp::Shape { arr: *arr, axis: 0 }, span),
-            Source::Arrays { arrs, rank, .. } => {
-                let arr = arrs[0].0;
-                let mut n = self.array(ArrayOp::Shape { arr, axis: 0 }, span)?;
-                for axis in 1..*rank {
-                    let s = self.array(ArrayOp::Shape { arr, axis }, span)?;
-                    n = self.prim(Prim::Mul, &[n, s], span)?;
-                }
-                Some(n)
-            }
+            Source::Arrays { arrs, rank, .. } => self.count(arrs[0].0, *rank, span),
         }
     }
 

@@ -239,7 +239,7 @@ impl Lowerer<'_> {
     }
 
     /// The number of elements of an array.
-    fn count(&mut self, arr: Atom, rank: usize, span: Span) -> Option<Atom> {
+    pub fn count(&mut self, arr: Atom, rank: usize, span: Span) -> Option<Atom> {
         let mut n = self.array(ArrayOp::Shape { arr, axis: 0 }, span)?;
         for axis in 1..rank {
             let s = self.array(ArrayOp::Shape { arr, axis }, span)?;
