@@ -423,7 +423,7 @@ impl Lowerer<'_> {
             if let [name] = segs.as_slice() {
                 if let Some(id) = self.env.lookup(name) {
                     if let Val::Closure(cv) = self.env.get(id).val.clone() {
-                        return self.apply_closure_val(&cv, args, c);
+                        return self.apply_closure_val(&cv, args);
                     }
                 }
             }
@@ -455,9 +455,7 @@ impl Lowerer<'_> {
         &mut self,
         cv: &super::val::ClosureVal,
         args: Vec<Val>,
-        at: &dyn ToTokens,
     ) -> Option<Val> {
-        let _ = at;
         let saved = std::mem::replace(&mut self.env, cv.env.clone());
         let saved_floor = self.closure_floor;
         self.closure_floor = 0;

@@ -118,7 +118,7 @@ impl Lowerer<'_> {
                     for a in &c.args {
                         args.push(self.expr(a)?);
                     }
-                    return self.apply_closure_val(&cv, args, c);
+                    return self.apply_closure_val(&cv, args);
                 }
             }
         }

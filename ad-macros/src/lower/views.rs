@@ -60,7 +60,7 @@ impl Lowerer<'_> {
                 let e = self.slice_arg(args[1])?;
                 let mut elems: Vec<SliceElem> = (0..rank).map(|_| full()).collect();
                 elems[axis] = e;
-                self.slice_with(arr, elem, rank, elems, m)
+                self.slice_with(arr, elem, elems, m)
             })(),
             "index_axis" => (|| {
                 let args = self.nargs(m, 2)?;
@@ -68,7 +68,7 @@ impl Lowerer<'_> {
                 let i = self.int_arg(args[1])?;
                 let mut elems: Vec<SliceElem> = (0..rank).map(|_| full()).collect();
                 elems[axis] = SliceElem::Index(i);
-                self.slice_with(arr, elem, rank, elems, m)
+                self.slice_with(arr, elem, elems, m)
             })(),
             "diag" => (|| {
                 self.nargs(m, 0)?;
@@ -273,7 +273,7 @@ impl Lowerer<'_> {
         while elems.len() < rank {
             elems.push(full());
         }
-        self.slice_with(arr, elem, rank, elems, arg)
+        self.slice_with(arr, elem, elems, arg)
     }
 
     /// One part of `s![..]`: `a..b`, `a..b;step`, `..`, or an index.
@@ -416,7 +416,6 @@ impl Lowerer<'_> {
         &mut self,
         arr: Atom,
         elem: Elem,
-        rank: usize,
         elems: Vec<SliceElem>,
         node: &dyn ToTokens,
     ) -> Option<Val> {
@@ -500,7 +499,6 @@ impl Lowerer<'_> {
             Some(Val::Scalar(v, elem))
         })?;
         let Val::Array(a, e, _) = v else { return None };
-        let _ = rank;
         Some(Val::Array(a, e, out_rank))
     }
 
