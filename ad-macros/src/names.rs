@@ -36,17 +36,39 @@ pub enum Block {
     Lin,
     /// Transposed linear map, recomputing the primal.
     LinT,
+    /// The forward half: primal results, then residuals.
+    Fwd,
+    /// The linear map at given residuals.
+    LinAt,
+    /// The transposed linear map at given residuals.
+    LinTAt,
+}
+
+impl Block {
+    /// The suffix of the block's name.
+    fn suffix(self) -> &'static str {
+        match self {
+            Block::Primal => "primal",
+            Block::Jvp => "jvp",
+            Block::Lin => "lin",
+            Block::LinT => "lin_t",
+            Block::Fwd => "fwd",
+            Block::LinAt => "lin_at",
+            Block::LinTAt => "lin_t_at",
+        }
+    }
 }
 
 /// The hidden building block of function `f` (last path segment).
 pub fn hidden(f: &Ident, b: Block) -> Ident {
-    let suffix = match b {
-        Block::Primal => "primal",
-        Block::Jvp => "jvp",
-        Block::Lin => "lin",
-        Block::LinT => "lin_t",
-    };
-    derived(f, |f| format!("__linad_{f}_{suffix}"))
+    derived(f, |f| format!("__linad_{f}_{}", b.suffix()))
+}
+
+/// The private block of `f`'s derivatives with respect to its `wrt`
+/// parameters only (when those are not all of them): `__linadw_f_fwd`. The
+/// prefix differs from [`hidden`]'s, so the two never meet whatever `f` is.
+pub fn hidden_wrt(f: &Ident, b: Block) -> Ident {
+    derived(f, |f| format!("__linadw_{f}_{}", b.suffix()))
 }
 
 /// `f_jvp`.

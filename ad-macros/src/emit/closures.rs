@@ -18,70 +18,61 @@
 //! their primal's shape and array cotangents their result's shape (the
 //! shapes are recorded when the closure is made).
 
-use super::func::{body, Ctx, R};
+use super::func::R;
+use super::halves::Halves;
 use super::names::ident;
-use super::types::{canonical_repr, flat, Repr};
+use super::types::{flat, Repr};
 use super::wrappers::{
-    allows, check, convert_param, cotangents, ct_name, ct_params, ct_ty, func, leaf_paths, nest,
-    nested_fns, out_pattern, out_ty, owned, param_names, shaped, tangent_ty, temps,
+    allows, canonical_args, check, cotangents, ct_name, ct_params, ct_ty, leaf_paths, nest,
+    out_pattern, out_ty, owned, shaped, tangent_names, tangent_ty, temps,
 };
 use super::Input;
 use crate::sig::{Out, Param, ParamKind};
-use ad_core_ir::ir::Func;
-use ad_core_ir::types::Ty;
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
 /// The forward half, run once: `let (y.., r..) = fwd(params);` followed by
 /// owned copies of the residuals, and the residuals as the linear half's
-/// parameters (arrays read through views of the owned copies).
+/// arguments (arrays passed as views of the owned copies).
 struct Forward {
     /// Statements computing the results `__y0..` and owned residuals `__r0..`.
     stmts: TokenStream,
     /// The primal results' temporaries and representations.
     ys: Vec<(Ident, Repr)>,
-    /// The residuals as parameters of the linear half.
-    resid: Vec<(TokenStream, Repr)>,
+    /// The residuals as arguments of the linear half.
+    resid: Vec<TokenStream>,
 }
 
-fn forward(input: &Input, cx: &Ctx, half: &Func) -> R<Forward> {
+fn forward(input: &Input, h: &Halves) -> R<Forward> {
     let sig = input.sig;
-    let d = input.user;
-    let fwd = func(cx.prog, &d.names.fwd)?;
     let n_out = sig.out.ir_tys().len();
-    let n_res = fwd.body.results.len();
-    check(
-        fwd.params.len() == sig.params.len()
-            && d.n_results == n_out
-            && half.params.len() == n_res - n_out,
-        || format!("`{}` does not match `{}`", half.name, fwd.name),
-    )?;
-    let params: Vec<_> = sig
-        .params
-        .iter()
-        .map(|p| convert_param(&p.ident, &p.kind))
-        .collect();
-    let (fb, freprs) = body(cx, fwd, params, vec![], true)?;
-    let (ys, ypat) = temps("y", n_res);
-    let mut stmts = quote!(let #ypat = #fb;);
-    let mut resid = vec![];
-    for (k, (y, r)) in ys[n_out..].iter().zip(&freprs[n_out..]).enumerate() {
+    check(h.n_out == n_out, || {
+        format!("`{}` does not return the signature's results", h.fwd)
+    })?;
+    let (pstmts, pargs) = canonical_args(sig.params.iter().map(|p| (&p.ident, &p.kind)), "p");
+    let (ys, ypat) = temps("y", h.fwd_reprs.len());
+    let fwd = &h.fwd;
+    let mut stmts = quote!(#pstmts let #ypat = #fwd(#(#pargs),*););
+    let mut rs = vec![];
+    for (k, (y, r)) in ys[n_out..].iter().zip(&h.fwd_reprs[n_out..]).enumerate() {
         let rk = ident(&format!("__r{k}"));
-        let ty = half.vars.ty(half.params[k]);
         stmts.extend(match r {
             Repr::View => quote!(let #rk = #y.to_owned();),
             Repr::Owned | Repr::Val => quote!(let #rk = #y;),
         });
-        resid.push(match (ty, canonical_repr(ty)) {
-            (Ty::Array { .. }, _) => (quote!(#rk.view()), Repr::View),
-            (_, Repr::Val) => (quote!(#rk), Repr::Val),
-            (_, _) => (quote!(#rk.clone()), Repr::Owned),
-        });
+        rs.push(quote!(#rk));
     }
+    // The copies are owned: the closure passes views of them, and clones of
+    // tuples holding arrays (it may be called more than once).
+    let owned_reprs: Vec<Repr> = h.fwd_reprs[n_out..]
+        .iter()
+        .map(|r| if *r == Repr::View { Repr::Owned } else { *r })
+        .collect();
+    let resid = h.resid_args_as(&rs, &owned_reprs, true);
     let ys = ys[..n_out]
         .iter()
         .cloned()
-        .zip(freprs[..n_out].iter().copied())
+        .zip(h.fwd_reprs[..n_out].iter().copied())
         .collect();
     Ok(Forward { stmts, ys, resid })
 }
@@ -93,29 +84,19 @@ fn primal_result(fw: &Forward, o: &Out) -> R<TokenStream> {
 }
 
 /// `f_linearize(x..) -> (y, impl Fn(d_x..) -> dy)`.
-pub fn f_linearize(input: &Input, cx: &Ctx) -> R<TokenStream> {
+pub fn f_linearize(input: &Input, h: &Halves) -> R<TokenStream> {
     let sig = input.sig;
-    let lin = func(cx.prog, &input.user.names.lin)?;
     let wrt: Vec<&Param> = sig.wrt_params().collect();
     let n_out = sig.out.ir_tys().len();
-    check(
-        lin.lin_params.len() == wrt.len()
-            && lin.body.results.is_empty()
-            && lin.body.lin_results.len() == n_out,
-        || format!("`{}` does not take the signature's tangents", lin.name),
-    )?;
-    let fw = forward(input, cx, lin)?;
-    let dnames: Vec<Ident> = wrt
-        .iter()
-        .map(|p| crate::names::tangent(&p.ident, &param_names(sig)))
-        .collect();
-    let lparams: Vec<_> = wrt
-        .iter()
-        .zip(&dnames)
-        .map(|(p, d)| convert_param(d, &p.kind))
-        .collect();
-    let (lb, lreprs) = body(cx, lin, fw.resid.clone(), lparams, true)?;
-    let nested = nested_fns(cx)?;
+    check(h.lin_reprs.len() == n_out, || {
+        format!("`{}` does not return the signature's tangents", h.lin_at)
+    })?;
+    let fw = forward(input, h)?;
+    let dnames = tangent_names(sig);
+    let (dstmts, dargs) = canonical_args(wrt.iter().zip(&dnames).map(|(p, d)| (d, &p.kind)), "dp");
+    let (lin_at, rargs) = (&h.lin_at, &fw.resid);
+    let lb = quote!({ #dstmts #lin_at(#(#rargs,)* #(#dargs),*) });
+    let lreprs = &h.lin_reprs;
     let name = crate::names::linearize(&sig.ident);
     // The shape of every array parameter with a tangent, for the checks.
     let mut shapes = TokenStream::new();
@@ -140,7 +121,7 @@ pub fn f_linearize(input: &Input, cx: &Ctx) -> R<TokenStream> {
         });
     }
     let (ts, pat) = temps("dy", n_out);
-    let dvals: Vec<TokenStream> = ts.iter().zip(&lreprs).map(|(t, r)| owned(t, *r)).collect();
+    let dvals: Vec<TokenStream> = ts.iter().zip(lreprs).map(|(t, r)| owned(t, *r)).collect();
     let dy = nest(&sig.out, &mut dvals.into_iter())?;
     let y = primal_result(&fw, &sig.out)?;
     let decls = wrt.iter().zip(&dnames).map(|(p, d)| {
@@ -169,7 +150,6 @@ pub fn f_linearize(input: &Input, cx: &Ctx) -> R<TokenStream> {
         #vis fn #name(#(#pdecls),*)
             -> (#o, impl Fn(#(#dtys),*) -> #o + ::core::marker::Send + ::core::marker::Sync + use<>)
         {
-            #nested
             #shapes
             #stmts
             let __jvp = move |#(#decls),*| -> #o {
@@ -183,23 +163,19 @@ pub fn f_linearize(input: &Input, cx: &Ctx) -> R<TokenStream> {
 }
 
 /// `f_pullback(x..) -> (y, impl Fn(ct) -> cotangents)`.
-pub fn f_pullback(input: &Input, cx: &Ctx) -> R<TokenStream> {
+pub fn f_pullback(input: &Input, h: &Halves) -> R<TokenStream> {
     let sig = input.sig;
-    let lin_t = func(cx.prog, &input.user.names.lin_t)?;
     let wrt: Vec<&Param> = sig.wrt_params().collect();
-    let n_out = sig.out.ir_tys().len();
-    check(
-        lin_t.lin_params.len() == n_out
-            && lin_t.body.lin_results.len() == wrt.len()
-            && lin_t.body.results.is_empty(),
-        || format!("`{}` does not match the signature", lin_t.name),
-    )?;
-    let fw = forward(input, cx, lin_t)?;
+    check(h.lin_t_reprs.len() == wrt.len(), || {
+        format!("`{}` does not match the signature", h.lin_t_at)
+    })?;
+    let fw = forward(input, h)?;
     let mut leaves = vec![];
     let ct_pat = out_pattern(&sig.out, &mut leaves);
-    let cts = ct_params(&leaves);
-    let (tb, treprs) = body(cx, lin_t, fw.resid.clone(), cts, true)?;
-    let nested = nested_fns(cx)?;
+    let ctargs: Vec<TokenStream> = ct_params(&leaves).into_iter().map(|(t, _)| t).collect();
+    let (lin_t_at, rargs) = (&h.lin_t_at, &fw.resid);
+    let tb = quote!(#lin_t_at(#(#rargs,)* #(#ctargs),*));
+    let treprs = &h.lin_t_reprs;
     let name = crate::names::pullback(&sig.ident);
     let ct_use = ct_name(sig);
     // The shape of every array leaf of the result, for the checks.
@@ -225,7 +201,7 @@ pub fn f_pullback(input: &Input, cx: &Ctx) -> R<TokenStream> {
         );
     }
     let (cs, cpat) = temps("c", wrt.len());
-    let c = cotangents(&cs, &treprs, &wrt);
+    let c = cotangents(&cs, treprs, &wrt);
     let y = primal_result(&fw, &sig.out)?;
     let pdecls = sig.params.iter().map(|p| {
         let (n, t) = (&p.ident, &p.ty);
@@ -251,7 +227,6 @@ pub fn f_pullback(input: &Input, cx: &Ctx) -> R<TokenStream> {
         #vis fn #name(#(#pdecls),*)
             -> (#o, impl Fn(#ct_t) -> #ct_ret + ::core::marker::Send + ::core::marker::Sync + use<>)
         {
-            #nested
             #stmts
             #shapes
             let __vjp = move |#ct_use: #ct_t| -> #ct_ret {

@@ -22,6 +22,7 @@ mod calls;
 mod closures;
 mod control;
 mod func;
+mod halves;
 mod linear;
 mod names;
 mod scalar;

@@ -96,10 +96,10 @@ pub fn array_ty(elem: Scalar, rank: usize) -> TokenStream {
     quote!(#nd::Array<#e, #d>)
 }
 
-/// `ArrayView<'_, E, IxR>`.
-pub fn view_ty(elem: Scalar, rank: usize) -> TokenStream {
+/// `ArrayView<'a, E, IxR>` for the lifetime `lt`.
+pub fn view_ty_in(elem: Scalar, rank: usize, lt: &TokenStream) -> TokenStream {
     let (nd, e, d) = (nd(), elem_ty(elem), dim_ty(rank));
-    quote!(#nd::ArrayView<'_, #e, #d>)
+    quote!(#nd::ArrayView<#lt, #e, #d>)
 }
 
 /// The Rust type of an owned value of the IR type.
@@ -113,15 +113,15 @@ pub fn owned_ty(ty: &Ty) -> TokenStream {
 
 /// The Rust type of a value of the IR type held as `repr`.
 pub fn repr_ty(ty: &Ty, repr: Repr) -> TokenStream {
-    match (ty, repr) {
-        (Ty::Array { elem, rank }, Repr::View) => view_ty(*elem, *rank),
-        _ => owned_ty(ty),
-    }
+    repr_ty_in(ty, repr, &quote!('_))
 }
 
-/// The canonical parameter type (arrays as views).
-pub fn canonical_ty(ty: &Ty) -> TokenStream {
-    repr_ty(ty, canonical_repr(ty))
+/// [`repr_ty`] with views borrowing for the lifetime `lt`.
+pub fn repr_ty_in(ty: &Ty, repr: Repr, lt: &TokenStream) -> TokenStream {
+    match (ty, repr) {
+        (Ty::Array { elem, rank }, Repr::View) => view_ty_in(*elem, *rank, lt),
+        _ => owned_ty(ty),
+    }
 }
 
 /// A tuple type (`(T,)` for one part).

@@ -6,10 +6,9 @@
 //! meet), and an epilogue nesting the flat results as the signature says.
 
 use super::func::{body, Ctx, R};
+use super::halves::{canonical_params, halves, Halves, Set};
 use super::names::{self, ident};
-use super::types::{
-    array_ty, canonical_repr, canonical_ty, flat, owned_ty, rt, tuple, tuple_ty, Repr,
-};
+use super::types::{array_ty, flat, owned_ty, rt, tuple, tuple_ty, Repr};
 use super::Input;
 use crate::names::{hidden, Block as Hidden};
 use crate::sig::{Out, Param, ParamKind};
@@ -42,11 +41,20 @@ pub fn companions(input: &Input) -> R<TokenStream> {
     let user = Ctx::new(&input.user.program, &input.lowered.callees, support.clone());
     let all = Ctx::new(&input.all.program, &input.lowered.callees, support.clone());
     let mut out = TokenStream::new();
-    out.extend(f_jvp(input, &user)?);
-    out.extend(f_vjp(input, &user)?);
-    out.extend(super::closures::f_linearize(input, &user)?);
-    out.extend(super::closures::f_pullback(input, &user)?);
-    out.extend(hidden_blocks(input, &all)?);
+    let hall = halves(input, &all, Set::All)?;
+    out.extend(hidden_blocks(input, &all, &hall)?);
+    let hwrt = if sig.wrt_mask() == sig.all_mask() {
+        None
+    } else {
+        Some(halves(input, &user, Set::Wrt)?)
+    };
+    let h = hwrt.as_ref().unwrap_or(&hall);
+    out.extend(f_jvp(input, h)?);
+    out.extend(f_vjp(input, h)?);
+    out.extend(super::closures::f_linearize(input, h)?);
+    out.extend(super::closures::f_pullback(input, h)?);
+    out.extend(hall.items);
+    out.extend(hwrt.map(|h| h.items));
     if user.used_support.get() || all.used_support.get() {
         out.extend(super::support::module(&support));
     }
@@ -69,8 +77,12 @@ pub(super) fn nested_fns(cx: &Ctx) -> R<TokenStream> {
         let Some(name) = next else { break };
         done += 1;
         let f = func(cx.prog, &name)?;
-        let (decls, params) = canonical_params(f.params.iter().map(|v| f.vars.ty(*v)), "x");
-        let (ldecls, lparams) = canonical_params(f.lin_params.iter().map(|v| f.vars.ty(*v)), "dx");
+        let elided = quote!('_);
+        let tys = |vs: &[ad_core_ir::ir::Var]| -> Vec<Ty> {
+            vs.iter().map(|v| f.vars.ty(*v).clone()).collect()
+        };
+        let (decls, params) = canonical_params(&tys(&f.params), "x", &elided);
+        let (ldecls, lparams) = canonical_params(&tys(&f.lin_params), "dx", &elided);
         let (b, _) = body(cx, f, params, lparams, false)?;
         let ret = result_ty(f);
         let n = names::internal_fn(&name);
@@ -81,25 +93,8 @@ pub(super) fn nested_fns(cx: &Ctx) -> R<TokenStream> {
     Ok(out)
 }
 
-/// Parameter declarations `__x0: T` and their bindings for the body, with
-/// the canonical convention.
-fn canonical_params<'t>(
-    tys: impl Iterator<Item = &'t Ty>,
-    what: &str,
-) -> (Vec<TokenStream>, Vec<(TokenStream, Repr)>) {
-    let mut decls = vec![];
-    let mut binds = vec![];
-    for (k, ty) in tys.enumerate() {
-        let n = ident(&format!("__{what}{k}"));
-        let t = canonical_ty(ty);
-        decls.push(quote!(#n: #t));
-        binds.push((quote!(#n), canonical_repr(ty)));
-    }
-    (decls, binds)
-}
-
 /// The owned result type of a function (flat).
-fn result_ty(f: &Func) -> TokenStream {
+pub(super) fn result_ty(f: &Func) -> TokenStream {
     let tys: Vec<TokenStream> = f
         .body
         .results
@@ -310,47 +305,65 @@ pub(super) fn check(cond: bool, msg: impl FnOnce() -> String) -> R<()> {
     }
 }
 
-/// `f_jvp(x.., d_x..) -> (y, dy)`.
-fn f_jvp(input: &Input, cx: &Ctx) -> R<TokenStream> {
-    let sig = input.sig;
-    let f = func(cx.prog, &input.user.names.jvp)?;
-    let wrt: Vec<&Param> = sig.wrt_params().collect();
-    let n_out = sig.out.ir_tys().len();
-    check(
-        f.params.len() == sig.params.len() && f.lin_params.len() == wrt.len(),
-        || format!("`{}` does not take the signature's parameters", f.name),
-    )?;
-    check(
-        f.body.results.len() == n_out && f.body.lin_results.len() == n_out,
-        || format!("`{}` does not return the signature's results", f.name),
-    )?;
-    let params: Vec<_> = sig
-        .params
-        .iter()
-        .map(|p| convert_param(&p.ident, &p.kind))
-        .collect();
-    let dnames: Vec<Ident> = wrt
-        .iter()
-        .map(|p| crate::names::tangent(&p.ident, &param_names(sig)))
-        .collect();
-    let lparams: Vec<_> = wrt
-        .iter()
-        .zip(&dnames)
-        .map(|(p, d)| convert_param(d, &p.kind))
-        .collect();
-    let (b, reprs) = body(cx, f, params, lparams, true)?;
-    let nested = nested_fns(cx)?;
-    let (ts, pat) = temps("y", 2 * n_out);
-    let vals: Vec<TokenStream> = ts.iter().zip(&reprs).map(|(t, r)| owned(t, *r)).collect();
-    let y = nest(&sig.out, &mut vals[..n_out].iter().cloned())?;
-    let dy = nest(&sig.out, &mut vals[n_out..].iter().cloned())?;
-    let decls = sig
-        .params
+/// The user's parameters converted to the canonical convention and bound to
+/// `__{what}0..`: the binding statements and the arguments of a half.
+pub(super) fn canonical_args<'p>(
+    params: impl Iterator<Item = (&'p Ident, &'p ParamKind)>,
+    what: &str,
+) -> (TokenStream, Vec<TokenStream>) {
+    let mut stmts = TokenStream::new();
+    let mut args = vec![];
+    for (k, (id, kind)) in params.enumerate() {
+        let n = ident(&format!("__{what}{k}"));
+        let (x, r) = convert_param(id, kind);
+        stmts.extend(quote!(let #n = #x;));
+        args.push(match r {
+            Repr::Owned => quote!(#n.view()),
+            Repr::View | Repr::Val => quote!(#n),
+        });
+    }
+    (stmts, args)
+}
+
+/// The declarations `x: T` of the user's parameters.
+pub(super) fn user_decls(sig: &crate::sig::Signature) -> Vec<TokenStream> {
+    sig.params
         .iter()
         .map(|p| {
             let (n, t) = (&p.ident, &p.ty);
             quote!(#n: #t)
         })
+        .collect()
+}
+
+/// The names `d_x` of the tangents of the `wrt` parameters.
+pub(super) fn tangent_names(sig: &crate::sig::Signature) -> Vec<Ident> {
+    sig.wrt_params()
+        .map(|p| crate::names::tangent(&p.ident, &param_names(sig)))
+        .collect()
+}
+
+/// `f_jvp(x.., d_x..) -> (y, dy)`: a call of the `jvp` half.
+fn f_jvp(input: &Input, h: &Halves) -> R<TokenStream> {
+    let sig = input.sig;
+    let wrt: Vec<&Param> = sig.wrt_params().collect();
+    let n_out = sig.out.ir_tys().len();
+    check(h.jvp_reprs.len() == 2 * n_out, || {
+        format!("`{}` does not return the signature's results", h.jvp)
+    })?;
+    let dnames = tangent_names(sig);
+    let (pstmts, pargs) = canonical_args(sig.params.iter().map(|p| (&p.ident, &p.kind)), "p");
+    let (dstmts, dargs) = canonical_args(wrt.iter().zip(&dnames).map(|(p, d)| (d, &p.kind)), "dp");
+    let (ts, pat) = temps("y", 2 * n_out);
+    let vals: Vec<TokenStream> = ts
+        .iter()
+        .zip(&h.jvp_reprs)
+        .map(|(t, r)| owned(t, *r))
+        .collect();
+    let y = nest(&sig.out, &mut vals[..n_out].iter().cloned())?;
+    let dy = nest(&sig.out, &mut vals[n_out..].iter().cloned())?;
+    let decls = user_decls(sig)
+        .into_iter()
         .chain(wrt.iter().zip(&dnames).map(|(p, d)| {
             let t = &p.ty;
             quote!(#d: #t)
@@ -381,68 +394,44 @@ fn f_jvp(input: &Input, cx: &Ctx) -> R<TokenStream> {
          parameters."
     );
     let allows = allows();
+    let jvp = &h.jvp;
     Ok(quote! {
         #[doc = #doc]
         #allows
         #vis fn #name(#(#decls),*) -> (#o, #o) {
-            #nested
             #(#checks)*
-            let #pat = #b;
+            #pstmts
+            #dstmts
+            let #pat = #jvp(#(#pargs,)* #(#dargs),*);
             (#y, #dy)
         }
     })
 }
 
-/// `f_vjp(x.., ct) -> (y, cotangents)`.
-fn f_vjp(input: &Input, cx: &Ctx) -> R<TokenStream> {
+/// `f_vjp(x.., ct) -> (y, cotangents)`: the forward half, then the
+/// transposed one at its residuals.
+fn f_vjp(input: &Input, h: &Halves) -> R<TokenStream> {
     let sig = input.sig;
-    let d = input.user;
-    let fwd = func(cx.prog, &d.names.fwd)?;
-    let lin_t = func(cx.prog, &d.names.lin_t)?;
     let wrt: Vec<&Param> = sig.wrt_params().collect();
     let n_out = sig.out.ir_tys().len();
-    let n_res = fwd.body.results.len();
-    check(
-        fwd.params.len() == sig.params.len() && d.n_results == n_out,
-        || format!("`{}` does not match the signature", fwd.name),
-    )?;
-    check(
-        lin_t.params.len() == n_res - n_out
-            && lin_t.lin_params.len() == n_out
-            && lin_t.body.lin_results.len() == wrt.len()
-            && lin_t.body.results.is_empty(),
-        || {
-            format!(
-                "`{}` does not match `{}` and the signature",
-                lin_t.name, fwd.name
-            )
-        },
-    )?;
-    let params: Vec<_> = sig
-        .params
-        .iter()
-        .map(|p| convert_param(&p.ident, &p.kind))
-        .collect();
-    let (fb, freprs) = body(cx, fwd, params, vec![], true)?;
-    let (ys, ypat) = temps("y", n_res);
+    check(h.n_out == n_out && h.lin_t_reprs.len() == wrt.len(), || {
+        format!("`{}` does not match the signature", h.lin_t_at)
+    })?;
+    let (pstmts, pargs) = canonical_args(sig.params.iter().map(|p| (&p.ident, &p.kind)), "p");
+    let (ys, ypat) = temps("y", h.fwd_reprs.len());
     let mut leaves = vec![];
     let ct_pat = out_pattern(&sig.out, &mut leaves);
-    let resid: Vec<(TokenStream, Repr)> = ys[n_out..]
-        .iter()
-        .zip(&freprs[n_out..])
-        .map(|(t, r)| (quote!(#t), *r))
-        .collect();
-    let cts = ct_params(&leaves);
-    let (tb, treprs) = body(cx, lin_t, resid, cts, true)?;
-    let nested = nested_fns(cx)?;
+    let rs: Vec<TokenStream> = ys[n_out..].iter().map(|t| quote!(#t)).collect();
+    let rargs = h.resid_args(&rs);
+    let ctargs: Vec<TokenStream> = ct_params(&leaves).into_iter().map(|(t, _)| t).collect();
     let (cs, cpat) = temps("c", wrt.len());
     let yv: Vec<TokenStream> = ys[..n_out]
         .iter()
-        .zip(&freprs)
+        .zip(&h.fwd_reprs)
         .map(|(t, r)| owned(t, *r))
         .collect();
     let y = nest(&sig.out, &mut yv.into_iter())?;
-    let c = cotangents(&cs, &treprs, &wrt);
+    let c = cotangents(&cs, &h.lin_t_reprs, &wrt);
     let ct_use = ct_name(sig);
     // Every array leaf of the cotangent has the shape of the result's leaf,
     // known after the forward pass.
@@ -470,14 +459,7 @@ fn f_vjp(input: &Input, cx: &Ctx) -> R<TokenStream> {
         let t = ct_ty(&sig.out);
         quote!(#ct_use: #t)
     };
-    let decls = sig
-        .params
-        .iter()
-        .map(|p| {
-            let (n, t) = (&p.ident, &p.ty);
-            quote!(#n: #t)
-        })
-        .chain([ct_decl]);
+    let decls = user_decls(sig).into_iter().chain([ct_decl]);
     let o = out_ty(&sig.out);
     let ctys: Vec<TokenStream> = wrt.iter().map(|p| tangent_ty(p)).collect();
     let ct_ret = flat(&ctys);
@@ -489,24 +471,26 @@ fn f_vjp(input: &Input, cx: &Ctx) -> R<TokenStream> {
          differentiated parameters, in order (a bare value for one parameter)."
     );
     let allows = allows();
+    let (fwd, lin_t) = (&h.fwd, &h.lin_t_at);
     Ok(quote! {
         #[doc = #doc]
         #allows
         #vis fn #name(#(#decls),*) -> (#o, #ct_ret) {
-            #nested
-            let #ypat = #fb;
+            #pstmts
+            let #ypat = #fwd(#(#pargs),*);
             let #ct_pat = #ct_use;
             #(#ct_checks)*
-            let #cpat = #tb;
+            let #cpat = #lin_t(#(#rargs,)* #(#ctargs),*);
             (#y, #c)
         }
     })
 }
 
-/// `__linad_f_primal`, `__linad_f_jvp`, `__linad_f_lin`, `__linad_f_lin_t`.
-fn hidden_blocks(input: &Input, cx: &Ctx) -> R<TokenStream> {
+/// `__linad_f_primal`, and `__linad_f_lin` / `__linad_f_lin_t` (the forward
+/// half, then a linear one: callers' derivatives recompute the primal); the
+/// halves themselves are emitted by [`halves`](super::halves).
+fn hidden_blocks(input: &Input, cx: &Ctx, h: &Halves) -> R<TokenStream> {
     let sig = input.sig;
-    let d = input.all;
     let (vis, fname) = (&sig.vis, &sig.ident);
     let allows = allows();
     let mut out = TokenStream::new();
@@ -521,17 +505,19 @@ fn hidden_blocks(input: &Input, cx: &Ctx) -> R<TokenStream> {
             #[doc = #doc]
             #[doc(hidden)]
             #allows
+            #[inline]
             #vis fn #name(#(#decls),*) -> #ret {
                 #nested
                 #body
             }
         });
     };
+    let elided = quote!('_);
 
     // The primal.
     let primal = func(cx.prog, &input.lowered.name)?;
     let ptys = primal.param_tys();
-    let (pdecls, pbinds) = canonical_params(ptys.iter(), "x");
+    let (pdecls, pbinds) = canonical_params(&ptys, "x", &elided);
     let (b, _) = body(cx, primal, pbinds.clone(), vec![], false)?;
     let nested = nested_fns(cx)?;
     item(
@@ -545,66 +531,52 @@ fn hidden_blocks(input: &Input, cx: &Ctx) -> R<TokenStream> {
         nested,
     );
 
-    // Forward mode.
-    let jvp = func(cx.prog, &d.names.jvp)?;
-    let (tdecls, tbinds) = canonical_params(jvp.lin_params.iter().map(|v| jvp.vars.ty(*v)), "dx");
-    let (b, _) = body(cx, jvp, pbinds.clone(), tbinds.clone(), false)?;
-    let nested = nested_fns(cx)?;
-    item(
-        Hidden::Jvp,
-        format!(
-            " Forward mode of [`{fname}`] in every differentiable parameter (canonical signature)."
-        ),
-        pdecls.iter().chain(&tdecls).cloned().collect(),
-        result_ty(jvp),
-        b,
-        nested,
-    );
-
     // Linear and transposed linear maps, recomputing the primal.
-    let fwd = func(cx.prog, &d.names.fwd)?;
-    let n_out = d.n_results;
-    let n_res = fwd.body.results.len();
-    let (fb, freprs) = body(cx, fwd, pbinds.clone(), vec![], true)?;
-    let (ys, _) = temps("y", n_res);
+    let pargs: Vec<TokenStream> = pbinds.iter().map(|(t, _)| t.clone()).collect();
+    let (ys, _) = temps("y", h.fwd_reprs.len());
     let pats: Vec<TokenStream> = ys
         .iter()
         .enumerate()
-        .map(|(k, y)| if k < n_out { quote!(_) } else { quote!(#y) })
+        .map(|(k, y)| if k < h.n_out { quote!(_) } else { quote!(#y) })
         .collect();
     let ypat = flat(&pats);
-    let resid: Vec<(TokenStream, Repr)> = ys[n_out..]
-        .iter()
-        .zip(&freprs[n_out..])
-        .map(|(t, r)| (quote!(#t), *r))
-        .collect();
-
-    let lin = func(cx.prog, &d.names.lin)?;
-    let (lb, _) = body(cx, lin, resid.clone(), tbinds, false)?;
-    let nested = nested_fns(cx)?;
-    item(
-        Hidden::Lin,
-        format!(" The linear map (Jacobian-vector product) of [`{fname}`] at a point, recomputing the primal."),
-        pdecls.iter().chain(&tdecls).cloned().collect(),
-        result_ty(lin),
-        quote!(let #ypat = #fb; #lb),
-        nested,
-    );
-
-    let lin_t = func(cx.prog, &d.names.lin_t)?;
-    let (cdecls, cbinds) =
-        canonical_params(lin_t.lin_params.iter().map(|v| lin_t.vars.ty(*v)), "ct");
-    let (fb, _) = body(cx, fwd, pbinds, vec![], true)?;
-    let (tb, _) = body(cx, lin_t, resid, cbinds, false)?;
-    let nested = nested_fns(cx)?;
-    item(
-        Hidden::LinT,
-        format!(" The transposed linear map (vector-Jacobian product) of [`{fname}`] at a point, recomputing the primal."),
-        pdecls.iter().chain(&cdecls).cloned().collect(),
-        result_ty(lin_t),
-        quote!(let #ypat = #fb; #tb),
-        nested,
-    );
+    let rs: Vec<TokenStream> = ys[h.n_out..].iter().map(|t| quote!(#t)).collect();
+    let rargs = h.resid_args(&rs);
+    let fwd = &h.fwd;
+    for (b, half, what, doc) in [
+        (
+            Hidden::Lin,
+            &h.lin_at,
+            "dx",
+            format!(" The linear map (Jacobian-vector product) of [`{fname}`] at a point, recomputing the primal."),
+        ),
+        (
+            Hidden::LinT,
+            &h.lin_t_at,
+            "ct",
+            format!(" The transposed linear map (vector-Jacobian product) of [`{fname}`] at a point, recomputing the primal."),
+        ),
+    ] {
+        let f = func(
+            cx.prog,
+            if b == Hidden::Lin {
+                &input.all.names.lin
+            } else {
+                &input.all.names.lin_t
+            },
+        )?;
+        let ltys: Vec<Ty> = f.lin_params.iter().map(|v| f.vars.ty(*v).clone()).collect();
+        let (ldecls, lbinds) = canonical_params(&ltys, what, &elided);
+        let largs = lbinds.iter().map(|(t, _)| t);
+        item(
+            b,
+            doc,
+            pdecls.iter().chain(&ldecls).cloned().collect(),
+            result_ty(f),
+            quote!(let #ypat = #fwd(#(#pargs),*); #half(#(#rargs,)* #(#largs),*)),
+            TokenStream::new(),
+        );
+    }
     Ok(out)
 }
 

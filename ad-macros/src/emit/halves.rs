@@ -1,0 +1,303 @@
+//! The unzipped halves of a function, each emitted once as a Rust function
+//! and called by every item that runs it.
+//!
+//! For one set of derivatives of `f` (with respect to every differentiable
+//! parameter: the hidden building blocks, `#vis` and `#[doc(hidden)]`; or,
+//! when `wrt(..)` names fewer, a private second set for the public items):
+//!
+//! ```text
+//! fwd(x..)            -> (y.., r..)    the primal results, then the residuals
+//! lin_at(r.., dx..)   -> dy..          the linear map at the residuals
+//! lin_t_at(r.., ct..) -> c..           its transpose
+//! jvp(x.., dx..)      -> (y.., dy..)   forward mode in one sweep
+//! ```
+//!
+//! The items built on them are small:
+//!
+//! ```text
+//! f_jvp(x, dx)    = jvp(x, dx)
+//! f_vjp(x, ct)    = let (y, r) = fwd(x) in (y, lin_t_at(r, ct))
+//! f_linearize(x)  = let (y, r) = fwd(x) in (y, move |dx| lin_at(r, dx))
+//! f_pullback(x)   = let (y, r) = fwd(x) in (y, move |ct| lin_t_at(r, ct))
+//! lin(x, dx)      = let (_, r) = fwd(x) in lin_at(r, dx)     (for callers)
+//! lin_t(x, ct)    = let (_, r) = fwd(x) in lin_t_at(r, ct)   (for callers)
+//! ```
+//!
+//! so the body of each IR function is emitted once instead of once per item
+//! that runs it (13 bodies per function before, 5 now when `wrt` is every
+//! parameter). Parameters follow the canonical convention (arrays as views,
+//! everything else by value). `fwd` returns a result or residual that its
+//! body leaves a view of a parameter as that view, borrowing for the lifetime
+//! `'__a` of the array parameters (no copy). The halves are `#[inline]`, so
+//! rustc generates code for one only where it is called.
+
+use super::func::{body, Ctx, R};
+use super::types::{canonical_repr, flat, owned_repr, repr_ty_in, Repr};
+use super::wrappers::{allows, func, nested_fns, result_ty};
+use super::Input;
+use crate::names::{hidden, hidden_wrt, Block};
+use ad_core_ir::driver::Derivatives;
+use ad_core_ir::ir::Func;
+use ad_core_ir::types::Ty;
+use proc_macro2::{Ident, TokenStream};
+use quote::quote;
+
+/// Which set of derivatives.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Set {
+    /// Every differentiable parameter: the hidden building blocks.
+    All,
+    /// The `wrt` parameters, when they are fewer: private to the module.
+    Wrt,
+}
+
+/// The emitted halves of one set of derivatives and how to call them.
+pub struct Halves {
+    /// `fwd`.
+    pub fwd: Ident,
+    /// `lin_at`.
+    pub lin_at: Ident,
+    /// `lin_t_at`.
+    pub lin_t_at: Ident,
+    /// `jvp`.
+    pub jvp: Ident,
+    /// How `fwd` returns each primal result, then each residual.
+    pub fwd_reprs: Vec<Repr>,
+    /// The IR types of the residuals (the linear halves' first parameters).
+    pub resid_tys: Vec<Ty>,
+    /// The number of primal results of `fwd`.
+    pub n_out: usize,
+    /// How `jvp` returns its results (owned), primal then tangent.
+    pub jvp_reprs: Vec<Repr>,
+    /// How `lin_at` returns its results (owned).
+    pub lin_reprs: Vec<Repr>,
+    /// How `lin_t_at` returns its cotangents (owned).
+    pub lin_t_reprs: Vec<Repr>,
+    /// The four functions.
+    pub items: TokenStream,
+}
+
+/// Emits the halves of `set` (the derivatives `input.all` or `input.user`,
+/// read through `cx`).
+pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
+    let sig = input.sig;
+    let d: &Derivatives = match set {
+        Set::All => input.all,
+        Set::Wrt => input.user,
+    };
+    let name = |b: Block| match set {
+        Set::All => hidden(&sig.ident, b),
+        Set::Wrt => hidden_wrt(&sig.ident, b),
+    };
+    let (fwd_name, lin_name, lin_t_name, jvp_name) = (
+        name(Block::Fwd),
+        name(Block::LinAt),
+        name(Block::LinTAt),
+        name(Block::Jvp),
+    );
+    let fname = &sig.ident;
+    let (hide, vis) = match set {
+        Set::All => (quote!(#[doc(hidden)]), sig.vis.clone()),
+        Set::Wrt => (quote!(), syn::Visibility::Inherited),
+    };
+    let allows = allows();
+    let item = |doc: String,
+                name: &Ident,
+                generics: TokenStream,
+                decls: Vec<TokenStream>,
+                ret: TokenStream,
+                b: TokenStream,
+                nested: TokenStream| {
+        quote! {
+            #[doc = #doc]
+            #hide
+            #allows
+            #[inline]
+            #vis fn #name #generics(#(#decls),*) -> #ret {
+                #nested
+                #b
+            }
+        }
+    };
+    let mut items = TokenStream::new();
+
+    // The forward half, views of parameters returned as views.
+    let fwd = func(cx.prog, &d.names.fwd)?;
+    let lt = quote!('__a);
+    let (decls, binds) = canonical_params(&param_tys(fwd, false), "x", &lt);
+    let (b, fwd_reprs) = body(cx, fwd, binds, vec![], true)?;
+    let nested = nested_fns(cx)?;
+    let rtys: Vec<TokenStream> = result_tys(fwd)
+        .iter()
+        .zip(&fwd_reprs)
+        .map(|(t, r)| repr_ty_in(t, *r, &lt))
+        .collect();
+    items.extend(item(
+        format!(" The forward half of [`{fname}`]: its results, then the residuals."),
+        &fwd_name,
+        quote!(<#lt>),
+        decls,
+        flat(&rtys),
+        b,
+        nested,
+    ));
+
+    // The linear maps at given residuals.
+    let elided = quote!('_);
+    let n_out0 = d.n_results;
+    let owned_resid: Vec<bool> = fwd_reprs
+        .iter()
+        .skip(n_out0)
+        .map(|r| *r == Repr::Owned)
+        .collect();
+    let mut linear = |f: &Func, what: &str, doc: String, name: &Ident| -> R<Vec<Repr>> {
+        let rtys = param_tys(f, false);
+        let (mut rdecls, mut rbinds) = canonical_params(&rtys, "r", &elided);
+        for (k, ty) in rtys.iter().enumerate() {
+            if matches!(ty, Ty::Array { .. }) && owned_resid.get(k) == Some(&true) {
+                let n = super::names::ident(&format!("__r{k}"));
+                let t = super::types::owned_ty(ty);
+                rdecls[k] = quote!(#n: #t);
+                rbinds[k] = (quote!(#n), Repr::Owned);
+            }
+        }
+        let (ldecls, lbinds) = canonical_params(&param_tys(f, true), what, &elided);
+        let (b, _) = body(cx, f, rbinds, lbinds, false)?;
+        let nested = nested_fns(cx)?;
+        items.extend(item(
+            doc,
+            name,
+            quote!(),
+            rdecls.into_iter().chain(ldecls).collect(),
+            result_ty(f),
+            b,
+            nested,
+        ));
+        Ok(result_tys(f).iter().map(owned_repr).collect())
+    };
+    let lin = func(cx.prog, &d.names.lin)?;
+    let lin_reprs = linear(
+        lin,
+        "dx",
+        format!(" The linear map of [`{fname}`] at the residuals of its forward half."),
+        &lin_name,
+    )?;
+    let lin_t = func(cx.prog, &d.names.lin_t)?;
+    let lin_t_reprs = linear(
+        lin_t,
+        "ct",
+        format!(" The transposed linear map of [`{fname}`] at the residuals of its forward half."),
+        &lin_t_name,
+    )?;
+
+    // Forward mode in one sweep.
+    let jvp = func(cx.prog, &d.names.jvp)?;
+    let (pdecls, pbinds) = canonical_params(&param_tys(jvp, false), "x", &elided);
+    let (tdecls, tbinds) = canonical_params(&param_tys(jvp, true), "dx", &elided);
+    let (b, _) = body(cx, jvp, pbinds, tbinds, false)?;
+    let nested = nested_fns(cx)?;
+    items.extend(item(
+        format!(" Forward mode of [`{fname}`] (canonical signature)."),
+        &jvp_name,
+        quote!(),
+        pdecls.into_iter().chain(tdecls).collect(),
+        result_ty(jvp),
+        b,
+        nested,
+    ));
+    let jvp_reprs = result_tys(jvp).iter().map(owned_repr).collect();
+
+    let n_out = d.n_results;
+    let resid_tys = param_tys(lin_t, false);
+    if fwd.body.results.len() != n_out + resid_tys.len() || lin.params.len() != resid_tys.len() {
+        return Err(format!(
+            "`{}` returns {} values, `{}` takes {} residuals after {n_out} results",
+            fwd.name,
+            fwd.body.results.len(),
+            lin_t.name,
+            resid_tys.len()
+        ));
+    }
+    Ok(Halves {
+        fwd: fwd_name,
+        lin_at: lin_name,
+        lin_t_at: lin_t_name,
+        jvp: jvp_name,
+        fwd_reprs,
+        resid_tys,
+        n_out,
+        jvp_reprs,
+        lin_reprs,
+        lin_t_reprs,
+        items,
+    })
+}
+
+impl Halves {
+    /// The residuals `rs` (as `fwd` returned them) as arguments of
+    /// `lin_at` / `lin_t_at`.
+    pub fn resid_args(&self, rs: &[TokenStream]) -> Vec<TokenStream> {
+        self.resid_args_as(rs, &self.fwd_reprs[self.n_out..], false)
+    }
+
+    /// The residuals `rs` held as `held` as arguments of `lin_at` /
+    /// `lin_t_at`: a view of an array the half reads as a view, the array
+    /// itself where the half takes it owned (`fwd` returned it owned; cloned
+    /// when `clone`, for a closure called more than once), a tuple holding
+    /// arrays moved (or cloned).
+    pub fn resid_args_as(
+        &self,
+        rs: &[TokenStream],
+        held: &[Repr],
+        clone: bool,
+    ) -> Vec<TokenStream> {
+        rs.iter()
+            .zip(held)
+            .zip(self.resid_tys.iter().zip(&self.fwd_reprs[self.n_out..]))
+            .map(|((r, held), (ty, taken))| match (ty, taken, held) {
+                (Ty::Array { .. }, Repr::Owned, _) if clone => quote!(#r.clone()),
+                (Ty::Array { .. }, Repr::Owned, _) => quote!(#r),
+                (Ty::Array { .. }, _, Repr::View) => quote!(#r),
+                (Ty::Array { .. }, _, _) => quote!(#r.view()),
+                (_, _, Repr::Val) => quote!(#r),
+                _ if clone => quote!(#r.clone()),
+                _ => quote!(#r),
+            })
+            .collect()
+    }
+}
+
+/// The types of a function's non-linear (or, with `lin`, linear) parameters.
+fn param_tys(f: &Func, lin: bool) -> Vec<Ty> {
+    let ps = if lin { &f.lin_params } else { &f.params };
+    ps.iter().map(|v| f.vars.ty(*v).clone()).collect()
+}
+
+/// The types of a function's results: non-linear, then linear.
+fn result_tys(f: &Func) -> Vec<Ty> {
+    f.body
+        .results
+        .iter()
+        .map(|a| ad_core_ir::typing::atom_ty(a, &f.vars))
+        .chain(f.body.lin_results.iter().map(|v| f.vars.ty(*v).clone()))
+        .collect()
+}
+
+/// Parameter declarations `__{what}k: T` (views borrowing for `lt`) and their
+/// bindings for the body, with the canonical convention.
+pub fn canonical_params(
+    tys: &[Ty],
+    what: &str,
+    lt: &TokenStream,
+) -> (Vec<TokenStream>, Vec<(TokenStream, Repr)>) {
+    let mut decls = vec![];
+    let mut binds = vec![];
+    for (k, ty) in tys.iter().enumerate() {
+        let n = super::names::ident(&format!("__{what}{k}"));
+        let repr = canonical_repr(ty);
+        let t = repr_ty_in(ty, repr, lt);
+        decls.push(quote!(#n: #t));
+        binds.push((quote!(#n), repr));
+    }
+    (decls, binds)
+}
