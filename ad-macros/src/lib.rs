@@ -23,6 +23,8 @@ mod sig;
 mod deep_tests;
 #[cfg(test)]
 mod fuzz_tests;
+#[cfg(test)]
+mod size_tests;
 
 use proc_macro::TokenStream;
 

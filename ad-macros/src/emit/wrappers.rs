@@ -20,18 +20,7 @@ use quote::quote;
 /// Lints silenced on generated functions (the code is generated from IR, so
 /// e.g. a never-read binder or an explicit `return`-free tail are expected).
 pub fn allows() -> TokenStream {
-    quote!(#[allow(
-        dead_code,
-        unused_variables,
-        unused_mut,
-        unused_parens,
-        unused_braces,
-        unused_assignments,
-        non_snake_case,
-        clippy::all,
-        clippy::pedantic,
-        clippy::nursery
-    )])
+    quote!(#[allow(warnings, clippy::all, clippy::pedantic, clippy::nursery)])
 }
 
 /// Every generated item of one `#[differentiable]` function.
