@@ -251,3 +251,34 @@ where
     check::same_shape("add_row_at", dst.shape(), row.shape());
     Zip::from(&mut dst).and(row).for_each(|d, &x| *d = *d + x);
 }
+
+/// `out = zeros([len, ..]); out[idx[k], ..] += vals[k, ..]` for `i64`s
+/// (exact, sequential). Panics if the counts differ or an index is out of
+/// range.
+pub fn scatter_add_i64(
+    len: usize,
+    idx: ndarray::ArrayView1<'_, i64>,
+    vals: ndarray::ArrayViewD<'_, i64>,
+) -> ndarray::ArrayD<i64> {
+    assert_eq!(
+        idx.len(),
+        vals.shape()[0],
+        "ad_runtime::scatter_add_i64: {} rows with {} indices",
+        vals.shape()[0],
+        idx.len()
+    );
+    let mut shape = vals.shape().to_vec();
+    shape[0] = len;
+    let mut out = ndarray::ArrayD::zeros(ndarray::IxDyn(&shape));
+    for (k, &i) in idx.iter().enumerate() {
+        let i = usize::try_from(i)
+            .ok()
+            .filter(|i| *i < len)
+            .unwrap_or_else(|| {
+                panic!("ad_runtime::scatter_add_i64: index {i} out of range for length {len}")
+            });
+        let mut row = out.index_axis_mut(Axis(0), i);
+        row += &vals.index_axis(Axis(0), k);
+    }
+    out
+}

@@ -11,12 +11,13 @@
 //! |---|---|
 //! | elementwise | [`build`], [`build_weighted`], [`map`], [`zip_map`], [`zip3_map`] |
 //! | reductions | [`sum`], [`sum_axis`], [`product`], [`product_axis`], [`max_arg`], [`min_arg`], [`max_arg_axis`], [`min_arg_axis`], [`logsumexp`], [`logsumexp_axis`], [`unravel_index`] |
-//! | scans | [`scan_inclusive`], [`scan_exclusive`], [`scan_reverse`], [`scan_axis`] |
-//! | indexing | [`gather`], [`scatter_add`], [`add_at`], [`add_row_at`] |
+//! | arg-reductions (floats and integers, NaNs skipped) | [`arg_index`], [`arg_index_axis`] |
+//! | scans | [`scan_inclusive`], [`scan_exclusive`], [`scan_reverse`], [`scan_axis`], [`scan_i64`] |
+//! | indexing | [`gather`], [`scatter_add`], [`scatter_add_i64`], [`add_at`], [`add_row_at`] |
 //! | products | [`dot`], [`matvec`], [`matvec_t`], [`vecmat`], [`matmul`], [`matmul_tn`], [`matmul_nt`], [`outer`] |
 //! | broadcasting | [`broadcast_to`], [`broadcast_axis`], [`sum_to_shape`] |
 //! | accumulation | [`add_scaled`], [`add_assign`], [`zeros_like`], [`accumulate_chunked`] (accumulation loops in fixed chunks) |
-//! | loop residuals | [`ResidualStack`], [`ArrayResidualStack`], [`Scratch`], [`pooled_zeros`], [`recycle`] (per-thread reusable buffers) |
+//! | per-iteration values | [`stack_arrays`], [`ResidualStack`], [`ArrayResidualStack`], [`Scratch`], [`pooled_zeros`], [`recycle`] (per-thread reusable buffers) |
 //! | argument checks of generated derivatives | [`check_arg_shape`] |
 //!
 //! **Determinism**: every kernel returns bit-identical results for any
@@ -29,6 +30,7 @@
 #![deny(unsafe_code)]
 
 mod accumulate;
+pub mod arg;
 mod broadcast;
 mod check;
 mod elem;
@@ -46,10 +48,11 @@ pub use accumulate::{
     accumulate_chunked, accumulate_chunks, add_assign, add_scaled, zeros_like, ACC_ELEMS_PER_ITER,
     MAX_CHUNKS, MIN_CHUNK_ITERS,
 };
+pub use arg::{arg_index, arg_index_axis, Ordered, ARG_MAX_RANK};
 pub use broadcast::{broadcast_axis, broadcast_to, outer, sum_to_shape};
 pub use check::check_arg_shape;
 pub use elem::Elem;
-pub use gather::{add_at, add_row_at, gather, scatter_add};
+pub use gather::{add_at, add_row_at, gather, scatter_add, scatter_add_i64};
 pub use map::{build, build_weighted, map, zip3_map, zip_map};
 pub use matmul::{dot, matmul, matmul_nt, matmul_tn, matvec, matvec_t, vecmat};
 pub use par::{go_parallel, in_parallel_kernel, par_threshold, set_par_threshold, PAR_THRESHOLD};
@@ -57,6 +60,6 @@ pub use reduce::{
     logsumexp, logsumexp_axis, max_arg, max_arg_axis, min_arg, min_arg_axis, product, product_axis,
     sum, sum_axis, unravel_index,
 };
-pub use scan::{scan_axis, scan_exclusive, scan_inclusive, scan_reverse, ScanKind};
+pub use scan::{scan_axis, scan_exclusive, scan_i64, scan_inclusive, scan_reverse, ScanKind};
 pub use scratch::{pooled_zeros, recycle, Pooled, Scratch, POOL_LEN, POOL_MAX_BYTES};
-pub use stack::{ArrayResidualStack, ResidualStack};
+pub use stack::{stack_arrays, ArrayResidualStack, ResidualStack};

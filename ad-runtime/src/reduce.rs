@@ -58,14 +58,20 @@ impl<T: Elem> LaneOp<T> for Prod {
     }
 }
 
-/// `(best value, first index of it)`; `MAX` selects max or min. NaN counts
-/// as better than every number, so the first NaN wins. The index
-/// `usize::MAX` marks an empty accumulator.
+/// `(best value, first index of it)`; `MAX` selects max or min. NaNs are
+/// skipped (the IR's rule, [`crate::arg`]): a number beats a NaN, a NaN
+/// beats nothing. The index `usize::MAX` marks an empty accumulator.
 struct ArgBest<const MAX: bool>;
 
 #[inline(always)]
 fn better<T: Elem, const MAX: bool>(a: T, b: T) -> bool {
-    (if MAX { a > b } else { a < b }) || (a.is_nan() && !b.is_nan())
+    if b.is_nan() {
+        !a.is_nan()
+    } else if MAX {
+        a > b
+    } else {
+        a < b
+    }
 }
 
 impl<T: Elem, const MAX: bool> LaneOp<T> for ArgBest<MAX> {
@@ -178,7 +184,8 @@ where
 }
 
 /// `(max a, i*)` where `i*` is the first flat index (logical row-major
-/// order) holding the maximum; a NaN counts as larger than every number.
+/// order) holding the maximum, NaNs skipped (the value is NaN only when
+/// every element is).
 /// Turn `i*` into a multi-index with [`unravel_index`]. Panics on an empty
 /// array.
 #[track_caller]
@@ -192,8 +199,8 @@ where
     reduce_flat(&ArgBest::<true>, a, ())
 }
 
-/// `(min a, i*)`, `i*` the first flat index of the minimum; a NaN counts as
-/// smaller than every number. Panics on an empty array.
+/// `(min a, i*)`, `i*` the first flat index of the minimum, NaNs skipped.
+/// Panics on an empty array.
 #[track_caller]
 pub fn min_arg<T, S, D>(a: &ArrayBase<S, D>) -> (T, usize)
 where

@@ -315,3 +315,21 @@ fn scan_chunk_rev<T: Elem>(xs: &[T], out: &mut [MaybeUninit<T>], mut s: T) {
         o[r - 1 - k].write(g[k]);
     }
 }
+
+/// Inclusive prefix (suffix when `reverse`) sums of `i64`s along axis 0:
+/// exact, so sequential (integer sums do not depend on the order).
+pub fn scan_i64(a: ndarray::ArrayViewD<'_, i64>, reverse: bool) -> ndarray::ArrayD<i64> {
+    let mut out = a.to_owned();
+    let n = out.shape().first().copied().unwrap_or(0);
+    for step in 1..n {
+        let (prev, k) = if reverse {
+            (n - step, n - 1 - step)
+        } else {
+            (step - 1, step)
+        };
+        let p = out.index_axis(Axis(0), prev).to_owned();
+        let mut row = out.index_axis_mut(Axis(0), k);
+        row += &p;
+    }
+    out
+}

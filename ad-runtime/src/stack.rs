@@ -1,11 +1,51 @@
-//! Residual storage for loops: values saved by the forward sweep of a loop,
-//! one per iteration, read back by the reverse sweep.
+//! Per-iteration values of a loop: stacks preallocated for a known trip
+//! count that a loop writes one slot per iteration into and a later loop
+//! reads back, and [`stack_arrays`], which joins equally shaped arrays into
+//! one with a leading axis.
 //!
-//! Both stacks are preallocated for a known trip count; nothing grows
-//! during the loop. Writing or reading past the trip count, or storing an
-//! array of another shape, panics with a message naming the stack.
+//! Nothing grows during the loop. Writing or reading past the trip count,
+//! or storing an array of another shape, panics with a message naming the
+//! stack.
 
-use ndarray::{ArrayBase, ArrayView, ArrayViewMut, Data, Dimension, IntoDimension, Zip};
+use ndarray::{
+    ArrayBase, ArrayD, ArrayView, ArrayViewD, ArrayViewMut, Data, Dimension, IntoDimension, IxDyn,
+    Zip,
+};
+
+/// Stacks equally shaped arrays of rank `elem_rank`, given in row-major
+/// order of the leading shape `lead`, into one array of shape
+/// `lead ++ element shape` (element sizes 0 when there are none). Panics if
+/// the count is not the product of `lead` or two shapes differ.
+pub fn stack_arrays<T: Clone>(
+    lead: &[usize],
+    elem_rank: usize,
+    elems: Vec<ArrayViewD<'_, T>>,
+) -> ArrayD<T> {
+    let count: usize = lead.iter().product();
+    assert_eq!(
+        elems.len(),
+        count,
+        "ad_runtime::stack_arrays: {} values for the shape {lead:?}",
+        elems.len()
+    );
+    let elem_shape: Vec<usize> = match elems.first() {
+        Some(e) => e.shape().to_vec(),
+        None => vec![0; elem_rank],
+    };
+    let size: usize = elem_shape.iter().product();
+    let mut data = Vec::with_capacity(count * size);
+    for e in &elems {
+        assert_eq!(
+            e.shape(),
+            &elem_shape[..],
+            "ad_runtime::stack_arrays: values of different shapes"
+        );
+        data.extend(e.iter().cloned());
+    }
+    let mut shape = lead.to_vec();
+    shape.extend(elem_shape);
+    ArrayD::from_shape_vec(IxDyn(&shape), data).expect("the data has the stacked shape")
+}
 
 /// Per-iteration scalars: slot `i` holds the value saved at iteration `i`
 /// of a loop with a fixed trip count.

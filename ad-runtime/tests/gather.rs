@@ -178,3 +178,32 @@ fn gather_scatter_deterministic() {
     same_bits("scatter rows", || scatter_add(&m, &rows, 1000));
     same_bits("scatter rows wide", || scatter_add(&m, &rows, 100_000));
 }
+
+#[test]
+fn integer_scatter_add_sums_duplicates() {
+    let idx = ndarray::array![2i64, 0, 2];
+    let vals = ndarray::array![[1i64, 1], [2, 2], [3, 4]].into_dyn();
+    let out = scatter_add_i64(4, idx.view(), vals.view());
+    assert_eq!(
+        out,
+        ndarray::array![[2i64, 2], [0, 0], [4, 5], [0, 0]].into_dyn()
+    );
+}
+
+#[test]
+#[should_panic(expected = "scatter_add_i64: index 4 out of range for length 4")]
+fn integer_scatter_add_checks_indices() {
+    let idx = ndarray::array![4i64];
+    let vals = ndarray::array![[1i64]].into_dyn();
+    scatter_add_i64(4, idx.view(), vals.view());
+}
+
+#[test]
+fn stacking_arrays_under_a_leading_shape() {
+    let a = ndarray::array![1.0, 2.0];
+    let b = ndarray::array![3.0, 4.0];
+    let s = stack_arrays(&[2], 1, vec![a.view().into_dyn(), b.view().into_dyn()]);
+    assert_eq!(s, ndarray::array![[1.0, 2.0], [3.0, 4.0]].into_dyn());
+    let none = stack_arrays::<f64>(&[0, 3], 2, vec![]);
+    assert_eq!(none.shape(), &[0, 3, 0, 0]);
+}

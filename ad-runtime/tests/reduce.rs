@@ -137,8 +137,15 @@ fn max_min_first_index() {
     let mut nan = vec1(20_000, 1);
     nan[12_345] = f64::NAN;
     nan[15_000] = f64::NAN;
-    assert_eq!(max_arg(&nan).1, 12_345);
-    assert_eq!(min_arg(&nan).1, 12_345);
+    // NaNs are skipped (the IR's rule): the extremum of the numbers.
+    let numbers = nan.mapv(|v| if v.is_nan() { f64::NEG_INFINITY } else { v });
+    assert_eq!(max_arg(&nan), max_arg(&numbers));
+    let numbers = nan.mapv(|v| if v.is_nan() { f64::INFINITY } else { v });
+    assert_eq!(min_arg(&nan), min_arg(&numbers));
+    nan[0] = f64::NAN;
+    assert_eq!(max_arg(&nan).1, max_arg(&nan.slice(s![1..])).1 + 1);
+    let all_nan = Array1::from_elem(20_000, f64::NAN);
+    assert_eq!(max_arg(&all_nan).1, 0);
     let ties = Array1::from_elem(30_000, 1.0);
     assert_eq!(max_arg(&ties), (1.0, 0));
     assert_eq!(min_arg(&ties.slice(s![..;-1])), (1.0, 0));

@@ -150,3 +150,14 @@ fn scans_deterministic() {
         scan_axis(&m, 1, ScanKind::ReverseInclusive)
     });
 }
+
+#[test]
+fn integer_scans_along_axis_0() {
+    let a = ndarray::array![[1i64, 2], [3, 4], [5, 6]].into_dyn();
+    let fwd = scan_i64(a.view(), false);
+    assert_eq!(fwd, ndarray::array![[1i64, 2], [4, 6], [9, 12]].into_dyn());
+    let rev = scan_i64(a.view(), true);
+    assert_eq!(rev, ndarray::array![[9i64, 12], [8, 10], [5, 6]].into_dyn());
+    let empty = ndarray::ArrayD::<i64>::zeros(ndarray::IxDyn(&[0, 2]));
+    assert_eq!(scan_i64(empty.view(), false).shape(), &[0, 2]);
+}

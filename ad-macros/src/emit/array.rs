@@ -1,9 +1,10 @@
 //! Non-linear array operations, and the kernels they share with their linear
 //! twins (indexing, update, gather, scatter-add, sums, broadcast, transpose,
 //! matrix products, scans). Float kernels go to the runtime (parallel and
-//! deterministic); integer ones and the max/min/arg reductions (whose NaN
-//! rules are the interpreter's, not the runtime's) are emitted inline or
-//! call the support module.
+//! deterministic), and so do arg-reductions, integer scans and integer
+//! scatter-adds (`arg_index`, `scan_i64`, `scatter_add_i64`: the
+//! interpreter's rules, NaNs skipped); max/min value reductions and other
+//! integer operations are emitted inline.
 
 use super::func::{Emitter, Out, R};
 use super::types::{array_ty, dim_ty, nd, owned_repr, rt, Repr};
@@ -187,11 +188,11 @@ impl Emitter<'_> {
                 quote!(#rt::scatter_add(#x, &#ix, #n))
             }
             Scalar::I64 => {
-                let sup = self.cx.support();
+                let rt = rt();
                 let i = self.scalar(idx);
                 let d = dim_ty(rank);
                 let v = self.scalar(vals);
-                quote!(#sup::scatter_add_i64(#n, #i.view(), #v.view().into_dyn())
+                quote!(#rt::scatter_add_i64(#n, #i.view(), #v.view().into_dyn())
                     .into_dimensionality::<#d>().expect("linad: rank"))
             }
             Scalar::Bool => return Err("scatter-add of a bool array".into()),
@@ -275,7 +276,7 @@ impl Emitter<'_> {
             ReduceOp::Min => false,
             _ => return Err("arg-reduction by sum or product".into()),
         };
-        let sup = self.cx.support();
+        let rt = rt();
         let x = self.scalar(arr);
         let xr = self.by_ref(arr);
         Ok(match axis {
@@ -284,12 +285,12 @@ impl Emitter<'_> {
                 let parts: Vec<_> = (0..n_binds).map(|k| quote!(#v[#k])).collect();
                 let r = super::types::flat(&parts);
                 Out {
-                    expr: quote!({ let #v = #sup::arg_all(#xr, #max); #r }),
+                    expr: quote!({ let #v = #rt::arg_index(#xr, #max); #r }),
                     reprs: vec![Repr::Val; n_binds],
                 }
             }
             Some(a) => {
-                let e = quote!(#sup::arg_axis(#x.view().into_dyn(), #a, #max));
+                let e = quote!(#rt::arg_index_axis(#x.view().into_dyn(), #a, #max));
                 if rank == 1 {
                     let d = dim_ty(0);
                     Out::one(
@@ -322,10 +323,10 @@ impl Emitter<'_> {
                 quote!(#rt::scan_axis(#x, 0, #kind))
             }
             Scalar::I64 => {
-                let sup = self.cx.support();
+                let rt = rt();
                 let x = self.scalar(arr);
                 let d = dim_ty(rank);
-                quote!(#sup::scan_i64(#x.view().into_dyn(), #reverse)
+                quote!(#rt::scan_i64(#x.view().into_dyn(), #reverse)
                     .into_dimensionality::<#d>().expect("linad: rank"))
             }
             Scalar::Bool => return Err("scan of a bool array".into()),

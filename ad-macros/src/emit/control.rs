@@ -18,7 +18,7 @@
 //!   (parallel above its threshold, sequential when nested in another
 //!   kernel) with the body as a closure returning all its results; several
 //!   results come back as an array of tuples and are split, array results
-//!   are stacked by the support module.
+//!   are stacked by the runtime's `stack_arrays`.
 //! - `Fold` (only in the primal, before normalisation) is a `for` loop over
 //!   axis 0.
 
@@ -367,9 +367,9 @@ impl Emitter<'_> {
                 if rev {
                     post.extend(quote!(#st.reverse();));
                 }
-                let sup = self.cx.support();
+                let rt = rt();
                 let d = dim_ty(rank + 1);
-                quote!(#sup::stack(&[#n], #rank, #st.iter().map(|__a| __a.view().into_dyn()).collect())
+                quote!(#rt::stack_arrays(&[#n], #rank, #st.iter().map(|__a| __a.view().into_dyn()).collect())
                     .into_dimensionality::<#d>().expect("linad: rank"))
             }
             Ty::Tuple(_) => return Err("a loop output of a tuple type".into()),
@@ -389,9 +389,9 @@ impl Emitter<'_> {
                 Ty::Scalar(_) if one => quote!(#b),
                 Ty::Scalar(_) => quote!(#b.map(|__t| #get)),
                 Ty::Array { rank, .. } => {
-                    let sup = self.cx.support();
+                    let rt = rt();
                     let d = dim_ty(lead_rank + rank);
-                    quote!(#sup::stack(#b.shape(), #rank, #b.iter().map(|__t| #get.view().into_dyn()).collect())
+                    quote!(#rt::stack_arrays(#b.shape(), #rank, #b.iter().map(|__t| #get.view().into_dyn()).collect())
                         .into_dimensionality::<#d>().expect("linad: rank"))
                 }
                 Ty::Tuple(_) => return Err("a stacked tuple".into()),

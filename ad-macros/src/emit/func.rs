@@ -18,7 +18,7 @@ use ad_core_ir::ir::*;
 use ad_core_ir::types::{Scalar, Ty};
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::quote;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// Emission result: generated tokens or an internal error message.
@@ -30,10 +30,6 @@ pub struct Ctx<'a> {
     pub prog: &'a Program,
     /// The externs the lowered function calls.
     pub callees: &'a [Callee],
-    /// The support module's name.
-    pub support: Ident,
-    /// Whether generated code calls the support module.
-    pub used_support: Cell<bool>,
     /// Non-extern functions of the program called so far (emitted as nested
     /// functions by the wrapper).
     pub internal: RefCell<Vec<String>>,
@@ -41,21 +37,12 @@ pub struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     /// A context for functions of `prog`.
-    pub fn new(prog: &'a Program, callees: &'a [Callee], support: Ident) -> Ctx<'a> {
+    pub fn new(prog: &'a Program, callees: &'a [Callee]) -> Ctx<'a> {
         Ctx {
             prog,
             callees,
-            support,
-            used_support: Cell::new(false),
             internal: RefCell::new(vec![]),
         }
-    }
-
-    /// `path::to::support` (and records that it is needed).
-    pub fn support(&self) -> TokenStream {
-        self.used_support.set(true);
-        let m = &self.support;
-        quote!(#m)
     }
 }
 

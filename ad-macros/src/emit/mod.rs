@@ -9,12 +9,11 @@
 //!   canonical signature (see `calls.rs`), from the derivatives with respect
 //!   to every differentiable parameter, called by other differentiable
 //!   functions that call `f`;
-//! - a private support module when the code needs helpers the runtime lacks.
 //!
 //! Files: `names.rs` (variable names), `types.rs` (IR types to Rust types),
 //! `uses.rs` (which use may move a value), `func.rs` (function bodies,
 //! blocks, statements), `scalar.rs`, `array.rs`, `linear.rs`, `control.rs`,
-//! `calls.rs` (statement forms), `support.rs`, `wrappers.rs`, `closures.rs`,
+//! `calls.rs` (statement forms), `wrappers.rs`, `halves.rs`, `closures.rs`,
 //! `transpose_fn.rs` (`f_transpose` of a `#[linear]` function).
 
 mod array;
@@ -26,7 +25,6 @@ mod halves;
 mod linear;
 mod names;
 mod scalar;
-mod support;
 mod transpose_fn;
 mod types;
 mod uses;

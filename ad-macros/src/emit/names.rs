@@ -58,13 +58,6 @@ pub fn temp(what: &str, n: u32) -> Ident {
     ident(&format!("__{what}{n}"))
 }
 
-/// The per-function support module (helpers the generated code calls that
-/// the runtime does not provide).
-pub fn support_mod(f: &Ident) -> Ident {
-    let f = syn::ext::IdentExt::unraw(f);
-    Ident::new(&format!("__linad_{f}_support"), Span::call_site())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

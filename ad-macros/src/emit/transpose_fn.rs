@@ -16,7 +16,7 @@
 //! ```
 
 use super::func::{body, Ctx, R};
-use super::names::{self, ident};
+use super::names::ident;
 use super::types::{flat, Repr};
 use super::wrappers::{
     allows, check, convert_param, ct_ty, func, nested_fns, out_pattern, tangent_ty, temps,
@@ -54,7 +54,7 @@ fn emit(
     sizes: &[ShapeSource],
 ) -> R<TokenStream> {
     let name = crate::names::transpose(&sig.ident);
-    let cx = Ctx::new(&d.program, callees, names::support_mod(&name));
+    let cx = Ctx::new(&d.program, callees);
     let fwd = func(cx.prog, &d.names.fwd)?;
     let lin_t = func(cx.prog, &d.names.lin_t)?;
     let consts: Vec<&Param> = sig
@@ -120,11 +120,6 @@ fn emit(
     let cts = super::wrappers::ct_params(&leaves);
     let (tb, treprs) = body(&cx, lin_t, resid, cts, true)?;
     let nested = nested_fns(&cx)?;
-    let support = if cx.used_support.get() {
-        super::support::module(&cx.support)
-    } else {
-        TokenStream::new()
-    };
     let (cs, cpat) = temps("c", lins.len());
     let c = super::wrappers::cotangents(&cs, &treprs, &lins);
     let decls = consts.iter().map(|p| {
@@ -144,7 +139,6 @@ fn emit(
     );
     let allows = allows();
     Ok(quote! {
-        #support
         #[doc = #doc]
         #allows
         #vis fn #name(#(#decls,)* #ct: #ct_t) -> #ret {

@@ -26,9 +26,8 @@ pub fn allows() -> TokenStream {
 /// Every generated item of one `#[differentiable]` function.
 pub fn companions(input: &Input) -> R<TokenStream> {
     let sig = input.sig;
-    let support = names::support_mod(&sig.ident);
-    let user = Ctx::new(&input.user.program, &input.lowered.callees, support.clone());
-    let all = Ctx::new(&input.all.program, &input.lowered.callees, support.clone());
+    let user = Ctx::new(&input.user.program, &input.lowered.callees);
+    let all = Ctx::new(&input.all.program, &input.lowered.callees);
     let mut out = TokenStream::new();
     let hall = halves(input, &all, Set::All)?;
     out.extend(hidden_blocks(input, &all, &hall)?);
@@ -44,9 +43,6 @@ pub fn companions(input: &Input) -> R<TokenStream> {
     out.extend(super::closures::f_pullback(input, h)?);
     out.extend(hall.items);
     out.extend(hwrt.map(|h| h.items));
-    if user.used_support.get() || all.used_support.get() {
-        out.extend(super::support::module(&support));
-    }
     Ok(out)
 }
 
