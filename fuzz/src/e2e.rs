@@ -239,7 +239,7 @@ fn valid_module(k: usize, case_seed: u64, p: &Program, out: &mut String) {
     let _ = writeln!(out, "        fl(&{name}({}))\n    }};", sargs.join(", "));
     let _ = writeln!(
         out,
-        "    let e = [1e-4, 1e-6].iter().map(|&h| fd_err(&dy, &at(h), &at(-h), h)).fold(f64::INFINITY, f64::min);"
+        "    let e = [1e-4, 1e-6, 1e-8].iter().map(|&h| fd_err(&dy, &at(h), &at(-h), h)).fold(f64::INFINITY, f64::min);"
     );
     let _ = writeln!(out, "    if !(e <= 1e-3) {{ fails.push(format!(\"jvp vs finite differences: rel err {{e:e}} (jvp {{dy:?}})\")); }}");
     let _ = writeln!(out, "    let (l, r) = (dot(&fl(&ct), &dy), dot(&g, &dx));");
