@@ -106,13 +106,13 @@ pub mod m {
     }
 }
 
-/// Calls through `crate::m::..` and `m::..`, with tuple and array results.
-/// (A callee's result type is not visible to the caller's macro: results
-/// other than `f64` are annotated where they are bound.)
+/// Calls through `crate::m::..` and `m::..`, with tuple and array results,
+/// annotated or not (the macro finds an unannotated callee's result type in
+/// the crate's source).
 #[differentiable]
 fn via_paths(v: &Array1<f64>, a: f64) -> f64 {
     let w: Array1<f64> = crate::m::affine(v, a, 0.5);
-    let (s, q): (f64, f64) = m::moments(&w, 3);
+    let (s, q) = m::moments(&w, 3);
     let n = m::norm2(&w);
     s * q + n + crate::m::inner::deep(v, a)
 }
@@ -235,5 +235,35 @@ fn matrix_valued_callee() {
         |a| gram_trace(a),
         |a, da| gram_trace_jvp(a, da),
         |a, ct| gram_trace_vjp(a, *ct),
+    );
+}
+
+/// No annotation on the `let`: the result types come from the callee's
+/// signature, found in the crate's source (`gram` above, `split_stats`
+/// below the caller, a tuple with an array).
+#[differentiable]
+fn unannotated_calls(a: &Array2<f64>, v: &Array1<f64>) -> f64 {
+    let g = gram(a);
+    let (m, centred) = split_stats(v);
+    let s = g.sum() * 0.1 + m;
+    s + centred.mapv(|c| c * c).sum()
+}
+
+#[differentiable]
+fn split_stats(v: &Array1<f64>) -> (f64, Array1<f64>) {
+    let m = v.sum() / v.len() as f64;
+    (m, v - m)
+}
+
+#[test]
+fn calls_without_annotations() {
+    let mut rng = rng("unannotated_calls");
+    let a = rng.array2(3, 2, -1.0, 1.0);
+    let v = rng.array1(4, -1.0, 1.0);
+    check_derivatives(
+        &(a, v),
+        |(a, v)| unannotated_calls(a, v),
+        |(a, v), (da, dv)| unannotated_calls_jvp(a, v, da, dv),
+        |(a, v), ct| unannotated_calls_vjp(a, v, *ct),
     );
 }

@@ -9,6 +9,7 @@
 
 mod attr;
 mod cfg;
+mod crate_fns;
 mod depth;
 mod emit;
 mod expand;
@@ -42,6 +43,7 @@ use proc_macro::TokenStream;
 /// pass and the generated Rust.
 #[proc_macro_attribute]
 pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let _crate = crate_fns::Scope::enter(proc_macro::Span::call_site().local_file());
     expand::expand(attr.into(), item.into()).into()
 }
 
@@ -68,6 +70,7 @@ pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// by transposing the rule.
 #[proc_macro_attribute]
 pub fn custom_jvp(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let _crate = crate_fns::Scope::enter(proc_macro::Span::call_site().local_file());
     rule::expand(attr.into(), item.into()).into()
 }
 
@@ -87,5 +90,6 @@ pub fn custom_jvp(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// an affine constant and the like are compile errors at the expression.
 #[proc_macro_attribute]
 pub fn linear(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let _crate = crate_fns::Scope::enter(proc_macro::Span::call_site().local_file());
     linear::expand(attr.into(), item.into()).into()
 }

@@ -6,7 +6,9 @@
 //! extern named by the path as written. Its parameter types are the
 //! argument types (tuples of `f64` are packed into IR tuples); its result
 //! types come from the `let` annotation at the call site (the leaves of a
-//! tuple), `f64` by default. After lowering, [`finish`] decides with a taint
+//! tuple), else from `g`'s signature in the crate's source
+//! (`crate::crate_fns`, which also checks the argument count), `f64` by
+//! default. After lowering, [`finish`] decides with a taint
 //! analysis (`taint.rs`) whether each callee receives values that depend on
 //! differentiable parameters: such a callee must be `#[differentiable]` and
 //! is called through its derivative building blocks; otherwise it is a
@@ -19,6 +21,7 @@ use super::methods::is_f64_method;
 use super::types::{classify, Elem, IntTy, TyDesc};
 use super::val::Val;
 use super::Callee;
+use crate::crate_fns;
 use ad_core_ir::ir::{Atom, Call, Expr, Func, Stmt, Var};
 use ad_core_ir::types::Ty;
 use proc_macro2::Span;
@@ -80,6 +83,27 @@ fn never_differentiable(path: &syn::Path) -> Option<String> {
         ));
     }
     None
+}
+
+/// The name of the function a path names when the path stays in this crate
+/// (`g`, `self::g`, `super::g`, `crate::m::g`, `m::g` for a module `m` of
+/// the crate), for [`crate_fns::lookup`].
+fn in_crate_name(path: &syn::Path) -> Option<String> {
+    let segs: Vec<String> = path
+        .segments
+        .iter()
+        .map(|s| syn::ext::IdentExt::unraw(&s.ident).to_string())
+        .collect();
+    match segs.as_slice() {
+        [one] => Some(one.clone()),
+        [first, .., last]
+            if matches!(first.as_str(), "self" | "super" | "crate")
+                || crate_fns::is_module(first) =>
+        {
+            Some(last.clone())
+        }
+        _ => None,
+    }
 }
 
 /// Whether a path segment names an `ndarray` array type.
@@ -229,6 +253,31 @@ impl Lowerer<'_> {
         if ir_name == self.fn_name {
             return self.fail(c, "recursive calls are not supported by #[differentiable]");
         }
+        // What the crate's source says about the callee (`crate_fns`).
+        let known = in_crate_name(&p.path).and_then(|n| crate_fns::lookup(&n));
+        if let Some(info) = &known {
+            if info.arity != c.args.len() {
+                let plural = |n: usize| if n == 1 { "" } else { "s" };
+                return self.fail(
+                    c,
+                    format!(
+                        "`{ir_name}` takes {} argument{} but {} {} supplied",
+                        info.arity,
+                        plural(info.arity),
+                        c.args.len(),
+                        if c.args.len() == 1 { "was" } else { "were" }
+                    ),
+                );
+            }
+        }
+        // Without a `let` annotation, the result type is the callee's own.
+        let declared: Option<syn::Type> = match (annot, &known) {
+            (None, Some(crate_fns::FnInfo { ret: Some(r), .. })) => syn::parse_str(r)
+                .ok()
+                .filter(|t: &syn::Type| classify(t).is_ok()),
+            _ => None,
+        };
+        let annot = annot.or(declared.as_ref());
         let mut args = vec![];
         let mut arg_tys = vec![];
         let mut arg_spans = vec![];
@@ -409,6 +458,17 @@ pub fn finish(func: &Func, seeds: &[Var], sites: &[CallSite]) -> Finished {
         if callee.differentiable {
             if let Some(msg) = never_differentiable(&f.path) {
                 errors.push(syn::Error::new(f.span, msg));
+                continue;
+            }
+            let known = in_crate_name(&f.path).and_then(|n| crate_fns::lookup(&n));
+            if known.is_some_and(|k| !k.differentiable) {
+                errors.push(syn::Error::new(
+                    f.span,
+                    format!(
+                        "`{name}` is not #[differentiable], but it is called here with values that depend on differentiable parameters: put #[differentiable] on `{name}`, give it a forward rule with `#[custom_jvp({name})]` (any Rust body, e.g. a function of another crate), or pass it only constants",
+                        name = callee.ir_name
+                    ),
+                ));
                 continue;
             }
             if let Some(t) = f.result_tys.iter().find(|t| !t.is_differentiable()) {

@@ -45,7 +45,7 @@ impl<'p> Lowerer<'p> {
     pub fn defaulted_hint(&self, a: &Atom) -> String {
         match a.var().and_then(|v| self.defaulted.get(&v)) {
             Some(callee) => format!(
-                " (`{callee}(..)` is taken to return `f64` because the `let` has no type; if it returns an array or a tuple, annotate it: `let v: Array1<f64> = {callee}(..);`)"
+                " (`{callee}(..)` is taken to return `f64`: the `let` has no type and linad did not find `{callee}`'s signature in the crate's source; if it returns an array or a tuple, annotate it: `let v: Array1<f64> = {callee}(..);`)"
             ),
             None => String::new(),
         }

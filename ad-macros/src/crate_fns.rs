@@ -1,0 +1,328 @@
+//! The other functions of the crate, as far as their source tells.
+//!
+//! A proc macro sees only its own item, but the files rustc compiles the
+//! crate from are on disk. For a call `g(..)` the front end asks [`lookup`]
+//! whether `g` is a function of the crate, whether it is differentiable
+//! (`#[differentiable]`, `#[linear]`, or the target of a `#[custom_jvp(g)]`
+//! rule), how many parameters it takes and what it returns. So a plain
+//! function called with values that depend on differentiable parameters,
+//! or a differentiable one called with the wrong number of arguments, is
+//! one clear error at the call (not rustc's errors about generated names),
+//! and a call needs no `let` annotation for an array or tuple result.
+//!
+//! Where it looks: the file of the item being expanded
+//! (`proc_macro::Span::local_file`, stable since Rust 1.88) and every `.rs`
+//! file under the crate's `src/` (`CARGO_MANIFEST_DIR`). A file is parsed
+//! once per process and again only when its length or modification time
+//! changes. A name defined once in the expanding file is that function;
+//! otherwise every definition of the name in those files must agree (kind,
+//! arity, return type), or the lookup knows nothing and the macro behaves as
+//! without it (rustc then reports what it finds). Only the entry points in
+//! `lib.rs` set the current file ([`Scope`]): the unit tests and the
+//! fuzzer's in-process runs see no crate.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+/// What the source says about one function.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FnInfo {
+    /// `#[differentiable]`, `#[linear]`, or given a `#[custom_jvp]` rule.
+    pub differentiable: bool,
+    /// The number of parameters.
+    pub arity: usize,
+    /// The return type as written (tokens as text), `None` for `()`.
+    pub ret: Option<String>,
+}
+
+/// The functions of one file: `(name, info)` in source order (a rule's
+/// target is marked differentiable once the whole file is read), and the
+/// names of the modules it declares (`mod m;` and `mod m { .. }`).
+#[derive(Default)]
+pub struct FileFns {
+    fns: Vec<(String, FnInfo)>,
+    mods: Vec<String>,
+    /// Names imported from other crates (`use statrs::function::erf::erf;`).
+    foreign: Vec<String>,
+}
+
+/// Parsed files by path, with the length and modification time they had.
+type Cache = HashMap<PathBuf, (u64, Option<SystemTime>, FileFns)>;
+
+static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
+
+thread_local! {
+    /// The file of the item being expanded (set by [`Scope`]).
+    static CURRENT: RefCell<Option<PathBuf>> = const { RefCell::new(None) };
+}
+
+/// While alive, lookups see the crate around `file` (the expanding item's
+/// source file); dropping it forgets it.
+pub struct Scope;
+
+impl Scope {
+    /// Enters the crate of `file` (`None`: no crate is known).
+    pub fn enter(file: Option<PathBuf>) -> Scope {
+        CURRENT.with(|c| *c.borrow_mut() = file);
+        Scope
+    }
+}
+
+impl Drop for Scope {
+    fn drop(&mut self) {
+        CURRENT.with(|c| *c.borrow_mut() = None);
+    }
+}
+
+/// The expanding file, then the crate's other source files: those under
+/// `src/` when the expanding file is there (an example, test or bench is a
+/// crate of its own).
+fn files() -> Option<Vec<PathBuf>> {
+    let current = CURRENT.with(|c| c.borrow().clone())?;
+    let mut files = vec![current.clone()];
+    if let Ok(dir) = std::env::var("CARGO_MANIFEST_DIR") {
+        let src = Path::new(&dir).join("src");
+        let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        if canon(&current).starts_with(canon(&src)) {
+            rs_files(&src, &mut files, 0);
+        }
+    }
+    files.dedup();
+    let rest: Vec<PathBuf> = files
+        .split_off(1)
+        .into_iter()
+        .filter(|f| *f != current)
+        .collect();
+    files.extend(rest);
+    Some(files)
+}
+
+/// Whether the crate's source declares a module called `name` (so a path
+/// `name::g` stays in the crate).
+pub fn is_module(name: &str) -> bool {
+    let Some(files) = files() else { return false };
+    let Ok(mut guard) = CACHE.lock() else {
+        return false;
+    };
+    let cache = guard.get_or_insert_with(HashMap::new);
+    files
+        .iter()
+        .any(|f| fns_of(cache, f).is_some_and(|ff| ff.mods.iter().any(|m| m == name)))
+}
+
+/// What the crate's source says about the function `name` (see the module
+/// doc for where it looks and when it knows nothing).
+pub fn lookup(name: &str) -> Option<FnInfo> {
+    let files = files()?;
+    let current = files[0].clone();
+    let mut guard = CACHE.lock().ok()?;
+    let cache = guard.get_or_insert_with(HashMap::new);
+    let here_fns = fns_of(cache, &current)?;
+    if here_fns.foreign.iter().any(|n| n == name) {
+        return None;
+    }
+    let here: Vec<FnInfo> = matches(here_fns, name);
+    if let [one] = here.as_slice() {
+        return Some(one.clone());
+    }
+    if !here.is_empty() {
+        return None;
+    }
+    let mut found: Vec<FnInfo> = vec![];
+    for f in files.iter().skip(1) {
+        if let Some(fns) = fns_of(cache, f) {
+            found.extend(matches(fns, name));
+        }
+    }
+    let first = found.first()?.clone();
+    found.iter().all(|f| *f == first).then_some(first)
+}
+
+fn matches(fns: &FileFns, name: &str) -> Vec<FnInfo> {
+    fns.fns
+        .iter()
+        .filter(|(n, _)| n == name)
+        .map(|(_, i)| i.clone())
+        .collect()
+}
+
+/// The `.rs` files under `dir` (at most 8 directories deep).
+fn rs_files(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() && depth < 8 {
+            rs_files(&p, out, depth + 1);
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The functions of `path`, parsed now or earlier (`None` if it cannot be
+/// read or parsed).
+fn fns_of<'c>(cache: &'c mut Cache, path: &Path) -> Option<&'c FileFns> {
+    let meta = std::fs::metadata(path).ok()?;
+    let (len, mtime) = (meta.len(), meta.modified().ok());
+    let fresh = matches!(cache.get(path), Some((l, m, _)) if *l == len && *m == mtime);
+    if !fresh {
+        let text = std::fs::read_to_string(path).ok()?;
+        let fns = parse_fns(&text)?;
+        cache.insert(path.to_path_buf(), (len, mtime, fns));
+    }
+    cache.get(path).map(|(_, _, f)| f)
+}
+
+/// The free functions of a file (inline modules included).
+pub fn parse_fns(text: &str) -> Option<FileFns> {
+    let file = syn::parse_file(text).ok()?;
+    let mut fns = FileFns::default();
+    let mut ruled = vec![];
+    collect(&file.items, &mut fns, &mut ruled);
+    for (name, info) in &mut fns.fns {
+        if ruled.contains(name) {
+            info.differentiable = true;
+        }
+    }
+    Some(fns)
+}
+
+fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
+    for item in items {
+        match item {
+            syn::Item::Fn(f) => {
+                let mut differentiable = false;
+                for a in &f.attrs {
+                    match attr_name(a).as_deref() {
+                        Some("differentiable" | "linear") => differentiable = true,
+                        Some("custom_jvp") => {
+                            if let Ok(target) = a.parse_args::<syn::Ident>() {
+                                ruled.push(syn::ext::IdentExt::unraw(&target).to_string());
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                let ret = match &f.sig.output {
+                    syn::ReturnType::Default => None,
+                    syn::ReturnType::Type(_, t) => {
+                        Some(quote::ToTokens::to_token_stream(t).to_string())
+                    }
+                };
+                out.fns.push((
+                    syn::ext::IdentExt::unraw(&f.sig.ident).to_string(),
+                    FnInfo {
+                        differentiable,
+                        arity: f.sig.inputs.len(),
+                        ret,
+                    },
+                ));
+            }
+            syn::Item::Use(u) => foreign_names(&u.tree, true, &mut out.foreign),
+            syn::Item::Mod(m) => {
+                out.mods
+                    .push(syn::ext::IdentExt::unraw(&m.ident).to_string());
+                if let Some((_, items)) = &m.content {
+                    collect(items, out, ruled);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The names a `use` tree imports from other crates (`root`: the tree's
+/// first segment is still to come).
+fn foreign_names(t: &syn::UseTree, root: bool, out: &mut Vec<String>) {
+    match t {
+        syn::UseTree::Path(p) => {
+            let local = ["crate", "self", "super"].contains(&p.ident.to_string().as_str());
+            if !(root && local) {
+                foreign_names(&p.tree, false, out);
+            }
+        }
+        syn::UseTree::Name(n) if !root => out.push(n.ident.to_string()),
+        syn::UseTree::Rename(r) if !root => out.push(r.rename.to_string()),
+        syn::UseTree::Group(g) => {
+            for t in &g.items {
+                foreign_names(t, root, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The last segment of an attribute's path (`linad::differentiable` ->
+/// `differentiable`).
+fn attr_name(a: &syn::Attribute) -> Option<String> {
+    a.path().segments.last().map(|s| s.ident.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_arity_and_results() {
+        let fns = parse_fns(
+            "use statrs::function::erf::{erf, erfc as c};
+             use crate::m::local;
+             fn plain(a: f64) -> usize { 1 }
+             #[differentiable] fn d(x: f64, w: &Array1<f64>) -> Array1<f64> { w * x }
+             #[linad::linear(x)] fn l(x: f64) -> f64 { x }
+             fn ruled(x: f64) -> f64 { x }
+             #[custom_jvp(ruled)] fn rule(x: f64, d_x: f64) -> (f64, f64) { (x, d_x) }
+             mod inner { pub fn nothing() {} }",
+        )
+        .unwrap();
+        let get = |n: &str| fns.fns.iter().find(|(m, _)| m == n).unwrap().1.clone();
+        assert_eq!(fns.mods, ["inner"]);
+        assert_eq!(fns.foreign, ["erf", "c"]);
+        assert!(!get("plain").differentiable);
+        assert_eq!(get("plain").ret.as_deref(), Some("usize"));
+        assert!(get("d").differentiable);
+        assert_eq!(get("d").arity, 2);
+        assert_eq!(get("d").ret.as_deref(), Some("Array1 < f64 >"));
+        assert!(get("l").differentiable);
+        assert!(get("ruled").differentiable);
+        assert_eq!(get("nothing").ret, None);
+    }
+
+    #[test]
+    fn nothing_is_known_outside_an_expansion() {
+        assert_eq!(lookup("kinds_arity_and_results"), None);
+    }
+
+    #[test]
+    fn the_expanding_file_first_then_the_crate() {
+        let dir = std::env::temp_dir().join(format!("linad-crate-fns-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let here = dir.join("here.rs");
+        std::fs::write(&here, "#[differentiable] fn g(x: f64) -> f64 { x }\nfn twice(a: f64) -> f64 { a }\nmod m { fn twice(a: f64, b: f64) -> f64 { a } }").unwrap();
+        let _scope = Scope::enter(Some(here.clone()));
+        assert_eq!(
+            lookup("g").map(|i| (i.differentiable, i.arity)),
+            Some((true, 1))
+        );
+        assert_eq!(
+            lookup("twice"),
+            None,
+            "two definitions in the file: unknown"
+        );
+        assert_eq!(lookup("absent"), None);
+        assert!(is_module("m") && !is_module("absent"));
+        // A change of the file is seen.
+        std::fs::write(&here, "fn g(x: f64, y: f64) -> f64 { x }").unwrap();
+        assert_eq!(
+            lookup("g").map(|i| (i.differentiable, i.arity)),
+            Some((false, 2))
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
