@@ -106,3 +106,41 @@ fn transposed_build_is_bit_identical_for_1_2_and_4_threads() {
         |(w, c), ct| weighted_distances_vjp(w, c, &xs, *ct),
     );
 }
+
+/// Builds and maps with several scalar results per element (the value and
+/// its residuals), of rank 1 and 2: written in one pass, in blocks of rows
+/// when parallel.
+#[differentiable]
+fn several_outputs(x: &Array1<f64>, a: &Array2<f64>) -> f64 {
+    let s = Array1::from_shape_fn(x.len(), |i| (x[i] * 1.3).sin() * x[i].exp());
+    let t = Array2::from_shape_fn(a.dim(), |(i, j)| (a[[i, j]] + x[j % x.len()]).tanh());
+    let m = x.mapv(|v| (v * v + 1.0).ln() * v.cos());
+    s.sum() + t.sum() * 0.5 + m.sum()
+}
+
+#[test]
+fn multi_output_kernels_are_bit_identical_for_1_2_and_4_threads() {
+    let mut rng = rng("several_outputs");
+    let x = rng.array1(37, -1.0, 1.0);
+    let a = rng.array2(29, 11, -1.0, 1.0);
+    let run = || {
+        let (y, (gx, ga)) = several_outputs_vjp(&x, &a, 1.0);
+        let (y2, dy) = several_outputs_jvp(&x, &a, &x, &a);
+        let mut v = vec![y, y2, dy];
+        v.extend(gx.iter().copied());
+        v.extend(ga.iter().copied());
+        bits(v)
+    };
+    let one = in_pool(1, run);
+    for threads in [2, 4] {
+        assert_eq!(in_pool(threads, run), one, "{threads} threads");
+    }
+    // And the primal is f's, bit for bit.
+    assert_eq!(one[0], several_outputs(&x, &a).to_bits());
+    check_derivatives(
+        &(x.clone(), a.clone()),
+        |(x, a)| several_outputs(x, a),
+        |(x, a), (dx, da)| several_outputs_jvp(x, a, dx, da),
+        |(x, a), ct| several_outputs_vjp(x, a, *ct),
+    );
+}

@@ -4,7 +4,6 @@ use crate::check;
 use crate::elem::Elem;
 use crate::par;
 use ndarray::{Array, ArrayBase, Data, DataMut, Dimension, Zip};
-use rayon::prelude::*;
 
 /// `acc[i] += s · x[i]` for every index (no broadcasting: same shapes).
 #[track_caller]
@@ -41,11 +40,13 @@ where
     F: Fn(&mut T, T) + Sync + Send,
 {
     match par::split_plan(acc.shape(), acc.len()) {
-        Some((ax, k)) => acc
-            .axis_chunks_iter_mut(ax, k)
-            .into_par_iter()
-            .zip(x.axis_chunks_iter(ax, k))
-            .for_each(|(a, x)| Zip::from(a).and(x).for_each(|a, &x| f(a, x))),
+        Some((ax, k)) => par::for_each_item(
+            acc.axis_chunks_iter_mut(ax, k)
+                .zip(x.axis_chunks_iter(ax, k))
+                .collect(),
+            true,
+            |(a, x)| Zip::from(a).and(x).for_each(|a, &x| f(a, x)),
+        ),
         None => Zip::from(acc).and(x).for_each(|a, &x| f(a, x)),
     }
 }
@@ -118,21 +119,22 @@ where
         let (lo, hi) = bounds(t);
         body(zero(), lo, hi)
     };
-    let (first, rest): (S, Vec<S>) = if par::go_parallel(work) {
-        rayon::join(
-            || par::nested(|| body(init, 0, bounds(0).1)),
-            || {
-                (1..c)
-                    .into_par_iter()
-                    .map(|t| par::nested(|| rest_chunk(t)))
-                    .collect()
-            },
-        )
-    } else {
-        (body(init, 0, bounds(0).1), (1..c).map(rest_chunk).collect())
+    // Chunk 0 starts from `init` (moved into its task), the others from zeros.
+    let init = std::sync::Mutex::new(Some(init));
+    let chunk = |t: usize| match t {
+        0 => {
+            let s = init
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take()
+                .expect("chunk 0 runs once");
+            body(s, 0, bounds(0).1)
+        }
+        t => rest_chunk(t),
     };
-    let mut acc = first;
-    for r in rest {
+    let mut parts = par::map_tasks(c, par::go_parallel(work), chunk).into_iter();
+    let mut acc = parts.next().expect("at least two chunks");
+    for r in parts {
         add(&mut acc, r);
     }
     acc

@@ -22,7 +22,6 @@
 use crate::elem::Elem;
 use crate::par;
 use ndarray::{Array, ArrayBase, ArrayView, Axis, CowArray, Data, Dimension, RemoveAxis};
-use rayon::prelude::*;
 
 /// Number of lanes of a chunk fold.
 pub(crate) const LANES: usize = 8;
@@ -177,11 +176,13 @@ where
     }
     let mut out = Array::from_elem(a.raw_dim(), T::ZERO);
     match par::split_plan(a.shape(), a.len()) {
-        Some((ax, k)) => out
-            .axis_chunks_iter_mut(ax, k)
-            .into_par_iter()
-            .zip(a.axis_chunks_iter(ax, k))
-            .for_each(|(mut o, x)| o.assign(&x)),
+        Some((ax, k)) => par::for_each_item(
+            out.axis_chunks_iter_mut(ax, k)
+                .zip(a.axis_chunks_iter(ax, k))
+                .collect(),
+            true,
+            |(mut o, x)| o.assign(&x),
+        ),
         None => out.assign(a),
     }
     CowArray::from(out)
@@ -302,7 +303,18 @@ where
         acc
     };
     let mut blocks: Vec<Vec<O::Acc>> = if parallel && nb > 1 {
-        by_block.into_par_iter().map(merge_block).collect()
+        let by_block: Vec<std::sync::Mutex<Option<_>>> = by_block
+            .into_iter()
+            .map(|b| std::sync::Mutex::new(Some(b)))
+            .collect();
+        par::map_tasks(nb, true, |t| {
+            let b = by_block[t]
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take()
+                .expect("one task per block");
+            merge_block(b)
+        })
     } else {
         by_block.into_iter().map(merge_block).collect()
     };

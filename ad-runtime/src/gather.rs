@@ -10,7 +10,6 @@ use crate::elem::Elem;
 use crate::fold::standard;
 use crate::par;
 use ndarray::{Array, ArrayBase, Axis, Data, DataMut, Dimension, Ix1, NdIndex, RemoveAxis, Zip};
-use rayon::prelude::*;
 use std::fmt::Debug;
 
 /// Source elements per chunk of the private-accumulator path.
@@ -39,12 +38,11 @@ where
                     Some(&x) => x,
                     None => check::row_out_of_range("gather", j, n0),
                 };
-                let mut v = Vec::with_capacity(is.len());
-                if parallel {
-                    is.par_iter().map(pick).collect_into_vec(&mut v);
+                let v = if parallel {
+                    par::fill(is.len(), |k| pick(&is[k]))
                 } else {
-                    v.extend(is.iter().map(pick));
-                }
+                    is.iter().map(pick).collect()
+                };
                 ndarray::Array1::from_vec(v)
             }
             _ => {
@@ -52,11 +50,12 @@ where
                     check::row_in_range("gather", j, n0);
                     a1[j]
                 };
-                let z = Zip::from(idx);
                 if parallel {
-                    z.par_map_collect(pick)
+                    let idx = idx.view();
+                    let v = par::fill(idx.len(), |k| pick(&idx[k]));
+                    ndarray::Array1::from_vec(v)
                 } else {
-                    z.map_collect(pick)
+                    Zip::from(idx).map_collect(pick)
                 }
             }
         };
@@ -71,14 +70,11 @@ where
         o.assign(&a.index_axis(Axis(0), j));
     };
     let idx = idx.to_vec();
-    if parallel {
-        out.outer_iter_mut()
-            .into_par_iter()
-            .zip(idx.par_iter())
-            .for_each(copy_row);
-    } else {
-        out.outer_iter_mut().zip(idx.iter()).for_each(copy_row);
-    }
+    par::for_each_item(
+        out.outer_iter_mut().zip(idx.iter()).collect(),
+        parallel,
+        copy_row,
+    );
     out
 }
 

@@ -18,6 +18,7 @@
 //! | broadcasting | [`broadcast_to`], [`broadcast_axis`], [`sum_to_shape`] |
 //! | accumulation | [`add_scaled`], [`add_assign`], [`zeros_like`], [`accumulate_chunked`] (accumulation loops in fixed chunks) |
 //! | per-iteration values | [`stack_arrays`], [`ResidualStack`], [`ArrayResidualStack`], [`Scratch`], [`pooled_zeros`], [`recycle`] (per-thread reusable buffers) |
+//! | tasks (blocks of a generated kernel with several outputs) | [`for_each_item`], [`rows_per_task`] |
 //! | argument checks of generated derivatives | [`check_arg_shape`] |
 //!
 //! **Determinism**: every kernel returns bit-identical results for any
@@ -55,7 +56,10 @@ pub use elem::Elem;
 pub use gather::{add_at, add_row_at, gather, scatter_add, scatter_add_i64};
 pub use map::{build, build_weighted, map, zip3_map, zip_map};
 pub use matmul::{dot, matmul, matmul_nt, matmul_tn, matvec, matvec_t, vecmat};
-pub use par::{go_parallel, in_parallel_kernel, par_threshold, set_par_threshold, PAR_THRESHOLD};
+pub use par::{
+    for_each_item, go_parallel, in_parallel_kernel, par_threshold, rows_per_task,
+    set_par_threshold, PAR_THRESHOLD,
+};
 pub use reduce::{
     logsumexp, logsumexp_axis, max_arg, max_arg_axis, min_arg, min_arg_axis, product, product_axis,
     sum, sum_axis, unravel_index,

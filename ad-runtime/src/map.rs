@@ -6,18 +6,18 @@
 //! in row-major layout. Work for the parallel threshold: the number of output
 //! elements. Elementwise results never depend on the thread count.
 //!
-//! In parallel, the nesting flag of [`crate::par`] is set once per rayon
-//! job (`map_init` / `for_each_init`), not once per element, so kernels the
-//! closure calls stay sequential at no per-element cost. Outputs are
-//! collected straight into a row-major vector, never pre-filled: element
-//! types need no `Default` (a closure may return a tuple of any arity, e.g.
-//! a map body's result and all its per-element residuals). Inputs that are
-//! not row-major are first copied to row-major in the parallel path.
+//! In parallel, the output is cut into blocks of consecutive elements, one
+//! task each (`par::fill`: the nesting flag of [`crate::par`] is set once
+//! per task, so kernels the closure calls stay sequential at no
+//! per-element cost). Outputs are written straight into a row-major vector,
+//! never pre-filled: element types need no `Default` (a closure may return
+//! a tuple of any arity, e.g. a map body's result and all its per-element
+//! residuals). Inputs that are not row-major are first copied to row-major
+//! in the parallel path.
 
 use crate::check;
-use crate::par::{self, NestGuard};
+use crate::par;
 use ndarray::{Array, ArrayBase, CowArray, Data, Dimension, IntoDimension, Zip};
-use rayon::prelude::*;
 
 /// `out[idx] = f(idx)` for every index of `shape`.
 ///
@@ -51,11 +51,7 @@ where
     if !par::go_parallel(dim.size().saturating_mul(work_per_elem.max(1))) {
         return Array::from_shape_fn(dim, f);
     }
-    let mut v = Vec::with_capacity(dim.size());
-    (0..dim.size())
-        .into_par_iter()
-        .map_init(NestGuard::enter, |_, k| f(unravel(&dim, k)))
-        .collect_into_vec(&mut v);
+    let v = par::fill(dim.size(), |k| f(unravel(&dim, k)));
     Array::from_shape_vec(dim, v).expect("row-major shape")
 }
 
@@ -89,10 +85,7 @@ where
     }
     let a = row_major(a);
     let xs = a.as_slice().expect("row-major");
-    let mut v = Vec::with_capacity(xs.len());
-    xs.par_iter()
-        .map_init(NestGuard::enter, |_, &x| f(x))
-        .collect_into_vec(&mut v);
+    let v = par::fill(xs.len(), |k| f(xs[k]));
     Array::from_shape_vec(a.raw_dim(), v).expect("row-major shape")
 }
 
@@ -121,11 +114,7 @@ where
         a.as_slice().expect("row-major"),
         b.as_slice().expect("row-major"),
     );
-    let mut v = Vec::with_capacity(xs.len());
-    xs.par_iter()
-        .zip(ys)
-        .map_init(NestGuard::enter, |_, (&x, &y)| f(x, y))
-        .collect_into_vec(&mut v);
+    let v = par::fill(xs.len(), |k| f(xs[k], ys[k]));
     Array::from_shape_vec(a.raw_dim(), v).expect("row-major shape")
 }
 
@@ -162,11 +151,6 @@ where
         b.as_slice().expect("row-major"),
         c.as_slice().expect("row-major"),
     );
-    let mut v = Vec::with_capacity(xs.len());
-    xs.par_iter()
-        .zip(ys)
-        .zip(ws)
-        .map_init(NestGuard::enter, |_, ((&x, &y), &w)| f(x, y, w))
-        .collect_into_vec(&mut v);
+    let v = par::fill(xs.len(), |k| f(xs[k], ys[k], ws[k]));
     Array::from_shape_vec(a.raw_dim(), v).expect("row-major shape")
 }

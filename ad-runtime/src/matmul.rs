@@ -19,7 +19,6 @@ use crate::fold::{reduce_axis, reduce_flat, tree, LaneOp, LANES};
 use crate::par;
 use ndarray::linalg::general_mat_mul;
 use ndarray::{arr0, Array1, Array2, ArrayBase, ArrayView2, Axis, Data, Ix1, Ix2};
-use rayon::prelude::*;
 
 /// Fewest rows (or columns) of the output per matrix-multiply task.
 const MM_BLOCK: usize = 64;
@@ -230,21 +229,12 @@ fn gemm<T: Elem>(kernel: &str, a: ArrayView2<'_, T>, b: ArrayView2<'_, T>) -> Ar
     let ax = if rows { Axis(0) } else { Axis(1) };
     let blk = MM_BLOCK.max(m.max(n).div_ceil(MM_TASKS));
     let c_blocks = c.axis_chunks_iter_mut(ax, blk);
-    match (parallel, rows) {
-        (true, true) => c_blocks
-            .into_par_iter()
-            .zip(a.axis_chunks_iter(Axis(0), blk))
-            .for_each(|(c, a)| mm(a, b, c)),
-        (true, false) => c_blocks
-            .into_par_iter()
-            .zip(b.axis_chunks_iter(Axis(1), blk))
-            .for_each(|(c, b)| mm(a, b, c)),
-        (false, true) => c_blocks
-            .zip(a.axis_chunks_iter(Axis(0), blk))
-            .for_each(|(c, a)| mm(a, b, c)),
-        (false, false) => c_blocks
-            .zip(b.axis_chunks_iter(Axis(1), blk))
-            .for_each(|(c, b)| mm(a, b, c)),
+    if rows {
+        let items = c_blocks.zip(a.axis_chunks_iter(Axis(0), blk)).collect();
+        par::for_each_item(items, parallel, |(c, a)| mm(a, b, c));
+    } else {
+        let items = c_blocks.zip(b.axis_chunks_iter(Axis(1), blk)).collect();
+        par::for_each_item(items, parallel, |(c, b)| mm(a, b, c));
     }
     c
 }

@@ -19,10 +19,22 @@
 //! runs a parallel task, not with `rayon::current_thread_index()`: inside
 //! `ThreadPool::install` the caller itself is a pool thread, and the
 //! thread-index test would make every kernel called there sequential.
+//!
+//! Every kernel reaches rayon through one function, [`run_tasks`], which is
+//! not generic: rayon's machinery (jobs, joins, producer bridges) is
+//! compiled once, in this crate. Kernels are generic over their closures
+//! and array types and so are compiled in the crate that calls them; when
+//! each called rayon's parallel iterators itself, their instances made
+//! about 70% of the machine code of a crate of `#[differentiable]`
+//! functions (`bench/compile-time`). The helpers below ([`map_tasks`],
+//! [`for_each_item`], [`fill`]) hand their tasks to [`run_tasks`] as
+//! `&dyn Fn(usize)`: one indirect call per task, a block of elements each.
 
 use rayon::prelude::*;
 use std::cell::Cell;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 /// Default of [`PAR_THRESHOLD`]: `2^17` elements. Below about that size the
 /// cost of waking rayon workers (tens of microseconds, much more on a loaded
@@ -88,6 +100,18 @@ pub(crate) fn nested<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// Runs `task(0)`, .., `task(n - 1)` on rayon's current pool, each with the
+/// nesting flag set, and returns when all have run (a task's panic is
+/// propagated). The only call into rayon's parallel iterators (module doc).
+pub(crate) fn run_tasks(n: usize, task: &(dyn Fn(usize) + Sync)) {
+    (0..n).into_par_iter().for_each(|t| nested(|| task(t)));
+}
+
+/// Takes the value out of a slot that one task owns.
+fn take<T>(slot: &Mutex<Option<T>>) -> Option<T> {
+    slot.lock().unwrap_or_else(PoisonError::into_inner).take()
+}
+
 /// `[f(0), f(1), .., f(n - 1)]`, computed in parallel when `parallel`.
 ///
 /// The output order is the task order whatever thread ran each task.
@@ -97,10 +121,82 @@ where
     F: Fn(usize) -> R + Sync + Send,
 {
     if parallel && n > 1 {
-        (0..n).into_par_iter().map(|t| nested(|| f(t))).collect()
+        let slots: Vec<Mutex<Option<R>>> = (0..n).map(|_| Mutex::new(None)).collect();
+        run_tasks(n, &|t| {
+            let r = f(t);
+            *slots[t].lock().unwrap_or_else(PoisonError::into_inner) = Some(r);
+        });
+        slots
+            .iter()
+            .map(|s| take(s).expect("run_tasks ran every task"))
+            .collect()
     } else {
         (0..n).map(f).collect()
     }
+}
+
+/// `f(item)` for every item, each moved into its own task, in parallel when
+/// `parallel` (e.g. the blocks of an output array zipped with the blocks of
+/// an input). Generated code uses it for builds and maps with several
+/// outputs, cut into blocks of [`rows_per_task`] rows.
+pub fn for_each_item<I, F>(items: Vec<I>, parallel: bool, f: F)
+where
+    I: Send,
+    F: Fn(I) + Sync + Send,
+{
+    if parallel && items.len() > 1 {
+        let slots: Vec<Mutex<Option<I>>> = items.into_iter().map(|i| Mutex::new(Some(i))).collect();
+        run_tasks(slots.len(), &|t| {
+            if let Some(i) = take(&slots[t]) {
+                f(i);
+            }
+        });
+    } else {
+        items.into_iter().for_each(f);
+    }
+}
+
+/// How many of `n` rows one task of an elementwise kernel takes: about 8
+/// tasks per thread of the current pool, at least one row each.
+pub fn rows_per_task(n: usize) -> usize {
+    n.div_ceil(8 * rayon::current_num_threads()).max(1)
+}
+
+/// `[f(0), f(1), .., f(n - 1)]` computed in parallel blocks of consecutive
+/// indices (about 8 per thread), written straight into the result (no
+/// `Default` needed, no copy). The blocks change who computes an element,
+/// never its value.
+pub(crate) fn fill<T, F>(n: usize, f: F) -> Vec<T>
+where
+    T: Send,
+    F: Fn(usize) -> T + Sync + Send,
+{
+    let block = rows_per_task(n);
+    let mut v: Vec<T> = Vec::with_capacity(n);
+    {
+        let slots: Vec<Mutex<&mut [MaybeUninit<T>]>> = v.spare_capacity_mut()[..n]
+            .chunks_mut(block)
+            .map(Mutex::new)
+            .collect();
+        run_tasks(slots.len(), &|t| {
+            let mut chunk = slots[t].lock().unwrap_or_else(PoisonError::into_inner);
+            for (j, slot) in chunk.iter_mut().enumerate() {
+                slot.write(f(t * block + j));
+            }
+        });
+    }
+    // SAFETY: the chunks partition the first `n` slots of the capacity,
+    // `run_tasks` returns only after every task ran (a panic in `f` unwinds
+    // through it before this line, leaving `v` empty: the elements written
+    // so far leak, which is safe), and each task wrote
+    // every slot of its chunk in the loop above; so slots `0..n` are
+    // initialised. Tested by `fill_writes_every_element` (odd sizes, 1, 2
+    // and 4 threads) and `fill_panics_cleanly`.
+    #[allow(unsafe_code)]
+    unsafe {
+        v.set_len(n);
+    }
+    v
 }
 
 /// Target number of elements per task of an elementwise kernel.
@@ -129,4 +225,67 @@ pub(crate) fn split_plan(shape: &[usize], work: usize) -> Option<(ndarray::Axis,
         return None;
     }
     Some((ndarray::Axis(axis), len.div_ceil(blocks.min(len))))
+}
+
+#[cfg(test)]
+mod fill_tests {
+    use super::*;
+
+    #[test]
+    fn fill_writes_every_element() {
+        for threads in [1, 2, 4] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            for n in [0, 1, 7, 8, 63, 1000, 1001] {
+                let v = pool.install(|| fill(n, |k| (k, k as f64 * 0.5)));
+                assert_eq!(v.len(), n);
+                assert!(v
+                    .iter()
+                    .enumerate()
+                    .all(|(k, &(i, x))| i == k && x == k as f64 * 0.5));
+            }
+        }
+    }
+
+    #[test]
+    fn fill_panics_cleanly() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pool.install(|| {
+                fill(100, |k| {
+                    if k == 57 {
+                        panic!("element 57")
+                    } else {
+                        vec![k]
+                    }
+                })
+            })
+        }));
+        assert!(r.is_err());
+    }
+
+    #[test]
+    fn tasks_and_items_keep_their_order() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(4)
+            .build()
+            .unwrap();
+        let v = pool.install(|| map_tasks(50, true, |t| t * t));
+        assert_eq!(v, (0..50).map(|t| t * t).collect::<Vec<_>>());
+        let out: Vec<Mutex<usize>> = (0..20).map(|_| Mutex::new(0)).collect();
+        pool.install(|| {
+            for_each_item((0..20).collect(), true, |i: usize| {
+                *out[i].lock().unwrap() = i + 1;
+            })
+        });
+        assert!(out
+            .iter()
+            .enumerate()
+            .all(|(i, m)| *m.lock().unwrap() == i + 1));
+    }
 }

@@ -25,7 +25,6 @@ use crate::par;
 use ndarray::{
     Array, Array1, ArrayBase, ArrayView1, ArrayViewMut1, Axis, Data, Dimension, Ix1, Zip,
 };
-use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
 /// Which scan [`scan_axis`] computes.
@@ -92,11 +91,13 @@ where
     let one = |x: ArrayView1<'_, T>, mut o: ArrayViewMut1<'_, T>, parallel: bool| {
         o.assign(&scan1(x, kind, parallel));
     };
-    let zip = Zip::from(out.lanes_mut(ax)).and(a.lanes(ax));
     if parallel && lanes >= 2 && lanes >= n / CHUNK {
-        zip.par_for_each(|o, x| par::nested(|| one(x, o, false)));
+        let items = out.lanes_mut(ax).into_iter().zip(a.lanes(ax)).collect();
+        par::for_each_item(items, true, |(o, x)| one(x, o, false));
     } else {
-        zip.for_each(|o, x| one(x, o, parallel));
+        Zip::from(out.lanes_mut(ax))
+            .and(a.lanes(ax))
+            .for_each(|o, x| one(x, o, parallel));
     }
     out
 }
@@ -208,17 +209,18 @@ fn scan_into<T: Elem>(xs: &[T], out: &mut [MaybeUninit<T>], rev: bool, parallel:
     for (c, t) in totals.into_iter().enumerate() {
         offsets.push(if c == 0 { t } else { offsets[c] + t });
     }
-    if rev {
-        out.par_rchunks_mut(CHUNK)
-            .zip(xs.par_rchunks(CHUNK))
+    let items: Vec<_> = if rev {
+        out.rchunks_mut(CHUNK)
+            .zip(xs.rchunks(CHUNK))
             .enumerate()
-            .for_each(|(c, (o, x))| body(x, o, offsets[c]));
+            .collect()
     } else {
-        out.par_chunks_mut(CHUNK)
-            .zip(xs.par_chunks(CHUNK))
+        out.chunks_mut(CHUNK)
+            .zip(xs.chunks(CHUNK))
             .enumerate()
-            .for_each(|(c, (o, x))| body(x, o, offsets[c]));
-    }
+            .collect()
+    };
+    par::for_each_item(items, true, |(c, (o, x))| body(x, o, offsets[c]));
 }
 
 /// The lane fold of `xs` (`Note [lane order]`), as a plain 8-lane loop when
