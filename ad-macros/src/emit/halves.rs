@@ -144,23 +144,8 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
 
     // The linear maps at given residuals.
     let elided = quote!('_);
-    let n_out0 = d.n_results;
-    let owned_resid: Vec<bool> = fwd_reprs
-        .iter()
-        .skip(n_out0)
-        .map(|r| *r == Repr::Owned)
-        .collect();
     let mut linear = |f: &Func, what: &str, doc: String, name: &Ident| -> R<Vec<Repr>> {
-        let rtys = param_tys(f, false);
-        let (mut rdecls, mut rbinds) = canonical_params(&rtys, "r", &elided);
-        for (k, ty) in rtys.iter().enumerate() {
-            if matches!(ty, Ty::Array { .. }) && owned_resid.get(k) == Some(&true) {
-                let n = super::names::ident(&format!("__r{k}"));
-                let t = super::types::owned_ty(ty);
-                rdecls[k] = quote!(#n: #t);
-                rbinds[k] = (quote!(#n), Repr::Owned);
-            }
-        }
+        let (rdecls, rbinds) = canonical_params(&param_tys(f, false), "r", &elided);
         let (ldecls, lbinds) = canonical_params(&param_tys(f, true), what, &elided);
         let (b, _) = body(cx, f, rbinds, lbinds, false)?;
         let nested = nested_fns(cx)?;
@@ -241,10 +226,9 @@ impl Halves {
     }
 
     /// The residuals `rs` held as `held` as arguments of `lin_at` /
-    /// `lin_t_at`: a view of an array the half reads as a view, the array
-    /// itself where the half takes it owned (`fwd` returned it owned; cloned
-    /// when `clone`, for a closure called more than once), a tuple holding
-    /// arrays moved (or cloned).
+    /// `lin_t_at`: arrays as views (so a closure calling a half again and
+    /// again copies nothing), a tuple holding arrays moved (or cloned when
+    /// `clone`, for a closure called more than once).
     pub fn resid_args_as(
         &self,
         rs: &[TokenStream],
@@ -253,13 +237,11 @@ impl Halves {
     ) -> Vec<TokenStream> {
         rs.iter()
             .zip(held)
-            .zip(self.resid_tys.iter().zip(&self.fwd_reprs[self.n_out..]))
-            .map(|((r, held), (ty, taken))| match (ty, taken, held) {
-                (Ty::Array { .. }, Repr::Owned, _) if clone => quote!(#r.clone()),
-                (Ty::Array { .. }, Repr::Owned, _) => quote!(#r),
-                (Ty::Array { .. }, _, Repr::View) => quote!(#r),
-                (Ty::Array { .. }, _, _) => quote!(#r.view()),
-                (_, _, Repr::Val) => quote!(#r),
+            .zip(&self.resid_tys)
+            .map(|((r, held), ty)| match (ty, held) {
+                (Ty::Array { .. }, Repr::View) => quote!(#r),
+                (Ty::Array { .. }, _) => quote!(#r.view()),
+                (_, Repr::Val) => quote!(#r),
                 _ if clone => quote!(#r.clone()),
                 _ => quote!(#r),
             })
