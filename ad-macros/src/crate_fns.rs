@@ -11,8 +11,10 @@
 //! and a call needs no `let` annotation for an array or tuple result.
 //!
 //! Where it looks: the file of the item being expanded
-//! (`proc_macro::Span::local_file`, stable since Rust 1.88) and every `.rs`
-//! file under the crate's `src/` (`CARGO_MANIFEST_DIR`). A file is parsed
+//! (`proc_macro::Span::local_file`, stable since Rust 1.88), and every `.rs`
+//! file under the crate's `src/` (`CARGO_MANIFEST_DIR`) when that file is
+//! there, else (a test, example or bench: a crate of its own) the files its
+//! `mod m;` declarations load, transitively. A file is parsed
 //! once per process and again only when its length or modification time
 //! changes. A name defined once in the expanding file is that function;
 //! otherwise every definition of the name in those files must agree (kind,
@@ -45,6 +47,8 @@ pub struct FnInfo {
 pub struct FileFns {
     fns: Vec<(String, FnInfo)>,
     mods: Vec<String>,
+    /// Modules declared without a body (`mod m;`), with their `#[path]`.
+    ext_mods: Vec<(String, Option<String>)>,
     /// Names imported from other crates (`use statrs::function::erf::erf;`).
     foreign: Vec<String>,
 }
@@ -77,37 +81,67 @@ impl Drop for Scope {
     }
 }
 
-/// The expanding file, then the crate's other source files: those under
-/// `src/` when the expanding file is there (an example, test or bench is a
-/// crate of its own).
-fn files() -> Option<Vec<PathBuf>> {
+/// The expanding file, then the crate's other source files: every file
+/// under `src/` when the expanding file is there, else (an example, test or
+/// bench is a crate of its own) the files its `mod m;` declarations load,
+/// transitively.
+fn files(cache: &mut Cache) -> Option<Vec<PathBuf>> {
     let current = CURRENT.with(|c| c.borrow().clone())?;
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let mut files = vec![current.clone()];
     if let Ok(dir) = std::env::var("CARGO_MANIFEST_DIR") {
         let src = Path::new(&dir).join("src");
-        let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         if canon(&current).starts_with(canon(&src)) {
             rs_files(&src, &mut files, 0);
+            let rest: Vec<PathBuf> = files
+                .split_off(1)
+                .into_iter()
+                .filter(|f| *f != current)
+                .collect();
+            files.extend(rest);
+            return Some(files);
         }
     }
-    files.dedup();
-    let rest: Vec<PathBuf> = files
-        .split_off(1)
-        .into_iter()
-        .filter(|f| *f != current)
-        .collect();
-    files.extend(rest);
+    // Follow `mod m;` from the expanding file.
+    let mut k = 0;
+    while k < files.len() && files.len() < 256 {
+        let f = files[k].clone();
+        k += 1;
+        let Some(ff) = fns_of(cache, &f) else {
+            continue;
+        };
+        let dir = f.parent().map(Path::to_path_buf).unwrap_or_default();
+        let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+        let base = if ["mod", "lib", "main"].contains(&stem) || k == 1 {
+            dir.clone()
+        } else {
+            dir.join(stem)
+        };
+        for (m, path) in ff.ext_mods.clone() {
+            let candidates = match path {
+                Some(p) => vec![dir.join(p)],
+                None => vec![base.join(format!("{m}.rs")), base.join(&m).join("mod.rs")],
+            };
+            if let Some(c) = candidates.into_iter().find(|c| c.is_file()) {
+                if !files.contains(&c) {
+                    files.push(c);
+                }
+            }
+        }
+    }
     Some(files)
 }
 
 /// Whether the crate's source declares a module called `name` (so a path
 /// `name::g` stays in the crate).
 pub fn is_module(name: &str) -> bool {
-    let Some(files) = files() else { return false };
     let Ok(mut guard) = CACHE.lock() else {
         return false;
     };
     let cache = guard.get_or_insert_with(HashMap::new);
+    let Some(files) = files(cache) else {
+        return false;
+    };
     files
         .iter()
         .any(|f| fns_of(cache, f).is_some_and(|ff| ff.mods.iter().any(|m| m == name)))
@@ -116,10 +150,10 @@ pub fn is_module(name: &str) -> bool {
 /// What the crate's source says about the function `name` (see the module
 /// doc for where it looks and when it knows nothing).
 pub fn lookup(name: &str) -> Option<FnInfo> {
-    let files = files()?;
-    let current = files[0].clone();
     let mut guard = CACHE.lock().ok()?;
     let cache = guard.get_or_insert_with(HashMap::new);
+    let files = files(cache)?;
+    let current = files[0].clone();
     let here_fns = fns_of(cache, &current)?;
     if here_fns.foreign.iter().any(|n| n == name) {
         return None;
@@ -226,8 +260,21 @@ fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
             }
             syn::Item::Use(u) => foreign_names(&u.tree, true, &mut out.foreign),
             syn::Item::Mod(m) => {
-                out.mods
-                    .push(syn::ext::IdentExt::unraw(&m.ident).to_string());
+                let name = syn::ext::IdentExt::unraw(&m.ident).to_string();
+                if m.content.is_none() {
+                    let path = m.attrs.iter().find_map(|a| match &a.meta {
+                        syn::Meta::NameValue(nv) if nv.path.is_ident("path") => match &nv.value {
+                            syn::Expr::Lit(syn::ExprLit {
+                                lit: syn::Lit::Str(s),
+                                ..
+                            }) => Some(s.value()),
+                            _ => None,
+                        },
+                        _ => None,
+                    });
+                    out.ext_mods.push((name.clone(), path));
+                }
+                out.mods.push(name);
                 if let Some((_, items)) = &m.content {
                     collect(items, out, ruled);
                 }
@@ -304,7 +351,18 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("linad-crate-fns-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let here = dir.join("here.rs");
-        std::fs::write(&here, "#[differentiable] fn g(x: f64) -> f64 { x }\nfn twice(a: f64) -> f64 { a }\nmod m { fn twice(a: f64, b: f64) -> f64 { a } }").unwrap();
+        std::fs::write(&here, "#[differentiable] fn g(x: f64) -> f64 { x }\nfn twice(a: f64) -> f64 { a }\nmod m { fn twice(a: f64, b: f64) -> f64 { a } }\nmod helpers;\n#[path = \"other/place.rs\"] mod placed;").unwrap();
+        std::fs::write(
+            dir.join("helpers.rs"),
+            "pub fn h(a: f64, b: f64, c: f64) -> (f64, f64) { (a, b) }",
+        )
+        .unwrap();
+        std::fs::create_dir_all(dir.join("other")).unwrap();
+        std::fs::write(
+            dir.join("other/place.rs"),
+            "#[differentiable] pub fn p(v: &Array1<f64>) -> Array1<f64> { v * 2.0 }",
+        )
+        .unwrap();
         let _scope = Scope::enter(Some(here.clone()));
         assert_eq!(
             lookup("g").map(|i| (i.differentiable, i.arity)),
@@ -317,6 +375,15 @@ mod tests {
         );
         assert_eq!(lookup("absent"), None);
         assert!(is_module("m") && !is_module("absent"));
+        // Modules loaded from other files (`mod helpers;`, `#[path]`).
+        assert_eq!(
+            lookup("h").map(|i| (i.differentiable, i.arity)),
+            Some((false, 3))
+        );
+        assert_eq!(
+            lookup("p").and_then(|i| i.ret).as_deref(),
+            Some("Array1 < f64 >")
+        );
         // A change of the file is seen.
         std::fs::write(&here, "fn g(x: f64, y: f64) -> f64 { x }").unwrap();
         assert_eq!(
