@@ -234,3 +234,34 @@ fn row_and_column_assignment() {
         |(x, v, s), ct: &Array2<f64>| assign_lanes_vjp(x, v, *s, ct),
     );
 }
+
+/// ndarray's co-broadcasting of a length-1 axis made by `insert_axis`:
+/// a row-wise softmax written NumPy's way (`keepdims`), and an outer sum
+/// `(n, 1) + (1, m)`.
+#[differentiable]
+fn keepdims_softmax(x: &Array2<f64>, v: &Array1<f64>, w: &Array1<f64>) -> f64 {
+    let m = x.fold_axis(Axis(1), f64::NEG_INFINITY, |a, b| a.max(*b));
+    let e = (x - &m.insert_axis(Axis(1))).mapv(f64::exp);
+    let p = &e / &e.sum_axis(Axis(1)).insert_axis(Axis(1));
+    let outer = &v.clone().insert_axis(Axis(1)) + &w.clone().insert_axis(Axis(0));
+    let scaled = &outer * &v.clone().insert_axis(Axis(1));
+    (p.mapv(|q| q * q).sum() + scaled.mapv(f64::sin).sum()) * 0.5
+}
+
+#[test]
+fn co_broadcasting_of_inserted_axes() {
+    let mut rng = rng("keepdims_softmax");
+    let x = rng.array2(4, 3, -1.0, 1.0);
+    let v = rng.array1(4, -1.0, 1.0);
+    let w = rng.array1(5, -1.0, 1.0);
+    let y = keepdims_softmax(&x, &v, &w);
+    let (yj, _) = keepdims_softmax_jvp(&x, &v, &w, &x, &v, &w);
+    let (yv, _) = keepdims_softmax_vjp(&x, &v, &w, 1.0);
+    assert_eq!((y.to_bits(), y.to_bits()), (yj.to_bits(), yv.to_bits()));
+    check_derivatives(
+        &(x.clone(), v.clone(), w.clone()),
+        |(x, v, w)| keepdims_softmax(x, v, w),
+        |(x, v, w), (dx, dv, dw)| keepdims_softmax_jvp(x, v, w, dx, dv, dw),
+        |(x, v, w), ct| keepdims_softmax_vjp(x, v, w, *ct),
+    );
+}

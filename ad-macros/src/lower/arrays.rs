@@ -527,6 +527,7 @@ impl Lowerer<'_> {
                 // leading axes of the other (its sizes must match the
                 // trailing ones).
                 let (a, b, ra) = if ra == rb {
+                    let (a, b) = self.co_broadcast(a, b, ra, span)?;
                     (a, b, ra)
                 } else {
                     let (hi, lo, rh, rl) = if ra > rb {
@@ -578,6 +579,55 @@ impl Lowerer<'_> {
             }
             _ => bad(self),
         }
+    }
+
+    /// Same-rank operands of elementwise arithmetic, with ndarray's
+    /// co-broadcasting of a length-1 axis made by `insert_axis`: such an
+    /// operand is rebuilt from the array it was made from, repeated along
+    /// that axis to the other operand's size (unless the other has the
+    /// axis from `insert_axis` too). Other same-rank operands must have
+    /// equal shapes, as before (checked when the arithmetic runs).
+    fn co_broadcast(
+        &mut self,
+        a: Atom,
+        b: Atom,
+        rank: usize,
+        span: proc_macro2::Span,
+    ) -> Option<(Atom, Atom)> {
+        let unit = |lw: &Self, x: &Atom| x.var().and_then(|v| lw.unit_axis.get(&v).copied());
+        let (ua, ub) = (unit(self, &a), unit(self, &b));
+        if ua.is_none() && ub.is_none() {
+            return Some((a, b));
+        }
+        // The output's size along each axis: the operand's without a unit
+        // axis there.
+        let mut shape = vec![];
+        for axis in 0..rank {
+            let from = match (ua, ub) {
+                (Some((_, k)), ub) if k == axis && ub.is_none_or(|(_, j)| j != axis) => b,
+                _ => a,
+            };
+            shape.push(self.array(ArrayOp::Shape { arr: from, axis }, span)?);
+        }
+        let stretch = |lw: &mut Self,
+                       x: Atom,
+                       u: Option<(Atom, usize)>,
+                       other: Option<(Atom, usize)>| {
+            match u {
+                Some((src, k)) if other.is_none_or(|(_, j)| j != k) => lw.array(
+                    ArrayOp::Broadcast {
+                        arr: src,
+                        shape: shape.clone(),
+                        axes: (0..rank).filter(|ax| *ax != k).collect(),
+                    },
+                    span,
+                ),
+                _ => Some(x),
+            }
+        };
+        let a2 = stretch(self, a, ua, ub)?;
+        let b2 = stretch(self, b, ub, ua)?;
+        Some((a2, b2))
     }
 
     /// A unary primitive elementwise.

@@ -37,6 +37,11 @@ pub struct Lowerer<'p> {
     /// variable -> the callee as written (for a hint when it is used as
     /// something else).
     pub defaulted: std::collections::HashMap<Var, String>,
+    /// Arrays made by `insert_axis`: variable -> (the array it was made
+    /// from, the inserted axis, of length 1). Elementwise arithmetic
+    /// stretches that axis to the other operand's size, as ndarray's
+    /// co-broadcasting does (`e / &s.insert_axis(Axis(1))`).
+    pub unit_axis: std::collections::HashMap<Var, (Atom, usize)>,
 }
 
 impl<'p> Lowerer<'p> {
@@ -63,6 +68,7 @@ impl<'p> Lowerer<'p> {
             fn_name: name.to_string(),
             closure_floor: 0,
             defaulted: std::collections::HashMap::new(),
+            unit_axis: std::collections::HashMap::new(),
         }
     }
 

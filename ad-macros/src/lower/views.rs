@@ -102,6 +102,9 @@ impl Lowerer<'_> {
                 }
                 shape.insert(axis, Atom::I64(1));
                 let v = self.array(ArrayOp::Broadcast { arr, shape, axes }, span)?;
+                if let Atom::Var(x) = v {
+                    self.unit_axis.insert(x, (arr, axis));
+                }
                 Some(Val::Array(v, elem, rank + 1))
             })(),
             "broadcast" => (|| {
