@@ -16,7 +16,7 @@
 //! there, else (a test, example or bench: a crate of its own) the files its
 //! `mod m;` declarations load, transitively. A file is parsed
 //! once per process and again only when its length or modification time
-//! changes. A name defined once in the expanding file is that function;
+//! changes; the answers are memoised for the rest of one expansion. A name defined once in the expanding file is that function;
 //! otherwise every definition of the name in those files must agree (kind,
 //! arity, return type), or the lookup knows nothing and the macro behaves as
 //! without it (rustc then reports what it finds). Only the entry points in
@@ -61,6 +61,10 @@ static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
 thread_local! {
     /// The file of the item being expanded (set by [`Scope`]).
     static CURRENT: RefCell<Option<PathBuf>> = const { RefCell::new(None) };
+    /// Answers given during this expansion (one walk of the crate's files
+    /// per expansion, not per call): function lookups and module names.
+    static MEMO: RefCell<HashMap<String, Option<FnInfo>>> = RefCell::new(HashMap::new());
+    static MODULES: RefCell<HashMap<String, bool>> = RefCell::new(HashMap::new());
 }
 
 /// While alive, lookups see the crate around `file` (the expanding item's
@@ -78,6 +82,8 @@ impl Scope {
 impl Drop for Scope {
     fn drop(&mut self) {
         CURRENT.with(|c| *c.borrow_mut() = None);
+        MEMO.with(|m| m.borrow_mut().clear());
+        MODULES.with(|m| m.borrow_mut().clear());
     }
 }
 
@@ -135,6 +141,15 @@ fn files(cache: &mut Cache) -> Option<Vec<PathBuf>> {
 /// Whether the crate's source declares a module called `name` (so a path
 /// `name::g` stays in the crate).
 pub fn is_module(name: &str) -> bool {
+    if let Some(known) = MODULES.with(|m| m.borrow().get(name).copied()) {
+        return known;
+    }
+    let found = find_module(name);
+    MODULES.with(|m| m.borrow_mut().insert(name.to_string(), found));
+    found
+}
+
+fn find_module(name: &str) -> bool {
     let Ok(mut guard) = CACHE.lock() else {
         return false;
     };
@@ -150,6 +165,15 @@ pub fn is_module(name: &str) -> bool {
 /// What the crate's source says about the function `name` (see the module
 /// doc for where it looks and when it knows nothing).
 pub fn lookup(name: &str) -> Option<FnInfo> {
+    if let Some(known) = MEMO.with(|m| m.borrow().get(name).cloned()) {
+        return known;
+    }
+    let found = find(name);
+    MEMO.with(|m| m.borrow_mut().insert(name.to_string(), found.clone()));
+    found
+}
+
+fn find(name: &str) -> Option<FnInfo> {
     let mut guard = CACHE.lock().ok()?;
     let cache = guard.get_or_insert_with(HashMap::new);
     let files = files(cache)?;
@@ -363,7 +387,7 @@ mod tests {
             "#[differentiable] pub fn p(v: &Array1<f64>) -> Array1<f64> { v * 2.0 }",
         )
         .unwrap();
-        let _scope = Scope::enter(Some(here.clone()));
+        let scope = Scope::enter(Some(here.clone()));
         assert_eq!(
             lookup("g").map(|i| (i.differentiable, i.arity)),
             Some((true, 1))
@@ -384,8 +408,11 @@ mod tests {
             lookup("p").and_then(|i| i.ret).as_deref(),
             Some("Array1 < f64 >")
         );
-        // A change of the file is seen.
+        // Answers hold for one expansion; the next sees a changed file.
         std::fs::write(&here, "fn g(x: f64, y: f64) -> f64 { x }").unwrap();
+        assert_eq!(lookup("g").map(|i| i.arity), Some(1));
+        drop(scope);
+        let _scope = Scope::enter(Some(here.clone()));
         assert_eq!(
             lookup("g").map(|i| (i.differentiable, i.arity)),
             Some((false, 2))
