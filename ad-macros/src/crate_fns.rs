@@ -14,13 +14,14 @@
 //! (`proc_macro::Span::local_file`, stable since Rust 1.88), and every `.rs`
 //! file under the crate's `src/` (`CARGO_MANIFEST_DIR`) when that file is
 //! there, else (a test, example or bench: a crate of its own) the files its
-//! `mod m;` declarations load, transitively. A file is parsed
-//! once per process and again only when its length or modification time
-//! changes; the answers are memoised for the rest of one expansion. A name defined once in the expanding file is that function;
-//! otherwise every definition of the name in those files must agree (kind,
-//! arity, return type), or the lookup knows nothing and the macro behaves as
-//! without it (rustc then reports what it finds). Only the entry points in
-//! `lib.rs` set the current file ([`Scope`]): the unit tests and the
+//! `mod m;` declarations load, transitively. A file is parsed once per
+//! process and again only when its length or modification time changes;
+//! the answers are memoised for the rest of one expansion. A name defined
+//! once in the expanding file is that function; otherwise every definition
+//! of the name in those files must agree (kind, arity, return type), or the
+//! lookup knows nothing and the macro behaves as without it (rustc then
+//! reports what it finds). Only the entry points in `lib.rs` set the
+//! current file ([`Scope`]): the unit tests and the
 //! fuzzer's in-process runs see no crate.
 
 use std::cell::RefCell;
