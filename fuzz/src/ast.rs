@@ -356,6 +356,9 @@ pub enum E {
     Mapv(Box<E>, String, Box<E>),
     /// Elementwise array-array operation.
     Ew(Op, Box<E>, Box<E>),
+    /// `a op v.insert_axis(Axis(k))` (ndarray's co-broadcasting: `v` has
+    /// one axis fewer than `a`, stretched along `k`); `left` puts `v` first.
+    EwIns(Op, Box<E>, Box<E>, usize, bool),
     /// `&a * s`.
     Scale(Box<E>, Box<E>),
     Call(String, Vec<E>),
@@ -483,7 +486,7 @@ pub fn typed(e: &E) -> bool {
         // Arrays of `{float}` elements.
         E::Build(_, _, _, body) | E::Mapv(_, _, body) => typed(body),
         E::Zeros(..) => false,
-        E::Ew(_, a, b) | E::Dot(a, b) => typed(a) || typed(b),
+        E::Ew(_, a, b) | E::Dot(a, b) | E::EwIns(_, a, b, _, _) => typed(a) || typed(b),
         E::Scale(a, s) => typed(a) || typed(s),
         E::Sum(a) | E::Index(a, _) => typed(a),
         _ => true,
@@ -632,6 +635,17 @@ pub fn pe(e: &E) -> String {
         }
         E::Mapv(a, x, body) => format!("{}.mapv(|{x}| {})", recv(a), pe(body)),
         E::Ew(op, a, b) => format!("({} {} {})", aref(a), op.sym(), aref(b)),
+        E::EwIns(op, a, v, k, left) => {
+            let ins = format!(
+                "&{}.to_owned().insert_axis(linad::ndarray::Axis({k}))",
+                recv(v)
+            );
+            if *left {
+                format!("({ins} {} {})", op.sym(), aref(a))
+            } else {
+                format!("({} {} {ins})", aref(a), op.sym())
+            }
+        }
         E::Scale(a, s) => format!("({} * {})", aref(a), pe(s)),
         E::Call(f, args) => {
             let xs: Vec<String> = args.iter().map(pe).collect();
@@ -1171,6 +1185,33 @@ impl<'a> Eval<'a> {
                     .zip(d2)
                     .map(|(p, q)| arith(*op, &V::F(*p), &V::F(*q), &Ty::F).map(|v| v.f()))
                     .collect::<Result<Vec<f64>, Trap>>()?;
+                V::A(s.to_vec(), out)
+            }
+            E::EwIns(op, a, v, k, left) => {
+                let (x, y) = (self.e(a)?, self.e(v)?);
+                let (s, d) = x.arr();
+                let (sv, dv) = y.arr();
+                let mut without: Vec<usize> = s.to_vec();
+                without.remove(*k);
+                if without != sv {
+                    return Err(Trap::Bounds);
+                }
+                let mut out = Vec::with_capacity(d.len());
+                for (j, p) in d.iter().enumerate() {
+                    // The multi-index of `j` in `s`, without axis `k`, in `sv`.
+                    let (mut rest, mut jv, mut stride) = (j, 0, 1);
+                    for ax in (0..s.len()).rev() {
+                        let i = rest % s[ax];
+                        rest /= s[ax];
+                        if ax != *k {
+                            jv += i * stride;
+                            stride *= s[ax];
+                        }
+                    }
+                    let q = dv[jv];
+                    let (l, r) = if *left { (q, *p) } else { (*p, q) };
+                    out.push(arith(*op, &V::F(l), &V::F(r), &Ty::F).map(|v| v.f())?);
+                }
                 V::A(s.to_vec(), out)
             }
             E::Scale(a, sc) => {

@@ -605,6 +605,13 @@ impl<'a> Gen<'a> {
                 }
                 5 if d > 0 => {
                     let op = *self.rng.pick(&[Op::Add, Op::Sub, Op::Mul]);
+                    // One time in four with rank >= 2: a lower-rank operand
+                    // made same-rank by `insert_axis` (co-broadcasting).
+                    if r >= 2 && self.rng.chance(0.25) {
+                        let k = self.rng.below(r);
+                        let left = self.rng.chance(0.5);
+                        return E::EwIns(op, b(self.ea(r, d1)), b(self.ea(r - 1, d1)), k, left);
+                    }
                     return E::Ew(op, b(self.ea(r, d1)), b(self.ea(r, d1)));
                 }
                 6 if d > 0 => return E::Scale(b(self.ea(r, d1)), b(self.ef(d1.min(2)))),
