@@ -210,3 +210,23 @@ fn continue_in_for() {
         |(v, t), ct| skipping_vjp(v, *t, *ct),
     );
 }
+
+/// `.to_vec()` of a rank-1 array: a `Vec<f64>`, read by index and iterator.
+#[differentiable]
+fn via_vec(v: &Array1<f64>, a: f64) -> f64 {
+    let w = v.to_vec();
+    w[0] * w[1] * a + w.iter().map(|x| x * x).sum::<f64>()
+}
+
+#[test]
+fn to_vec_of_a_rank_1_array() {
+    let v: Array1<f64> = Array1::from(vec![0.5, -1.0, 2.0]);
+    let (y, _) = via_vec_vjp(&v, 0.7, 1.0);
+    assert_eq!(y.to_bits(), via_vec(&v, 0.7).to_bits());
+    check_derivatives(
+        &(v, 0.7),
+        |(v, a)| via_vec(v, *a),
+        |(v, a), (dv, da)| via_vec_jvp(v, *a, dv, *da),
+        |(v, a), ct| via_vec_vjp(v, *a, *ct),
+    );
+}

@@ -18,7 +18,7 @@ pub const ELEMENTWISE_METHODS: &[&str] = &[
     "atan", "exp_m1", "ln_1p", "recip", "powi", "powf",
 ];
 
-const ARRAY_METHODS: &str = "len, nrows, ncols, dim, shape()[k], len_of, is_empty, sum, product, sum_axis, dot, t, reversed_axes, row, column, mapv, map, fold, iter, to_owned, clone, view, into_owned, and elementwise sin, cos, exp, ln, sqrt, abs, tanh, powi, powf, ...";
+const ARRAY_METHODS: &str = "len, nrows, ncols, dim, shape()[k], len_of, is_empty, sum, product, sum_axis, dot, t, reversed_axes, row, column, mapv, map, fold, iter, to_owned, clone, view, into_owned, to_vec (rank 1), and elementwise sin, cos, exp, ln, sqrt, abs, tanh, powi, powf, ...";
 
 impl Lowerer<'_> {
     /// `a[i]`, `m[[i, j]]`, `m[(i, j)]`, `a.shape()[k]`.
@@ -135,6 +135,12 @@ impl Lowerer<'_> {
         }
         match name.as_str() {
             "to_owned" | "clone" | "view" | "into_owned" | "as_standard_layout" => {
+                self.nargs(m, 0)?;
+                Some(Val::Array(arr, elem, rank))
+            }
+            // A `Vec` is a rank-1 array to linad (`&[f64]`, `Vec<f64>`
+            // parameters); ndarray has `to_vec` on rank 1 only.
+            "to_vec" if rank == 1 => {
                 self.nargs(m, 0)?;
                 Some(Val::Array(arr, elem, rank))
             }
