@@ -7,7 +7,7 @@
 mod common;
 use common::*;
 use linad::differentiable;
-use linad::ndarray::Array1;
+use linad::ndarray::{s, Array1, Array2};
 
 #[differentiable]
 fn weighted(x: &[f64], w: &Vec<f64>, idx: &[usize], shift: &[i64]) -> f64 {
@@ -78,5 +78,39 @@ fn a_slice_tangent_of_the_wrong_length_is_named() {
         &[0, 0, 0],
         &[1.0, 0.0],
         &vec![0.0; 3],
+    );
+}
+
+/// `slice_mut(s![..])` followed by `assign` / `fill` on a local array, in
+/// straight-line code and in a loop: ranges, steps, negative steps and a
+/// single index.
+#[differentiable]
+fn slice_writes(x: &Array2<f64>, v: &Array1<f64>, a: f64) -> f64 {
+    let mut b = x.to_owned();
+    b.slice_mut(s![1..3, ..])
+        .assign(&(&x.slice(s![0..2, ..]) * a));
+    b.slice_mut(s![.., 0..;2]).fill(a * a);
+    b.slice_mut(s![0, ..]).assign(v);
+    let mut c = Array1::<f64>::zeros(v.len());
+    for k in 0..3 {
+        c.slice_mut(s![..;-1]).assign(&(v * (k as f64 + a)));
+    }
+    b.mapv(|t| t.sin()).sum() + c.dot(v)
+}
+
+#[test]
+fn slice_mut_assign_and_fill() {
+    let mut rng = rng("slice_writes");
+    let x = rng.array2(4, 5, -1.0, 1.0);
+    let v = rng.array1(5, -1.0, 1.0);
+    let y = slice_writes(&x, &v, 0.7);
+    let (yj, _) = slice_writes_jvp(&x, &v, 0.7, &x, &v, 1.0);
+    let (yv, _) = slice_writes_vjp(&x, &v, 0.7, 1.0);
+    assert_eq!((y.to_bits(), y.to_bits()), (yj.to_bits(), yv.to_bits()));
+    check_derivatives(
+        &(x.clone(), v.clone(), 0.7),
+        |(x, v, a)| slice_writes(x, v, *a),
+        |(x, v, a), (dx, dv, da)| slice_writes_jvp(x, v, *a, dx, dv, *da),
+        |(x, v, a), ct| slice_writes_vjp(x, v, *a, *ct),
     );
 }

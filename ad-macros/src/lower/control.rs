@@ -528,7 +528,10 @@ impl<'a> Visit<'a> for Assigned {
         if matches!(m.method.to_string().as_str(), "assign" | "fill") {
             match strip(&m.receiver) {
                 syn::Expr::MethodCall(inner)
-                    if matches!(inner.method.to_string().as_str(), "row_mut" | "column_mut") =>
+                    if matches!(
+                        inner.method.to_string().as_str(),
+                        "row_mut" | "column_mut" | "slice_mut"
+                    ) =>
                 {
                     inner.args.iter().for_each(|a| self.visit_expr(a));
                     self.place(&inner.receiver);

@@ -143,6 +143,39 @@ impl Lowerer<'_> {
         if !matches!(name.as_str(), "assign" | "fill") || m.args.len() != 1 {
             return None;
         }
+        // `a.slice_mut(s![..]).assign(&v)` / `.fill(x)`
+        if let syn::Expr::MethodCall(inner) = strip(&m.receiver) {
+            if inner.method == "slice_mut" && inner.args.len() == 1 {
+                let syn::Expr::Path(p) = strip(&inner.receiver) else {
+                    return None;
+                };
+                let id = self.env.lookup(&p.path.get_ident()?.to_string())?;
+                return Some((|| {
+                    let Val::Array(arr, elem, rank) = self.env.get(id).val.clone() else {
+                        return self.fail(&inner.receiver, "`slice_mut` needs an array");
+                    };
+                    if !self.check_mutable(id, &inner.receiver) {
+                        return None;
+                    }
+                    let arg = match strip(&m.args[0]) {
+                        syn::Expr::Reference(r) => &*r.expr,
+                        e => e,
+                    };
+                    let value = self.expr(arg)?;
+                    let new = self.assign_slice(
+                        arr,
+                        elem,
+                        rank,
+                        &inner.args[0],
+                        value,
+                        name == "fill",
+                        m,
+                    )?;
+                    self.env.set(id, Val::Array(new, elem, rank));
+                    Some(Val::Unit)
+                })());
+            }
+        }
         let (target, lane) = match strip(&m.receiver) {
             syn::Expr::MethodCall(inner)
                 if matches!(inner.method.to_string().as_str(), "row_mut" | "column_mut")

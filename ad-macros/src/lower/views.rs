@@ -21,7 +21,7 @@ use super::expr::strip;
 use super::iter::IterVal;
 use super::types::Elem;
 use super::val::Val;
-use ad_core_ir::ir::{ArrayOp, Atom, Prim, ReduceOp};
+use ad_core_ir::ir::{ArrayOp, Atom, Expr, If, Prim, ReduceOp};
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::ToTokens;
 
@@ -35,6 +35,13 @@ enum SliceElem {
     },
     /// One index (removes the axis).
     Index(Atom),
+}
+
+/// How one axis of an array is indexed by a slice: at one index (the axis
+/// is removed), or from `first` in steps of `step` (negative: backwards).
+enum Axis {
+    Fixed(Atom),
+    Strided { first: Atom, step: i64 },
 }
 
 impl Lowerer<'_> {
@@ -253,6 +260,13 @@ impl Lowerer<'_> {
 
     /// `a.slice(s![..])`.
     fn slice(&mut self, arr: Atom, elem: Elem, rank: usize, arg: &syn::Expr) -> Option<Val> {
+        let elems = self.slice_elems(rank, arg)?;
+        self.slice_with(arr, elem, elems, arg)
+    }
+
+    /// The parts of `s![..]` for an array of rank `rank` (missing trailing
+    /// parts are full ranges).
+    fn slice_elems(&mut self, rank: usize, arg: &syn::Expr) -> Option<Vec<SliceElem>> {
         let syn::Expr::Macro(mac) = strip(arg) else {
             return self.fail(arg, "`slice` takes `s![..]` here");
         };
@@ -276,7 +290,7 @@ impl Lowerer<'_> {
         while elems.len() < rank {
             elems.push(full());
         }
-        self.slice_with(arr, elem, elems, arg)
+        Some(elems)
     }
 
     /// One part of `s![..]`: `a..b`, `a..b;step`, `..`, or an index.
@@ -423,48 +437,7 @@ impl Lowerer<'_> {
         node: &dyn ToTokens,
     ) -> Option<Val> {
         let span = span_of(node);
-        // Per input axis: the output extent and how to compute the index.
-        enum Axis {
-            Fixed(Atom),
-            Strided { first: Atom, step: i64 },
-        }
-        let mut axes = vec![];
-        let mut shape = vec![];
-        for (k, e) in elems.into_iter().enumerate() {
-            let len = self.array(ArrayOp::Shape { arr, axis: k }, span)?;
-            match e {
-                SliceElem::Index(i) => {
-                    let i = self.count_from_end(i, len, span)?;
-                    axes.push(Axis::Fixed(i));
-                }
-                SliceElem::Range { start, end, step } => {
-                    let start = self.count_from_end(start, len, span)?;
-                    let end = match end {
-                        Some(e) => self.count_from_end(e, len, span)?,
-                        None => len,
-                    };
-                    // ndarray: the end is raised to the start; both at most the length.
-                    let start = self.prim(Prim::Min, &[start, len], span)?;
-                    let end = self.prim(Prim::Min, &[end, len], span)?;
-                    let end = self.prim(Prim::Max, &[end, start], span)?;
-                    let m = self.sub_i64(end, start, span)?;
-                    let s = step.abs();
-                    let n = if s == 1 {
-                        m
-                    } else {
-                        let m1 = self.add_i64(m, Atom::I64(s - 1), span)?;
-                        self.prim(Prim::Div, &[m1, Atom::I64(s)], span)?
-                    };
-                    let first = if step > 0 {
-                        start
-                    } else {
-                        self.sub_i64(end, Atom::I64(1), span)?
-                    };
-                    shape.push(n);
-                    axes.push(Axis::Strided { first, step });
-                }
-            }
-        }
+        let (axes, shape) = self.slice_plan(arr, elems, span)?;
         if shape.is_empty() {
             let idx: Vec<Atom> = axes
                 .iter()
@@ -503,6 +476,179 @@ impl Lowerer<'_> {
         })?;
         let Val::Array(a, e, _) = v else { return None };
         Some(Val::Array(a, e, out_rank))
+    }
+
+    /// `a.slice_mut(s![..]).assign(&v)` (`fill`: `.fill(x)`, `value` a
+    /// scalar): `a` with the slice's elements replaced by `v`'s (or `x`), as
+    /// a build over `a`'s shape that reads `v` inside the slice and `a`
+    /// elsewhere. `v` must have the slice's shape (checked).
+    pub fn assign_slice(
+        &mut self,
+        arr: Atom,
+        elem: Elem,
+        rank: usize,
+        arg: &syn::Expr,
+        value: Val,
+        fill: bool,
+        node: &dyn ToTokens,
+    ) -> Option<Atom> {
+        let span = span_of(node);
+        let elems = self.slice_elems(rank, arg)?;
+        let (axes, shape) = self.slice_plan(arr, elems, span)?;
+        // The new values: a scalar, or `v` checked to have the slice's shape.
+        let (x, v) = match (fill, value) {
+            (true, Val::Scalar(x, _)) => (Some(x), None),
+            (false, Val::Array(v, _, r)) if r == shape.len() && r > 0 => {
+                let checked = self.array(
+                    ArrayOp::Broadcast {
+                        arr: v,
+                        shape: shape.clone(),
+                        axes: (0..r).collect(),
+                    },
+                    span,
+                )?;
+                (None, Some(checked))
+            }
+            (_, Val::Poison) => return None,
+            (_, other) => {
+                return self.fail(
+                    node,
+                    format!(
+                        "`{}` of a slice takes {} here, found `{}`",
+                        if fill { "fill" } else { "assign" },
+                        if fill {
+                            "a number".to_string()
+                        } else {
+                            format!("an array of the slice's rank {}", shape.len())
+                        },
+                        other.ty()
+                    ),
+                )
+            }
+        };
+        let mut full = vec![];
+        for axis in 0..rank {
+            full.push(self.array(ArrayOp::Shape { arr, axis }, span)?);
+        }
+        let v = self.build_with(full, node, |lw, ix| {
+            // Whether `ix` is in the slice, and its index in the slice.
+            let mut inside = Atom::Bool(true);
+            let mut at = vec![];
+            let mut extents = shape.iter();
+            for (a, i) in axes.iter().zip(ix) {
+                let i = Atom::Var(*i);
+                match a {
+                    Axis::Fixed(k) => {
+                        let c = lw.prim(Prim::Eq, &[i, *k], span)?;
+                        inside = lw.prim(Prim::And, &[inside, c], span)?;
+                    }
+                    Axis::Strided { first, step } => {
+                        let d = if *step > 0 {
+                            lw.sub_i64(i, *first, span)?
+                        } else {
+                            lw.sub_i64(*first, i, span)?
+                        };
+                        let s = step.abs();
+                        let k = if s == 1 {
+                            d
+                        } else {
+                            let r = lw.prim(Prim::Rem, &[d, Atom::I64(s)], span)?;
+                            let c = lw.prim(Prim::Eq, &[r, Atom::I64(0)], span)?;
+                            inside = lw.prim(Prim::And, &[inside, c], span)?;
+                            lw.prim(Prim::Div, &[d, Atom::I64(s)], span)?
+                        };
+                        let c1 = lw.prim(Prim::Ge, &[d, Atom::I64(0)], span)?;
+                        let n = *extents.next()?;
+                        let c2 = lw.prim(Prim::Lt, &[k, n], span)?;
+                        inside = lw.prim(Prim::And, &[inside, c1], span)?;
+                        inside = lw.prim(Prim::And, &[inside, c2], span)?;
+                        at.push(k);
+                    }
+                }
+            }
+            let idx: Vec<Atom> = ix.iter().map(|i| Atom::Var(*i)).collect();
+            let old = |lw: &mut Self| lw.array(ArrayOp::Index { arr, idx }, span);
+            let out = match (x, v) {
+                (Some(x), _) => {
+                    let o = old(lw)?;
+                    lw.prim(Prim::Select, &[inside, x, o], span)?
+                }
+                (None, Some(v)) => {
+                    lw.b.open();
+                    let t = lw.array(ArrayOp::Index { arr: v, idx: at }, span);
+                    let then_ = lw.b.close(t.into_iter().collect(), vec![]);
+                    lw.b.open();
+                    let e = old(lw);
+                    let else_ = lw.b.close(e.into_iter().collect(), vec![]);
+                    if then_.results.is_empty() || else_.results.is_empty() {
+                        return None;
+                    }
+                    lw.emit1(
+                        Expr::If(If {
+                            cond: inside,
+                            then_,
+                            else_,
+                            lin_shapes: vec![],
+                        }),
+                        span,
+                    )?
+                }
+                (None, None) => return None,
+            };
+            Some(Val::Scalar(out, elem))
+        })?;
+        match v {
+            Val::Array(a, _, _) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// Per axis of `arr`, how a slice picks its indices, and the slice's
+    /// shape (one extent per range axis).
+    fn slice_plan(
+        &mut self,
+        arr: Atom,
+        elems: Vec<SliceElem>,
+        span: Span,
+    ) -> Option<(Vec<Axis>, Vec<Atom>)> {
+        let mut axes = vec![];
+        let mut shape = vec![];
+        for (k, e) in elems.into_iter().enumerate() {
+            let len = self.array(ArrayOp::Shape { arr, axis: k }, span)?;
+            match e {
+                SliceElem::Index(i) => {
+                    let i = self.count_from_end(i, len, span)?;
+                    axes.push(Axis::Fixed(i));
+                }
+                SliceElem::Range { start, end, step } => {
+                    let start = self.count_from_end(start, len, span)?;
+                    let end = match end {
+                        Some(e) => self.count_from_end(e, len, span)?,
+                        None => len,
+                    };
+                    // ndarray: the end is raised to the start; both at most the length.
+                    let start = self.prim(Prim::Min, &[start, len], span)?;
+                    let end = self.prim(Prim::Min, &[end, len], span)?;
+                    let end = self.prim(Prim::Max, &[end, start], span)?;
+                    let m = self.sub_i64(end, start, span)?;
+                    let s = step.abs();
+                    let n = if s == 1 {
+                        m
+                    } else {
+                        let m1 = self.add_i64(m, Atom::I64(s - 1), span)?;
+                        self.prim(Prim::Div, &[m1, Atom::I64(s)], span)?
+                    };
+                    let first = if step > 0 {
+                        start
+                    } else {
+                        self.sub_i64(end, Atom::I64(1), span)?
+                    };
+                    shape.push(n);
+                    axes.push(Axis::Strided { first, step });
+                }
+            }
+        }
+        Some((axes, shape))
     }
 
     /// `i` if non-negative, `len + i` otherwise (ndarray's negative indices).
