@@ -163,9 +163,7 @@ impl Lowerer<'_> {
                     };
                     let value = self.expr(arg)?;
                     let new = self.assign_slice(
-                        arr,
-                        elem,
-                        rank,
+                        (arr, elem, rank),
                         &inner.args[0],
                         value,
                         name == "fill",

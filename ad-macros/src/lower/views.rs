@@ -484,9 +484,7 @@ impl Lowerer<'_> {
     /// elsewhere. `v` must have the slice's shape (checked).
     pub fn assign_slice(
         &mut self,
-        arr: Atom,
-        elem: Elem,
-        rank: usize,
+        (arr, elem, rank): (Atom, Elem, usize),
         arg: &syn::Expr,
         value: Val,
         fill: bool,
