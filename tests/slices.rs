@@ -114,3 +114,35 @@ fn slice_mut_assign_and_fill() {
         |(x, v, a), ct| slice_writes_vjp(x, v, *a, *ct),
     );
 }
+
+/// A row of a local matrix filled through `slice_mut` at a given index.
+#[differentiable]
+fn fill_row(x: &Array2<f64>, k: usize, a: f64) -> f64 {
+    let mut b = x.to_owned();
+    b.slice_mut(s![k, ..]).fill(a);
+    b.sum() * a
+}
+
+#[test]
+fn slice_mut_index_out_of_range_panics_as_in_f() {
+    let x = Array2::from_shape_fn((2, 3), |(i, j)| (i * 3 + j) as f64);
+    let panics = |f: &dyn Fn()| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err();
+    assert!(!panics(&|| {
+        fill_row_vjp(&x, 1, 0.5, 1.0);
+    }));
+    assert!(panics(&|| {
+        fill_row(&x, 2, 0.5);
+    }));
+    assert!(panics(&|| {
+        fill_row_jvp(&x, 2, 0.5, &x, 1.0);
+    }));
+    assert!(panics(&|| {
+        fill_row_vjp(&x, 2, 0.5, 1.0);
+    }));
+    check_derivatives(
+        &(x.clone(), 0.5),
+        |(x, a)| fill_row(x, 1, *a),
+        |(x, a), (dx, da)| fill_row_jvp(x, 1, *a, dx, *da),
+        |(x, a), ct| fill_row_vjp(x, 1, *a, *ct),
+    );
+}

@@ -493,6 +493,26 @@ impl Lowerer<'_> {
         let span = span_of(node);
         let elems = self.slice_elems(rank, arg)?;
         let (axes, shape) = self.slice_plan(arr, elems, span)?;
+        // An index out of range panics in `f` (ndarray's `slice_mut`): the
+        // same here, through an integer division by zero (`guard` is 1 for
+        // an index in range), and the index is used through the guard so
+        // that the check stays.
+        let mut checked = vec![];
+        for (k, a) in axes.into_iter().enumerate() {
+            checked.push(match a {
+                Axis::Fixed(i) => {
+                    let len = self.array(ArrayOp::Shape { arr, axis: k }, span)?;
+                    let lo = self.prim(Prim::Ge, &[i, Atom::I64(0)], span)?;
+                    let hi = self.prim(Prim::Lt, &[i, len], span)?;
+                    let ok = self.prim(Prim::And, &[lo, hi], span)?;
+                    let one = self.prim(Prim::Select, &[ok, Atom::I64(1), Atom::I64(0)], span)?;
+                    let guard = self.prim(Prim::Div, &[Atom::I64(1), one], span)?;
+                    Axis::Fixed(self.prim(Prim::Mul, &[i, guard], span)?)
+                }
+                other => other,
+            });
+        }
+        let axes = checked;
         // The new values: a scalar, or `v` checked to have the slice's shape.
         let (x, v) = match (fill, value) {
             (true, Val::Scalar(x, _)) => (Some(x), None),
