@@ -366,6 +366,33 @@ pub enum E {
     Raw(String),
 }
 
+/// One part of `s![..]` in a [`S::SliceFill`].
+#[derive(Clone, Debug)]
+pub enum SlicePart {
+    /// `..`
+    Full,
+    /// `..;2`
+    Every2,
+    /// `..;-1`
+    Rev,
+    /// `1..`
+    From1,
+    /// An index.
+    At(E),
+}
+
+impl SlicePart {
+    fn text(&self) -> String {
+        match self {
+            SlicePart::Full => "..".into(),
+            SlicePart::Every2 => "..;2".into(),
+            SlicePart::Rev => "..;-1".into(),
+            SlicePart::From1 => "1..".into(),
+            SlicePart::At(e) => pe(e),
+        }
+    }
+}
+
 /// A `cfg` predicate on a statement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CfgPred {
@@ -418,6 +445,8 @@ pub enum S {
     Assign(String, Option<Op>, E),
     /// `a[i] = e;` or `a[[i, j]] += e;`
     Set(String, Vec<E>, bool, E),
+    /// `a.slice_mut(s![..]).fill(e);`, one part per axis.
+    SliceFill(String, Vec<SlicePart>, E),
     For {
         var: String,
         lo: i64,
@@ -683,6 +712,15 @@ fn ps(s: &S, ind: usize, out: &mut String) {
         S::Assign(n, op, e) => {
             let o = op.map(|o| o.sym()).unwrap_or("");
             let _ = writeln!(out, "{pad}{n} {o}= {};", pe(e));
+        }
+        S::SliceFill(a, parts, e) => {
+            let ps: Vec<String> = parts.iter().map(SlicePart::text).collect();
+            let _ = writeln!(
+                out,
+                "{pad}{a}.slice_mut(linad::ndarray::s![{}]).fill({});",
+                ps.join(", "),
+                pe(e)
+            );
         }
         S::Set(a, ix, add, e) => {
             let o = if *add { "+" } else { "" };
@@ -952,6 +990,69 @@ impl<'a> Eval<'a> {
                     }
                 };
                 *self.slot(n) = v;
+            }
+            S::SliceFill(a, parts, e) => {
+                // The selected indices of every axis (ndarray: an index out
+                // of range panics; `1..` on an empty axis selects nothing in
+                // linad but panics in ndarray, so the generator only uses it
+                // where the size is at least 1: see `gen.rs`).
+                let mut at = vec![];
+                for p in parts {
+                    at.push(match p {
+                        SlicePart::At(i) => Some(self.e(i)?.i()),
+                        _ => None,
+                    });
+                }
+                let r = self.e(e)?.f();
+                let V::A(shape, data) = self.slot(a) else {
+                    return Err(Trap::Unevaluable);
+                };
+                let shape = shape.clone();
+                let mut sel: Vec<Vec<usize>> = vec![];
+                for ((p, len), i) in parts.iter().zip(&shape).zip(&at) {
+                    let len = *len;
+                    sel.push(match p {
+                        SlicePart::Full | SlicePart::Rev => (0..len).collect(),
+                        SlicePart::Every2 => (0..len).step_by(2).collect(),
+                        SlicePart::From1 => {
+                            if len < 1 {
+                                return Err(Trap::Bounds);
+                            }
+                            (1..len).collect()
+                        }
+                        SlicePart::At(_) => {
+                            let i = i.unwrap_or(-1);
+                            if i < 0 || i as usize >= len {
+                                return Err(Trap::Bounds);
+                            }
+                            vec![i as usize]
+                        }
+                    });
+                }
+                // Every combination of the selected indices.
+                let mut idx = vec![0usize; sel.len()];
+                if sel.iter().all(|s| !s.is_empty()) {
+                    loop {
+                        let ix: Vec<usize> = idx.iter().zip(&sel).map(|(k, s)| s[*k]).collect();
+                        let k = flat_index(&shape, &ix)?;
+                        data[k] = r;
+                        let mut ax = sel.len();
+                        loop {
+                            if ax == 0 {
+                                break;
+                            }
+                            ax -= 1;
+                            idx[ax] += 1;
+                            if idx[ax] < sel[ax].len() {
+                                break;
+                            }
+                            idx[ax] = 0;
+                        }
+                        if idx.iter().all(|k| *k == 0) {
+                            break;
+                        }
+                    }
+                }
             }
             S::Set(a, ix, add, e) => {
                 let mut idx = vec![];

@@ -805,6 +805,20 @@ impl<'a> Gen<'a> {
                     }
                     let a = self.rng.pick(&arrs).clone();
                     let r = if let Ty::A(r) = a.ty { r } else { 1 };
+                    // One write in four: a slice filled through `slice_mut`.
+                    if self.rng.chance(0.25) {
+                        let parts = (0..r)
+                            .map(|_| match self.rng.below(5) {
+                                0 => SlicePart::Full,
+                                1 => SlicePart::Every2,
+                                2 => SlicePart::Rev,
+                                3 => SlicePart::At(self.index_e()),
+                                _ => SlicePart::From1,
+                            })
+                            .collect();
+                        let e = self.ef(ed);
+                        return S::SliceFill(a.name.clone(), parts, e);
+                    }
                     let ix = (0..r).map(|_| self.index_e()).collect();
                     let e = self.ef(ed);
                     return S::Set(a.name.clone(), ix, self.rng.chance(0.5), e);
