@@ -7,7 +7,7 @@
 mod common;
 use common::*;
 use linad::differentiable;
-use linad::ndarray::{s, Array1, Array2};
+use linad::ndarray::{s, Array1, Array2, Axis};
 
 #[differentiable]
 fn weighted(x: &[f64], w: &Vec<f64>, idx: &[usize], shift: &[i64]) -> f64 {
@@ -81,9 +81,9 @@ fn a_slice_tangent_of_the_wrong_length_is_named() {
     );
 }
 
-/// `slice_mut(s![..])` followed by `assign` / `fill` on a local array, in
-/// straight-line code and in a loop: ranges, steps, negative steps and a
-/// single index.
+/// `slice_mut(s![..])` and `index_axis_mut(Axis(k), i)` followed by
+/// `assign` / `fill` on a local array, in straight-line code and in a loop:
+/// ranges, steps, negative steps and a single index.
 #[differentiable]
 fn slice_writes(x: &Array2<f64>, v: &Array1<f64>, a: f64) -> f64 {
     let mut b = x.to_owned();
@@ -91,6 +91,8 @@ fn slice_writes(x: &Array2<f64>, v: &Array1<f64>, a: f64) -> f64 {
         .assign(&(&x.slice(s![0..2, ..]) * a));
     b.slice_mut(s![.., 0..;2]).fill(a * a);
     b.slice_mut(s![0, ..]).assign(v);
+    b.index_axis_mut(Axis(1), 3).fill(a);
+    b.index_axis_mut(Axis(0), 3).assign(&(v * 2.0));
     let mut c = Array1::<f64>::zeros(v.len());
     for k in 0..3 {
         c.slice_mut(s![..;-1]).assign(&(v * (k as f64 + a)));

@@ -530,7 +530,7 @@ impl<'a> Visit<'a> for Assigned {
                 syn::Expr::MethodCall(inner)
                     if matches!(
                         inner.method.to_string().as_str(),
-                        "row_mut" | "column_mut" | "slice_mut"
+                        "row_mut" | "column_mut" | "slice_mut" | "index_axis_mut"
                     ) =>
                 {
                     inner.args.iter().for_each(|a| self.visit_expr(a));

@@ -143,9 +143,14 @@ impl Lowerer<'_> {
         if !matches!(name.as_str(), "assign" | "fill") || m.args.len() != 1 {
             return None;
         }
-        // `a.slice_mut(s![..]).assign(&v)` / `.fill(x)`
+        // `a.slice_mut(s![..]).assign(&v)`, `a.index_axis_mut(Axis(k),
+        // i).fill(x)`, ...
         if let syn::Expr::MethodCall(inner) = strip(&m.receiver) {
-            if inner.method == "slice_mut" && inner.args.len() == 1 {
+            let view = matches!(
+                (inner.method.to_string().as_str(), inner.args.len()),
+                ("slice_mut", 1) | ("index_axis_mut", 2)
+            );
+            if view {
                 let syn::Expr::Path(p) = strip(&inner.receiver) else {
                     return None;
                 };
@@ -162,13 +167,8 @@ impl Lowerer<'_> {
                         e => e,
                     };
                     let value = self.expr(arg)?;
-                    let new = self.assign_slice(
-                        (arr, elem, rank),
-                        &inner.args[0],
-                        value,
-                        name == "fill",
-                        m,
-                    )?;
+                    let new =
+                        self.assign_slice((arr, elem, rank), inner, value, name == "fill", m)?;
                     self.env.set(id, Val::Array(new, elem, rank));
                     Some(Val::Unit)
                 })());

@@ -478,20 +478,37 @@ impl Lowerer<'_> {
         Some(Val::Array(a, e, out_rank))
     }
 
-    /// `a.slice_mut(s![..]).assign(&v)` (`fill`: `.fill(x)`, `value` a
+    /// `a.slice_mut(s![..]).assign(&v)` or `a.index_axis_mut(Axis(k),
+    /// i).assign(&v)` (`fill`: `.fill(x)`, `value` a
     /// scalar): `a` with the slice's elements replaced by `v`'s (or `x`), as
     /// a build over `a`'s shape that reads `v` inside the slice and `a`
     /// elsewhere. `v` must have the slice's shape (checked).
     pub fn assign_slice(
         &mut self,
         (arr, elem, rank): (Atom, Elem, usize),
-        arg: &syn::Expr,
+        view: &syn::ExprMethodCall,
         value: Val,
         fill: bool,
         node: &dyn ToTokens,
     ) -> Option<Atom> {
         let span = span_of(node);
-        let elems = self.slice_elems(rank, arg)?;
+        let elems = match (view.method.to_string().as_str(), view.args.len()) {
+            ("slice_mut", 1) => self.slice_elems(rank, &view.args[0])?,
+            // `index_axis_mut(Axis(k), i)`: every axis whole but `k`.
+            ("index_axis_mut", 2) => {
+                let k = self.axis_arg(&view.args[0], rank)?;
+                let i = self.index_atom(&view.args[1])?;
+                (0..rank)
+                    .map(|a| if a == k { SliceElem::Index(i) } else { full() })
+                    .collect()
+            }
+            _ => {
+                return self.fail(
+                    view,
+                    "expected `slice_mut(s![..])` or `index_axis_mut(Axis(k), i)`",
+                )
+            }
+        };
         let (axes, shape) = self.slice_plan(arr, elems, span)?;
         // An index out of range panics in `f` (ndarray's `slice_mut`): the
         // same here, through an integer division by zero (`guard` is 1 for
