@@ -504,6 +504,39 @@ fn empty_arrays_follow_f() {
     }
 }
 
+/// `mean()` / `mean_axis(..)` of an empty array is `None`: `f` panics at
+/// `unwrap()`, and so do both companions.
+#[differentiable]
+fn means(m: &Array2<f64>, v: &Array1<f64>) -> f64 {
+    v.mean().unwrap() + m.mean_axis(Axis(0)).unwrap().sum() * 0.5
+}
+
+#[test]
+fn mean_of_an_empty_array_panics_as_in_f() {
+    for (r, c, n) in [
+        (2usize, 3usize, 2usize),
+        (0, 3, 2),
+        (2, 3, 0),
+        (0, 0, 0),
+        (3, 0, 1),
+    ] {
+        let m = Array2::from_shape_fn((r, c), |(i, j)| 0.1 * (i + 2 * j) as f64);
+        let v = Array1::from_shape_fn(n, |i| i as f64 + 0.5);
+        let want = outcome(|| means(&m, &v));
+        let (dm, dv) = (Array2::ones((r, c)), Array1::ones(n));
+        assert_eq!(
+            want,
+            outcome(|| means_jvp(&m, &v, &dm, &dv).0),
+            "{r}x{c}, {n}: jvp"
+        );
+        assert_eq!(
+            want,
+            outcome(|| means_vjp(&m, &v, 1.0).0),
+            "{r}x{c}, {n}: vjp"
+        );
+    }
+}
+
 /// `usize` values past `i64::MAX` compare and take max/min as unsigned.
 #[differentiable]
 fn big_usize(x: f64, n: usize, m: usize) -> f64 {

@@ -158,6 +158,7 @@ impl Lowerer<'_> {
                     span,
                 )?;
                 let n = self.count(arr, rank, span)?;
+                let n = self.nonzero_or_panic(n, span)?;
                 let nf = self.prim(Prim::ToF64, &[n], span)?;
                 Some(Val::f64(self.prim(Prim::Div, &[s, nf], span)?))
             })(),
@@ -176,6 +177,7 @@ impl Lowerer<'_> {
                     span,
                 )?;
                 let n = self.array(ArrayOp::Shape { arr, axis }, span)?;
+                let n = self.nonzero_or_panic(n, span)?;
                 let nf = self.prim(Prim::ToF64, &[n], span)?;
                 // ndarray: `sum_axis(axis) / n`, elementwise.
                 self.map_with(&[(s, Elem::F64)], rank - 1, m, |lw, xs| {
@@ -511,9 +513,7 @@ impl Lowerer<'_> {
         };
         let (axes, shape) = self.slice_plan(arr, elems, span)?;
         // An index out of range panics in `f` (ndarray's `slice_mut`): the
-        // same here, through an integer division by zero (`guard` is 1 for
-        // an index in range), and the index is used through the guard so
-        // that the check stays.
+        // same here.
         let mut checked = vec![];
         for (k, a) in axes.into_iter().enumerate() {
             checked.push(match a {
@@ -522,9 +522,7 @@ impl Lowerer<'_> {
                     let lo = self.prim(Prim::Ge, &[i, Atom::I64(0)], span)?;
                     let hi = self.prim(Prim::Lt, &[i, len], span)?;
                     let ok = self.prim(Prim::And, &[lo, hi], span)?;
-                    let one = self.prim(Prim::Select, &[ok, Atom::I64(1), Atom::I64(0)], span)?;
-                    let guard = self.prim(Prim::Div, &[Atom::I64(1), one], span)?;
-                    Axis::Fixed(self.prim(Prim::Mul, &[i, guard], span)?)
+                    Axis::Fixed(self.panic_unless(ok, i, span)?)
                 }
                 other => other,
             });
@@ -684,6 +682,24 @@ impl Lowerer<'_> {
             }
         }
         Some((axes, shape))
+    }
+
+    /// `n` itself when it is positive; a panic otherwise. `mean()` and
+    /// `mean_axis(..)` of an empty array are `None` in ndarray, and the only
+    /// use linad accepts is `.unwrap()` / `.expect(..)`, which panics: so do
+    /// the companions.
+    fn nonzero_or_panic(&mut self, n: Atom, span: Span) -> Option<Atom> {
+        let ok = self.prim(Prim::Gt, &[n, Atom::I64(0)], span)?;
+        self.panic_unless(ok, n, span)
+    }
+
+    /// The integer `x` when `ok` holds; a panic otherwise, through an
+    /// integer division by zero (`x * (1 / [ok])`), which the simplifier
+    /// keeps because `x` is used through it.
+    fn panic_unless(&mut self, ok: Atom, x: Atom, span: Span) -> Option<Atom> {
+        let one = self.prim(Prim::Select, &[ok, Atom::I64(1), Atom::I64(0)], span)?;
+        let guard = self.prim(Prim::Div, &[Atom::I64(1), one], span)?;
+        self.prim(Prim::Mul, &[x, guard], span)
     }
 
     /// `i` if non-negative, `len + i` otherwise (ndarray's negative indices).
