@@ -465,7 +465,7 @@ fn usize_underflow_in_range_follows_f() {
 
 // --- empty arrays ---------------------------------------------------------------
 
-use linad::ndarray::{Array2, Axis};
+use linad::ndarray::{s, Array2, Axis};
 
 /// Array operations on empty arrays: `f` returns a value, so must both
 /// companions.
@@ -534,6 +534,38 @@ fn mean_of_an_empty_array_panics_as_in_f() {
             outcome(|| means_vjp(&m, &v, 1.0).0),
             "{r}x{c}, {n}: vjp"
         );
+    }
+}
+
+/// A broadcast to an incompatible shape and a slice past the end: `f`
+/// panics (`broadcast(..)` is `None`, ndarray's slice bounds check), and so
+/// do both companions; within bounds all three agree.
+#[differentiable]
+fn bounds(v: &Array1<f64>, k: usize, lo: isize, hi: isize) -> f64 {
+    let b = v.broadcast((2, k)).unwrap();
+    let s = v.slice(s![lo..hi]);
+    b.sum() + s.sum() * 0.5
+}
+
+#[test]
+fn broadcast_and_slice_bounds_panic_as_in_f() {
+    let v = Array1::from(vec![0.5, -1.0, 2.0]);
+    let dv = Array1::ones(3);
+    for (k, lo, hi) in [
+        (3usize, 0isize, 3isize),
+        (3, 1, 2),
+        (3, -2, 3),
+        (2, 0, 3),
+        (4, 0, 3),
+        (3, 0, 4),
+        (3, 4, 4),
+        (3, 2, 1),
+        (3, -4, 2),
+    ] {
+        let want = outcome(|| bounds(&v, k, lo, hi));
+        let jvp = outcome(|| bounds_jvp(&v, k, lo, hi, &dv).0);
+        let vjp = outcome(|| bounds_vjp(&v, k, lo, hi, 1.0).0);
+        assert_eq!((want, want), (jvp, vjp), "k {k}, {lo}..{hi}");
     }
 }
 

@@ -715,11 +715,13 @@ fn ps(s: &S, ind: usize, out: &mut String) {
         }
         S::SliceFill(a, parts, e) => {
             let ps: Vec<String> = parts.iter().map(SlicePart::text).collect();
+            // The value first: `a.slice_mut(..)` borrows `a` mutably, and
+            // the value may read `a`.
             let _ = writeln!(
                 out,
-                "{pad}{a}.slice_mut(linad::ndarray::s![{}]).fill({});",
-                ps.join(", "),
-                pe(e)
+                "{pad}{{ let fill_value: f64 = {}; {a}.slice_mut(linad::ndarray::s![{}]).fill(fill_value); }}",
+                pe(e),
+                ps.join(", ")
             );
         }
         S::Set(a, ix, add, e) => {

@@ -125,7 +125,13 @@ impl Lowerer<'_> {
                 let off = shape.len() - rank;
                 let mut ones = vec![];
                 for axis in 0..rank {
+                    // ndarray gives `None` (then `unwrap()` panics) unless
+                    // the axis has the output's size or size 1: so do we.
                     let n = self.array(ArrayOp::Shape { arr, axis }, span)?;
+                    let same = self.prim(Prim::Eq, &[n, shape[off + axis]], span)?;
+                    let unit = self.prim(Prim::Eq, &[n, Atom::I64(1)], span)?;
+                    let ok = self.prim(Prim::Or, &[same, unit], span)?;
+                    let n = self.panic_unless(ok, n, span)?;
                     ones.push(self.prim(Prim::Eq, &[n, Atom::I64(1)], span)?);
                 }
                 self.build_with(shape, m, |lw, ix| {
@@ -659,10 +665,15 @@ impl Lowerer<'_> {
                         Some(e) => self.count_from_end(e, len, span)?,
                         None => len,
                     };
-                    // ndarray: the end is raised to the start; both at most the length.
-                    let start = self.prim(Prim::Min, &[start, len], span)?;
-                    let end = self.prim(Prim::Min, &[end, len], span)?;
+                    // ndarray: the end is raised to the start, then both
+                    // must be within `0..=len` (else it panics: so do we).
+                    let lo = self.prim(Prim::Ge, &[start, Atom::I64(0)], span)?;
+                    let hi = self.prim(Prim::Le, &[start, len], span)?;
+                    let ok = self.prim(Prim::And, &[lo, hi], span)?;
+                    let start = self.panic_unless(ok, start, span)?;
                     let end = self.prim(Prim::Max, &[end, start], span)?;
+                    let ok = self.prim(Prim::Le, &[end, len], span)?;
+                    let end = self.panic_unless(ok, end, span)?;
                     let m = self.sub_i64(end, start, span)?;
                     let s = step.abs();
                     let n = if s == 1 {
