@@ -20,14 +20,14 @@
 //! `ThreadPool::install` the caller itself is a pool thread, and the
 //! thread-index test would make every kernel called there sequential.
 //!
-//! Every kernel reaches rayon through one function, [`run_tasks`], which is
+//! Every kernel reaches rayon through one function, `run_tasks`, which is
 //! not generic: rayon's machinery (jobs, joins, producer bridges) is
 //! compiled once, in this crate. Kernels are generic over their closures
 //! and array types and so are compiled in the crate that calls them; when
 //! each called rayon's parallel iterators itself, their instances made
 //! about 70% of the machine code of a crate of `#[differentiable]`
-//! functions (`bench/compile-time`). The helpers below ([`map_tasks`],
-//! [`for_each_item`], [`fill`]) hand their tasks to [`run_tasks`] as
+//! functions (`bench/compile-time`). The helpers below (`map_tasks`,
+//! [`for_each_item`], `fill`) hand their tasks to `run_tasks` as
 //! `&dyn Fn(usize)`: one indirect call per task, a block of elements each.
 
 use rayon::prelude::*;
