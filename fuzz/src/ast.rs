@@ -1359,8 +1359,13 @@ fn arith(op: Op, x: &V, y: &V, ty: &Ty) -> Result<V, Trap> {
                 Op::Sub => a - b,
                 Op::Mul => a.checked_mul(b).ok_or(Trap::Overflow)?,
                 Op::Div | Op::Rem if b == 0 => return Err(Trap::DivZero),
-                Op::Div => a / b,
-                Op::Rem => a % b,
+                Op::Div => a.checked_div(b).ok_or(Trap::Overflow)?,
+                // Rust checks the quotient of a remainder too:
+                // `i8::MIN % -1` panics although the remainder is 0.
+                Op::Rem => {
+                    int_check(a.checked_div(b).ok_or(Trap::Overflow)?, *t)?;
+                    a.checked_rem(b).ok_or(Trap::Overflow)?
+                }
             };
             int_check(r, *t)
         }
