@@ -120,19 +120,14 @@ where
         body(zero(), lo, hi)
     };
     // Chunk 0 starts from `init` (moved into its task), the others from zeros.
-    let init = std::sync::Mutex::new(Some(init));
-    let chunk = |t: usize| match t {
-        0 => {
-            let s = init
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .take()
-                .expect("chunk 0 runs once");
-            body(s, 0, bounds(0).1)
-        }
-        t => rest_chunk(t),
+    let starts: Vec<(usize, Option<S>)> = std::iter::once((0, Some(init)))
+        .chain((1..c).map(|t| (t, None)))
+        .collect();
+    let chunk = |(t, start): (usize, Option<S>)| match start {
+        Some(s) => body(s, 0, bounds(0).1),
+        None => rest_chunk(t),
     };
-    let mut parts = par::map_tasks(c, par::go_parallel(work), chunk).into_iter();
+    let mut parts = par::map_items(starts, par::go_parallel(work), chunk).into_iter();
     let mut acc = parts.next().expect("at least two chunks");
     for r in parts {
         add(&mut acc, r);

@@ -11,7 +11,7 @@ use std::ops::Neg;
 /// [`LinalgScalar`] (ndarray's `+ - * /`, zero and one) is a supertrait so
 /// the matrix kernels can hand their operands to ndarray's matrix multiply.
 pub trait Elem:
-    LinalgScalar + Neg<Output = Self> + PartialOrd + Debug + Default + Send + Sync
+    LinalgScalar + Neg<Output = Self> + crate::arg::Ordered + Debug + Default + Send + Sync
 {
     /// Additive identity, `0`.
     const ZERO: Self;
@@ -25,8 +25,6 @@ pub trait Elem:
     fn exp(self) -> Self;
     /// Natural logarithm `ln x`.
     fn ln(self) -> Self;
-    /// `true` when the value is a NaN.
-    fn is_nan(self) -> bool;
 }
 
 macro_rules! impl_elem {
@@ -43,10 +41,6 @@ macro_rules! impl_elem {
             #[inline]
             fn ln(self) -> Self {
                 $t::ln(self)
-            }
-            #[inline]
-            fn is_nan(self) -> bool {
-                $t::is_nan(self)
             }
         }
     };

@@ -302,22 +302,7 @@ where
         }
         acc
     };
-    let mut blocks: Vec<Vec<O::Acc>> = if parallel && nb > 1 {
-        let by_block: Vec<std::sync::Mutex<Option<_>>> = by_block
-            .into_iter()
-            .map(|b| std::sync::Mutex::new(Some(b)))
-            .collect();
-        par::map_tasks(nb, true, |t| {
-            let b = by_block[t]
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .take()
-                .expect("one task per block");
-            merge_block(b)
-        })
-    } else {
-        by_block.into_iter().map(merge_block).collect()
-    };
+    let mut blocks: Vec<Vec<O::Acc>> = par::map_items(by_block, parallel, merge_block);
     if nb == 1 {
         let v = blocks.pop().expect("one block");
         return Array::from_shape_vec(out_dim, v).expect("output shape");

@@ -144,16 +144,21 @@ where
     I: Send,
     F: Fn(I) + Sync + Send,
 {
-    if parallel && items.len() > 1 {
-        let slots: Vec<Mutex<Option<I>>> = items.into_iter().map(|i| Mutex::new(Some(i))).collect();
-        run_tasks(slots.len(), &|t| {
-            if let Some(i) = take(&slots[t]) {
-                f(i);
-            }
-        });
-    } else {
-        items.into_iter().for_each(f);
-    }
+    map_items(items, parallel, f);
+}
+
+/// `[f(item) for item in items]` in order, each item moved into its own
+/// task, in parallel when `parallel`.
+pub(crate) fn map_items<I, R, F>(items: Vec<I>, parallel: bool, f: F) -> Vec<R>
+where
+    I: Send,
+    R: Send,
+    F: Fn(I) -> R + Sync + Send,
+{
+    let slots: Vec<Mutex<Option<I>>> = items.into_iter().map(|i| Mutex::new(Some(i))).collect();
+    map_tasks(slots.len(), parallel, |t| {
+        f(take(&slots[t]).expect("each item is taken by one task"))
+    })
 }
 
 /// How many of `n` rows one task of an elementwise kernel takes: about 8

@@ -65,13 +65,7 @@ struct ArgBest<const MAX: bool>;
 
 #[inline(always)]
 fn better<T: Elem, const MAX: bool>(a: T, b: T) -> bool {
-    if b.is_nan() {
-        !a.is_nan()
-    } else if MAX {
-        a > b
-    } else {
-        a < b
-    }
+    crate::arg::beats(a, b, MAX)
 }
 
 impl<T: Elem, const MAX: bool> LaneOp<T> for ArgBest<MAX> {
