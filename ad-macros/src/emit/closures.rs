@@ -24,7 +24,7 @@ use super::names::ident;
 use super::types::{flat, Repr};
 use super::wrappers::{
     allows, canonical_args, check, cotangents, ct_name, ct_params, ct_ty, leaf_paths, nest,
-    out_pattern, out_ty, owned, shaped, tangent_names, tangent_ty, temps,
+    out_pattern, out_ty, owned, primal_args, shaped, tangent_names, tangent_ty, temps,
 };
 use super::Input;
 use crate::sig::{Out, Param, ParamKind};
@@ -49,7 +49,7 @@ fn forward(input: &Input, h: &Halves) -> R<Forward> {
     check(h.n_out == n_out, || {
         format!("`{}` does not return the signature's results", h.fwd)
     })?;
-    let (pstmts, pargs) = canonical_args(sig.params.iter().map(|p| (&p.ident, &p.kind)), "p");
+    let (pstmts, pargs) = primal_args(sig);
     let (ys, ypat) = temps("y", h.fwd_reprs.len());
     let fwd = &h.fwd;
     let mut stmts = quote!(#pstmts let #ypat = #fwd(#(#pargs),*););

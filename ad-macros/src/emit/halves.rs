@@ -144,53 +144,48 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
 
     // The linear maps at given residuals.
     let elided = quote!('_);
-    let mut linear = |f: &Func, what: &str, doc: String, name: &Ident| -> R<Vec<Repr>> {
-        let (rdecls, rbinds) = canonical_params(&param_tys(f, false), "r", &elided);
-        let (ldecls, lbinds) = canonical_params(&param_tys(f, true), what, &elided);
-        let (b, _) = body(cx, f, rbinds, lbinds, false)?;
-        let nested = nested_fns(cx)?;
-        items.extend(item(
-            doc,
-            name,
-            quote!(),
-            rdecls.into_iter().chain(ldecls).collect(),
-            result_ty(f),
-            b,
-            nested,
-        ));
-        Ok(result_tys(f).iter().map(owned_repr).collect())
-    };
+    // A function of non-linear parameters `__{nl}k` and linear ones
+    // `__{what}k`, returning owned results.
+    let mut owned_half =
+        |f: &Func, (nl, what): (&str, &str), doc: String, name: &Ident| -> R<Vec<Repr>> {
+            let (rdecls, rbinds) = canonical_params(&param_tys(f, false), nl, &elided);
+            let (ldecls, lbinds) = canonical_params(&param_tys(f, true), what, &elided);
+            let (b, _) = body(cx, f, rbinds, lbinds, false)?;
+            let nested = nested_fns(cx)?;
+            items.extend(item(
+                doc,
+                name,
+                quote!(),
+                rdecls.into_iter().chain(ldecls).collect(),
+                result_ty(f),
+                b,
+                nested,
+            ));
+            Ok(result_tys(f).iter().map(owned_repr).collect())
+        };
     let lin = func(cx.prog, &d.names.lin)?;
-    let lin_reprs = linear(
+    let lin_reprs = owned_half(
         lin,
-        "dx",
+        ("r", "dx"),
         format!(" The linear map of [`{fname}`] at the residuals of its forward half."),
         &lin_name,
     )?;
     let lin_t = func(cx.prog, &d.names.lin_t)?;
-    let lin_t_reprs = linear(
+    let lin_t_reprs = owned_half(
         lin_t,
-        "ct",
+        ("r", "ct"),
         format!(" The transposed linear map of [`{fname}`] at the residuals of its forward half."),
         &lin_t_name,
     )?;
 
     // Forward mode in one sweep.
     let jvp = func(cx.prog, &d.names.jvp)?;
-    let (pdecls, pbinds) = canonical_params(&param_tys(jvp, false), "x", &elided);
-    let (tdecls, tbinds) = canonical_params(&param_tys(jvp, true), "dx", &elided);
-    let (b, _) = body(cx, jvp, pbinds, tbinds, false)?;
-    let nested = nested_fns(cx)?;
-    items.extend(item(
+    let jvp_reprs = owned_half(
+        jvp,
+        ("x", "dx"),
         format!(" Forward mode of [`{fname}`] (canonical signature)."),
         &jvp_name,
-        quote!(),
-        pdecls.into_iter().chain(tdecls).collect(),
-        result_ty(jvp),
-        b,
-        nested,
-    ));
-    let jvp_reprs = result_tys(jvp).iter().map(owned_repr).collect();
+    )?;
 
     let n_out = d.n_results;
     let resid_tys = param_tys(lin_t, false);
@@ -250,7 +245,7 @@ impl Halves {
 }
 
 /// The types of a function's non-linear (or, with `lin`, linear) parameters.
-fn param_tys(f: &Func, lin: bool) -> Vec<Ty> {
+pub(super) fn param_tys(f: &Func, lin: bool) -> Vec<Ty> {
     let ps = if lin { &f.lin_params } else { &f.params };
     ps.iter().map(|v| f.vars.ty(*v).clone()).collect()
 }

@@ -6,14 +6,14 @@
 //! meet), and an epilogue nesting the flat results as the signature says.
 
 use super::func::{body, Ctx, R};
-use super::halves::{canonical_params, halves, Halves, Set};
+use super::halves::{canonical_params, halves, param_tys, Halves, Set};
 use super::names::{self, ident};
 use super::types::{array_ty, flat, owned_ty, rt, tuple, tuple_ty, Repr};
 use super::Input;
 use crate::names::{hidden, Block as Hidden};
 use crate::sig::{Out, Param, ParamKind};
 use ad_core_ir::ir::{Func, Program};
-use ad_core_ir::types::{Scalar, Ty};
+use ad_core_ir::types::Scalar;
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
@@ -63,11 +63,8 @@ pub(super) fn nested_fns(cx: &Ctx) -> R<TokenStream> {
         done += 1;
         let f = func(cx.prog, &name)?;
         let elided = quote!('_);
-        let tys = |vs: &[ad_core_ir::ir::Var]| -> Vec<Ty> {
-            vs.iter().map(|v| f.vars.ty(*v).clone()).collect()
-        };
-        let (decls, params) = canonical_params(&tys(&f.params), "x", &elided);
-        let (ldecls, lparams) = canonical_params(&tys(&f.lin_params), "dx", &elided);
+        let (decls, params) = canonical_params(&param_tys(f, false), "x", &elided);
+        let (ldecls, lparams) = canonical_params(&param_tys(f, true), "dx", &elided);
         let (b, _) = body(cx, f, params, lparams, false)?;
         let ret = result_ty(f);
         let n = names::internal_fn(&name);
@@ -310,6 +307,12 @@ pub(super) fn canonical_args<'p>(
     (stmts, args)
 }
 
+/// The user's parameters as arguments of `fwd` / `jvp` (see
+/// [`canonical_args`]).
+pub(super) fn primal_args(sig: &crate::sig::Signature) -> (TokenStream, Vec<TokenStream>) {
+    canonical_args(sig.params.iter().map(|p| (&p.ident, &p.kind)), "p")
+}
+
 /// The declarations `x: T` of the user's parameters.
 pub(super) fn user_decls(sig: &crate::sig::Signature) -> Vec<TokenStream> {
     sig.params
@@ -337,7 +340,7 @@ fn f_jvp(input: &Input, h: &Halves) -> R<TokenStream> {
         format!("`{}` does not return the signature's results", h.jvp)
     })?;
     let dnames = tangent_names(sig);
-    let (pstmts, pargs) = canonical_args(sig.params.iter().map(|p| (&p.ident, &p.kind)), "p");
+    let (pstmts, pargs) = primal_args(sig);
     let (dstmts, dargs) = canonical_args(wrt.iter().zip(&dnames).map(|(p, d)| (d, &p.kind)), "dp");
     let (ts, pat) = temps("y", 2 * n_out);
     let vals: Vec<TokenStream> = ts
@@ -402,7 +405,7 @@ fn f_vjp(input: &Input, h: &Halves) -> R<TokenStream> {
     check(h.n_out == n_out && h.lin_t_reprs.len() == wrt.len(), || {
         format!("`{}` does not match the signature", h.lin_t_at)
     })?;
-    let (pstmts, pargs) = canonical_args(sig.params.iter().map(|p| (&p.ident, &p.kind)), "p");
+    let (pstmts, pargs) = primal_args(sig);
     let (ys, ypat) = temps("y", h.fwd_reprs.len());
     let mut leaves = vec![];
     let ct_pat = out_pattern(&sig.out, &mut leaves);
@@ -528,30 +531,24 @@ fn hidden_blocks(input: &Input, cx: &Ctx, h: &Halves) -> R<TokenStream> {
     let rs: Vec<TokenStream> = ys[h.n_out..].iter().map(|t| quote!(#t)).collect();
     let rargs = h.resid_args(&rs);
     let fwd = &h.fwd;
-    for (b, half, what, doc) in [
+    for (b, half, ir_name, what, doc) in [
         (
             Hidden::Lin,
             &h.lin_at,
+            &input.all.names.lin,
             "dx",
             format!(" The linear map (Jacobian-vector product) of [`{fname}`] at a point, recomputing the primal."),
         ),
         (
             Hidden::LinT,
             &h.lin_t_at,
+            &input.all.names.lin_t,
             "ct",
             format!(" The transposed linear map (vector-Jacobian product) of [`{fname}`] at a point, recomputing the primal."),
         ),
     ] {
-        let f = func(
-            cx.prog,
-            if b == Hidden::Lin {
-                &input.all.names.lin
-            } else {
-                &input.all.names.lin_t
-            },
-        )?;
-        let ltys: Vec<Ty> = f.lin_params.iter().map(|v| f.vars.ty(*v).clone()).collect();
-        let (ldecls, lbinds) = canonical_params(&ltys, what, &elided);
+        let f = func(cx.prog, ir_name)?;
+        let (ldecls, lbinds) = canonical_params(&param_tys(f, true), what, &elided);
         let largs = lbinds.iter().map(|(t, _)| t);
         item(
             b,
