@@ -7,7 +7,7 @@ use ndarray::{ArrayBase, ArrayD, ArrayViewD, Axis, Data, Dimension};
 
 /// An element an arg-reduction compares: ordered, with a NaN test (a
 /// supertrait of [`Elem`](crate::Elem), so every reduction shares
-/// [`beats`]). The interpreter of `ad-core-ir`, which depends on nothing,
+/// `beats`). The interpreter of `ad-core-ir`, which depends on nothing,
 /// states the same rule in `interp/array.rs`.
 pub trait Ordered: Copy + PartialOrd {
     /// Whether the value is a NaN (never, for integers).
