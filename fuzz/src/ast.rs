@@ -879,6 +879,8 @@ pub struct Eval<'a> {
     pub debug_assertions: bool,
     /// Work counter (guards against runaway programs).
     pub steps: u64,
+    /// The largest finite |x| of any f64 value an expression produced.
+    pub max_abs: f64,
 }
 
 fn int_check(v: i128, t: IntTy) -> Result<V, Trap> {
@@ -908,6 +910,7 @@ impl<'a> Eval<'a> {
             helpers,
             debug_assertions: false,
             steps: 0,
+            max_abs: 0.0,
         }
     }
 
@@ -1123,8 +1126,20 @@ impl<'a> Eval<'a> {
         Ok(())
     }
 
-    /// Evaluates an expression.
+    /// Evaluates an expression (and records its magnitude in `max_abs`).
     pub fn e(&mut self, e: &E) -> Result<V, Trap> {
+        let v = self.e_untracked(e)?;
+        let mut fl = vec![];
+        v.flat(&mut fl);
+        for x in fl {
+            if x.is_finite() {
+                self.max_abs = self.max_abs.max(x.abs());
+            }
+        }
+        Ok(v)
+    }
+
+    fn e_untracked(&mut self, e: &E) -> Result<V, Trap> {
         self.steps += 1;
         Ok(match e {
             E::F(x) => V::F(*x),
@@ -1222,8 +1237,10 @@ impl<'a> Eval<'a> {
                 // ndarray's `sum` of a contiguous array: pairwise in
                 // unrolled chunks; the oracle does not model it (see
                 // `approx_sum`), so sums are compared with a tolerance.
+                // Its accumulators start at +0.0 (std's `Sum` for f64
+                // starts at -0.0: the sum of [-0.0] would differ in sign).
                 let v = self.e(a)?;
-                V::F(v.arr().1.iter().sum())
+                V::F(plus_zero_sum(v.arr().1.iter().copied()))
             }
             E::Dot(a, b) => {
                 let (x, y) = (self.e(a)?, self.e(b)?);
@@ -1233,11 +1250,11 @@ impl<'a> Eval<'a> {
                     // matrix-vector product
                     let (r, c) = (xs[0], xs[1]);
                     let out = (0..r)
-                        .map(|i| (0..c).map(|j| xd[i * c + j] * yd[j]).sum())
+                        .map(|i| plus_zero_sum((0..c).map(|j| xd[i * c + j] * yd[j])))
                         .collect();
                     V::A(vec![r], out)
                 } else {
-                    V::F(xd.iter().zip(yd).map(|(p, q)| p * q).sum())
+                    V::F(plus_zero_sum(xd.iter().zip(yd).map(|(p, q)| p * q)))
                 }
             }
             E::Zeros(r, n) => {
@@ -1376,10 +1393,17 @@ fn arith(op: Op, x: &V, y: &V, ty: &Ty) -> Result<V, Trap> {
 impl Program {
     /// The main function's result on its parameters' values (the oracle).
     pub fn eval(&self, debug_assertions: bool) -> Result<V, Trap> {
+        self.eval_tracked(debug_assertions).0
+    }
+
+    /// As [`Program::eval`], with the largest finite |x| of any f64 value
+    /// the evaluation produced (see [`Eval::max_abs`]).
+    pub fn eval_tracked(&self, debug_assertions: bool) -> (Result<V, Trap>, f64) {
         let mut ev = Eval::new(&self.helpers);
         ev.debug_assertions = debug_assertions;
         let args = self.main.params.iter().map(|p| p.value.clone()).collect();
-        ev.call(&self.main, args)
+        let r = ev.call(&self.main, args);
+        (r, ev.max_abs)
     }
 
     /// Whether the program contains a `sum` or `dot` (whose summation order
@@ -1388,4 +1412,10 @@ impl Program {
         let src = self.source();
         src.contains(".sum()") || src.contains(".dot(")
     }
+}
+
+/// A sum as ndarray's `sum` and `dot` compute it: from +0.0, so an empty or
+/// all-`-0.0` sum is +0.0 (std's `Iterator::sum` for f64 starts at -0.0).
+fn plus_zero_sum(xs: impl Iterator<Item = f64>) -> f64 {
+    xs.fold(0.0, |a, x| a + x)
 }

@@ -1103,7 +1103,18 @@ pub struct Case {
     pub expected: V,
     /// Programs discarded before this one (traps, non-finite results).
     pub discarded: usize,
+    /// The largest finite |x| of an f64 value during the evaluation. Past
+    /// 2^53 (~9e15) an input step below 1 is absorbed (`1.8e19 - s` is
+    /// `1.8e19`): the floating-point function is flat where its real
+    /// derivative, which AD computes, is not, and finite differences say
+    /// nothing about the derivative.
+    pub max_abs: f64,
 }
+
+/// Past this magnitude (about 2^53) an f64 absorbs input steps below 1:
+/// finite differences of a program whose values reach it say nothing about
+/// its derivative (see [`Case::max_abs`]).
+pub const ABSORBS: f64 = 9.0e15;
 
 /// Generates a valid program from `seed`: programs whose evaluation traps
 /// (integer overflow, ...) or whose result is not finite or huge are
@@ -1113,7 +1124,7 @@ pub fn generate(seed: u64, cfg: &Config, fn_name: &str) -> Case {
     let mut discarded = 0;
     loop {
         let p = generate_raw(&mut rng, cfg, fn_name);
-        if let Ok(v) = p.eval(false) {
+        if let (Ok(v), max_abs) = p.eval_tracked(false) {
             let mut fl = vec![];
             v.flat(&mut fl);
             if fl.iter().all(|x| x.is_finite() && x.abs() < 1e8) {
@@ -1122,6 +1133,7 @@ pub fn generate(seed: u64, cfg: &Config, fn_name: &str) -> Case {
                     program: p,
                     expected: v,
                     discarded,
+                    max_abs,
                 };
             }
         }
