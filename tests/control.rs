@@ -1,7 +1,8 @@
 //! Control flow through `#[differentiable]`: `if` / `else if` / `else` as
 //! expressions and statements, comparisons and boolean operators, `bool`
 //! parameters, counted `for` loops (ascending and `.rev()`) updating scalars,
-//! tuples and local arrays, nested loops.
+//! tuples and local arrays, nested loops; `while` and `loop` with `break`,
+//! `break` and `continue` in `for`.
 #![allow(
     clippy::needless_range_loop,
     clippy::assign_op_pattern,
@@ -392,4 +393,137 @@ fn triple_nested_loops() {
         |x, dx| triple_nest_jvp(*x, 4, *dx),
         |x, ct| triple_nest_vjp(*x, 4, *ct),
     );
+}
+
+// --- while, loop, break -------------------------------------------------------
+
+/// `while` on a scalar state with an integer counter: the number of
+/// iterations depends on the input (reverse mode records it).
+#[differentiable]
+fn halve_until_small(x: f64, c: f64) -> f64 {
+    let mut y = x;
+    let mut n = 0usize;
+    while y > 1.0 {
+        y = y / 2.0 * c;
+        n += 1;
+    }
+    y * x + n as f64
+}
+
+#[test]
+fn while_loop_scalar_state() {
+    for p in [(37.0, 0.9), (0.5, 0.9), (1.5, 0.3), (1e3, 0.99)] {
+        check_derivatives(
+            &p,
+            |(x, c)| halve_until_small(*x, *c),
+            |(x, c), (dx, dc)| halve_until_small_jvp(*x, *c, *dx, *dc),
+            |(x, c), ct| halve_until_small_vjp(*x, *c, *ct),
+        );
+    }
+    // y = x (c/2)^n with n = 5 at x = 37, c = 0.9: dy/dx = (c/2)^5.
+    let (_, (gx, _)) = halve_until_small_vjp(37.0, 0.9, 1.0);
+    let y = 37.0 * 0.45f64.powi(5);
+    assert_close(gx, y + 37.0 * 0.45f64.powi(5), 1e-12);
+}
+
+/// Newton's method ended by `break` inside `loop`, with a `let` before the
+/// `break` that the rest of the body reads.
+#[differentiable]
+fn newton_sqrt(a: f64) -> f64 {
+    let mut x = a.max(1.0);
+    let mut k = 0;
+    loop {
+        let next = 0.5 * (x + a / x);
+        k += 1;
+        if (next - x).abs() <= 1e-15 * next || k == 60 {
+            x = next;
+            break;
+        }
+        x = next;
+    }
+    x
+}
+
+#[test]
+fn loop_with_break_newton() {
+    for a in [2.0, 9.0, 0.25, 1e6] {
+        check_derivatives(
+            &a,
+            |a| newton_sqrt(*a),
+            |a, da| newton_sqrt_jvp(*a, *da),
+            |a, ct| newton_sqrt_vjp(*a, *ct),
+        );
+        assert_close(newton_sqrt(a), a.sqrt(), 1e-14);
+        // Differentiating the iterations gives d sqrt(a) / da.
+        assert_close(newton_sqrt_vjp(a, 1.0).1, 0.5 / a.sqrt(), 1e-9);
+    }
+}
+
+/// `break` and `continue` in a `for` loop; a `while` with both a condition
+/// and a `break`; an array carried by a `while` loop.
+#[differentiable]
+fn early_exits(v: &Array1<f64>, x: f64) -> (f64, Array1<f64>) {
+    let mut s = 0.0;
+    for i in 0..v.len() {
+        if i % 3 == 2 {
+            continue;
+        }
+        s += x * v[i];
+        if s > 4.0 {
+            break;
+        }
+        s += 0.25;
+    }
+    let mut t = s;
+    while t.abs() > 0.1 {
+        t = t * 0.7;
+        if t.abs() < 0.5 {
+            break;
+        }
+    }
+    let mut w = v.clone();
+    let mut k = 0;
+    while w.sum() > 1.0 && k < 20 {
+        w = &w * 0.5 + x * 0.01;
+        k += 1;
+    }
+    (s + t, w)
+}
+
+#[test]
+fn break_continue_and_array_state() {
+    let v = Array1::from(vec![1.0, 0.7, 2.0, -0.3, 1.9, 2.2, 0.4]);
+    for x in [0.9, 0.2, 3.0] {
+        check_derivatives(
+            &(v.clone(), x),
+            |(v, x)| early_exits(v, *x),
+            |(v, x), (dv, dx)| early_exits_jvp(v, *x, dv, *dx),
+            |(v, x), ct| early_exits_vjp(v, *x, (ct.0, &ct.1)),
+        );
+    }
+}
+
+/// A `while` loop with no iteration and one whose count is zero at the
+/// input: the companions return the primal unchanged.
+#[differentiable]
+fn maybe_zero_trips(x: f64, n: usize) -> f64 {
+    let mut i = 0;
+    let mut y = x;
+    while i < n {
+        y = y.sin() + x;
+        i += 1;
+    }
+    y
+}
+
+#[test]
+fn while_loop_zero_and_many_trips() {
+    for n in [0usize, 1, 7] {
+        check_derivatives(
+            &0.3,
+            |x| maybe_zero_trips(*x, n),
+            |x, dx| maybe_zero_trips_jvp(*x, n, *dx),
+            |x, ct| maybe_zero_trips_vjp(*x, n, *ct),
+        );
+    }
 }

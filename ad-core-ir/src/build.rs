@@ -374,6 +374,27 @@ impl<'p> FuncBuilder<'p> {
         .0
     }
 
+    /// `while(init, cond, body)`: the trip count (an i64) of the loop
+    /// `s = init; while cond(s) { s = body(s) }`. `cond` returns the
+    /// condition, `body` the next state.
+    pub fn while_(
+        &mut self,
+        init: &[Atom],
+        cond: impl FnOnce(&mut Self, &[Var]) -> Atom,
+        body: impl FnOnce(&mut Self, &[Var]) -> Vec<Atom>,
+    ) -> Var {
+        let tys: Vec<Ty> = init.iter().map(|a| self.atom_ty(a)).collect();
+        let names = vec!["s"; init.len()];
+        let cond = self.lambda_named(&tys, &names, &[], |b, ps, _| (vec![cond(b, ps)], vec![]));
+        let body = self.lambda_named(&tys, &names, &[], |b, ps, _| (body(b, ps), vec![]));
+        self.emit(Expr::While(While {
+            init: init.to_vec(),
+            cond,
+            body,
+        }))
+        .0[0]
+    }
+
     /// A call with non-linear arguments and results only.
     pub fn call(&mut self, func: &str, args: &[Atom]) -> Vec<Var> {
         self.emit(Expr::Call(Call {
@@ -435,5 +456,6 @@ fn hint_of(e: &Expr) -> &'static str {
         Expr::Build(_) => "bld",
         Expr::Map(_) => "map",
         Expr::Fold(_) => "fold",
+        Expr::While(_) => "trips",
     }
 }

@@ -483,6 +483,26 @@ impl<'a> Checker<'a> {
                 &fd.body.lin_params,
                 "a fold body",
             ),
+            Expr::While(w) => {
+                // Non-linear only: nothing linear is read or made inside.
+                let mut captured = self.check_block(
+                    &w.cond.body,
+                    &w.cond.params,
+                    &w.cond.lin_params,
+                    "a while condition",
+                );
+                captured.extend(self.check_block(
+                    &w.body.body,
+                    &w.body.params,
+                    &w.body.lin_params,
+                    "a while body",
+                ));
+                for v in &captured {
+                    let n = self.name(*v);
+                    self.err(Some(*v), format!("linear variable `{n}` is read inside a while loop (while loops are non-linear)"));
+                }
+                captured
+            }
             Expr::Atom(_)
             | Expr::Prim(..)
             | Expr::Array(_)
@@ -541,5 +561,6 @@ fn stmt_what(e: &Expr) -> &'static str {
         Expr::Build(_) => "a build",
         Expr::Map(_) => "a map",
         Expr::Fold(_) => "a fold",
+        Expr::While(_) => "a while loop",
     }
 }

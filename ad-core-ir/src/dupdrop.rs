@@ -84,6 +84,8 @@ fn fix_nested(vars: &mut VarTable, e: &mut Expr) {
             entry.extend(free_vars_lambda(body).lin);
             fix_block(vars, &mut body.body, &entry);
         }
+        // Non-linear only (the checker refuses linear reads inside).
+        Expr::While(_) => {}
         Expr::Atom(_)
         | Expr::Prim(..)
         | Expr::Array(_)
@@ -116,6 +118,10 @@ fn captured(e: &Expr) -> BTreeSet<Var> {
         | Expr::Build(Build { body, .. })
         | Expr::Map(Map { body, .. })
         | Expr::Fold(Fold { body, .. }) => out.extend(free_vars_lambda(body).lin),
+        Expr::While(w) => {
+            out.extend(free_vars_lambda(&w.cond).lin);
+            out.extend(free_vars_lambda(&w.body).lin);
+        }
         Expr::Atom(_)
         | Expr::Prim(..)
         | Expr::Array(_)

@@ -1058,6 +1058,30 @@ pub struct Fold {
     pub body: Lambda,
 }
 
+/// `while(init, |s..| cond, |s..| body)`: the trip count of a `while` loop.
+/// Starting from `s = init`, while `cond(s)` is true, `s = body(s)`; the
+/// statement binds one i64, the number of times the body ran (the final
+/// state is not a result). Non-linear only. The front end runs the loop's
+/// work again as a counted [`Loop`] of that many iterations, which every pass
+/// differentiates, unzips and transposes as usual:
+///
+/// ```text
+/// while x > 1.0 { x = x / 2.0 }   let n = while (x) |x| { gt x, 1.0 } |x| { div x, 2.0 }
+///                                 let x = loop n (x) |i, x| { div x, 2.0 }
+/// ```
+///
+/// `cond.params = body.params = [s_1..s_k]` (`k = init.len()`),
+/// `cond.results = [c]` (a bool), `body.results = [s'_1..s'_k]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct While {
+    /// Initial state.
+    pub init: Vec<Atom>,
+    /// The condition, checked before every iteration.
+    pub cond: Lambda,
+    /// The state update.
+    pub body: Lambda,
+}
+
 /// An expression: the right-hand side of a statement.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Expr {
@@ -1085,6 +1109,8 @@ pub enum Expr {
     Map(Map),
     /// A sequential fold.
     Fold(Fold),
+    /// The trip count of a `while` loop.
+    While(While),
 }
 
 /// A statement: `let (binds ; lin_binds) = expr`.
@@ -1120,6 +1146,7 @@ impl Stmt {
                 | Expr::Build(_)
                 | Expr::Map(_)
                 | Expr::Fold(_)
+                | Expr::While(_)
                 | Expr::Call(_) => false,
             }
     }

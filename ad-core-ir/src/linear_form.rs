@@ -469,6 +469,23 @@ impl Conv {
                     src,
                 });
             }
+            Expr::While(w) => {
+                let mut reads: Vec<Var> = w.init.iter().filter_map(Atom::var).collect();
+                for lam in [&w.cond, &w.body] {
+                    reads.extend(crate::visit::free_vars_lambda(lam).nl);
+                    reads.extend(lam.params.iter().copied());
+                }
+                match reads.iter().find(|v| self.taint.contains(v)) {
+                    None => out.push(s.clone()),
+                    Some(v) => {
+                        let names = self.names(&Atom::Var(*v));
+                        self.error(
+                            src,
+                            format!("a `while` loop reads a linear value ({names}): the state, condition and body of a `while` loop in a linear function must be non-linear (use a `for` loop over a known count to accumulate linear values)"),
+                        )
+                    }
+                }
+            }
             Expr::Fold(_) | Expr::Lin(_) => self.error(
                 src,
                 "linad internal compiler error: a fold or linear statement before linear conversion".into(),

@@ -1240,6 +1240,30 @@ impl Parser<'_> {
                     },
                 })
             }
+            "while" => {
+                let mut init = vec![];
+                if self.eat_p("(") {
+                    init = self.list1(Self::atom)?;
+                    self.expect_p(")")?;
+                }
+                let ((params, lin_params), body) = self.lambda(src)?;
+                let cond = Lambda {
+                    params,
+                    lin_params,
+                    body,
+                };
+                self.expect_kw("do")?;
+                let ((params, lin_params), body) = self.lambda(&mut None)?;
+                Expr::While(While {
+                    init,
+                    cond,
+                    body: Lambda {
+                        params,
+                        lin_params,
+                        body,
+                    },
+                })
+            }
             "build" => {
                 let shape = self.bracket_list(Self::atom)?;
                 let ((params, lin_params), body) = self.lambda(src)?;
@@ -1281,7 +1305,12 @@ impl Parser<'_> {
             (vec![], vec![])
         };
         let compound = match self.peek() {
-            Tok::Ident(s) if matches!(s.as_str(), "if" | "loop" | "fold" | "build" | "map") => {
+            Tok::Ident(s)
+                if matches!(
+                    s.as_str(),
+                    "if" | "loop" | "fold" | "build" | "map" | "while"
+                ) =>
+            {
                 Some(s.clone())
             }
             _ => None,

@@ -388,7 +388,7 @@ fn lin_op_to_string(op: &LinOp, vars: &VarTable) -> String {
 }
 
 /// The one-line form of a non-compound expression; `None` for `If`, `Loop`,
-/// `Build`, `Map` and `Fold`.
+/// `Build`, `Map`, `Fold` and `While`.
 fn simple_expr_to_string(e: &Expr, vars: &VarTable) -> Option<String> {
     Some(match e {
         Expr::Atom(a) => atom_to_string(a, vars),
@@ -405,7 +405,12 @@ fn simple_expr_to_string(e: &Expr, vars: &VarTable) -> Option<String> {
             args(&c.args, &c.lin_args, vars),
             shapes_suffix(&c.lin_shapes, vars)
         ),
-        Expr::If(_) | Expr::Loop(_) | Expr::Build(_) | Expr::Map(_) | Expr::Fold(_) => return None,
+        Expr::If(_)
+        | Expr::Loop(_)
+        | Expr::Build(_)
+        | Expr::Map(_)
+        | Expr::Fold(_)
+        | Expr::While(_) => return None,
     })
 }
 
@@ -552,6 +557,32 @@ fn write_compound(out: &mut String, e: &Expr, vars: &VarTable, indent: usize, sr
                     src,
                 );
             }
+        }
+        Expr::While(w) => {
+            // `while (init..) |s..| { cond } do |s..| { body }`
+            out.push_str("while ");
+            if !w.init.is_empty() {
+                let _ = write!(out, "({}) ", atoms(&w.init, vars));
+            }
+            write_lambda(
+                out,
+                &w.cond.params,
+                &w.cond.lin_params,
+                &w.cond.body,
+                vars,
+                indent,
+                src,
+            );
+            out.push_str(" do ");
+            write_lambda(
+                out,
+                &w.body.params,
+                &w.body.lin_params,
+                &w.body.body,
+                vars,
+                indent,
+                None,
+            );
         }
         _ => {
             // Not compound: print it on one line.

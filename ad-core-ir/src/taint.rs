@@ -117,6 +117,24 @@ fn block(b: &Block, t: &mut Taint) {
                     }
                 }
             }
+            Expr::While(w) => {
+                // State flows into both lambdas and around the body; the
+                // trip count is an integer (never tainted).
+                for (k, a) in w.init.iter().enumerate() {
+                    if is(t, a) {
+                        t.insert(w.cond.params[k]);
+                        t.insert(w.body.params[k]);
+                    }
+                }
+                block(&w.cond.body, t);
+                block(&w.body.body, t);
+                for (k, r) in w.body.body.results.iter().enumerate() {
+                    if is(t, r) {
+                        t.insert(w.cond.params[k]);
+                        t.insert(w.body.params[k]);
+                    }
+                }
+            }
             Expr::Map(m) => {
                 for (p, a) in m.body.params.iter().zip(&m.arrs) {
                     if is(t, a) {

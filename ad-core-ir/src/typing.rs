@@ -719,5 +719,32 @@ pub fn expr_types(e: &Expr, vars: &VarTable, prog: &Program) -> Result<ExprTys, 
             })?;
             Ok((init, vec![]))
         }
+        Expr::While(w) => {
+            let init: Vec<Ty> = w.init.iter().map(t).collect();
+            for (lam, what) in [(&w.cond, "condition"), (&w.body, "body")] {
+                let (p, lparams) = lambda_param_tys(lam, vars);
+                want(p == init && lparams.is_empty(), || {
+                    format!(
+                        "a while {what} takes {} ; {} but the state is {}",
+                        show(&p),
+                        show(&lparams),
+                        show(&init)
+                    )
+                })?;
+            }
+            let (c, lc) = block_tys(&w.cond.body, vars);
+            want(c == [Ty::BOOL] && lc.is_empty(), || {
+                format!("a while condition returns {}, not bool", show(&c))
+            })?;
+            let (r, lr) = block_tys(&w.body.body, vars);
+            want(r == init && lr.is_empty(), || {
+                format!(
+                    "a while body returns {} for the state {}",
+                    show(&r),
+                    show(&init)
+                )
+            })?;
+            Ok((vec![Ty::I64], vec![]))
+        }
     }
 }

@@ -306,7 +306,8 @@ impl<'p> Unzip<'p> {
                     | Expr::Tuple(_)
                     | Expr::Untuple(_)
                     | Expr::Lin(_)
-                    | Expr::Fold(_) => {
+                    | Expr::Fold(_)
+                    | Expr::While(_) => {
                         return Err(self.err(
                             "internal: a simple statement mixes non-linear and linear values",
                             s.src,
@@ -982,7 +983,8 @@ pub fn fixed_shape_vars(body: &[Stmt], params: &[Var], vars: &VarTable) -> BTree
             | Expr::Call(_)
             | Expr::If(_)
             | Expr::Loop(_)
-            | Expr::Fold(_) => false,
+            | Expr::Fold(_)
+            | Expr::While(_) => false,
         };
         if ok {
             fixed.extend(s.binds.iter().copied());

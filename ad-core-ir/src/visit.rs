@@ -130,6 +130,7 @@ pub fn for_each_operand(e: &Expr, nl: &mut dyn FnMut(&Atom), lin: &mut dyn FnMut
             atoms.extend(&fd.init);
             atoms.push(&fd.arr);
         }
+        Expr::While(w) => atoms.extend(&w.init),
     }
     for a in atoms {
         nl(a);
@@ -272,17 +273,27 @@ pub fn map_operands(e: &mut Expr, nl: &mut dyn FnMut(&mut Atom), lin: &mut dyn F
             fd.init.iter_mut().for_each(&mut *nl);
             nl(&mut fd.arr);
         }
+        Expr::While(w) => w.init.iter_mut().for_each(nl),
     }
 }
 
-/// The lambdas of an expression (bodies of loops, builds, maps, folds).
+/// The lambdas of an expression (bodies of loops, builds, maps, folds; a
+/// while's condition and body).
 pub fn lambdas(e: &Expr) -> Vec<&Lambda> {
     match e {
         Expr::Loop(l) => vec![&l.body],
         Expr::Build(b) => vec![&b.body],
         Expr::Map(m) => vec![&m.body],
         Expr::Fold(f) => vec![&f.body],
-        _ => vec![],
+        Expr::While(w) => vec![&w.cond, &w.body],
+        Expr::Atom(_)
+        | Expr::Prim(..)
+        | Expr::Array(_)
+        | Expr::Tuple(_)
+        | Expr::Untuple(_)
+        | Expr::Lin(_)
+        | Expr::Call(_)
+        | Expr::If(_) => vec![],
     }
 }
 
@@ -302,7 +313,14 @@ pub fn blocks_mut(e: &mut Expr) -> Vec<&mut Block> {
         Expr::Build(b) => vec![&mut b.body.body],
         Expr::Map(m) => vec![&mut m.body.body],
         Expr::Fold(f) => vec![&mut f.body.body],
-        _ => vec![],
+        Expr::While(w) => vec![&mut w.cond.body, &mut w.body.body],
+        Expr::Atom(_)
+        | Expr::Prim(..)
+        | Expr::Array(_)
+        | Expr::Tuple(_)
+        | Expr::Untuple(_)
+        | Expr::Lin(_)
+        | Expr::Call(_) => vec![],
     }
 }
 
@@ -497,7 +515,20 @@ pub fn rename_stmt(s: &mut Stmt, map: &HashMap<Var, Var>) {
             body.params.iter_mut().for_each(r);
             body.lin_params.iter_mut().for_each(r);
         }
-        _ => {}
+        Expr::While(w) => {
+            for l in [&mut w.cond, &mut w.body] {
+                l.params.iter_mut().for_each(r);
+                l.lin_params.iter_mut().for_each(r);
+            }
+        }
+        Expr::Atom(_)
+        | Expr::Prim(..)
+        | Expr::Array(_)
+        | Expr::Tuple(_)
+        | Expr::Untuple(_)
+        | Expr::Lin(_)
+        | Expr::Call(_)
+        | Expr::If(_) => {}
     }
     for b in blocks_mut(&mut s.expr) {
         for st in &mut b.stmts {

@@ -43,6 +43,50 @@ fn x_times_y_plus_sin_x() {
     assert_good(&r);
 }
 
+/// `while x > 1 { x = x / 2 }` as the front end lowers it: the trip count,
+/// then a counted loop of the same body.
+#[test]
+fn halving_while_loop() {
+    let p0 = Program::default();
+    let mut b = FuncBuilder::new(&p0, "halve");
+    let x = b.param("x", Ty::F64);
+    let c = b.param("c", Ty::F64);
+    let step = |b: &mut FuncBuilder, s: Var| -> Atom {
+        let h = b.prim(Prim::Div, &[s.into(), Atom::F64(2.0)]);
+        b.prim(Prim::Mul, &[h.into(), c.into()]).into()
+    };
+    let n = b.while_(
+        &[x.into()],
+        |b, s| b.prim(Prim::Gt, &[s[0].into(), Atom::F64(1.0)]).into(),
+        |b, s| vec![step(b, s[0])],
+    );
+    let (st, _) = b.loop_(n.into(), false, &[x.into()], |b, _i, s| {
+        (vec![step(b, s[0])], vec![])
+    });
+    let y = b.prim(Prim::Mul, &[st[0].into(), x.into()]);
+    let p = one(b.finish(vec![y.into(), n.into()], vec![]));
+    // 37 halvings by 0.9: x (0.45)^n with n trips.
+    let out = ad_core_ir::interp::run(&p, "halve", &[Value::F64(37.0), Value::F64(0.9)], &[])
+        .unwrap()
+        .0;
+    assert_eq!(out[1], Value::I64(5));
+    let r = check_derivatives(
+        &p,
+        "halve",
+        &[Value::F64(37.0), Value::F64(0.9)],
+        &[true, true],
+        1,
+        1e-6,
+    )
+    .unwrap();
+    assert_good(&r);
+    // The printed form parses back to the same program.
+    let text = ad_core_ir::pretty::program_to_string(&p);
+    assert!(text.contains("while ("), "{text}");
+    let q = ad_core_ir::parse::parse_program(&text).unwrap();
+    assert_eq!(ad_core_ir::pretty::program_to_string(&q), text);
+}
+
 #[test]
 fn power_by_loop() {
     let p0 = Program::default();

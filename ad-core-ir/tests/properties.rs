@@ -337,6 +337,7 @@ fn constructs(prog: &ad_core_ir::ir::Program, out: &mut std::collections::BTreeM
                 Expr::Build(b) => format!("build rank={}", b.shape.len()),
                 Expr::Map(m) => format!("map arrs={}", m.arrs.len()),
                 Expr::Fold(_) => "fold".into(),
+                Expr::While(_) => "while".into(),
             };
             *out.entry(name).or_default() += 1;
             for b in ad_core_ir::visit::blocks(&s.expr) {

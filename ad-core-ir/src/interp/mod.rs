@@ -48,6 +48,7 @@
 //! | `If` | 1 + the work of the branch taken |
 //! | `Loop`, `Build`, `Map` | 1 + the work of all body evaluations + 1 per scalar stored (a build's or map's results, a loop's per-iteration outputs) |
 //! | `Fold` | 1 + the work of all body evaluations |
+//! | `While` | 1 + the work of all condition and body evaluations |
 //! | `Call` | 1 + the work of the callee's body |
 //!
 //! Block results are free, except where a construct stores them. The top-level
@@ -501,6 +502,7 @@ impl<'p> Interp<'p> {
             Expr::Build(b) => self.build(fr, b, s)?,
             Expr::Map(m) => self.map(fr, m, s)?,
             Expr::Fold(fd) => self.fold(fr, fd, s)?,
+            Expr::While(w) => self.while_(fr, w, s)?,
         };
         // Bookkeeping (copies, dup and drop of scalars) is free; everything
         // else costs at least 1.

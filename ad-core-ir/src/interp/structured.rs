@@ -1,11 +1,11 @@
-//! Structured control with lambdas: `Loop`, `Build`, `Map`, `Fold`. Bodies run
+//! Structured control with lambdas: `Loop`, `Build`, `Map`, `Fold`, `While`. Bodies run
 //! in the caller's environment with their parameters rebound per iteration;
 //! per-iteration outputs are stacked (see [`crate::ir`], *Stacking*).
 
 use super::array::{self, Stacker};
 use super::value::{describe, ArrayValue, Value};
 use super::{EvalError, Frame, Interp};
-use crate::ir::{Build, Fold, Lambda, Loop, Map, Stmt};
+use crate::ir::{Build, Fold, Lambda, Loop, Map, Stmt, While};
 use crate::types::Ty;
 
 /// Checks a lambda's parameter counts.
@@ -231,7 +231,56 @@ impl<'p> Interp<'p> {
         fr.bind(&s.binds, accs)?;
         Ok(1)
     }
+
+    /// `While`: `s = body(s)` while `cond(s)`, from `s = init`; binds the
+    /// number of iterations. Past [`MAX_WHILE_TRIPS`] iterations it is an
+    /// error (the interpreter serves tests: a loop that does not end is a
+    /// bug there, not a program to wait for).
+    pub(super) fn while_(
+        &mut self,
+        fr: &mut Frame<'p>,
+        w: &'p While,
+        s: &Stmt,
+    ) -> Result<u64, EvalError> {
+        let k = w.init.len();
+        want_params(&w.cond, k, 0, "while condition")?;
+        want_params(&w.body, k, 0, "while body")?;
+        let mut state: Vec<Value> = w
+            .init
+            .iter()
+            .map(|a| fr.owned(a))
+            .collect::<Result<_, _>>()?;
+        let mut trips: i64 = 0;
+        loop {
+            fr.bind(&w.cond.params, state.clone())?;
+            let (c, _) = self.block(fr, &w.cond.body)?;
+            match c.as_slice() {
+                [Value::Bool(true)] => {}
+                [Value::Bool(false)] => break,
+                _ => return Err(EvalError::new("a while condition must return one bool")),
+            }
+            if trips >= MAX_WHILE_TRIPS {
+                return Err(EvalError::new(
+                    "a while loop ran more than MAX_WHILE_TRIPS iterations",
+                ));
+            }
+            fr.bind(&w.body.params, state)?;
+            let (r, _) = self.block(fr, &w.body.body)?;
+            if r.len() != k {
+                return Err(EvalError::new(
+                    "a while body's results do not match its state",
+                ));
+            }
+            state = r;
+            trips += 1;
+        }
+        fr.bind(&s.binds, vec![Value::I64(trips)])?;
+        Ok(1)
+    }
 }
+
+/// The most iterations the interpreter runs a `While` for.
+pub const MAX_WHILE_TRIPS: i64 = 10_000_000;
 
 /// The work of storing per-iteration (per-element) outputs: one per scalar
 /// written (a store in compiled code), summed over the values.

@@ -118,6 +118,8 @@ impl<'a, 'p> Activity<'a, 'p> {
                 }
             }
             Expr::Lin(_) | Expr::Fold(_) => {}
+            // A trip count: an integer, never active.
+            Expr::While(_) => self.set(s.binds[0], false),
             Expr::Call(c) => {
                 let on = c
                     .args

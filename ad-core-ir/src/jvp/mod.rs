@@ -283,6 +283,8 @@ impl<'p> Jvp<'p> {
                 ))
             }
             Expr::Fold(_) => return Err(self.err("internal: fold not lowered before jvp", s.src)),
+            // A trip count (an i64, no tangent): the primal statement as is.
+            Expr::While(_) => self.b.push(s.clone()),
             Expr::Call(c) => self.call(s, c)?,
             Expr::If(i) => self.if_(s, i)?,
             Expr::Loop(l) => self.loop_(s, l)?,

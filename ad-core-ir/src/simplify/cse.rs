@@ -107,7 +107,8 @@ fn key(s: &Stmt) -> Option<Key> {
         | Expr::Loop(_)
         | Expr::Build(_)
         | Expr::Map(_)
-        | Expr::Fold(_) => None,
+        | Expr::Fold(_)
+        | Expr::While(_) => None,
     }
 }
 

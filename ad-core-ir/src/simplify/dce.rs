@@ -134,7 +134,8 @@ fn prune_results(s: &mut Stmt, counts: &mut Counts) -> bool {
         | Expr::Untuple(_)
         | Expr::Lin(_)
         | Expr::Call(_)
-        | Expr::Fold(_) => false,
+        | Expr::Fold(_)
+        | Expr::While(_) => false,
     }
 }
 
@@ -337,7 +338,8 @@ fn push_drop(s: &mut Stmt, j: usize, drop_inside: bool) {
         | Expr::Untuple(_)
         | Expr::Lin(_)
         | Expr::Call(_)
-        | Expr::Fold(_) => return,
+        | Expr::Fold(_)
+        | Expr::While(_) => return,
     }
     s.lin_binds.remove(j);
 }

@@ -92,7 +92,8 @@ impl Facts {
             | Expr::Loop(_)
             | Expr::Build(_)
             | Expr::Map(_)
-            | Expr::Fold(_) => false,
+            | Expr::Fold(_)
+            | Expr::While(_) => false,
         };
         if simple {
             for (i, v) in s.binds.iter().enumerate() {
@@ -166,7 +167,8 @@ impl Facts {
             | Expr::Call(_)
             | Expr::If(_)
             | Expr::Loop(_)
-            | Expr::Fold(_) => None,
+            | Expr::Fold(_)
+            | Expr::While(_) => None,
         }
     }
 }

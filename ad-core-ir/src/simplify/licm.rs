@@ -39,6 +39,8 @@ fn licm_block(b: &mut Block, vars: &VarTable, nonneg: &HashSet<Var>) -> bool {
             Expr::Build(bd) => Some(&mut bd.body),
             Expr::Map(m) => Some(&mut m.body),
             Expr::Fold(fd) => Some(&mut fd.body),
+            // Two lambdas over one state: nothing is hoisted (yet).
+            Expr::While(_) => None,
             Expr::Atom(_)
             | Expr::Prim(..)
             | Expr::Array(_)
@@ -136,7 +138,8 @@ fn infallible(s: &Stmt, vars: &VarTable, nonneg: &HashSet<Var>) -> bool {
         }
         Expr::Fold(fd) => body_ok(&fd.body.body),
         Expr::If(i) => body_ok(&i.then_) && body_ok(&i.else_),
-        Expr::Lin(_) | Expr::Call(_) => false,
+        // A while loop may not end: never moved to where it would run more.
+        Expr::Lin(_) | Expr::Call(_) | Expr::While(_) => false,
     }
 }
 

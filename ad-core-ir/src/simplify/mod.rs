@@ -224,7 +224,7 @@ pub fn rules_for(e: &Expr, fuse: bool) -> &'static [Rule] {
         },
         Expr::Call(_) => &[],
         Expr::If(_) => rules![fold_const::if_literal, zeros::zero_into_if],
-        Expr::Loop(_) | Expr::Fold(_) => &[],
+        Expr::Loop(_) | Expr::Fold(_) | Expr::While(_) => &[],
         Expr::Build(_) => {
             if fuse {
                 rules![fusion::build_of_index]

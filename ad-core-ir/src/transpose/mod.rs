@@ -297,7 +297,8 @@ impl<'p> Transposer<'p> {
             | Expr::Array(_)
             | Expr::Tuple(_)
             | Expr::Untuple(_)
-            | Expr::Fold(_) => {
+            | Expr::Fold(_)
+            | Expr::While(_) => {
                 Err(self.err("internal: a non-linear statement among linear ones", s.src))
             }
         }

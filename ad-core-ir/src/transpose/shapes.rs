@@ -125,6 +125,8 @@ impl Binders {
                 self.block(&mp.body.body);
             }
             Expr::Fold(fd) => self.block(&fd.body.body),
+            // Non-linear only: no linear binders inside.
+            Expr::While(_) => {}
             Expr::Atom(_) | Expr::Prim(..) | Expr::Array(_) | Expr::Tuple(_) | Expr::Untuple(_) => {
             }
         }

@@ -92,6 +92,8 @@ pub struct GenConfig {
     pub broadcast: bool,
     /// `Fold`.
     pub fold: bool,
+    /// `While` (its trip count then sizes other constructs).
+    pub while_: bool,
     /// `Call` of helper functions.
     pub call: bool,
     /// Loop outputs and build/map results that are arrays (stacked to a
@@ -124,6 +126,7 @@ impl Default for GenConfig {
             transpose: true,
             broadcast: true,
             fold: true,
+            while_: true,
             call: true,
             stack_arrays: false,
             max_stmts: 40,
@@ -167,6 +170,7 @@ impl GenConfig {
             "transpose" => &mut self.transpose,
             "broadcast" => &mut self.broadcast,
             "fold" => &mut self.fold,
+            "while" => &mut self.while_,
             "call" => &mut self.call,
             other => panic!("LINAD_GEN_DISABLE: unknown construct `{other}`"),
         };
@@ -659,6 +663,7 @@ enum St {
     Transpose,
     Broadcast,
     Fold,
+    While,
     Call,
 }
 
@@ -1266,7 +1271,7 @@ impl<'s, 'd, 'p> Gen<'s, 'd, 'p> {
         let nest = self.depth < c.max_depth && self.budget >= 2;
         let has_t = env.es.iter().any(|e| matches!(e.k, K::T(_)));
         let w = |on: bool, w: u32| if on { w } else { 0 };
-        let table: [(St, u32); 21] = [
+        let table: [(St, u32); 22] = [
             (St::Scalar, 22),
             (St::Int, 3),
             (St::Bool, 2),
@@ -1287,6 +1292,7 @@ impl<'s, 'd, 'p> Gen<'s, 'd, 'p> {
             (St::Transpose, w(c.transpose, 3)),
             (St::Broadcast, w(c.broadcast, 3)),
             (St::Fold, w(c.fold, 4)),
+            (St::While, w(c.while_, 3)),
             (St::Call, w(c.call, 5)),
         ];
         // In loop bodies with array state, updates of it are likely.
@@ -1297,7 +1303,7 @@ impl<'s, 'd, 'p> Gen<'s, 'd, 'p> {
         let k = self.src.weighted(&ws);
         let mut st = table[k].0;
         let possible = match st {
-            St::If | St::Loop | St::Build | St::Map | St::Fold => nest,
+            St::If | St::Loop | St::Build | St::Map | St::Fold | St::While => nest,
             St::Untuple => has_t,
             St::Call => !self.helpers.is_empty(),
             _ => true,
@@ -1341,6 +1347,7 @@ impl<'s, 'd, 'p> Gen<'s, 'd, 'p> {
             }
             St::Broadcast => self.st_broadcast(env),
             St::Fold => self.st_fold(env),
+            St::While => self.st_while(env),
             St::Call => self.st_call(env),
         }
     }
@@ -1808,6 +1815,58 @@ impl<'s, 'd, 'p> Gen<'s, 'd, 'p> {
         for (v, k) in vs.into_iter().zip(kinds) {
             self.fin(env, v, k);
         }
+    }
+
+    /// A `While` counting up to a small constant `m` while updating some
+    /// state; its trip count (known: `m`) joins the environment as an
+    /// integer, so later loops and builds may run that many times.
+    fn st_while(&mut self, env: &mut Env) {
+        let m = self.src.range(0, 4) as i64;
+        let (init, ks) = self.pick_state(env, 2);
+        self.depth += 1;
+        let kc = self.b.fresh("k", Ty::I64);
+        let pcs: Vec<Var> = ks.iter().map(|k| self.b.fresh("s", k.ty())).collect();
+        self.b.open();
+        let c = self.prim(Prim::Lt, &[kc.into(), Atom::I64(m)]);
+        let cond_body = self.b.close(vec![c.into()], vec![]);
+        let kb = self.b.fresh("k", Ty::I64);
+        let pbs: Vec<Var> = ks.iter().map(|k| self.b.fresh("s", k.ty())).collect();
+        let mut benv = env.clone();
+        let start = benv.es.len();
+        benv.push(kb, K::I(0, m.max(0)));
+        for (p, k) in pbs.iter().zip(&ks) {
+            benv.push(*p, k.clone());
+        }
+        self.b.open();
+        let cnt = self.src.range(1, 4).min(self.budget);
+        self.stmts(&mut benv, cnt);
+        let k1 = self.prim(Prim::Add, &[kb.into(), Atom::I64(1)]);
+        let mut results: Vec<Atom> = vec![k1.into()];
+        for k in &ks {
+            let a = self.new_state(&mut benv, start, k);
+            results.push(a);
+        }
+        let body = self.b.close(results, vec![]);
+        self.depth -= 1;
+        let mut all_init = vec![Atom::I64(0)];
+        all_init.extend(init.iter().copied());
+        let (vs, _) = self.b.emit(Expr::While(While {
+            init: all_init,
+            cond: Lambda {
+                params: std::iter::once(kc).chain(pcs).collect(),
+                lin_params: vec![],
+                body: cond_body,
+            },
+            body: Lambda {
+                params: std::iter::once(kb).chain(pbs).collect(),
+                lin_params: vec![],
+                body,
+            },
+        }));
+        for a in &init {
+            self.mark(a);
+        }
+        env.push(vs[0], K::I(m, m));
     }
 
     fn st_fold(&mut self, env: &mut Env) {

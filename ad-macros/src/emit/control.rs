@@ -24,7 +24,7 @@
 
 use super::func::{Emitter, Out, R};
 use super::types::{dim_ty, elem_ty, flat, nd, owned_repr, owned_ty, rt, tuple, Repr};
-use ad_core_ir::ir::{Build, Fold, If, Lambda, Loop, Map, Stmt, Var};
+use ad_core_ir::ir::{Build, Fold, If, Lambda, Loop, Map, Stmt, Var, While};
 use ad_core_ir::types::{Scalar, Ty};
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
@@ -720,6 +720,67 @@ impl Emitter<'_> {
                     #(#accs = #temps;)*
                 }
                 #fin
+            }),
+            reprs: self.owned_reprs(s),
+        })
+    }
+    /// `While`: the state lives in the body's parameters (mutable); the
+    /// condition's parameters see it (arrays as views) before every
+    /// iteration; the result is the trip count.
+    ///
+    /// ```text
+    /// { let mut s = init; let mut trips: i64 = 0;
+    ///   loop { let c = { let cs = s.view(); ..; cond }; if !c { break; }
+    ///          ..; let (r,) = (s',); s = r; trips += 1; }
+    ///   trips }
+    /// ```
+    pub fn while_(&mut self, w: &While, s: &Stmt, site: usize) -> R<Out> {
+        let k = w.init.len();
+        if w.cond.params.len() != k || w.body.params.len() != k || w.body.body.results.len() != k {
+            return Err("a while loop's lambdas do not match its state".into());
+        }
+        let [cres] = w.cond.body.results.as_slice() else {
+            return Err("a while condition returns one bool".into());
+        };
+        let mut pre = TokenStream::new();
+        for (p, a) in w.body.params.iter().zip(&w.init) {
+            let init = self.own(a, site);
+            self.declare_mut(*p, init, &mut pre);
+        }
+        // The condition reads the state without taking it.
+        let mut see = TokenStream::new();
+        for (cp, bp) in w.cond.params.iter().zip(&w.body.params) {
+            let (cb, b) = (self.binder(*cp), self.name(*bp));
+            let ty = self.ty(*cp).clone();
+            let (e, r) = match ty {
+                Ty::Scalar(_) => (quote!(#b), Repr::Val),
+                Ty::Array { .. } => (quote!(#b.view()), Repr::View),
+                Ty::Tuple(_) => (quote!(#b.clone()), owned_repr(&ty)),
+            };
+            self.set_repr(*cp, r);
+            see.extend(quote!(let #cb = #e;));
+        }
+        let (cstmts, _, _) = self.block_parts(&w.cond.body, false)?;
+        let c = self.scalar(cres);
+        let (stmts, results, _) = self.block_parts(&w.body.body, false)?;
+        let temps: Vec<Ident> = results.iter().map(|_| self.fresh("r")).collect();
+        let tpat: Vec<TokenStream> = temps.iter().map(|t| quote!(#t)).collect();
+        let (tpat, rv) = (tuple(&tpat), tuple(&results));
+        let state: Vec<Ident> = w.body.params.iter().map(|p| self.name(*p)).collect();
+        let (trips, go) = (self.fresh("trips"), self.fresh("go"));
+        Ok(Out {
+            expr: quote!({
+                #pre
+                let mut #trips: i64 = 0;
+                loop {
+                    let #go: bool = { #see #cstmts #c };
+                    if !#go { break; }
+                    #stmts
+                    let #tpat = #rv;
+                    #(#state = #temps;)*
+                    #trips += 1;
+                }
+                #trips
             }),
             reprs: self.owned_reprs(s),
         })

@@ -406,6 +406,7 @@ impl<'a> Emitter<'a> {
             Expr::Build(b) => self.build(b, s)?,
             Expr::Map(m) => self.map(m, s)?,
             Expr::Fold(fd) => self.fold(fd, s, site)?,
+            Expr::While(w) => self.while_(w, s, site)?,
         };
         let vars: Vec<Var> = s.binds.iter().chain(&s.lin_binds).copied().collect();
         if out.reprs.len() != vars.len() {

@@ -20,9 +20,32 @@ use super::ctx::{span_of, Lowerer};
 use super::expr::strip;
 use super::types::{Elem, IntTy};
 use super::val::Val;
-use ad_core_ir::ir::{Atom, Block, Expr, If, Loop, Prim};
+use ad_core_ir::ir::{Atom, Block, Expr, If, Loop, Prim, Var, While};
+use ad_core_ir::types::Ty;
 use std::collections::BTreeSet;
 use syn::visit::Visit;
+
+/// The first `break` of a loop body that leaves this loop (not one of a
+/// nested loop or closure).
+fn first_break(body: &syn::Block) -> Option<&syn::ExprBreak> {
+    struct Find<'a>(Option<&'a syn::ExprBreak>);
+    impl<'a> Visit<'a> for Find<'a> {
+        fn visit_expr_break(&mut self, b: &'a syn::ExprBreak) {
+            self.0 = self.0.or(Some(b));
+        }
+        fn visit_expr_for_loop(&mut self, _: &'a syn::ExprForLoop) {}
+        fn visit_expr_while(&mut self, _: &'a syn::ExprWhile) {}
+        fn visit_expr_loop(&mut self, _: &'a syn::ExprLoop) {}
+        fn visit_expr_closure(&mut self, _: &'a syn::ExprClosure) {}
+    }
+    let mut f = Find(None);
+    f.visit_block(body);
+    f.0
+}
+
+/// A variable carried by a loop: its binding, its value before the loop
+/// (the template of its shape) and that value's leaves.
+type LoopVar = (usize, Val, Vec<Atom>);
 
 impl Lowerer<'_> {
     /// A condition: a `bool` scalar atom.
@@ -206,9 +229,24 @@ impl Lowerer<'_> {
     }
 
     /// `for pat in a..b { body }` and `for pat in (a..b).rev() { body }`.
+    /// With `break`s: `{ let mut go = true; for pat in .. { if go { body' }
+    /// } }`, the iterations after the `break` doing nothing (see
+    /// [`super::desugar::lift_breaks`]).
     pub fn lower_for(&mut self, f: &syn::ExprForLoop) -> Option<Val> {
         if let Some(l) = &f.label {
             return self.fail(l, super::errors::LABEL);
+        }
+        let mut body = f.body.clone();
+        let span = f.for_token.span;
+        if super::desugar::lift_breaks(&mut body, span) > 0 {
+            super::desugar::lift_continues(&mut body);
+            let go = syn::Ident::new(super::desugar::GO, span);
+            let (pat, it) = (&f.pat, &f.expr);
+            let e: syn::Expr = syn::parse_quote_spanned!(span=> {
+                let mut #go = true;
+                for #pat in #it { if #go #body }
+            });
+            return self.expr(&e);
         }
         let (range, rev) = match strip(&f.expr) {
             syn::Expr::MethodCall(m) if m.method == "rev" && m.args.is_empty() => {
@@ -271,11 +309,16 @@ impl Lowerer<'_> {
         rev: bool,
         item: &dyn Fn(&mut Self, Atom) -> Option<Val>,
     ) -> Option<Val> {
-        let span = span_of(f);
+        let mut body = f.body.clone();
+        super::desugar::lift_continues(&mut body);
+        self.counted_loop(&body, Some(&f.pat), span_of(f), n, rev, item)
+    }
 
-        // Loop state: the outer variables the body assigns.
+    /// The loop state of a body: the outer mutable variables it assigns,
+    /// with their values now and those values' leaves (IR atoms).
+    fn loop_state(&self, body: &syn::Block) -> Vec<LoopVar> {
         let mut state = vec![];
-        for name in assigned_names(&f.body) {
+        for name in assigned_names(body) {
             let Some(id) = self.env.lookup(&name) else {
                 continue;
             };
@@ -287,67 +330,107 @@ impl Lowerer<'_> {
                 state.push((id, b.val.clone(), leaves));
             }
         }
-        let init: Vec<Atom> = state.iter().flat_map(|(_, _, l)| l.clone()).collect();
-        let mut tys = vec![ad_core_ir::types::Ty::I64];
-        for a in &init {
-            tys.push(self.b.atom_ty(a));
-        }
-        let mut names = vec!["k".to_string()];
-        for (id, _, l) in &state {
+        state
+    }
+
+    /// The types and names of lambda parameters carrying `state` (after
+    /// `lead`, the types and names of leading parameters).
+    fn state_params(&self, state: &[LoopVar], lead: &[(Ty, &str)]) -> (Vec<Ty>, Vec<String>) {
+        let mut tys: Vec<Ty> = lead.iter().map(|(t, _)| t.clone()).collect();
+        let mut names: Vec<String> = lead.iter().map(|(_, n)| n.to_string()).collect();
+        for (id, _, l) in state {
+            for a in l {
+                tys.push(self.b.atom_ty(a));
+            }
             names.extend(std::iter::repeat_n(self.env.get(*id).name.clone(), l.len()));
         }
+        (tys, names)
+    }
+
+    /// Binds the state variables to the parameters `ps` (one per leaf).
+    fn bind_state(&mut self, state: &[LoopVar], ps: &[Var]) {
+        let mut params = ps.iter().map(|v| Atom::Var(*v));
+        for (id, template, _) in state {
+            let v = template.rebuild(&mut params);
+            self.env.set(*id, v);
+        }
+    }
+
+    /// Lowers a loop body (no value allowed) and returns the state's new
+    /// leaves, `None` when they changed type or the body failed.
+    fn state_body(
+        &mut self,
+        state: &[LoopVar],
+        body: &syn::Block,
+        what: &str,
+    ) -> Option<Vec<Atom>> {
+        let v = self.lower_block(body);
+        if let Some(v) = &v {
+            if !matches!(v, Val::Unit) {
+                let _: Option<()> = self.fail(
+                    body,
+                    format!(
+                        "mismatched types: a `{what}` loop body must not have a value, found `{}`",
+                        v.ty()
+                    ),
+                );
+            }
+        }
+        let mut results = vec![];
+        let mut ok = true;
+        for (id, template, leaves) in state {
+            let now = self.env.get(*id).val.clone();
+            match now.leaves() {
+                Some(l) if l.len() == leaves.len() && template.ty().unify(&now.ty()).is_some() => {
+                    results.extend(l)
+                }
+                _ => ok = false,
+            }
+        }
+        ok.then_some(results)
+    }
+
+    /// Marks the state variables as failed (after an error in the loop).
+    fn poison_state(&mut self, state: &[LoopVar]) -> Option<Val> {
+        for (id, _, _) in state {
+            self.env.set(*id, Val::Poison);
+        }
+        Some(Val::Unit)
+    }
+
+    /// A counted loop of `n` iterations over `body` (already rid of its
+    /// `continue`s), binding `pat` (if any) to `item(k)` at position `k`.
+    fn counted_loop(
+        &mut self,
+        body: &syn::Block,
+        pat: Option<&syn::Pat>,
+        span: proc_macro2::Span,
+        n: Atom,
+        rev: bool,
+        item: &dyn Fn(&mut Self, Atom) -> Option<Val>,
+    ) -> Option<Val> {
+        let state = self.loop_state(body);
+        let init: Vec<Atom> = state.iter().flat_map(|(_, _, l)| l.clone()).collect();
+        let (tys, names) = self.state_params(&state, &[(Ty::I64, "k")]);
         let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
         let before = self.env.snapshot(self.env.len());
         let lam = self.lambda(&tys, &name_refs, |lw, ps| {
-            let mut params = ps[1..].iter().map(|v| Atom::Var(*v));
-            for (id, template, _) in &state {
-                let v = template.rebuild(&mut params);
-                lw.env.set(*id, v);
-            }
+            lw.bind_state(&state, &ps[1..]);
             lw.env.push_scope();
-            match item(lw, Atom::Var(ps[0])) {
-                Some(v) => lw.bind_pat(&f.pat, v),
-                None => lw.bind_pat(&f.pat, Val::Poison),
-            }
-            let mut body_block = f.body.clone();
-            super::desugar::lift_continues(&mut body_block);
-            let body = lw.lower_block(&body_block);
-            if let Some(v) = &body {
-                if !matches!(v, Val::Unit) {
-                    let _: Option<()> = lw.fail(
-                        &f.body,
-                        format!(
-                            "mismatched types: a `for` loop body must not have a value, found `{}`",
-                            v.ty()
-                        ),
-                    );
+            let it = item(lw, Atom::Var(ps[0]));
+            if let Some(pat) = pat {
+                match it {
+                    Some(v) => lw.bind_pat(pat, v),
+                    None => lw.bind_pat(pat, Val::Poison),
                 }
             }
+            let results = lw.state_body(&state, body, if pat.is_some() { "for" } else { "while" });
             lw.env.pop_scope();
-            let mut results = vec![];
-            let mut ok = true;
-            for (id, template, leaves) in &state {
-                let now = lw.env.get(*id).val.clone();
-                match now.leaves() {
-                    Some(l)
-                        if l.len() == leaves.len() && template.ty().unify(&now.ty()).is_some() =>
-                    {
-                        results.extend(l)
-                    }
-                    _ => ok = false,
-                }
-            }
-            ok.then_some(results)
+            results
         });
         self.env.restore(&before);
-        let lam = match lam {
-            Some(l) => l,
-            None => {
-                for (id, _, _) in &state {
-                    self.env.set(*id, Val::Poison);
-                }
-                return Some(Val::Unit);
-            }
+        let Some(lam) = lam else {
+            return self.poison_state(&state);
         };
         let outs = self.emit(
             Expr::Loop(Loop {
@@ -360,10 +443,7 @@ impl Lowerer<'_> {
             span,
         );
         let Some(outs) = outs else {
-            for (id, _, _) in &state {
-                self.env.set(*id, Val::Poison);
-            }
-            return Some(Val::Unit);
+            return self.poison_state(&state);
         };
         let mut rest = outs.iter().map(|v| Atom::Var(*v));
         for (id, template, _) in &state {
@@ -371,6 +451,105 @@ impl Lowerer<'_> {
             self.env.set(*id, v);
         }
         Some(Val::Unit)
+    }
+
+    /// `while c { body }`: the trip count first (an IR `While` running the
+    /// condition and the body on the state), then the body again as a
+    /// counted loop of that many iterations, which is what gets
+    /// differentiated (reverse mode needs no bound from the user). With
+    /// `break`s: `{ let mut go = true; while go && c { body' } }` (see
+    /// [`super::desugar::lift_breaks`]).
+    pub fn lower_while(&mut self, w: &syn::ExprWhile) -> Option<Val> {
+        if let Some(l) = &w.label {
+            return self.fail(l, super::errors::LABEL);
+        }
+        if let syn::Expr::Let(l) = strip(&w.cond) {
+            return self.fail(l, super::errors::WHILE_LET);
+        }
+        let mut body = w.body.clone();
+        let span = w.while_token.span;
+        if super::desugar::lift_breaks(&mut body, span) > 0 {
+            let go = syn::Ident::new(super::desugar::GO, span);
+            let cond = &w.cond;
+            let e: syn::Expr = syn::parse_quote_spanned!(span=> {
+                let mut #go = true;
+                while #go && (#cond) #body
+            });
+            return self.expr(&e);
+        }
+        super::desugar::lift_continues(&mut body);
+        self.while_loop(&w.cond, &body, span_of(w))
+    }
+
+    /// `loop { body }` ending by `break`: `{ let mut go = true; while go {
+    /// body' } }` (see [`super::desugar::lift_breaks`]).
+    pub fn lower_loop(&mut self, l: &syn::ExprLoop) -> Option<Val> {
+        if let Some(lb) = &l.label {
+            return self.fail(lb, super::errors::LABEL);
+        }
+        let mut body = l.body.clone();
+        let span = l.loop_token.span;
+        if super::desugar::lift_breaks(&mut body, span) == 0 {
+            return match first_break(&l.body) {
+                Some(b) if b.expr.is_some() => self.fail(b, super::errors::BREAK_VALUE),
+                Some(b) => self.fail(b, super::errors::BREAK),
+                None => self.fail(&l.loop_token, super::errors::LOOP_WITHOUT_BREAK),
+            };
+        }
+        let go = syn::Ident::new(super::desugar::GO, span);
+        let e: syn::Expr = syn::parse_quote_spanned!(span=> {
+            let mut #go = true;
+            while #go #body
+        });
+        self.expr(&e)
+    }
+
+    /// `while cond { body }` on the outer variables `body` assigns.
+    fn while_loop(
+        &mut self,
+        cond: &syn::Expr,
+        body: &syn::Block,
+        span: proc_macro2::Span,
+    ) -> Option<Val> {
+        let state = self.loop_state(body);
+        let init: Vec<Atom> = state.iter().flat_map(|(_, _, l)| l.clone()).collect();
+        let (tys, names) = self.state_params(&state, &[]);
+        let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let errors = self.errors.len();
+        let before = self.env.snapshot(self.env.len());
+        let cond_lam = self.lambda(&tys, &name_refs, |lw, ps| {
+            lw.bind_state(&state, ps);
+            Some(vec![lw.cond(cond)?])
+        });
+        self.env.restore(&before);
+        let body_lam = self.lambda(&tys, &name_refs, |lw, ps| {
+            lw.bind_state(&state, ps);
+            lw.env.push_scope();
+            let r = lw.state_body(&state, body, "while");
+            lw.env.pop_scope();
+            r
+        });
+        self.env.restore(&before);
+        let (Some(cond), Some(body_lam)) = (cond_lam, body_lam) else {
+            return self.poison_state(&state);
+        };
+        if self.errors.len() > errors {
+            // Lowering the body again would report its errors twice.
+            return self.poison_state(&state);
+        }
+        let Some(n) = self.emit(
+            Expr::While(While {
+                init,
+                cond,
+                body: body_lam,
+            }),
+            span,
+        ) else {
+            return self.poison_state(&state);
+        };
+        self.counted_loop(body, None, span, Atom::Var(n[0]), false, &|_, _| {
+            Some(Val::Unit)
+        })
     }
 
     /// The start, the (non-negative) length and the integer type of `a..b`
@@ -733,16 +912,82 @@ mod lowering_tests {
     }
 
     #[test]
+    fn while_loops_carry_their_state_and_count_trips() {
+        both! {
+            fn f(x: f64, c: f64) -> f64 {
+                let mut y = x;
+                let mut n = 0usize;
+                while y > 1.0 {
+                    y = y / 2.0 * c;
+                    n += 1;
+                }
+                y * x + n as f64
+            }
+        }
+        for (x, c) in [(37.0, 0.9), (0.5, 0.9), (1.5, 0.3), (1e3, 0.99)] {
+            check(SRC, &[fv(x), fv(c)], &[fv(f(x, c))]);
+        }
+    }
+
+    #[test]
+    fn loop_break_newton_and_break_in_for() {
+        both! {
+            fn f(a: f64, n: usize) -> f64 {
+                // Newton's method for sqrt(a), ended by `break`.
+                let mut x = a;
+                let mut k = 0;
+                loop {
+                    let next = 0.5 * (x + a / x);
+                    k += 1;
+                    if (next - x).abs() < 1e-12 || k > 50 {
+                        x = next;
+                        break;
+                    }
+                    x = next;
+                }
+                // A `for` loop left early; `continue` and `break` together.
+                let mut s = 0.0;
+                for i in 0..n {
+                    if i % 2 == 1 {
+                        continue;
+                    }
+                    s += x * (i as f64);
+                    if s > 10.0 {
+                        break;
+                    }
+                    s += 0.5;
+                }
+                // `while` with a `break` as well as a condition.
+                let mut t = s;
+                while t > 1.0 {
+                    t = t * 0.7;
+                    if t < 2.0 {
+                        break;
+                    }
+                }
+                x + s + t
+            }
+        }
+        for (a, n) in [(2.0, 10usize), (9.0, 0), (0.25, 3), (30.0, 7)] {
+            check(SRC, &[fv(a), iv(n as i64)], &[fv(f(a, n))]);
+        }
+    }
+
+    #[test]
     fn refusals() {
         refuses(
-            "fn f(x: f64) -> f64 { let mut y = x; while y > 1.0 { y = y / 2.0; } y }",
-            "`while` loops are not supported: use `for i in a..b`",
+            "fn f(x: f64) -> f64 { loop { } }",
+            "this `loop` has no `break` linad can follow",
         );
         refuses(
-            "fn f(x: f64) -> f64 { loop { } }",
-            "`loop` is not supported",
+            "fn f(x: f64) -> f64 { let mut y = x; while let z = y { y = z; } y }",
+            "`while let` is not supported",
         );
-        refuses("fn f(x: f64, n: usize) -> f64 { let mut s = x; for i in 0..n { if s > 2.0 { break; } s = s * s; } s }", "`break` is not supported");
+        refuses("fn f(x: f64, n: usize) -> f64 { let mut s = x; for i in 0..n { if s > 2.0 { s = 1.0; } else { break; } s = s * s; } s }", "`break` is supported where it ends a branch of an `if` at the top level");
+        refuses(
+            "fn f(x: f64) -> f64 { let mut s = x; loop { s = s * 0.5; if s < 1.0 { break s; } } }",
+            "`break` with a value is not supported",
+        );
         refuses(
             "fn f(x: f64, n: usize) -> f64 { let mut s = x; for i in 0..n { for j in 0..n { if j > i { continue; } s = s * s; } continue; s = s + x; } s }",
             "`continue` is not supported",

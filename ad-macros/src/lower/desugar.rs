@@ -124,12 +124,14 @@ fn pattern_test(p: &syn::Pat, scrut: &syn::Ident) -> Result<syn::Expr, syn::Erro
     })
 }
 
-/// How a branch leaves: by `return` (from the function) or by `continue`
-/// (to the next iteration of the loop whose body is being rewritten).
+/// How a branch leaves: by `return` (from the function), by `continue`
+/// (to the next iteration of the loop whose body is being rewritten) or by
+/// `break` (out of it).
 #[derive(Clone, Copy, PartialEq)]
 enum Exit {
     Return,
     Continue,
+    Break,
 }
 
 /// Whether a block ends by leaving (its last statement is a `return` /
@@ -139,6 +141,9 @@ fn leaves(b: &syn::Block, how: Exit) -> bool {
         Some(syn::Stmt::Expr(syn::Expr::Return(_), _)) => how == Exit::Return,
         Some(syn::Stmt::Expr(syn::Expr::Continue(c), _)) => {
             how == Exit::Continue && c.label.is_none()
+        }
+        Some(syn::Stmt::Expr(syn::Expr::Break(k), _)) => {
+            how == Exit::Break && k.label.is_none() && k.expr.is_none()
         }
         Some(syn::Stmt::Expr(syn::Expr::If(i), _)) => match &i.else_branch {
             Some((_, e)) => leaves(&i.then_branch, how) && expr_leaves(e, how),
@@ -159,24 +164,34 @@ fn expr_leaves(e: &syn::Expr, how: Exit) -> bool {
     }
 }
 
-/// Removes the final `continue` of a block and of the branches of its
-/// final `if` (the rest of the iteration is in the `else` branch now).
-fn drop_final_continue(b: &mut syn::Block) {
+/// Replaces the final `continue` (`how = Continue`) or `break` (`Break`) of
+/// a block and of the branches of its final `if` by `with` (nothing: the
+/// statement goes); returns how many it replaced.
+fn replace_final_exit(b: &mut syn::Block, how: Exit, with: Option<&syn::Stmt>) -> usize {
+    let exit = |s: &syn::Stmt| match s {
+        syn::Stmt::Expr(syn::Expr::Continue(c), _) => how == Exit::Continue && c.label.is_none(),
+        syn::Stmt::Expr(syn::Expr::Break(k), _) => {
+            how == Exit::Break && k.label.is_none() && k.expr.is_none()
+        }
+        _ => false,
+    };
     match b.stmts.last_mut() {
-        Some(syn::Stmt::Expr(syn::Expr::Continue(_), _)) => {
+        Some(s) if exit(s) => {
             b.stmts.pop();
+            b.stmts.extend(with.cloned());
+            1
         }
         Some(syn::Stmt::Expr(syn::Expr::If(i), _)) => {
-            drop_final_continue(&mut i.then_branch);
+            let mut n = replace_final_exit(&mut i.then_branch, how, with);
             if let Some((_, e)) = &mut i.else_branch {
                 match &mut **e {
-                    syn::Expr::Block(eb) => drop_final_continue(&mut eb.block),
+                    syn::Expr::Block(eb) => n += replace_final_exit(&mut eb.block, how, with),
                     syn::Expr::If(_) => {
                         let mut blk = syn::Block {
                             brace_token: Default::default(),
                             stmts: vec![syn::Stmt::Expr((**e).clone(), None)],
                         };
-                        drop_final_continue(&mut blk);
+                        n += replace_final_exit(&mut blk, how, with);
                         if let Some(syn::Stmt::Expr(x, _)) = blk.stmts.pop() {
                             **e = x;
                         }
@@ -190,8 +205,9 @@ fn drop_final_continue(b: &mut syn::Block) {
                     *semi = Some(syn::Token![;](x.span()));
                 }
             }
+            n
         }
-        _ => {}
+        _ => 0,
     }
 }
 
@@ -200,7 +216,29 @@ fn drop_final_continue(b: &mut syn::Block) {
 /// does for `return`), then removes those `continue`s.
 pub fn lift_continues(b: &mut syn::Block) {
     lift(b, Exit::Continue);
-    drop_final_continue(b);
+    replace_final_exit(b, Exit::Continue, None);
+}
+
+/// The flag a loop with `break` carries: `true` until a `break` runs (a
+/// name users do not write; it never appears in messages).
+pub const GO: &str = "__linad_go";
+
+/// Rewrites the `break`s of a loop body that end a branch of an `if` at its
+/// top level (or the body itself) as [`lift_continues`] does for
+/// `continue`: what follows such an `if` moves into its `else` branch, and
+/// the `break` becomes `__linad_go = false;`. The caller makes the loop
+/// stop when the flag is false. Returns how many `break`s it rewrote (a
+/// `break` elsewhere stays, and is refused where it is lowered).
+///
+/// ```text
+/// loop { x = g(x); if x < 1.0 { break; } n += 1; }
+/// { let mut go = true; while go { x = g(x); if x < 1.0 { go = false; } else { n += 1; } } }
+/// ```
+pub fn lift_breaks(b: &mut syn::Block, span: Span) -> usize {
+    lift(b, Exit::Break);
+    let go = syn::Ident::new(GO, span);
+    let stop: syn::Stmt = syn::parse_quote_spanned!(span=> #go = false;);
+    replace_final_exit(b, Exit::Break, Some(&stop))
 }
 
 /// Moves what follows an `if` whose `then` branch returns into its `else`
@@ -212,7 +250,7 @@ pub fn lift_early_returns(b: &mut syn::Block) {
 
 fn lift(b: &mut syn::Block, how: Exit) {
     let Some(k) = b.stmts.iter().enumerate().position(|(k, s)| {
-        (k + 1 < b.stmts.len() || how == Exit::Continue)
+        (k + 1 < b.stmts.len() || how != Exit::Return)
             && matches!(s, syn::Stmt::Expr(syn::Expr::If(i), _) if leaves(&i.then_branch, how))
     }) else {
         return;
@@ -242,7 +280,7 @@ fn lift(b: &mut syn::Block, how: Exit) {
     ));
     let semi = match how {
         Exit::Return => None,
-        Exit::Continue => Some(syn::Token![;](span)),
+        Exit::Continue | Exit::Break => Some(syn::Token![;](span)),
     };
     b.stmts.push(syn::Stmt::Expr(syn::Expr::If(i), semi));
 }

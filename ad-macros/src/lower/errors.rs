@@ -9,15 +9,17 @@ pub const MUT_REF: &str =
 pub const LABEL: &str = "labelled blocks and loops are not supported";
 /// `unsafe { .. }`.
 pub const UNSAFE: &str = "`unsafe` blocks are not supported in #[differentiable] functions";
-/// `while`.
-pub const WHILE: &str =
-    "`while` loops are not supported: use `for i in a..b` (the number of iterations must be known when the loop starts) and `if` inside the body";
-/// `loop`.
-pub const LOOP: &str =
-    "`loop` is not supported: use `for i in a..b` (the number of iterations must be known when the loop starts) and `if` inside the body";
-/// `break`.
+/// `while let`.
+pub const WHILE_LET: &str = "`while let` is not supported: use `while` with a condition";
+/// `loop` with no `break` it can see.
+pub const LOOP_WITHOUT_BREAK: &str =
+    "this `loop` has no `break` linad can follow: end it with `if c { break; }` at the top level of its body (a `break` that ends a branch of an `if` there); a `return` does not end it";
+/// `break value`.
+pub const BREAK_VALUE: &str =
+    "`break` with a value is not supported: assign the value to a variable declared before the loop, then `break;`";
+/// `break` elsewhere.
 pub const BREAK: &str =
-    "`break` is not supported: loops run their full range; guard the rest of the body with `if` instead";
+    "`break` is supported where it ends a branch of an `if` at the top level of a `for`, `while` or `loop` body (`if c { break; }`); move it there, or guard the rest of the body with `if`";
 /// `continue`.
 pub const CONTINUE: &str =
     "`continue` is not supported here: only where it ends a branch of an `if` at the top level of a `for` body (`if c { continue; }`); guard the rest of the body with `if` instead";

@@ -1,14 +1,13 @@
 use linad::differentiable;
 
-// `g` is refused (a `while` loop): its one error is all the user sees, no
-// error about `g`'s derivatives missing in its caller `f`.
+// `g` is refused (a `loop` with no `break`): its one error is all the user
+// sees, no error about `g`'s derivatives missing in its caller `f`.
 #[differentiable]
 fn g(x: f64) -> f64 {
     let mut y = x;
-    while y > 1.0 {
+    loop {
         y = y * 0.5;
     }
-    y
 }
 
 #[differentiable]

@@ -1,12 +1,15 @@
 use linad::differentiable;
 
+// A `loop` must end by a `break` linad can follow.
 #[differentiable]
 fn f(x: f64) -> f64 {
     let mut y = x;
-    while y < 10.0 {
+    loop {
         y = y * 2.0;
+        if y > 10.0 {
+            return y;
+        }
     }
-    y
 }
 
 fn main() {}
