@@ -696,7 +696,12 @@ fn fuzz_regressions() {
         println!("regression {features} seed {seed} ({what}): {status}");
     }
     for (kind, seed, what) in linad_fuzz::MUTANT_REGRESSIONS {
-        let case = generate(*seed, &Config::default(), "f");
+        // The feature set these seeds were found with (`whiles` came later).
+        let cfg = Config {
+            features: linad_fuzz::Features::parse("all,-whiles").unwrap(),
+            ..Config::default()
+        };
+        let case = generate(*seed, &cfg, "f");
         let kind = mutate::KINDS
             .iter()
             .find(|k| *k == kind)

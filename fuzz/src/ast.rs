@@ -454,6 +454,20 @@ pub enum S {
         inclusive: bool,
         rev: bool,
         body: Vec<S>,
+        /// `if brk { break; }` after the body.
+        brk: Option<E>,
+    },
+    /// `let mut var = lo; while var < hi && cond { body; if brk { break; }
+    /// var += 1; }`, or the same as `loop { if var >= hi { break; } .. }`
+    /// (`as_loop`; the extra condition then comes after the bound).
+    While {
+        var: String,
+        lo: i64,
+        hi: E,
+        cond: Option<E>,
+        body: Vec<S>,
+        brk: Option<E>,
+        as_loop: bool,
     },
     If(E, Vec<S>, Vec<S>),
     Cfg(CfgPred, Box<S>),
@@ -504,6 +518,16 @@ fn is_lit_tree(e: &E) -> bool {
 
 /// Whether Rust knows the expression's type without context (`f64`, not
 /// `{float}`).
+/// A loop bound typed `usize` (a literal bound would leave the loop
+/// variable `{integer}`, whose methods do not resolve).
+fn usize_bound(hi: &E) -> String {
+    if typed(hi) {
+        pe(hi)
+    } else {
+        format!("({} as usize)", pe(hi))
+    }
+}
+
 pub fn typed(e: &E) -> bool {
     match e {
         E::F(_) | E::I(..) | E::B(_) | E::Raw(_) => false,
@@ -741,14 +765,11 @@ fn ps(s: &S, ind: usize, out: &mut String) {
             inclusive,
             rev,
             body,
+            brk,
         } => {
             // A literal bound leaves the loop variable `{integer}` (methods
             // on it do not resolve): type it.
-            let hi_s = if typed(hi) {
-                pe(hi)
-            } else {
-                format!("({} as usize)", pe(hi))
-            };
+            let hi_s = usize_bound(hi);
             let range = if *inclusive {
                 format!("{lo}..=({hi_s} - 1)")
             } else {
@@ -763,6 +784,42 @@ fn ps(s: &S, ind: usize, out: &mut String) {
             for s in body {
                 ps(s, ind + 1, out);
             }
+            if let Some(b) = brk {
+                let _ = writeln!(out, "{pad}    if {} {{ break; }}", pe(b));
+            }
+            let _ = writeln!(out, "{pad}}}");
+        }
+        S::While {
+            var,
+            lo,
+            hi,
+            cond,
+            body,
+            brk,
+            as_loop,
+        } => {
+            let hi_s = usize_bound(hi);
+            let _ = writeln!(out, "{pad}let mut {var} = {lo}usize;");
+            if *as_loop {
+                let _ = writeln!(out, "{pad}loop {{");
+                let _ = writeln!(out, "{pad}    if {var} >= {hi_s} {{ break; }}");
+                if let Some(c) = cond {
+                    let _ = writeln!(out, "{pad}    if !{} {{ break; }}", pe(c));
+                }
+            } else {
+                let extra = cond
+                    .as_ref()
+                    .map(|c| format!(" && {}", pe(c)))
+                    .unwrap_or_default();
+                let _ = writeln!(out, "{pad}while {var} < {hi_s}{extra} {{");
+            }
+            for s in body {
+                ps(s, ind + 1, out);
+            }
+            if let Some(b) = brk {
+                let _ = writeln!(out, "{pad}    if {} {{ break; }}", pe(b));
+            }
+            let _ = writeln!(out, "{pad}    {var} += 1;");
             let _ = writeln!(out, "{pad}}}");
         }
         S::If(c, a, b) => {
@@ -957,6 +1014,21 @@ impl<'a> Eval<'a> {
         r
     }
 
+    /// Runs a loop body, then `brk` (if any) in the body's scope: whether
+    /// the loop stops there.
+    fn body_then_break(&mut self, body: &[S], brk: Option<&E>) -> Result<bool, Trap> {
+        let mark = self.vars.len();
+        for s in body {
+            self.s(s)?;
+        }
+        let stop = match brk {
+            Some(b) => self.e(b)?.b(),
+            None => false,
+        };
+        self.vars.truncate(mark);
+        Ok(stop)
+    }
+
     fn block(&mut self, ss: &[S]) -> Result<(), Trap> {
         let mark = self.vars.len();
         for s in ss {
@@ -1084,6 +1156,7 @@ impl<'a> Eval<'a> {
                 inclusive,
                 rev,
                 body,
+                brk,
             } => {
                 let hi = self.e(hi)?.i();
                 let hi = if *inclusive {
@@ -1105,8 +1178,42 @@ impl<'a> Eval<'a> {
                         return Err(Trap::Unevaluable);
                     }
                     self.vars.push((var.clone(), V::I(k, IntTy::Usize)));
-                    self.block(body)?;
+                    let stop = self.body_then_break(body, brk.as_ref())?;
                     self.vars.pop();
+                    if stop {
+                        break;
+                    }
+                }
+            }
+            S::While {
+                var,
+                lo,
+                hi,
+                cond,
+                body,
+                brk,
+                as_loop: _,
+            } => {
+                // Both forms: the bound first, then the extra condition.
+                self.vars
+                    .push((var.clone(), V::I(*lo as i128, IntTy::Usize)));
+                loop {
+                    if self.steps > 2_000_000 {
+                        return Err(Trap::Unevaluable);
+                    }
+                    let k = self.get(var).i();
+                    if k >= self.e(hi)?.i() {
+                        break;
+                    }
+                    if let Some(c) = cond {
+                        if !self.e(c)?.b() {
+                            break;
+                        }
+                    }
+                    if self.body_then_break(body, brk.as_ref())? {
+                        break;
+                    }
+                    *self.slot(var) = V::I(k + 1, IntTy::Usize);
                 }
             }
             S::If(c, a, b) => {

@@ -48,10 +48,13 @@ pub enum Feature {
     MulAdd,
     /// `exp2`.
     Exp2,
+    /// `while` and `loop` with `break` (counted by a `usize` variable), and
+    /// `break` in `for`.
+    Whiles,
 }
 
 /// Every feature, with its switch name.
-pub const FEATURES: [(Feature, &str); 21] = [
+pub const FEATURES: [(Feature, &str); 22] = [
     (Feature::Math, "math"),
     (Feature::Ints, "ints"),
     (Feature::Casts, "casts"),
@@ -73,6 +76,7 @@ pub const FEATURES: [(Feature, &str); 21] = [
     (Feature::Narrowing, "narrowing"),
     (Feature::MulAdd, "muladd"),
     (Feature::Exp2, "exp2"),
+    (Feature::Whiles, "whiles"),
 ];
 
 /// A set of features.
@@ -843,7 +847,23 @@ impl<'a> Gen<'a> {
                     });
                     let k = 1 + self.rng.below(4);
                     let body = self.block(k, depth + 1);
+                    // Draws only with the feature on: programs of the other
+                    // feature sets (and the regression seeds) stay the same.
+                    let whiles = self.on(Feature::Whiles);
+                    let brk = (whiles && self.rng.chance(0.3)).then(|| self.eb(2));
                     self.scope.truncate(mark);
+                    if whiles && !inclusive && !rev && self.rng.chance(0.5) {
+                        let cond = self.rng.chance(0.4).then(|| self.eb(2));
+                        return S::While {
+                            var,
+                            lo,
+                            hi,
+                            cond,
+                            body,
+                            brk,
+                            as_loop: self.rng.chance(0.5),
+                        };
+                    }
                     return S::For {
                         var,
                         lo,
@@ -851,6 +871,7 @@ impl<'a> Gen<'a> {
                         inclusive,
                         rev,
                         body,
+                        brk,
                     };
                 }
                 13 if self.on(Feature::Branches) && depth < 3 => {

@@ -45,8 +45,8 @@ impl Mutant {
 pub const KINDS: [&str; 28] = [
     "type_mix",
     "float_rem",
-    "while",
-    "loop_break",
+    "while_let",
+    "break_value",
     "match",
     "macro",
     "closure_value",
@@ -99,16 +99,14 @@ pub fn mutate(p: &Program, kind: &'static str, rng: &mut Rng, depth: usize) -> M
             rust_valid = false;
         }
         "float_rem" => insert_raw(&mut f, rng, format!("let bad = {x} % 2.0;")),
-        "while" => insert_raw(
+        // `while` and `loop` with `break;` are supported; `while let` and
+        // `break` with a value are not.
+        "while_let" => insert_raw(
             &mut f,
             rng,
-            format!("let mut bad = {x}; while bad < 1.0 {{ bad += 0.5; }}"),
+            format!("let mut bad = {x}; while let 1 = 2 {{ bad += 0.5; }}"),
         ),
-        "loop_break" => insert_raw(
-            &mut f,
-            rng,
-            format!("let mut bad = {x}; loop {{ bad += 1.0; break; }}"),
-        ),
+        "break_value" => insert_raw(&mut f, rng, format!("let bad = loop {{ break {x}; }};")),
         // `match` on numbers and bools is supported; on tuples it is not.
         "match" => insert_raw(
             &mut f,
