@@ -31,11 +31,13 @@
 //! `#[differentiable(dump)]`.
 #![warn(missing_docs)]
 
-pub use ad_macros::{custom_jvp, differentiable, linear};
+pub use ad_macros::{custom_jvp, differentiable, linear, Differentiable};
 /// The `ndarray` crate, re-exported so that user code and generated code
 /// agree on one version.
 pub use ndarray;
+pub use tangent::{Differentiable, Tangent};
 
+pub mod tangent;
 pub mod testing;
 
 #[doc(hidden)]

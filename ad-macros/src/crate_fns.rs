@@ -41,6 +41,17 @@ pub struct FnInfo {
     pub ret: Option<String>,
 }
 
+/// A field of a struct deriving `Differentiable`, as its source tells.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldInfo {
+    /// The field's name.
+    pub name: String,
+    /// Its type as written (tokens as text).
+    pub ty: String,
+    /// Marked `#[linad(constant)]`.
+    pub constant: bool,
+}
+
 /// The functions of one file: `(name, info)` in source order (a rule's
 /// target is marked differentiable once the whole file is read), and the
 /// names of the modules it declares (`mod m;` and `mod m { .. }`).
@@ -52,6 +63,8 @@ pub struct FileFns {
     ext_mods: Vec<(String, Option<String>)>,
     /// Names imported from other crates (`use statrs::function::erf::erf;`).
     foreign: Vec<String>,
+    /// Structs deriving `Differentiable`, with their fields.
+    structs: Vec<(String, Vec<FieldInfo>)>,
 }
 
 /// Parsed files by path, with the length and modification time they had.
@@ -66,6 +79,7 @@ thread_local! {
     /// per expansion, not per call): function lookups and module names.
     static MEMO: RefCell<HashMap<String, Option<FnInfo>>> = RefCell::new(HashMap::new());
     static MODULES: RefCell<HashMap<String, bool>> = RefCell::new(HashMap::new());
+    static STRUCTS: RefCell<HashMap<String, Option<Vec<FieldInfo>>>> = RefCell::new(HashMap::new());
 }
 
 /// While alive, lookups see the crate around `file` (the expanding item's
@@ -85,6 +99,7 @@ impl Drop for Scope {
         CURRENT.with(|c| *c.borrow_mut() = None);
         MEMO.with(|m| m.borrow_mut().clear());
         MODULES.with(|m| m.borrow_mut().clear());
+        STRUCTS.with(|m| m.borrow_mut().clear());
     }
 }
 
@@ -200,6 +215,46 @@ fn find(name: &str) -> Option<FnInfo> {
     found.iter().all(|f| *f == first).then_some(first)
 }
 
+/// The fields of the struct `name` deriving `Differentiable` (the same
+/// rules as [`lookup`]: a definition in the expanding file, else one the
+/// other files agree on).
+pub fn lookup_struct(name: &str) -> Option<Vec<FieldInfo>> {
+    if let Some(known) = STRUCTS.with(|m| m.borrow().get(name).cloned()) {
+        return known;
+    }
+    let found = find_struct(name);
+    STRUCTS.with(|m| m.borrow_mut().insert(name.to_string(), found.clone()));
+    found
+}
+
+fn find_struct(name: &str) -> Option<Vec<FieldInfo>> {
+    let mut guard = CACHE.lock().ok()?;
+    let cache = guard.get_or_insert_with(HashMap::new);
+    let files = files(cache)?;
+    let of = |ff: &FileFns| -> Vec<Vec<FieldInfo>> {
+        ff.structs
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, f)| f.clone())
+            .collect()
+    };
+    let here = of(fns_of(cache, &files[0])?);
+    if let [one] = here.as_slice() {
+        return Some(one.clone());
+    }
+    if !here.is_empty() {
+        return None;
+    }
+    let mut found = vec![];
+    for f in files.iter().skip(1) {
+        if let Some(ff) = fns_of(cache, f) {
+            found.extend(of(ff));
+        }
+    }
+    let first = found.first()?.clone();
+    found.iter().all(|f| *f == first).then_some(first)
+}
+
 fn matches(fns: &FileFns, name: &str) -> Vec<FnInfo> {
     fns.fns
         .iter()
@@ -284,6 +339,20 @@ fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
                 ));
             }
             syn::Item::Use(u) => foreign_names(&u.tree, true, &mut out.foreign),
+            syn::Item::Struct(st) if derives_differentiable(&st.attrs) => {
+                if let syn::Fields::Named(f) = &st.fields {
+                    let fields = f
+                        .named
+                        .iter()
+                        .map(|f| FieldInfo {
+                            name: f.ident.as_ref().map(|i| i.to_string()).unwrap_or_default(),
+                            ty: quote::ToTokens::to_token_stream(&f.ty).to_string(),
+                            constant: crate::derive::is_constant(&f.attrs).unwrap_or(false),
+                        })
+                        .collect();
+                    out.structs.push((st.ident.to_string(), fields));
+                }
+            }
             syn::Item::Mod(m) => {
                 let name = syn::ext::IdentExt::unraw(&m.ident).to_string();
                 if m.content.is_none() {
@@ -328,6 +397,25 @@ fn foreign_names(t: &syn::UseTree, root: bool, out: &mut Vec<String>) {
         }
         _ => {}
     }
+}
+
+/// Whether `#[derive(..)]` among `attrs` names `Differentiable`.
+fn derives_differentiable(attrs: &[syn::Attribute]) -> bool {
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("derive"))
+        .any(|a| {
+            let mut yes = false;
+            let _ = a.parse_nested_meta(|m| {
+                yes |= m
+                    .path
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == "Differentiable");
+                Ok(())
+            });
+            yes
+        })
 }
 
 /// The last segment of an attribute's path (`linad::differentiable` ->

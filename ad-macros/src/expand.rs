@@ -124,18 +124,36 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
     if func.sig.ident == "__linad_test_panic" {
         panic!("test panic");
     }
-    let variants = cfg::variants(&func)?;
+    if let Some(r) = crate::structs::expand(&args, &func) {
+        return r;
+    }
+    let companions = companions_of(&args, &func)?;
+    Ok(quote! {
+        #item
+        #companions
+    })
+}
+
+/// The companions of a function with no struct parameters (a flat function
+/// made by `structs`): `attr` are its `#[differentiable(..)]` arguments.
+pub(crate) fn generate_checked(
+    attr: TokenStream,
+    func: &syn::ItemFn,
+) -> Result<TokenStream, Vec<syn::Error>> {
+    let args = Args::parse(attr)?;
+    companions_of(&args, func)
+}
+
+/// Everything generated beside `func`, for each of its `#[cfg]` variants.
+fn companions_of(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
+    let variants = cfg::variants(func)?;
     if let [cfg::Variant { cond: None, func }] = variants.as_slice() {
-        let generated = generate(&args, func)?;
-        return Ok(quote! {
-            #item
-            #generated
-        });
+        return generate(args, func);
     }
     // One expansion per `#[cfg]` variant, each (or its errors) gated by its
     // condition: rustc keeps the one that matches the build. An error every
     // variant has (outside the configured statements) is reported once.
-    let results: Vec<_> = variants.iter().map(|v| generate(&args, &v.func)).collect();
+    let results: Vec<_> = variants.iter().map(|v| generate(args, &v.func)).collect();
     let key = |e: &syn::Error| format!("{:?} {e}", e.span());
     let common: Vec<String> = match results.first() {
         Some(Err(first)) => first
@@ -169,10 +187,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
             None => generated,
         });
     }
-    Ok(quote! {
-        #item
-        #out
-    })
+    Ok(out)
 }
 
 /// The companions (and the dump function) of one variant of the function.

@@ -11,6 +11,7 @@ mod attr;
 mod cfg;
 mod crate_fns;
 mod depth;
+mod derive;
 mod emit;
 mod expand;
 mod fallback;
@@ -19,6 +20,7 @@ mod lower;
 mod names;
 mod rule;
 mod sig;
+mod structs;
 
 #[cfg(test)]
 mod deep_tests;
@@ -92,4 +94,31 @@ pub fn custom_jvp(attr: TokenStream, item: TokenStream) -> TokenStream {
 pub fn linear(attr: TokenStream, item: TokenStream) -> TokenStream {
     let _crate = crate_fns::Scope::enter(proc_macro::Span::call_site().local_file());
     linear::expand(attr.into(), item.into()).into()
+}
+
+/// Derives the tangent type of a struct of parameters, so that
+/// `#[differentiable]` functions may take it (`p: &Mlp` or `p: Mlp`) and
+/// read its fields.
+///
+/// ```ignore
+/// #[derive(linad::Differentiable, Clone, Debug)]
+/// pub struct Mlp {
+///     pub w1: Array2<f64>,
+///     pub b1: Array1<f64>,
+///     #[linad(constant)]
+///     pub act: usize,
+/// }
+/// // pub struct MlpTangent { pub w1: Array2<f64>, pub b1: Array1<f64> }
+/// // (Clone, Debug, PartialEq), MlpTangent::zeros_like(&Mlp), dot, + - and * f64,
+/// // and linad::Tangent (to_flat / from_flat).
+/// ```
+///
+/// The tangent holds the fields with a derivative (`f64`, `f32`, their
+/// tuples, arrays and `Vec`s, and other structs deriving `Differentiable`),
+/// with their types; integer, `bool` and `#[linad(constant)]` fields have
+/// none. `f_jvp` takes `d_p: &MlpTangent`; `f_vjp` returns an `MlpTangent`
+/// for `p`.
+#[proc_macro_derive(Differentiable, attributes(linad))]
+pub fn derive_differentiable(item: TokenStream) -> TokenStream {
+    derive::expand(item.into()).into()
 }

@@ -38,6 +38,7 @@ use crate::sig::Signature;
 use ad_core_ir::driver::Derivatives;
 use proc_macro2::TokenStream;
 pub use transpose_fn::f_transpose;
+pub(crate) use wrappers::{allows, ct_ty, tangent_ty};
 
 /// Everything the emitter needs for one function.
 pub struct Input<'a> {

@@ -175,7 +175,7 @@ pub(super) fn out_ty(o: &Out) -> TokenStream {
 }
 
 /// The type of the output's cotangent parameter: arrays by reference.
-pub(super) fn ct_ty(o: &Out) -> TokenStream {
+pub(crate) fn ct_ty(o: &Out) -> TokenStream {
     match o {
         Out::F64 => quote!(f64),
         Out::Array(r) => {
@@ -267,7 +267,7 @@ pub(super) fn owned(t: &Ident, r: Repr) -> TokenStream {
 }
 
 /// The owned type of a parameter's tangent / cotangent.
-pub(super) fn tangent_ty(p: &Param) -> TokenStream {
+pub(crate) fn tangent_ty(p: &Param) -> TokenStream {
     match &p.kind {
         ParamKind::F64 => quote!(f64),
         ParamKind::F64Tuple(n) => tuple_ty(vec![quote!(f64); *n]),

@@ -1,0 +1,833 @@
+//! Struct parameters: `fn loss(p: &Mlp, x: &Array2<f64>) -> f64` where
+//! `Mlp` derives `linad::Differentiable`.
+//!
+//! The macro cannot see `Mlp`'s definition in its input, so it reads it
+//! from the crate's source (`crate_fns::lookup_struct`, the same files it
+//! reads callees' signatures from; `derive::field_kind` decides, as the
+//! derive does, which fields have a derivative). The function is then
+//! differentiated as a *flat* function with one parameter per field (nested
+//! structs flattened too) and field reads replaced by those parameters,
+//! and the public companions are thin wrappers that take and return the
+//! struct's tangent type:
+//!
+//! ```text
+//! #[differentiable]                       fn __linad_flat_loss(p__w: &Array2<f64>, p__b: &Array1<f64>,
+//! fn loss(p: &Mlp, x: &Array1<f64>)           p__act: usize, x: &Array1<f64>) -> f64 { (p__w.dot(x) + p__b).sum() }
+//!     -> f64 {                            // + its companions (wrt p__w, p__b, x)
+//!     (p.w.dot(x) + &p.b).sum()           pub fn loss_vjp(p: &Mlp, x: &Array1<f64>, ct: f64) -> (f64, (MlpTangent, Array1<f64>)) {
+//! }                                           let (y, (g0, g1, g2)) = __linad_flat_loss_vjp(&p.w, &p.b, p.act, x, ct);
+//!                                             (y, (<<Mlp as Differentiable>::Tangent>::__linad_from_fields(g0, g1), g2))
+//!                                         }
+//! ```
+//!
+//! The struct is read only through its fields (`p.w`, `&p.w`,
+//! `p.w.dot(..)`, `p.inner.b`); a struct parameter used whole (passed on,
+//! copied) or shadowed is refused, and so is a struct output.
+
+use crate::attr::Args;
+use crate::crate_fns;
+use crate::derive::{field_kind, FieldKind};
+use crate::emit::{allows, ct_ty, tangent_ty};
+use crate::lower;
+use crate::sig::{Param, Signature};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+use syn::visit_mut::VisitMut;
+
+/// How deep structs may nest in one another.
+const MAX_NESTING: usize = 8;
+
+/// A struct's fields as a tree down to the leaves the flat function takes.
+enum Node {
+    /// The flat parameter with this index among the struct's leaves.
+    Leaf(usize),
+    /// A (nested) struct: its type as written, and its fields.
+    Struct(Box<syn::Type>, Vec<(syn::Ident, Node)>),
+}
+
+/// One leaf field of a struct parameter.
+struct Leaf {
+    /// The field names from the parameter down (`[inner, w]` for `p.inner.w`).
+    chain: Vec<syn::Ident>,
+    /// The flat parameter (`p__inner__w`).
+    flat: syn::Ident,
+    /// Its type (arrays and `Vec`s by reference).
+    flat_ty: syn::Type,
+    /// Has a derivative (not an integer or `#[linad(constant)]`).
+    diff: bool,
+    /// Passed by reference (an array or a `Vec`).
+    by_ref: bool,
+    /// A `Vec` (its shape is its length).
+    is_vec: bool,
+}
+
+/// A parameter of the user's function.
+enum UserParam {
+    /// An ordinary parameter (the flat function has it unchanged).
+    Plain(syn::PatType, syn::Ident),
+    /// A struct parameter.
+    Struct {
+        ident: syn::Ident,
+        /// The parameter's type as written (`&Mlp` or `Mlp`).
+        ty: Box<syn::Type>,
+        /// The struct type (`Mlp`).
+        st: Box<syn::Type>,
+        tree: Node,
+        leaves: Vec<Leaf>,
+    },
+}
+
+/// Type names that are never structs of the crate.
+const KNOWN: [&str; 24] = [
+    "f64",
+    "f32",
+    "usize",
+    "isize",
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "u128",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "i128",
+    "bool",
+    "Array1",
+    "Array2",
+    "Array3",
+    "Array",
+    "ArrayView1",
+    "ArrayView2",
+    "ArrayView3",
+    "ArrayView",
+    "Vec",
+];
+
+/// The struct name of a parameter type `S` or `&S` (a path without
+/// arguments that is not a type linad knows), and whether it is a reference.
+fn struct_name(ty: &syn::Type) -> Option<(String, bool, &syn::Type)> {
+    let (inner, by_ref) = match ty {
+        syn::Type::Reference(r) if r.mutability.is_none() => (&*r.elem, true),
+        t => (t, false),
+    };
+    let syn::Type::Path(p) = inner else {
+        return None;
+    };
+    let seg = p.path.segments.last()?;
+    let name = seg.ident.to_string();
+    (p.qself.is_none() && seg.arguments.is_empty() && !KNOWN.contains(&name.as_str()))
+        .then_some((name, by_ref, inner))
+}
+
+/// The fields of struct `st` (its type as written) flattened into `leaves`
+/// under `chain`; errors at `span`.
+fn flatten(
+    param: &syn::Ident,
+    st: &syn::Type,
+    chain: &[syn::Ident],
+    leaves: &mut Vec<Leaf>,
+    span: Span,
+) -> Result<Node, syn::Error> {
+    let name = struct_name(st).map(|(n, _, _)| n).unwrap_or_default();
+    if chain.len() > MAX_NESTING {
+        return Err(syn::Error::new(
+            span,
+            format!("structs nest more than {MAX_NESTING} deep here"),
+        ));
+    }
+    let Some(fields) = crate_fns::lookup_struct(&name) else {
+        return Err(syn::Error::new(
+            span,
+            format!("linad does not find `{name}` among this crate's structs deriving `linad::Differentiable` (a struct field or parameter must have such a type, defined in this crate)"),
+        ));
+    };
+    let mut out = vec![];
+    for f in fields {
+        let fname = format_ident!("{}", f.name, span = span);
+        let ty: syn::Type = syn::parse_str(&f.ty).map_err(|_| {
+            syn::Error::new(
+                span,
+                format!("the type of `{name}::{}` cannot be read", f.name),
+            )
+        })?;
+        let mut sub = chain.to_vec();
+        sub.push(fname.clone());
+        let kind = field_kind(&ty, f.constant)
+            .map_err(|m| syn::Error::new(span, format!("field `{name}::{}`: {m}", f.name)))?;
+        let node = match kind {
+            FieldKind::Nested => flatten(param, &ty, &sub, leaves, span)?,
+            FieldKind::Leaf | FieldKind::Constant => {
+                let text = ty.to_token_stream().to_string();
+                if kind == FieldKind::Leaf && text.contains("f32") {
+                    return Err(syn::Error::new(
+                        span,
+                        format!("field `{name}::{}` is `f32`: #[differentiable] functions do not take `f32` yet", f.name),
+                    ));
+                }
+                let h = struct_name_or_head(&ty);
+                let is_vec = h.as_deref() == Some("Vec");
+                let by_ref = is_vec || h.as_deref().is_some_and(|h| h.starts_with("Array"));
+                let flat_ty = if by_ref {
+                    syn::parse_quote!(&#ty)
+                } else {
+                    ty.clone()
+                };
+                let flat = format_ident!(
+                    "{}__{}",
+                    syn::ext::IdentExt::unraw(param),
+                    sub.iter()
+                        .map(|i| i.to_string())
+                        .collect::<Vec<_>>()
+                        .join("__"),
+                    span = span
+                );
+                leaves.push(Leaf {
+                    chain: sub,
+                    flat,
+                    flat_ty,
+                    diff: kind == FieldKind::Leaf,
+                    by_ref,
+                    is_vec,
+                });
+                Node::Leaf(leaves.len() - 1)
+            }
+        };
+        out.push((fname, node));
+    }
+    Ok(Node::Struct(Box::new(st.clone()), out))
+}
+
+/// The last path segment's name of a type.
+fn struct_name_or_head(ty: &syn::Type) -> Option<String> {
+    match ty {
+        syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+        _ => None,
+    }
+}
+
+/// If `func` takes struct parameters, its expansion through a flat function
+/// (see the module doc); `None` when it takes none.
+pub fn expand(args: &Args, func: &syn::ItemFn) -> Option<Result<TokenStream, Vec<syn::Error>>> {
+    let has = func.sig.inputs.iter().any(|a| match a {
+        syn::FnArg::Typed(pt) => {
+            struct_name(&pt.ty).is_some_and(|(n, _, _)| crate_fns::lookup_struct(&n).is_some())
+        }
+        syn::FnArg::Receiver(_) => false,
+    });
+    has.then(|| expand_flat(args, func))
+}
+
+fn expand_flat(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
+    let mut errors = vec![];
+    let mut params = vec![];
+    for a in &func.sig.inputs {
+        let syn::FnArg::Typed(pt) = a else {
+            continue; // refused by the signature check of the flat function
+        };
+        let ident = match &*pt.pat {
+            syn::Pat::Ident(pi) => pi.ident.clone(),
+            _ => format_ident!("__linad_unnamed"),
+        };
+        let found = struct_name(&pt.ty)
+            .and_then(|(n, _, st)| crate_fns::lookup_struct(&n).map(|_| st.clone()));
+        match found {
+            None => params.push(UserParam::Plain(pt.clone(), ident)),
+            Some(st) => {
+                let mut leaves = vec![];
+                match flatten(&ident, &st, &[], &mut leaves, pt.ty.span()) {
+                    Ok(tree) => params.push(UserParam::Struct {
+                        ident,
+                        ty: pt.ty.clone(),
+                        st: Box::new(st),
+                        tree,
+                        leaves,
+                    }),
+                    Err(e) => errors.push(e),
+                }
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    // The flat function: leaves as parameters, field reads replaced.
+    let mut flat = func.clone();
+    flat.attrs.retain(|a| a.path().is_ident("allow"));
+    flat.vis = syn::Visibility::Inherited;
+    flat.sig.ident = format_ident!(
+        "__linad_flat_{}",
+        syn::ext::IdentExt::unraw(&func.sig.ident)
+    );
+    flat.sig.inputs = params
+        .iter()
+        .flat_map(|p| -> Vec<syn::FnArg> {
+            match p {
+                UserParam::Plain(pt, _) => vec![syn::FnArg::Typed(pt.clone())],
+                UserParam::Struct { leaves, .. } => leaves
+                    .iter()
+                    .map(|l| {
+                        let (n, t) = (&l.flat, &l.flat_ty);
+                        syn::parse_quote!(#n: #t)
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    let mut rw = Rewrite {
+        params: &params,
+        errors: vec![],
+    };
+    rw.visit_block_mut(&mut flat.block);
+    let mut shadow = Shadow {
+        names: params
+            .iter()
+            .filter_map(|p| match p {
+                UserParam::Struct { ident, .. } => Some(ident.to_string()),
+                UserParam::Plain(..) => None,
+            })
+            .collect(),
+        errors: vec![],
+    };
+    shadow.visit_block(&func.block);
+    errors.extend(rw.errors);
+    errors.extend(shadow.errors);
+    // The flat wrt list: the user's, struct parameters expanded to their
+    // differentiable fields.
+    let wrt_user = args.wrt_idents().map_err(|e| vec![e])?;
+    let selected = |id: &syn::Ident| wrt_user.as_ref().is_none_or(|w| w.contains(id));
+    let mut flat_wrt: Vec<syn::Ident> = vec![];
+    let plain_sig = lower::signature(&flat, None);
+    let plain_diff = |id: &syn::Ident| match &plain_sig {
+        Ok(s) => s
+            .params
+            .iter()
+            .any(|p| p.ident == *id && p.kind.is_differentiable()),
+        Err(_) => true,
+    };
+    if let Some(w) = &wrt_user {
+        for id in w {
+            if !params.iter().any(|p| match p {
+                UserParam::Plain(_, i) | UserParam::Struct { ident: i, .. } => i == id,
+            }) {
+                errors.push(syn::Error::new(
+                    id.span(),
+                    format!("`{id}` is not a parameter of `{}`", func.sig.ident),
+                ));
+            }
+        }
+    }
+    for p in &params {
+        match p {
+            UserParam::Plain(_, id) if selected(id) && plain_diff(id) => flat_wrt.push(id.clone()),
+            UserParam::Plain(..) => {}
+            UserParam::Struct { ident, leaves, .. } if selected(ident) => {
+                flat_wrt.extend(leaves.iter().filter(|l| l.diff).map(|l| l.flat.clone()))
+            }
+            UserParam::Struct { .. } => {}
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let dump = args.dump.is_present().then(|| quote!(, dump));
+    let attr = quote!(wrt(#(#flat_wrt),*) #dump);
+    let user_name = func.sig.ident.to_string();
+    let flat_name = flat.sig.ident.to_string();
+    let generated = crate::expand::generate_checked(attr, &flat).map_err(|es| {
+        es.into_iter()
+            .map(|e| rename_error(e, &flat_name, &user_name, &params))
+            .collect::<Vec<_>>()
+    })?;
+    let flat_sig = lower::signature(&flat, Some(&flat_wrt)).map_err(|es| {
+        es.into_iter()
+            .map(|e| rename_error(e, &flat_name, &user_name, &params))
+            .collect::<Vec<_>>()
+    })?;
+    let wrappers = Wrappers {
+        func,
+        params: &params,
+        flat: &flat_sig,
+        selected: &selected,
+    }
+    .all(args.dump.is_present());
+    let allow = allows();
+    Ok(quote! {
+        #func
+        #allow
+        #flat
+        #generated
+        #wrappers
+    })
+}
+
+/// An error of the flat function in the user's terms: `p.inner.w` for
+/// `p__inner__w`, `f` for the flat function's name.
+fn rename_error(e: syn::Error, flat: &str, user: &str, params: &[UserParam]) -> syn::Error {
+    let mut out: Option<syn::Error> = None;
+    for one in e {
+        let mut msg = one.to_string().replace(flat, user);
+        for p in params {
+            if let UserParam::Struct { ident, leaves, .. } = p {
+                for l in leaves {
+                    let path = std::iter::once(ident.to_string())
+                        .chain(l.chain.iter().map(|c| c.to_string()))
+                        .collect::<Vec<_>>()
+                        .join(".");
+                    msg = msg.replace(&l.flat.to_string(), &path);
+                }
+            }
+        }
+        let e = syn::Error::new(one.span(), msg);
+        match &mut out {
+            None => out = Some(e),
+            Some(o) => o.combine(e),
+        }
+    }
+    out.unwrap_or_else(|| syn::Error::new(Span::call_site(), "an error"))
+}
+
+/// Replaces `p.a.b` (a leaf of struct parameter `p`) by its flat parameter.
+struct Rewrite<'a> {
+    params: &'a [UserParam],
+    errors: Vec<syn::Error>,
+}
+
+impl Rewrite<'_> {
+    /// The struct parameter named `id`.
+    fn param(&self, id: &syn::Ident) -> Option<(&syn::Ident, &[Leaf])> {
+        self.params.iter().find_map(|p| match p {
+            UserParam::Struct { ident, leaves, .. } if ident == id => Some((ident, &leaves[..])),
+            _ => None,
+        })
+    }
+}
+
+/// `p.a.b`: the root identifier and the named members, outermost last.
+fn field_chain(e: &syn::Expr) -> Option<(syn::Ident, Vec<syn::Ident>)> {
+    match e {
+        syn::Expr::Field(f) => {
+            let (root, mut chain) = field_chain(&f.base)?;
+            match &f.member {
+                syn::Member::Named(n) => chain.push(n.clone()),
+                syn::Member::Unnamed(_) => return None,
+            }
+            Some((root, chain))
+        }
+        syn::Expr::Path(p) if p.qself.is_none() => p.path.get_ident().map(|i| (i.clone(), vec![])),
+        syn::Expr::Paren(p) => field_chain(&p.expr),
+        _ => None,
+    }
+}
+
+impl VisitMut for Rewrite<'_> {
+    fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+        // `&p.w` of a leaf passed by reference is that reference.
+        if let syn::Expr::Reference(r) = e {
+            if r.mutability.is_none() {
+                if let Some((root, chain)) = field_chain(&r.expr) {
+                    if let Some((_, leaves)) = self.param(&root) {
+                        if let Some(l) = leaves.iter().find(|l| l.chain == chain && l.by_ref) {
+                            let span = e.span();
+                            let flat = syn::Ident::new(&l.flat.to_string(), span);
+                            *e = syn::parse_quote_spanned!(span=> #flat);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some((root, chain)) = field_chain(e) {
+            if let Some((ident, leaves)) = self.param(&root) {
+                let span = e.span();
+                match leaves.iter().find(|l| l.chain == chain) {
+                    Some(l) => {
+                        let flat = syn::Ident::new(&l.flat.to_string(), span);
+                        *e = syn::parse_quote_spanned!(span=> #flat);
+                    }
+                    None if leaves.iter().any(|l| l.chain.starts_with(&chain)) => {
+                        let what = if chain.is_empty() {
+                            format!("the struct parameter `{ident}` is used whole")
+                        } else {
+                            let path: Vec<String> = chain.iter().map(|c| c.to_string()).collect();
+                            format!("`{ident}.{}` is a struct used whole", path.join("."))
+                        };
+                        self.errors.push(syn::Error::new(
+                            span,
+                            format!("{what}: #[differentiable] functions read struct parameters through their fields (`{ident}.field`); passing, copying or returning a struct is not supported yet"),
+                        ));
+                    }
+                    None => self.errors.push(syn::Error::new(
+                        span,
+                        format!(
+                            "no field `{}` in the struct parameter `{ident}`",
+                            chain.last().map(|c| c.to_string()).unwrap_or_default()
+                        ),
+                    )),
+                }
+                return;
+            }
+        }
+        syn::visit_mut::visit_expr_mut(self, e);
+    }
+
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+}
+
+/// Finds bindings that shadow a struct parameter.
+struct Shadow {
+    names: Vec<String>,
+    errors: Vec<syn::Error>,
+}
+
+impl<'a> Visit<'a> for Shadow {
+    fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
+        if self.names.contains(&p.ident.to_string()) {
+            self.errors.push(syn::Error::new(
+                p.ident.span(),
+                format!("`{}` is a struct parameter: binding the name again is not supported here; choose another name", p.ident),
+            ));
+        }
+        syn::visit::visit_pat_ident(self, p);
+    }
+
+    fn visit_item(&mut self, _: &'a syn::Item) {}
+}
+
+/// The user-facing companions, calling the flat function's.
+struct Wrappers<'a> {
+    func: &'a syn::ItemFn,
+    params: &'a [UserParam],
+    flat: &'a Signature,
+    selected: &'a dyn Fn(&syn::Ident) -> bool,
+}
+
+impl Wrappers<'_> {
+    fn all(&self, dump: bool) -> TokenStream {
+        let mut out = TokenStream::new();
+        out.extend(self.jvp());
+        out.extend(self.vjp());
+        out.extend(self.linearize());
+        out.extend(self.pullback());
+        if dump {
+            let (vis, name) = (&self.func.vis, crate::names::dump(&self.func.sig.ident));
+            let inner = crate::names::dump(&self.flat.ident);
+            out.extend(quote! {
+                /// The IR after every pass and the generated Rust (of the
+                /// function with its struct parameters flattened).
+                #vis fn #name() -> &'static str { #inner() }
+            });
+        }
+        out
+    }
+
+    fn user_names(&self) -> Vec<String> {
+        self.params
+            .iter()
+            .map(|p| match p {
+                UserParam::Plain(_, i) | UserParam::Struct { ident: i, .. } => {
+                    syn::ext::IdentExt::unraw(i).to_string()
+                }
+            })
+            .collect()
+    }
+
+    /// The flat parameter of an ordinary parameter.
+    fn flat_param(&self, id: &syn::Ident) -> Option<&Param> {
+        self.flat.params.iter().find(|p| p.ident == *id)
+    }
+
+    /// Whether user parameter `p` is differentiated.
+    fn is_wrt(&self, p: &UserParam) -> bool {
+        match p {
+            UserParam::Plain(_, id) => self.flat_param(id).is_some_and(|fp| fp.wrt),
+            UserParam::Struct { ident, leaves, .. } => {
+                (self.selected)(ident) && leaves.iter().any(|l| l.diff)
+            }
+        }
+    }
+
+    /// `x: T` for every user parameter.
+    fn decls(&self) -> Vec<TokenStream> {
+        self.params
+            .iter()
+            .map(|p| match p {
+                UserParam::Plain(pt, _) => quote!(#pt),
+                UserParam::Struct { ident, ty, .. } => quote!(#ident: #ty),
+            })
+            .collect()
+    }
+
+    /// The flat function's arguments from the user's parameters.
+    fn flat_args(&self) -> Vec<TokenStream> {
+        let mut out = vec![];
+        for p in self.params {
+            match p {
+                UserParam::Plain(_, id) => out.push(quote!(#id)),
+                UserParam::Struct { ident, leaves, .. } => {
+                    for l in leaves {
+                        let chain = &l.chain;
+                        out.push(if l.by_ref {
+                            quote!(&#ident #(.#chain)*)
+                        } else {
+                            quote!(#ident #(.#chain)*)
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The tangent names, types (as parameters) and the flat tangent
+    /// arguments they give, for the differentiated user parameters.
+    fn tangents(&self) -> (Vec<syn::Ident>, Vec<TokenStream>, Vec<TokenStream>) {
+        let taken = self.user_names();
+        let (mut names, mut tys, mut args) = (vec![], vec![], vec![]);
+        for p in self.params.iter().filter(|p| self.is_wrt(p)) {
+            match p {
+                UserParam::Plain(pt, id) => {
+                    let d = crate::names::tangent(id, &taken);
+                    let t = &pt.ty;
+                    tys.push(quote!(#t));
+                    args.push(quote!(#d));
+                    names.push(d);
+                }
+                UserParam::Struct {
+                    ident, st, leaves, ..
+                } => {
+                    let d = crate::names::tangent(ident, &taken);
+                    tys.push(quote!(&<#st as ::linad::Differentiable>::Tangent));
+                    for l in leaves.iter().filter(|l| l.diff) {
+                        let chain = &l.chain;
+                        args.push(if l.by_ref {
+                            quote!(&#d #(.#chain)*)
+                        } else {
+                            quote!(#d #(.#chain)*)
+                        });
+                    }
+                    names.push(d);
+                }
+            }
+        }
+        (names, tys, args)
+    }
+
+    /// Shape checks of the struct tangents' array fields against the
+    /// parameters' (`fname`: the companion reporting).
+    fn shape_checks(&self, fname: &str, names: &[syn::Ident]) -> TokenStream {
+        let mut out = TokenStream::new();
+        let rt = quote!(::linad::__private::ad_runtime);
+        let wrt = self.params.iter().filter(|p| self.is_wrt(p));
+        for (p, d) in wrt.zip(names) {
+            let UserParam::Struct { ident, leaves, .. } = p else {
+                continue;
+            };
+            for l in leaves.iter().filter(|l| l.diff && l.by_ref) {
+                let chain = &l.chain;
+                let path: Vec<String> = l.chain.iter().map(|c| c.to_string()).collect();
+                let (dn, of) = (
+                    format!("{d}.{}", path.join(".")),
+                    format!("the shape of `{ident}.{}`", path.join(".")),
+                );
+                let shape = |root: &syn::Ident| {
+                    if l.is_vec {
+                        quote!(&[#root #(.#chain)*.len()][..])
+                    } else {
+                        quote!(#root #(.#chain)*.shape())
+                    }
+                };
+                let (given, expected) = (shape(d), shape(ident));
+                out.extend(
+                    quote!(#rt::check_arg_shape(#fname, "tangent", #dn, #given, #expected, #of);),
+                );
+            }
+        }
+        out
+    }
+
+    /// The user's cotangents from the flat ones bound to `cs` (in flat
+    /// `wrt` order): a bare value for one differentiated parameter.
+    fn regroup(&self, cs: &[syn::Ident]) -> TokenStream {
+        let mut it = cs.iter();
+        let mut parts = vec![];
+        for p in self.params.iter().filter(|p| self.is_wrt(p)) {
+            match p {
+                UserParam::Plain(..) => {
+                    let c = it.next();
+                    parts.push(quote!(#c));
+                }
+                UserParam::Struct { tree, leaves, .. } => {
+                    parts.push(build_tangent(tree, leaves, &mut it));
+                }
+            }
+        }
+        match parts.as_slice() {
+            [one] => one.clone(),
+            _ => quote!((#(#parts),*)),
+        }
+    }
+
+    /// The type of what [`Self::regroup`] builds.
+    fn cotangent_ty(&self) -> TokenStream {
+        let tys: Vec<TokenStream> = self
+            .params
+            .iter()
+            .filter(|p| self.is_wrt(p))
+            .map(|p| match p {
+                UserParam::Plain(_, id) => self
+                    .flat_param(id)
+                    .map(tangent_ty)
+                    .unwrap_or_else(|| quote!(())),
+                UserParam::Struct { st, .. } => quote!(<#st as ::linad::Differentiable>::Tangent),
+            })
+            .collect();
+        match tys.as_slice() {
+            [one] => one.clone(),
+            _ => quote!((#(#tys),*)),
+        }
+    }
+
+    /// A pattern binding the flat cotangents to fresh names.
+    fn flat_cts(&self) -> (Vec<syn::Ident>, TokenStream) {
+        let n = self.flat.wrt_params().count();
+        let cs: Vec<syn::Ident> = (0..n).map(|k| format_ident!("__linad_g{k}")).collect();
+        let pat = match cs.as_slice() {
+            [one] => quote!(#one),
+            _ => quote!((#(#cs),*)),
+        };
+        (cs, pat)
+    }
+
+    fn out_ty(&self) -> TokenStream {
+        match &self.func.sig.output {
+            syn::ReturnType::Type(_, t) => quote!(#t),
+            syn::ReturnType::Default => quote!(()),
+        }
+    }
+
+    fn ct_name(&self) -> syn::Ident {
+        let taken = self.user_names();
+        let mut name = "ct".to_string();
+        while taken.contains(&name) {
+            name.push('_');
+        }
+        syn::Ident::new(&name, Span::call_site())
+    }
+
+    fn jvp(&self) -> TokenStream {
+        let (vis, f) = (&self.func.vis, &self.func.sig.ident);
+        let name = crate::names::jvp(f);
+        let inner = crate::names::jvp(&self.flat.ident);
+        let (dnames, dtys, dargs) = self.tangents();
+        let checks = self.shape_checks(&name.to_string(), &dnames);
+        let (decls, args, o) = (self.decls(), self.flat_args(), self.out_ty());
+        let doc = format!(" Forward-mode derivative of [`{f}`]: returns `({f}(..), tangent)`, the primal result and its directional derivative along the tangents `d_*` of the differentiated parameters (a struct's tangent is its `Differentiable::Tangent`).");
+        let allows = allows();
+        quote! {
+            #[doc = #doc]
+            #allows
+            #vis fn #name(#(#decls,)* #(#dnames: #dtys),*) -> (#o, #o) {
+                #checks
+                #inner(#(#args,)* #(#dargs),*)
+            }
+        }
+    }
+
+    fn vjp(&self) -> TokenStream {
+        let (vis, f) = (&self.func.vis, &self.func.sig.ident);
+        let name = crate::names::vjp(f);
+        let inner = crate::names::vjp(&self.flat.ident);
+        let (decls, args, o) = (self.decls(), self.flat_args(), self.out_ty());
+        let (ct, ctt) = (self.ct_name(), ct_ty(&self.flat.out));
+        let (cs, pat) = self.flat_cts();
+        let (r, rt) = (self.regroup(&cs), self.cotangent_ty());
+        let doc = format!(" Reverse-mode derivative of [`{f}`]: returns `({f}(..), cotangents)`, the primal result and the cotangents of the differentiated parameters for the output cotangent `{ct}` (a struct's cotangent is its `Differentiable::Tangent`).");
+        let allows = allows();
+        quote! {
+            #[doc = #doc]
+            #allows
+            #vis fn #name(#(#decls,)* #ct: #ctt) -> (#o, #rt) {
+                let (__linad_y, #pat) = #inner(#(#args,)* #ct);
+                (__linad_y, #r)
+            }
+        }
+    }
+
+    fn linearize(&self) -> TokenStream {
+        let (vis, f) = (&self.func.vis, &self.func.sig.ident);
+        let name = crate::names::linearize(f);
+        let inner = crate::names::linearize(&self.flat.ident);
+        let (dnames, dtys, dargs) = self.tangents();
+        let (decls, args, o) = (self.decls(), self.flat_args(), self.out_ty());
+        let doc = format!(" Linearisation of [`{f}`]: returns `({f}(..), jvp)`, the primal result and its linear map as a closure over the residuals; `jvp(d_*..)` equals the tangent part of `{f}_jvp`.");
+        let allows = allows();
+        quote! {
+            #[doc = #doc]
+            #allows
+            #[inline]
+            #vis fn #name(#(#decls),*)
+                -> (#o, impl Fn(#(#dtys),*) -> #o + ::core::marker::Send + ::core::marker::Sync + use<>)
+            {
+                let (__linad_y, __linad_l) = #inner(#(#args),*);
+                (__linad_y, move |#(#dnames: #dtys),*| -> #o { __linad_l(#(#dargs),*) })
+            }
+        }
+    }
+
+    fn pullback(&self) -> TokenStream {
+        let (vis, f) = (&self.func.vis, &self.func.sig.ident);
+        let name = crate::names::pullback(f);
+        let inner = crate::names::pullback(&self.flat.ident);
+        let (decls, args, o) = (self.decls(), self.flat_args(), self.out_ty());
+        let (ct, ctt) = (self.ct_name(), ct_ty(&self.flat.out));
+        let (cs, pat) = self.flat_cts();
+        let (r, rt) = (self.regroup(&cs), self.cotangent_ty());
+        let doc = format!(" Pullback of [`{f}`]: returns `({f}(..), vjp)`, the primal result and the transposed linear map as a closure over the residuals; each `vjp({ct})` returns what `{f}_vjp` does.");
+        let allows = allows();
+        quote! {
+            #[doc = #doc]
+            #allows
+            #[inline]
+            #vis fn #name(#(#decls),*)
+                -> (#o, impl Fn(#ctt) -> #rt + ::core::marker::Send + ::core::marker::Sync + use<>)
+            {
+                let (__linad_y, __linad_pb) = #inner(#(#args),*);
+                (__linad_y, move |#ct: #ctt| -> #rt {
+                    let #pat = __linad_pb(#ct);
+                    #r
+                })
+            }
+        }
+    }
+}
+
+/// The tangent of a struct from the flat cotangents of its differentiable
+/// leaves, taken in order from `cs`.
+fn build_tangent<'c>(
+    node: &Node,
+    leaves: &[Leaf],
+    cs: &mut impl Iterator<Item = &'c syn::Ident>,
+) -> TokenStream {
+    match node {
+        Node::Leaf(k) => {
+            if leaves[*k].diff {
+                let c = cs.next();
+                quote!(#c)
+            } else {
+                TokenStream::new()
+            }
+        }
+        Node::Struct(ty, fields) => {
+            let parts: Vec<TokenStream> = fields
+                .iter()
+                .map(|(_, n)| build_tangent(n, leaves, cs))
+                .filter(|t| !t.is_empty())
+                .collect();
+            quote_spanned!(Span::call_site()=> <<#ty as ::linad::Differentiable>::Tangent>::__linad_from_fields(#(#parts),*))
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! Struct parameters (`#[derive(linad::Differentiable)]`): field reads in
+//! `#[differentiable]` functions, the derived tangent type, both modes
+//! against finite differences and each other, `wrt`, constant fields,
+//! nested structs, by-value parameters, linearize / pullback.
+#![allow(clippy::needless_range_loop)]
+
+mod common;
+use common::*;
+use linad::ndarray::{Array1, Array2};
+use linad::{differentiable, Differentiable, Tangent};
+
+/// A two-layer perceptron's parameters.
+#[derive(Differentiable, Clone, Debug)]
+pub struct Mlp {
+    pub w1: Array2<f64>,
+    pub b1: Array1<f64>,
+    pub w2: Array2<f64>,
+    pub b2: Array1<f64>,
+    #[linad(constant)]
+    pub act: usize,
+    pub scale: f64,
+}
+
+/// Mean squared error of the perceptron on the rows of `x`.
+#[differentiable]
+fn mlp_loss(p: &Mlp, x: &Array2<f64>, y: &Array2<f64>) -> f64 {
+    let h = x.dot(&p.w1.t()) + &p.b1;
+    let h = if p.act == 0 {
+        h.mapv(|v| v.tanh())
+    } else {
+        h.mapv(|v| v.max(0.0))
+    };
+    let out = h.dot(&p.w2.t()) + &p.b2;
+    let d = &out - y;
+    p.scale * (&d * &d).sum() / (y.len() as f64)
+}
+
+fn mlp(rng: &mut Rng, act: usize) -> Mlp {
+    Mlp {
+        w1: Array2::from_shape_fn((4, 3), |_| rng.normal()),
+        b1: Array1::from_shape_fn(4, |_| rng.normal() * 0.1),
+        w2: Array2::from_shape_fn((2, 4), |_| rng.normal()),
+        b2: Array1::from_shape_fn(2, |_| rng.normal() * 0.1),
+        act,
+        scale: 0.7,
+    }
+}
+
+fn tangent(rng: &mut Rng, p: &Mlp) -> MlpTangent {
+    let flat: Vec<f64> = (0..MlpTangent::zeros_like(p).to_flat().len())
+        .map(|_| rng.normal())
+        .collect();
+    MlpTangent::from_flat(p, &flat)
+}
+
+#[test]
+fn struct_parameter_in_both_modes() {
+    let mut r = rng("struct_parameter_in_both_modes");
+    let x = Array2::from_shape_fn((5, 3), |_| r.normal());
+    let y = Array2::from_shape_fn((5, 2), |_| r.normal());
+    for act in [0, 1] {
+        let p = mlp(&mut r, act);
+        let dp = tangent(&mut r, &p);
+        let dx = Array2::from_shape_fn((5, 3), |_| r.normal());
+        let dy = Array2::from_shape_fn((5, 2), |_| r.normal());
+        // Primal bit-identical.
+        let f = mlp_loss(&p, &x, &y);
+        let (fj, t) = mlp_loss_jvp(&p, &x, &y, &dp, &dx, &dy);
+        let (fv, (gp, gx, gy)) = mlp_loss_vjp(&p, &x, &y, 1.0);
+        assert_eq!(f.to_bits(), fj.to_bits());
+        assert_eq!(f.to_bits(), fv.to_bits());
+        // <ct, J d> = <J^T ct, d>.
+        let rhs = gp.dot(&dp) + (&gx * &dx).sum() + (&gy * &dy).sum();
+        assert_close(t, rhs, 1e-10);
+        // Central finite differences along (dp, dx, dy).
+        let h = 1e-6;
+        let shifted = |s: f64| {
+            let q = Mlp {
+                w1: &p.w1 + &(&dp.w1 * s),
+                b1: &p.b1 + &(&dp.b1 * s),
+                w2: &p.w2 + &(&dp.w2 * s),
+                b2: &p.b2 + &(&dp.b2 * s),
+                act: p.act,
+                scale: p.scale + dp.scale * s,
+            };
+            mlp_loss(&q, &(&x + &(&dx * s)), &(&y + &(&dy * s)))
+        };
+        let fd = (shifted(h) - shifted(-h)) / (2.0 * h);
+        assert_close(t, fd, 1e-6);
+        // The tangent of `scale` is the loss without it.
+        assert_close(gp.scale, f / p.scale, 1e-12);
+    }
+}
+
+/// `wrt(p)`: only the struct; a struct by value; a nested struct; a `Vec`
+/// and a tuple field.
+#[derive(Differentiable, Clone, Debug)]
+pub struct Layer {
+    pub w: Array1<f64>,
+    pub shift: (f64, f64),
+}
+
+#[derive(Differentiable, Clone, Debug)]
+pub struct Model {
+    pub first: Layer,
+    pub coeffs: Vec<f64>,
+    #[linad(constant)]
+    pub order: usize,
+    #[linad(constant)]
+    pub damping: f64,
+}
+
+#[differentiable(wrt(m))]
+fn model_value(m: Model, x: &Array1<f64>) -> f64 {
+    let mut s = m.first.shift.0 * m.damping;
+    for k in 0..m.order {
+        s += m.coeffs[k] * x.dot(&m.first.w).powi(k as i32);
+    }
+    s + m.first.shift.1.sin()
+}
+
+#[test]
+fn nested_by_value_and_wrt() {
+    let m = Model {
+        first: Layer {
+            w: Array1::from(vec![0.3, -0.2, 0.5]),
+            shift: (0.4, 1.1),
+        },
+        coeffs: vec![1.0, -0.5, 0.25],
+        order: 3,
+        damping: 0.9,
+    };
+    let x = Array1::from(vec![1.0, 2.0, -1.0]);
+    let dm = ModelTangent {
+        first: LayerTangent {
+            w: Array1::from(vec![0.1, 0.2, -0.3]),
+            shift: (0.5, -0.7),
+        },
+        coeffs: vec![0.3, 0.1, -0.2],
+    };
+    let (f, t) = model_value_jvp(m.clone(), &x, &dm);
+    assert_eq!(f.to_bits(), model_value(m.clone(), &x).to_bits());
+    let (fv, g) = model_value_vjp(m.clone(), &x, 1.0);
+    assert_eq!(f.to_bits(), fv.to_bits());
+    assert_close(t, g.dot(&dm), 1e-12);
+    // d/d shift.0 = damping (a constant field: no tangent of its own).
+    assert_close(g.first.shift.0, 0.9, 1e-15);
+    let h = 1e-6;
+    let at = |s: f64| {
+        let mut q = m.clone();
+        q.first.w = &m.first.w + &(&dm.first.w * s);
+        q.first.shift = (
+            m.first.shift.0 + s * dm.first.shift.0,
+            m.first.shift.1 + s * dm.first.shift.1,
+        );
+        q.coeffs = m
+            .coeffs
+            .iter()
+            .zip(&dm.coeffs)
+            .map(|(a, b)| a + s * b)
+            .collect();
+        model_value(q, &x)
+    };
+    assert_close(t, (at(h) - at(-h)) / (2.0 * h), 1e-7);
+    // Linearize and pullback agree with jvp and vjp.
+    let (fl, lin) = model_value_linearize(m.clone(), &x);
+    assert_eq!(fl.to_bits(), f.to_bits());
+    assert_eq!(lin(&dm).to_bits(), t.to_bits());
+    let (_, pb) = model_value_pullback(m.clone(), &x);
+    assert_eq!(pb(1.0), g);
+}
+
+#[test]
+fn tangent_algebra_and_flat_round_trip() {
+    let mut r = rng("tangent_algebra_and_flat_round_trip");
+    let p = mlp(&mut r, 0);
+    let a = tangent(&mut r, &p);
+    let b = tangent(&mut r, &p);
+    let sum = a.clone() + b.clone();
+    assert_close(
+        sum.dot(&sum),
+        a.dot(&a) + 2.0 * a.dot(&b) + b.dot(&b),
+        1e-12,
+    );
+    let diff = (a.clone() - b.clone()) * 2.0;
+    assert_close(diff.w1[[1, 2]], 2.0 * (a.w1[[1, 2]] - b.w1[[1, 2]]), 1e-15);
+    let flat = a.to_flat();
+    assert_eq!(flat.len(), 12 + 4 + 8 + 2 + 1);
+    assert_eq!(MlpTangent::from_flat(&p, &flat), a);
+    assert_eq!(MlpTangent::zeros_like(&p).dot(&a), 0.0);
+}
+
+#[test]
+#[should_panic(expected = "tangent `d_p.w1` has shape [3, 4], expected [4, 3]")]
+fn tangent_of_wrong_shape_names_the_field() {
+    let mut r = rng("tangent_of_wrong_shape_names_the_field");
+    let p = mlp(&mut r, 0);
+    let mut dp = MlpTangent::zeros_like(&p);
+    dp.w1 = Array2::zeros((3, 4));
+    let x = Array2::zeros((2, 3));
+    let y = Array2::zeros((2, 2));
+    let _ = mlp_loss_jvp(&p, &x, &y, &dp, &x, &y);
+}
