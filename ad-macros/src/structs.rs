@@ -293,8 +293,12 @@ fn expand_flat(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::
         errors: vec![],
     };
     shadow.visit_block(&func.block);
-    errors.extend(rw.errors);
-    errors.extend(shadow.errors);
+    // A shadowed name explains the rewrite's errors about it.
+    errors.extend(if shadow.errors.is_empty() {
+        rw.errors
+    } else {
+        shadow.errors
+    });
     // The flat wrt list: the user's, struct parameters expanded to their
     // differentiable fields.
     let wrt_user = args.wrt_idents().map_err(|e| vec![e])?;

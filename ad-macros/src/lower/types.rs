@@ -342,9 +342,16 @@ pub fn show(t: &impl quote::ToTokens) -> String {
 pub fn classify(ty: &syn::Type) -> Result<TyDesc, syn::Error> {
     let shown = show(ty);
     let unsupported = || {
+        // A plain name may be a struct of parameters.
+        let named = matches!(ty, syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.arguments.is_empty()));
+        let hint = if named {
+            "; a struct of parameters must derive `linad::Differentiable` in this crate"
+        } else {
+            ""
+        };
         syn::Error::new(
             ty.span(),
-            format!("unsupported type `{shown}`: {SUPPORTED_TYPES}"),
+            format!("unsupported type `{shown}`: {SUPPORTED_TYPES}{hint}"),
         )
     };
     match ty {

@@ -1,0 +1,13 @@
+use linad::differentiable;
+
+#[derive(linad::Differentiable, Clone)]
+pub struct Params {
+    pub c: f64,
+}
+
+#[differentiable]
+fn f(p: &Params, x: f64) -> f64 {
+    p.d * x
+}
+
+fn main() {}
