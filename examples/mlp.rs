@@ -1,5 +1,7 @@
 //! A two-layer perceptron trained by gradient descent on three Gaussian
-//! blobs in the plane, its gradient from linad's reverse mode. The model is
+//! blobs in the plane, its gradient from linad's reverse mode. The
+//! parameters are one struct deriving `linad::Differentiable`; its gradient
+//! is a `ParamsTangent`, and an SGD step is `p - g * rate`. The model is
 //! written the NumPy way: `x.dot(w1) + b1` (a bias row broadcast over the
 //! batch), `mapv(f64::tanh)`, a numerically stable log-softmax with
 //! `fold_axis` and `insert_axis` (`keepdims`), and the mean cross-entropy.
@@ -9,22 +11,24 @@
 //! It prints the loss going down and the final training accuracy, and
 //! checks the gradient once against central finite differences.
 
-use linad::differentiable;
 use linad::ndarray::{Array1, Array2, Axis};
+use linad::{differentiable, Differentiable, Tangent};
+
+/// The perceptron's parameters.
+#[derive(Differentiable, Clone, Debug)]
+pub struct Params {
+    pub w1: Array2<f64>,
+    pub b1: Array1<f64>,
+    pub w2: Array2<f64>,
+    pub b2: Array1<f64>,
+}
 
 /// Mean cross-entropy of a `tanh` hidden layer and a softmax output layer;
 /// `y` holds one-hot labels.
-#[differentiable(wrt(w1, b1, w2, b2))]
-fn loss(
-    w1: &Array2<f64>,
-    b1: &Array1<f64>,
-    w2: &Array2<f64>,
-    b2: &Array1<f64>,
-    x: &Array2<f64>,
-    y: &Array2<f64>,
-) -> f64 {
-    let h = (x.dot(w1) + b1).mapv(f64::tanh);
-    let z = h.dot(w2) + b2;
+#[differentiable(wrt(p))]
+fn loss(p: &Params, x: &Array2<f64>, y: &Array2<f64>) -> f64 {
+    let h = (x.dot(&p.w1) + &p.b1).mapv(f64::tanh);
+    let z = h.dot(&p.w2) + &p.b2;
     // log-softmax, shifted by the row maxima (`keepdims` via `insert_axis`)
     let m = row_max(&z);
     let shifted = &z - &m.insert_axis(Axis(1));
@@ -76,6 +80,16 @@ fn blobs(n: usize, rng: &mut Lcg) -> (Array2<f64>, Array2<f64>, Vec<usize>) {
     (x, y, labels)
 }
 
+/// `p + step`: a parameter update from a tangent (every field).
+fn sgd_step(p: &Params, step: ParamsTangent) -> Params {
+    Params {
+        w1: &p.w1 + &step.w1,
+        b1: &p.b1 + &step.b1,
+        w2: &p.w2 + &step.w2,
+        b2: &p.b2 + &step.b2,
+    }
+}
+
 /// Training accuracy: the share of points whose largest output is their class.
 fn accuracy(p: &Params, x: &Array2<f64>, labels: &[usize]) -> f64 {
     let z = (x.dot(&p.w1) + &p.b1).mapv(f64::tanh).dot(&p.w2) + &p.b2;
@@ -90,13 +104,6 @@ fn accuracy(p: &Params, x: &Array2<f64>, labels: &[usize]) -> f64 {
     hits as f64 / labels.len() as f64
 }
 
-struct Params {
-    w1: Array2<f64>,
-    b1: Array1<f64>,
-    w2: Array2<f64>,
-    b2: Array1<f64>,
-}
-
 fn main() {
     let mut rng = Lcg(7);
     let (x, y, labels) = blobs(100, &mut rng);
@@ -109,32 +116,32 @@ fn main() {
     };
 
     // The gradient once against central finite differences (one weight).
-    let (_, (g1, _, _, _)) = loss_vjp(&p.w1, &p.b1, &p.w2, &p.b2, &x, &y, 1.0);
+    let (_, g) = loss_vjp(&p, &x, &y, 1.0);
     let h = 1e-6;
-    let mut wp = p.w1.clone();
-    wp[[1, 3]] += h;
-    let mut wm = p.w1.clone();
-    wm[[1, 3]] -= h;
-    let fd = (loss(&wp, &p.b1, &p.w2, &p.b2, &x, &y) - loss(&wm, &p.b1, &p.w2, &p.b2, &x, &y))
-        / (2.0 * h);
+    let (mut pp, mut pm) = (p.clone(), p.clone());
+    pp.w1[[1, 3]] += h;
+    pm.w1[[1, 3]] -= h;
+    let fd = (loss(&pp, &x, &y) - loss(&pm, &x, &y)) / (2.0 * h);
     println!(
         "d loss / d w1[1, 3]: reverse mode {:.9}, finite differences {fd:.9}",
-        g1[[1, 3]]
+        g.w1[[1, 3]]
     );
-    assert!((g1[[1, 3]] - fd).abs() < 1e-6 * (1.0 + fd.abs()));
+    assert!((g.w1[[1, 3]] - fd).abs() < 1e-6 * (1.0 + fd.abs()));
+    println!(
+        "{} parameters, gradient norm {:.4}",
+        g.to_flat().len(),
+        g.dot(&g).sqrt()
+    );
 
     let rate = 0.5;
-    let start = loss(&p.w1, &p.b1, &p.w2, &p.b2, &x, &y);
+    let start = loss(&p, &x, &y);
     let mut last = start;
     for epoch in 0..=400 {
-        let (l, (g1, gb1, g2, gb2)) = loss_vjp(&p.w1, &p.b1, &p.w2, &p.b2, &x, &y, 1.0);
+        let (l, g) = loss_vjp(&p, &x, &y, 1.0);
         if epoch % 50 == 0 {
             println!("epoch {epoch:3}: loss {l:.5}");
         }
-        p.w1 = &p.w1 - &(g1 * rate);
-        p.b1 = &p.b1 - &(gb1 * rate);
-        p.w2 = &p.w2 - &(g2 * rate);
-        p.b2 = &p.b2 - &(gb2 * rate);
+        p = sgd_step(&p, g * -rate);
         last = l;
     }
     let acc = accuracy(&p, &x, &labels);
