@@ -527,3 +527,48 @@ fn while_loop_zero_and_many_trips() {
         );
     }
 }
+
+// --- field-less enums ------------------------------------------------------------
+
+/// An activation chosen by an enum parameter (a constant: its
+/// discriminant), matched with a guard and compared with `==`.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum Act {
+    Tanh,
+    Relu,
+    Leaky = 5,
+    Poly,
+}
+
+#[differentiable]
+fn activate(x: f64, act: Act, k: usize) -> f64 {
+    let y = match act {
+        Act::Tanh => x.tanh(),
+        Act::Relu => x.max(0.0),
+        Act::Leaky if k > 1 => x.max(0.01 * x) * k as f64,
+        Act::Leaky => x.max(0.01 * x),
+        Act::Poly => x * x * x,
+    };
+    if act == Act::Poly || act as usize == 5 {
+        y * 2.0
+    } else {
+        y
+    }
+}
+
+#[test]
+fn match_on_a_field_less_enum() {
+    for act in [Act::Tanh, Act::Relu, Act::Leaky, Act::Poly] {
+        for (x, k) in [(0.7, 1usize), (-0.4, 3)] {
+            check_derivatives(
+                &x,
+                |x| activate(*x, act, k),
+                |x, dx| activate_jvp(*x, act, k, *dx),
+                |x, ct| activate_vjp(*x, act, k, *ct),
+            );
+        }
+    }
+    // d/dx of 2 * 3 x (Leaky, k = 3, x > 0).
+    assert_close(activate_vjp(0.5, Act::Leaky, 3, 1.0).1, 6.0, 1e-15);
+    assert_close(activate_vjp(0.5, Act::Poly, 1, 1.0).1, 2.0 * 3.0 * 0.25, 1e-15);
+}

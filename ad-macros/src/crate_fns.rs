@@ -65,6 +65,8 @@ pub struct FileFns {
     foreign: Vec<String>,
     /// Structs deriving `Differentiable`, with their fields.
     structs: Vec<(String, Vec<FieldInfo>)>,
+    /// Enums without fields, with their variants' discriminants.
+    enums: Vec<(String, Vec<(String, i64)>)>,
 }
 
 /// Parsed files by path, with the length and modification time they had.
@@ -80,6 +82,7 @@ thread_local! {
     static MEMO: RefCell<HashMap<String, Option<FnInfo>>> = RefCell::new(HashMap::new());
     static MODULES: RefCell<HashMap<String, bool>> = RefCell::new(HashMap::new());
     static STRUCTS: RefCell<HashMap<String, Option<Vec<FieldInfo>>>> = RefCell::new(HashMap::new());
+    static ENUMS: RefCell<HashMap<String, Option<Vec<(String, i64)>>>> = RefCell::new(HashMap::new());
 }
 
 /// While alive, lookups see the crate around `file` (the expanding item's
@@ -100,6 +103,7 @@ impl Drop for Scope {
         MEMO.with(|m| m.borrow_mut().clear());
         MODULES.with(|m| m.borrow_mut().clear());
         STRUCTS.with(|m| m.borrow_mut().clear());
+        ENUMS.with(|m| m.borrow_mut().clear());
     }
 }
 
@@ -228,16 +232,38 @@ pub fn lookup_struct(name: &str) -> Option<Vec<FieldInfo>> {
 }
 
 fn find_struct(name: &str) -> Option<Vec<FieldInfo>> {
-    let mut guard = CACHE.lock().ok()?;
-    let cache = guard.get_or_insert_with(HashMap::new);
-    let files = files(cache)?;
-    let of = |ff: &FileFns| -> Vec<Vec<FieldInfo>> {
+    find_item(|ff| {
         ff.structs
             .iter()
             .filter(|(n, _)| n == name)
             .map(|(_, f)| f.clone())
             .collect()
-    };
+    })
+}
+
+/// The variants (name, discriminant) of the field-less enum `name` (the
+/// same rules as [`lookup`]).
+pub fn lookup_enum(name: &str) -> Option<Vec<(String, i64)>> {
+    if let Some(known) = ENUMS.with(|m| m.borrow().get(name).cloned()) {
+        return known;
+    }
+    let found = find_item(|ff| {
+        ff.enums
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .collect()
+    });
+    ENUMS.with(|m| m.borrow_mut().insert(name.to_string(), found.clone()));
+    found
+}
+
+/// The one definition `of` finds in the expanding file, else the one all
+/// other files agree on.
+fn find_item<T: Clone + PartialEq>(of: impl Fn(&FileFns) -> Vec<T>) -> Option<T> {
+    let mut guard = CACHE.lock().ok()?;
+    let cache = guard.get_or_insert_with(HashMap::new);
+    let files = files(cache)?;
     let here = of(fns_of(cache, &files[0])?);
     if let [one] = here.as_slice() {
         return Some(one.clone());
@@ -339,6 +365,11 @@ fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
                 ));
             }
             syn::Item::Use(u) => foreign_names(&u.tree, true, &mut out.foreign),
+            syn::Item::Enum(e) => {
+                if let Some(vs) = unit_variants(e) {
+                    out.enums.push((e.ident.to_string(), vs));
+                }
+            }
             syn::Item::Struct(st) if derives_differentiable(&st.attrs) => {
                 if let syn::Fields::Named(f) = &st.fields {
                     let fields = f
@@ -397,6 +428,33 @@ fn foreign_names(t: &syn::UseTree, root: bool, out: &mut Vec<String>) {
         }
         _ => {}
     }
+}
+
+/// The variants and discriminants of an enum without fields (`None` if a
+/// variant has fields or a discriminant is not an integer literal).
+fn unit_variants(e: &syn::ItemEnum) -> Option<Vec<(String, i64)>> {
+    let mut next = 0i64;
+    let mut out = vec![];
+    for v in &e.variants {
+        if !matches!(v.fields, syn::Fields::Unit) {
+            return None;
+        }
+        if let Some((_, d)) = &v.discriminant {
+            next = match d {
+                syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse().ok()?,
+                syn::Expr::Unary(syn::ExprUnary { op: syn::UnOp::Neg(_), expr, .. }) => match &**expr {
+                    syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => {
+                        -i.base10_parse::<i64>().ok()?
+                    }
+                    _ => return None,
+                },
+                _ => return None,
+            };
+        }
+        out.push((v.ident.to_string(), next));
+        next = next.checked_add(1)?;
+    }
+    Some(out)
 }
 
 /// Whether `#[derive(..)]` among `attrs` names `Differentiable`.

@@ -53,6 +53,9 @@ pub enum ParamKind {
     Int(syn::Type),
     /// `bool`: a constant.
     Bool,
+    /// An enum without fields, by value (its discriminant, `x as i64`): a
+    /// constant.
+    Enum(syn::Type),
     /// An integer array (index array): a constant.
     IntArray {
         /// Rank.
@@ -81,6 +84,7 @@ impl ParamKind {
             ParamKind::F64Array { rank, .. } => Ty::f64s(*rank),
             ParamKind::Int(_) => Ty::I64,
             ParamKind::Bool => Ty::BOOL,
+            ParamKind::Enum(_) => Ty::I64,
             ParamKind::IntArray { rank, .. } => Ty::array(Scalar::I64, *rank),
         }
     }

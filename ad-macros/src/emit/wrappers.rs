@@ -97,7 +97,7 @@ pub(super) fn convert_param(id: &Ident, kind: &ParamKind) -> (TokenStream, Repr)
     };
     match kind {
         ParamKind::F64 | ParamKind::F64Tuple(_) | ParamKind::Bool => (quote!(#id), Repr::Val),
-        ParamKind::Int(_) => (quote!(#id as i64), Repr::Val),
+        ParamKind::Int(_) | ParamKind::Enum(_) => (quote!(#id as i64), Repr::Val),
         ParamKind::F64Array { .. } => (view, Repr::View),
         ParamKind::IntArray { elem, .. } => {
             if super::calls::is_int_type(elem) && quote!(#elem).to_string() == "i64" {

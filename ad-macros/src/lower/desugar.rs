@@ -92,6 +92,8 @@ fn pattern_test(p: &syn::Pat, scrut: &syn::Ident) -> Result<syn::Expr, syn::Erro
             Some((_, sub)) => pattern_test(sub, scrut)?,
         },
         syn::Pat::Lit(l) => syn::parse_quote_spanned!(s=> #scrut == #l),
+        // An enum variant (`Mode::Fast`), compared by discriminant.
+        syn::Pat::Path(pp) => syn::parse_quote_spanned!(s=> #scrut == #pp),
         syn::Pat::Paren(pp) => pattern_test(&pp.pat, scrut)?,
         syn::Pat::Or(o) => {
             let mut tests = vec![];
@@ -118,7 +120,7 @@ fn pattern_test(p: &syn::Pat, scrut: &syn::Ident) -> Result<syn::Expr, syn::Erro
         _ => {
             return Err(syn::Error::new(
                 s,
-                "`match` patterns are supported on numbers and `bool`: literals, ranges (`1..=3`), `_`, bindings, `|` and guards; destructure tuples with `let` and compare enums with `if`",
+                "`match` patterns are supported on numbers, `bool` and field-less enums of this crate: literals, ranges (`1..=3`), variants (`Mode::Fast`), `_`, bindings, `|` and guards; destructure tuples with `let`",
             ))
         }
     })

@@ -152,6 +152,15 @@ impl Lowerer<'_> {
         if let Some(v) = constant(&segs) {
             return Some(v);
         }
+        // `Mode::Fast`: a variant of an enum without fields of this crate.
+        if let [.., e, variant] = segs.as_slice() {
+            if let Some(vs) = crate::crate_fns::lookup_enum(e) {
+                return match vs.iter().find(|(n, _)| n == variant) {
+                    Some((_, d)) => Some(Val::Scalar(Atom::I64(*d), Elem::Int(IntTy::I64))),
+                    None => self.fail(p, format!("no variant `{variant}` in the enum `{e}`")),
+                };
+            }
+        }
         if segs.len() == 1 {
             let name = &segs[0];
             if name

@@ -136,6 +136,7 @@ pub fn lower_seeded(
                 _ => Val::Poison,
             },
             ParamKind::Bool => Val::Scalar(Atom::Var(v), Elem::Bool),
+            ParamKind::Enum(_) => Val::Scalar(Atom::Var(v), Elem::Int(types::IntTy::I64)),
             ParamKind::F64Array { rank, .. } => Val::Array(Atom::Var(v), Elem::F64, *rank),
             ParamKind::IntArray { rank, elem, .. } => match classify(elem) {
                 Ok(TyDesc::Scalar(e)) => Val::Array(Atom::Var(v), e, *rank),

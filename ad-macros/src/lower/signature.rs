@@ -124,6 +124,14 @@ fn param(pt: &syn::PatType) -> Result<Param, syn::Error> {
             ))
         }
     };
+    if let Some(kind) = enum_param(&pt.ty)? {
+        return Ok(Param {
+            ident,
+            ty: (*pt.ty).clone(),
+            kind,
+            wrt: false,
+        });
+    }
     let desc = classify(&pt.ty)?;
     let kind = match desc {
         TyDesc::Scalar(Elem::F64) => ParamKind::F64,
@@ -169,6 +177,31 @@ fn param(pt: &syn::PatType) -> Result<Param, syn::Error> {
         p.wrt = p.kind.is_differentiable();
         p
     })
+}
+
+/// A parameter whose type is an enum without fields of this crate (read
+/// from its source): a constant, its discriminant.
+fn enum_param(ty: &syn::Type) -> Result<Option<ParamKind>, syn::Error> {
+    let (inner, by_ref) = match ty {
+        syn::Type::Reference(r) => (&*r.elem, true),
+        t => (t, false),
+    };
+    let syn::Type::Path(p) = inner else {
+        return Ok(None);
+    };
+    let Some(seg) = p.path.segments.last() else {
+        return Ok(None);
+    };
+    if !seg.arguments.is_empty() || crate::crate_fns::lookup_enum(&seg.ident.to_string()).is_none() {
+        return Ok(None);
+    }
+    if by_ref {
+        return Err(err(
+            ty,
+            format!("take the enum `{}` by value (derive `Clone, Copy` on it)", seg.ident),
+        ));
+    }
+    Ok(Some(ParamKind::Enum(inner.clone())))
 }
 
 fn output(ty: &syn::Type) -> Result<Out, syn::Error> {

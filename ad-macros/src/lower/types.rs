@@ -345,7 +345,7 @@ pub fn classify(ty: &syn::Type) -> Result<TyDesc, syn::Error> {
         // A plain name may be a struct of parameters.
         let named = matches!(ty, syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.arguments.is_empty()));
         let hint = if named {
-            "; a struct of parameters must derive `linad::Differentiable` in this crate"
+            "; a struct of parameters must derive `linad::Differentiable` in this crate, and an enum parameter must be an enum of this crate whose variants have no fields"
         } else {
             ""
         };
