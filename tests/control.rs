@@ -570,5 +570,9 @@ fn match_on_a_field_less_enum() {
     }
     // d/dx of 2 * 3 x (Leaky, k = 3, x > 0).
     assert_close(activate_vjp(0.5, Act::Leaky, 3, 1.0).1, 6.0, 1e-15);
-    assert_close(activate_vjp(0.5, Act::Poly, 1, 1.0).1, 2.0 * 3.0 * 0.25, 1e-15);
+    assert_close(
+        activate_vjp(0.5, Act::Poly, 1, 1.0).1,
+        2.0 * 3.0 * 0.25,
+        1e-15,
+    );
 }

@@ -201,3 +201,66 @@ fn tangent_of_wrong_shape_names_the_field() {
     let y = Array2::zeros((2, 2));
     let _ = mlp_loss_jvp(&p, &x, &y, &dp, &x, &y);
 }
+
+/// A layer, a network of two layers, and functions calling each other with
+/// structs: `dense(&net.first, x)`.
+#[derive(Differentiable, Clone, Debug)]
+pub struct Dense {
+    pub w: Array2<f64>,
+    pub b: Array1<f64>,
+}
+
+#[derive(Differentiable, Clone, Debug)]
+pub struct Net {
+    pub first: Dense,
+    pub second: Dense,
+}
+
+#[differentiable]
+fn dense(l: &Dense, x: &Array1<f64>) -> Array1<f64> {
+    (l.w.dot(x) + &l.b).mapv(f64::tanh)
+}
+
+#[differentiable]
+fn net_loss(net: &Net, x: &Array1<f64>) -> f64 {
+    let h = dense(&net.first, x);
+    let o = dense(&net.second, &h);
+    o.dot(&o)
+}
+
+#[test]
+fn calls_between_struct_functions() {
+    let mut r = rng("calls_between_struct_functions");
+    let mut layer = |m: usize, n: usize| Dense {
+        w: Array2::from_shape_fn((m, n), |_| r.normal()),
+        b: Array1::from_shape_fn(m, |_| r.normal()),
+    };
+    let net = Net {
+        first: layer(4, 3),
+        second: layer(2, 4),
+    };
+    let x = Array1::from(vec![0.5, -1.0, 0.25]);
+    let mut r2 = rng("calls_between_struct_functions 2");
+    let flat: Vec<f64> = (0..NetTangent::zeros_like(&net).to_flat().len())
+        .map(|_| r2.normal())
+        .collect();
+    let dn = NetTangent::from_flat(&net, &flat);
+    let dx = Array1::from(vec![0.1, 0.2, -0.3]);
+    let (f, t) = net_loss_jvp(&net, &x, &dn, &dx);
+    assert_eq!(f.to_bits(), net_loss(&net, &x).to_bits());
+    let (_, (gn, gx)) = net_loss_vjp(&net, &x, 1.0);
+    assert_close(t, gn.dot(&dn) + gx.dot(&dx), 1e-12);
+    let h = 1e-6;
+    let at = |s: f64| {
+        let shift = |l: &Dense, d: &DenseTangent| Dense {
+            w: &l.w + &(&d.w * s),
+            b: &l.b + &(&d.b * s),
+        };
+        let n2 = Net {
+            first: shift(&net.first, &dn.first),
+            second: shift(&net.second, &dn.second),
+        };
+        net_loss(&n2, &(&x + &(&dx * s)))
+    };
+    assert_close(t, (at(h) - at(-h)) / (2.0 * h), 1e-7);
+}

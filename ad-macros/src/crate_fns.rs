@@ -39,6 +39,8 @@ pub struct FnInfo {
     pub arity: usize,
     /// The return type as written (tokens as text), `None` for `()`.
     pub ret: Option<String>,
+    /// The parameter types as written (tokens as text).
+    pub params: Vec<String>,
 }
 
 /// A field of a struct deriving `Differentiable`, as its source tells.
@@ -187,6 +189,22 @@ fn find_module(name: &str) -> bool {
 pub fn lookup(name: &str) -> Option<FnInfo> {
     if let Some(known) = MEMO.with(|m| m.borrow().get(name).cloned()) {
         return known;
+    }
+    // The flat function `structs` makes of a function with struct
+    // parameters: the function's own answer, each struct parameter counted
+    // as its leaf fields.
+    if let Some(user) = name.strip_prefix(crate::structs::FLAT_PREFIX) {
+        let found = lookup(user).and_then(|mut info| {
+            let mut params = vec![];
+            for t in &info.params {
+                params.extend(crate::structs::flat_param_types(t)?);
+            }
+            info.arity = params.len();
+            info.params = params;
+            Some(info)
+        });
+        MEMO.with(|m| m.borrow_mut().insert(name.to_string(), found.clone()));
+        return found;
     }
     let found = find(name);
     MEMO.with(|m| m.borrow_mut().insert(name.to_string(), found.clone()));
@@ -361,6 +379,17 @@ fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
                         differentiable,
                         arity: f.sig.inputs.len(),
                         ret,
+                        params: f
+                            .sig
+                            .inputs
+                            .iter()
+                            .map(|a| match a {
+                                syn::FnArg::Typed(pt) => {
+                                    quote::ToTokens::to_token_stream(&pt.ty).to_string()
+                                }
+                                syn::FnArg::Receiver(_) => "self".to_string(),
+                            })
+                            .collect(),
                     },
                 ));
             }
@@ -441,11 +470,19 @@ fn unit_variants(e: &syn::ItemEnum) -> Option<Vec<(String, i64)>> {
         }
         if let Some((_, d)) = &v.discriminant {
             next = match d {
-                syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse().ok()?,
-                syn::Expr::Unary(syn::ExprUnary { op: syn::UnOp::Neg(_), expr, .. }) => match &**expr {
-                    syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => {
-                        -i.base10_parse::<i64>().ok()?
-                    }
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Int(i),
+                    ..
+                }) => i.base10_parse().ok()?,
+                syn::Expr::Unary(syn::ExprUnary {
+                    op: syn::UnOp::Neg(_),
+                    expr,
+                    ..
+                }) => match &**expr {
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Int(i),
+                        ..
+                    }) => -i.base10_parse::<i64>().ok()?,
                     _ => return None,
                 },
                 _ => return None,

@@ -39,6 +39,31 @@ use syn::visit_mut::VisitMut;
 /// How deep structs may nest in one another.
 const MAX_NESTING: usize = 8;
 
+/// The name of the flat function of `f` is this prefix then `f`.
+pub const FLAT_PREFIX: &str = "__linad_flat_";
+
+/// The flat parameter types a parameter of type `ty` (as written, tokens as
+/// text) becomes: itself, or the leaf types of a struct of this crate
+/// (`None` if a struct's fields cannot be read).
+pub fn flat_param_types(ty: &str) -> Option<Vec<String>> {
+    let t: syn::Type = syn::parse_str(ty).ok()?;
+    let Some((name, _, st)) = struct_name(&t) else {
+        return Some(vec![ty.to_string()]);
+    };
+    if crate_fns::lookup_struct(&name).is_none() {
+        return Some(vec![ty.to_string()]);
+    }
+    let mut leaves = vec![];
+    let p = format_ident!("p");
+    flatten(&p, st, &[], &mut leaves, Span::call_site()).ok()?;
+    Some(
+        leaves
+            .iter()
+            .map(|l| l.flat_ty.to_token_stream().to_string())
+            .collect(),
+    )
+}
+
 /// A struct's fields as a tree down to the leaves the flat function takes.
 enum Node {
     /// The flat parameter with this index among the struct's leaves.
@@ -257,7 +282,8 @@ fn expand_flat(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::
     // The flat function: leaves as parameters, field reads replaced.
     let mut flat = func.clone();
     flat.attrs.retain(|a| a.path().is_ident("allow"));
-    flat.vis = syn::Visibility::Inherited;
+    // Callers elsewhere (struct-taking differentiable functions) call it.
+    flat.attrs.push(syn::parse_quote!(#[doc(hidden)]));
     flat.sig.ident = format_ident!(
         "__linad_flat_{}",
         syn::ext::IdentExt::unraw(&func.sig.ident)
@@ -427,8 +453,86 @@ fn field_chain(e: &syn::Expr) -> Option<(syn::Ident, Vec<syn::Ident>)> {
     }
 }
 
+impl Rewrite<'_> {
+    /// `g(&p.inner, x)` where `g` is a `#[differentiable]` function of the
+    /// crate taking a struct there: `__linad_flat_g(p__inner__w, .., x)`.
+    /// `false` when the call passes no struct (left to the caller).
+    fn struct_call(&mut self, c: &mut syn::ExprCall) -> bool {
+        let syn::Expr::Path(fp) = &mut *c.func else {
+            return false;
+        };
+        let Some(last) = fp.path.segments.last() else {
+            return false;
+        };
+        let Some(info) = crate_fns::lookup(&last.ident.to_string()) else {
+            return false;
+        };
+        let is_struct = |t: &str| {
+            syn::parse_str::<syn::Type>(t)
+                .ok()
+                .and_then(|t| struct_name(&t).map(|(n, _, _)| n))
+                .is_some_and(|n| crate_fns::lookup_struct(&n).is_some())
+        };
+        if !info.differentiable
+            || info.params.len() != c.args.len()
+            || !info.params.iter().any(|t| is_struct(t))
+        {
+            return false;
+        }
+        let mut args = syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::new();
+        for (a, t) in c.args.iter().zip(&info.params) {
+            if !is_struct(t) {
+                let mut a = a.clone();
+                self.visit_expr_mut(&mut a);
+                args.push(a);
+                continue;
+            }
+            let inner = match a {
+                syn::Expr::Reference(r) => &*r.expr,
+                a => a,
+            };
+            let found = field_chain(inner).and_then(|(root, chain)| {
+                let (_, leaves) = self.param(&root)?;
+                let sub: Vec<&Leaf> = leaves
+                    .iter()
+                    .filter(|l| l.chain.starts_with(&chain))
+                    .collect();
+                (!sub.is_empty() && !sub.iter().any(|l| l.chain == chain)).then_some(sub)
+            });
+            match found {
+                Some(sub) => {
+                    let span = a.span();
+                    for l in sub {
+                        let flat = syn::Ident::new(&l.flat.to_string(), span);
+                        args.push(syn::parse_quote_spanned!(span=> #flat));
+                    }
+                }
+                None => self.errors.push(syn::Error::new(
+                    a.span(),
+                    format!("`{}` takes a struct here: pass a struct parameter or one of its struct fields (`&p` or `&p.layer`)", last.ident),
+                )),
+            }
+        }
+        let flat = format_ident!(
+            "{FLAT_PREFIX}{}",
+            syn::ext::IdentExt::unraw(&last.ident),
+            span = last.ident.span()
+        );
+        if let Some(seg) = fp.path.segments.last_mut() {
+            seg.ident = flat;
+        }
+        c.args = args;
+        true
+    }
+}
+
 impl VisitMut for Rewrite<'_> {
     fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+        if let syn::Expr::Call(c) = e {
+            if self.struct_call(c) {
+                return;
+            }
+        }
         // `&p.w` of a leaf passed by reference is that reference.
         if let syn::Expr::Reference(r) = e {
             if r.mutability.is_none() {

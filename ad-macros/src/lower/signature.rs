@@ -192,13 +192,17 @@ fn enum_param(ty: &syn::Type) -> Result<Option<ParamKind>, syn::Error> {
     let Some(seg) = p.path.segments.last() else {
         return Ok(None);
     };
-    if !seg.arguments.is_empty() || crate::crate_fns::lookup_enum(&seg.ident.to_string()).is_none() {
+    if !seg.arguments.is_empty() || crate::crate_fns::lookup_enum(&seg.ident.to_string()).is_none()
+    {
         return Ok(None);
     }
     if by_ref {
         return Err(err(
             ty,
-            format!("take the enum `{}` by value (derive `Clone, Copy` on it)", seg.ident),
+            format!(
+                "take the enum `{}` by value (derive `Clone, Copy` on it)",
+                seg.ident
+            ),
         ));
     }
     Ok(Some(ParamKind::Enum(inner.clone())))
