@@ -68,8 +68,11 @@ pub struct FileFns {
     /// Structs deriving `Differentiable`, with their fields.
     structs: Vec<(String, Vec<FieldInfo>)>,
     /// Enums without fields, with their variants' discriminants.
-    enums: Vec<(String, Vec<(String, i64)>)>,
+    enums: Vec<(String, Variants)>,
 }
+
+/// The variants of a field-less enum: names and discriminants.
+pub type Variants = Vec<(String, i64)>;
 
 /// Parsed files by path, with the length and modification time they had.
 type Cache = HashMap<PathBuf, (u64, Option<SystemTime>, FileFns)>;
@@ -84,7 +87,7 @@ thread_local! {
     static MEMO: RefCell<HashMap<String, Option<FnInfo>>> = RefCell::new(HashMap::new());
     static MODULES: RefCell<HashMap<String, bool>> = RefCell::new(HashMap::new());
     static STRUCTS: RefCell<HashMap<String, Option<Vec<FieldInfo>>>> = RefCell::new(HashMap::new());
-    static ENUMS: RefCell<HashMap<String, Option<Vec<(String, i64)>>>> = RefCell::new(HashMap::new());
+    static ENUMS: RefCell<HashMap<String, Option<Variants>>> = RefCell::new(HashMap::new());
 }
 
 /// While alive, lookups see the crate around `file` (the expanding item's
@@ -261,7 +264,7 @@ fn find_struct(name: &str) -> Option<Vec<FieldInfo>> {
 
 /// The variants (name, discriminant) of the field-less enum `name` (the
 /// same rules as [`lookup`]).
-pub fn lookup_enum(name: &str) -> Option<Vec<(String, i64)>> {
+pub fn lookup_enum(name: &str) -> Option<Variants> {
     if let Some(known) = ENUMS.with(|m| m.borrow().get(name).cloned()) {
         return known;
     }
@@ -461,7 +464,7 @@ fn foreign_names(t: &syn::UseTree, root: bool, out: &mut Vec<String>) {
 
 /// The variants and discriminants of an enum without fields (`None` if a
 /// variant has fields or a discriminant is not an integer literal).
-fn unit_variants(e: &syn::ItemEnum) -> Option<Vec<(String, i64)>> {
+fn unit_variants(e: &syn::ItemEnum) -> Option<Variants> {
     let mut next = 0i64;
     let mut out = vec![];
     for v in &e.variants {
