@@ -112,7 +112,7 @@ fn derivatives(
 fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<syn::Error>> {
     depth::tokens(&attr).map_err(|e| vec![e])?;
     depth::tokens(&item).map_err(|e| vec![e])?;
-    let args = Args::parse(attr)?;
+    let args = Args::parse(attr.clone())?;
     let func: syn::ItemFn = syn::parse2(item.clone()).map_err(|e| {
         vec![syn::Error::new(
             e.span(),
@@ -123,6 +123,9 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
     #[cfg(test)]
     if func.sig.ident == "__linad_test_panic" {
         panic!("test panic");
+    }
+    if let Some(r) = crate::f32s::expand(&args, &attr, &func) {
+        return r;
     }
     if let Some(r) = crate::structs::expand(&args, &func) {
         return r;

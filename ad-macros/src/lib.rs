@@ -14,6 +14,7 @@ mod depth;
 mod derive;
 mod emit;
 mod expand;
+mod f32s;
 mod fallback;
 mod linear;
 mod lower;

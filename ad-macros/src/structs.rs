@@ -190,7 +190,7 @@ fn flatten(
                 if kind == FieldKind::Leaf && text.contains("f32") {
                     return Err(syn::Error::new(
                         span,
-                        format!("field `{name}::{}` is `f32`: #[differentiable] functions do not take `f32` yet", f.name),
+                        format!("field `{name}::{}` is `f32`: struct fields of `f32` are not supported yet (`f32` parameters are)", f.name),
                     ));
                 }
                 let h = struct_name_or_head(&ty);

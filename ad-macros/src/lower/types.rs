@@ -431,7 +431,7 @@ pub fn classify(ty: &syn::Type) -> Result<TyDesc, syn::Error> {
             if name == "f32" {
                 return Err(syn::Error::new(
                     ty.span(),
-                    "`f32` is not supported: #[differentiable] functions compute in `f64`",
+                    "`f32` is not supported here: `#[differentiable]` functions take `f32` (differentiated in `f64`), `#[linear]` and `#[custom_jvp]` functions and struct fields do not yet",
                 ));
             }
             if name == "Vec" {

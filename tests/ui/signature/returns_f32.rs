@@ -1,8 +1,0 @@
-use linad::differentiable;
-
-#[differentiable]
-fn f(x: f64) -> f32 {
-    x as f32
-}
-
-fn main() {}
