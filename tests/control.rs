@@ -576,3 +576,56 @@ fn match_on_a_field_less_enum() {
         1e-15,
     );
 }
+
+/// `while` and `loop` nested in `for`, in each other and in a
+/// `from_shape_fn` closure; a `while` whose state is a local array.
+#[differentiable]
+fn nested_whiles(v: &Array1<f64>, x: f64) -> (f64, Array1<f64>) {
+    let mut total = 0.0;
+    for i in 0..v.len() {
+        let mut y = v[i] * x;
+        let mut k = 0;
+        while y.abs() > 0.5 && k < 30 {
+            y *= 0.6;
+            let mut j = 0;
+            loop {
+                y += 0.01 * x;
+                j += 1;
+                if j >= 2 {
+                    break;
+                }
+            }
+            k += 1;
+        }
+        total += y;
+    }
+    let w = Array1::from_shape_fn(v.len(), |i| {
+        let mut z = v[i];
+        let mut n = 0;
+        while z < x * 4.0 && n < 10 {
+            z = z * 1.5 + x;
+            n += 1;
+        }
+        z
+    });
+    let mut a = Array1::zeros(3);
+    let mut t = 0;
+    while t < 3 {
+        a[t] = total * (t as f64 + 1.0) + w.sum();
+        t += 1;
+    }
+    (total, a)
+}
+
+#[test]
+fn whiles_nested_in_loops_and_closures() {
+    let v = Array1::from(vec![1.3, -2.2, 0.4, 5.0]);
+    for x in [0.9, 0.45, 1.7] {
+        check_derivatives(
+            &(v.clone(), x),
+            |(v, x)| nested_whiles(v, *x),
+            |(v, x), (dv, dx)| nested_whiles_jvp(v, *x, dv, *dx),
+            |(v, x), ct| nested_whiles_vjp(v, *x, (ct.0, &ct.1)),
+        );
+    }
+}
