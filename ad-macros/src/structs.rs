@@ -104,8 +104,8 @@ enum UserParam {
     },
 }
 
-/// Type names that are never structs of the crate.
-const KNOWN: [&str; 24] = [
+/// Type names that are never structs or enums of the crate.
+pub(crate) const KNOWN: [&str; 24] = [
     "f64",
     "f32",
     "usize",
