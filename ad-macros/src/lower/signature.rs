@@ -192,7 +192,10 @@ fn enum_param(ty: &syn::Type) -> Result<Option<ParamKind>, syn::Error> {
     let Some(seg) = p.path.segments.last() else {
         return Ok(None);
     };
-    if !seg.arguments.is_empty() || crate::crate_fns::lookup_enum(&seg.ident.to_string()).is_none()
+    let name = seg.ident.to_string();
+    if !seg.arguments.is_empty()
+        || crate::structs::KNOWN.contains(&name.as_str())
+        || crate::crate_fns::lookup_enum(&name).is_none()
     {
         return Ok(None);
     }
