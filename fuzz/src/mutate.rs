@@ -52,7 +52,7 @@ pub const KINDS: [&str; 28] = [
     "closure_value",
     "early_return",
     "unknown_method",
-    "cast_f32",
+    "cast_char",
     "shift",
     "unsafe_block",
     "mut_ref_param",
@@ -133,7 +133,8 @@ pub fn mutate(p: &Program, kind: &'static str, rng: &mut Rng, depth: usize) -> M
             )));
         }
         "unknown_method" => insert_raw(&mut f, rng, format!("let bad = {x}.cbrt();")),
-        "cast_f32" => insert_raw(&mut f, rng, format!("let bad = {x} as f32;")),
+        // `f32` is supported (through an `f64` shadow); `char` is not.
+        "cast_char" => insert_raw(&mut f, rng, format!("let bad = ({x} as u8) as char;")),
         "shift" => insert_raw(&mut f, rng, "let bad = 3usize << 2;".into()),
         "unsafe_block" => insert_raw(&mut f, rng, format!("let bad = unsafe {{ {x} }};")),
         "mut_ref_param" => f.extra_params.push("bad: &mut f64".into()),
