@@ -98,3 +98,35 @@ fn casts_views_vecs_tuples_and_array_outputs() {
     let _: Array2<f64> = gm;
     let _: Vec<f32> = gc;
 }
+
+/// An `f32` function called from an `f64` one and from another `f32` one.
+#[differentiable]
+fn soft32(x: f32) -> f32 {
+    (1.0 + x.exp()).ln()
+}
+
+#[differentiable]
+fn uses_soft32(x: f32, y: f32) -> f32 {
+    soft32(x) * y + soft32(y)
+}
+
+#[differentiable]
+fn inner_f32(x: f64) -> f64 {
+    let h = (x as f32) * 2.0f32;
+    (h as f64).sin() * x
+}
+
+#[test]
+fn calls_between_f32_functions() {
+    let (x, y) = (0.4f32, -1.2f32);
+    let (v, (gx, gy)) = uses_soft32_vjp(x, y, 1.0);
+    assert_eq!(v.to_bits(), uses_soft32(x, y).to_bits());
+    let sig = |t: f64| 1.0 / (1.0 + (-t).exp());
+    let s = |t: f64| (1.0 + t.exp()).ln();
+    assert!(((gx as f64) - sig(x as f64) * y as f64).abs() < 1e-6);
+    assert!(((gy as f64) - (s(x as f64) + sig(y as f64))).abs() < 1e-6);
+    let (w, dw) = inner_f32_jvp(0.3, 1.0);
+    assert_eq!(w.to_bits(), inner_f32(0.3).to_bits());
+    // d/dx sin(2x) x = 2 cos(2x) x + sin(2x) (the cast read as exact)
+    assert!((dw - (2.0 * (0.6f64).cos() * 0.3 + (0.6f64).sin())).abs() < 1e-6);
+}

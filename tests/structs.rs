@@ -264,3 +264,38 @@ fn calls_between_struct_functions() {
     };
     assert_close(t, (at(h) - at(-h)) / (2.0 * h), 1e-7);
 }
+
+/// Fields read inside a macro (`array![..]`) and a `#[cfg]`-gated function.
+#[derive(Differentiable, Clone, Debug)]
+pub struct Pair {
+    pub a: f64,
+    pub b: f64,
+    pub v: Array1<f64>,
+}
+
+#[cfg(all())]
+#[differentiable]
+fn pair_value(p: &Pair, x: f64) -> f64 {
+    let w = linad::ndarray::array![p.a * x, p.b, p.a * p.b];
+    w.dot(&w) + p.v.sum() * x
+}
+
+#[test]
+fn fields_in_macros_and_gated_functions() {
+    let p = Pair {
+        a: 0.5,
+        b: -1.5,
+        v: Array1::from(vec![1.0, 2.0]),
+    };
+    let dp = PairTangent {
+        a: 0.3,
+        b: 0.7,
+        v: Array1::from(vec![-0.2, 0.4]),
+    };
+    let (f, t) = pair_value_jvp(&p, 1.25, &dp, 0.5);
+    assert_eq!(f.to_bits(), pair_value(&p, 1.25).to_bits());
+    let (_, (g, gx)) = pair_value_vjp(&p, 1.25, 1.0);
+    assert_close(t, g.dot(&dp) + gx * 0.5, 1e-12);
+    // d/da (a x)^2 + (a b)^2 = 2 a x^2 + 2 a b^2
+    assert_close(g.a, 2.0 * 0.5 * 1.25 * 1.25 + 2.0 * 0.5 * 2.25, 1e-12);
+}

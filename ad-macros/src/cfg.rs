@@ -294,7 +294,7 @@ impl VisitMut for Strip<'_> {
 
 /// The predicates of the function's own `#[cfg]` attributes, as one
 /// condition (`None`: none).
-fn own_cond(func: &syn::ItemFn) -> Option<TokenStream> {
+pub(crate) fn own_cond(func: &syn::ItemFn) -> Option<TokenStream> {
     let conds: Vec<TokenStream> = func
         .attrs
         .iter()

@@ -41,6 +41,8 @@ pub struct FnInfo {
     pub ret: Option<String>,
     /// The parameter types as written (tokens as text).
     pub params: Vec<String>,
+    /// Mentions `f32` (its companions then come from an `f64` shadow).
+    pub uses_f32: bool,
 }
 
 /// A field of a struct deriving `Differentiable`, as its source tells.
@@ -205,6 +207,18 @@ pub fn lookup(name: &str) -> Option<FnInfo> {
             info.arity = params.len();
             info.params = params;
             Some(info)
+        });
+        MEMO.with(|m| m.borrow_mut().insert(name.to_string(), found.clone()));
+        return found;
+    }
+    // The `f64` shadow `f32s` makes of a function mentioning `f32`.
+    if let Some(user) = name.strip_prefix(crate::f32s::SHADOW_PREFIX) {
+        let found = lookup(user).map(|mut info| {
+            let f64s = |t: &String| t.replace("f32", "f64");
+            info.params = info.params.iter().map(f64s).collect();
+            info.ret = info.ret.as_ref().map(f64s);
+            info.uses_f32 = false;
+            info
         });
         MEMO.with(|m| m.borrow_mut().insert(name.to_string(), found.clone()));
         return found;
@@ -393,6 +407,7 @@ fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
                                 syn::FnArg::Receiver(_) => "self".to_string(),
                             })
                             .collect(),
+                        uses_f32: crate::f32s::mentions_f32(quote::ToTokens::to_token_stream(f)),
                     },
                 ));
             }

@@ -195,6 +195,9 @@ fn companions_of(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn
 
 /// The companions (and the dump function) of one variant of the function.
 fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
+    let mut shadowed = func.clone();
+    crate::f32s::call_shadows(&mut shadowed);
+    let func = &shadowed;
     let wrt = args.wrt_idents().map_err(|e| vec![e])?;
     let sig = lower::signature(func, wrt.as_deref())?;
     let lowered = lower::lower(func, &sig)?;

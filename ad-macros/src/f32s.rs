@@ -62,7 +62,7 @@ pub fn to_f64(tokens: TokenStream) -> TokenStream {
 }
 
 /// Whether tokens mention `f32`.
-fn mentions_f32(tokens: TokenStream) -> bool {
+pub fn mentions_f32(tokens: TokenStream) -> bool {
     tokens.into_iter().any(|t| match t {
         TokenTree::Ident(i) => i == "f32",
         TokenTree::Group(g) => mentions_f32(g.stream()),
@@ -87,10 +87,16 @@ fn expand_shadow(
 ) -> Result<TokenStream, Vec<syn::Error>> {
     let mut shadow: syn::ItemFn =
         syn::parse2(to_f64(func.to_token_stream())).map_err(|e| vec![e])?;
-    shadow.attrs.retain(|a| a.path().is_ident("allow"));
+    // Lints, and the function's own `#[cfg]` (which gates its companions).
+    shadow.attrs.retain(|a| {
+        let p = a.path();
+        p.is_ident("allow") || p.is_ident("cfg") || p.is_ident("cfg_attr")
+    });
     shadow.attrs.push(syn::parse_quote!(#[doc(hidden)]));
     let user = syn::ext::IdentExt::unraw(&func.sig.ident).to_string();
     shadow.sig.ident = format_ident!("{SHADOW_PREFIX}{user}");
+    // It is compiled too: its calls of `f32` functions go to their shadows.
+    call_shadows(&mut shadow);
     let shadow_name = shadow.sig.ident.to_string();
     let reword = |es: Vec<syn::Error>| -> Vec<syn::Error> {
         es.into_iter()
@@ -117,6 +123,10 @@ fn expand_shadow(
     let wrt = args.wrt_idents().map_err(|e| vec![e])?;
     let sig = lower::signature(&shadow, wrt.as_deref()).map_err(reword)?;
     let wrappers = Wrappers { func, sig: &sig }.all(args.dump.is_present());
+    let wrappers = match crate::cfg::own_cond(func) {
+        Some(c) => crate::cfg::gate(wrappers, &c),
+        None => wrappers,
+    };
     let allow = allows();
     Ok(quote! {
         #func
@@ -547,6 +557,31 @@ impl Wrappers<'_> {
             }
         }
     }
+}
+
+/// Calls of differentiable functions of the crate that mention `f32`
+/// become calls of their `f64` shadows (which carry the building blocks
+/// callers use): applied to every function before it is lowered.
+pub fn call_shadows(func: &mut syn::ItemFn) {
+    struct Calls;
+    impl syn::visit_mut::VisitMut for Calls {
+        fn visit_expr_call_mut(&mut self, c: &mut syn::ExprCall) {
+            syn::visit_mut::visit_expr_call_mut(self, c);
+            if let syn::Expr::Path(p) = &mut *c.func {
+                if let Some(last) = p.path.segments.last_mut() {
+                    let name = syn::ext::IdentExt::unraw(&last.ident).to_string();
+                    let shadowed = crate::crate_fns::lookup(&name)
+                        .is_some_and(|i| i.differentiable && i.uses_f32);
+                    if shadowed {
+                        last.ident =
+                            format_ident!("{SHADOW_PREFIX}{name}", span = last.ident.span());
+                    }
+                }
+            }
+        }
+        fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+    }
+    syn::visit_mut::VisitMut::visit_block_mut(&mut Calls, &mut func.block);
 }
 
 #[cfg(test)]

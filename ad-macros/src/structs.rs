@@ -281,7 +281,11 @@ fn expand_flat(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::
     }
     // The flat function: leaves as parameters, field reads replaced.
     let mut flat = func.clone();
-    flat.attrs.retain(|a| a.path().is_ident("allow"));
+    // Lints, and the function's own `#[cfg]` (which gates its companions).
+    flat.attrs.retain(|a| {
+        let p = a.path();
+        p.is_ident("allow") || p.is_ident("cfg") || p.is_ident("cfg_attr")
+    });
     // Callers elsewhere (struct-taking differentiable functions) call it.
     flat.attrs.push(syn::parse_quote!(#[doc(hidden)]));
     flat.sig.ident = format_ident!(
@@ -308,6 +312,7 @@ fn expand_flat(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::
         errors: vec![],
     };
     rw.visit_block_mut(&mut flat.block);
+    crate::f32s::call_shadows(&mut flat);
     let mut shadow = Shadow {
         names: params
             .iter()
@@ -384,6 +389,10 @@ fn expand_flat(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::
         selected: &selected,
     }
     .all(args.dump.is_present());
+    let wrappers = match crate::cfg::own_cond(func) {
+        Some(c) => crate::cfg::gate(wrappers, &c),
+        None => wrappers,
+    };
     let allow = allows();
     Ok(quote! {
         #func
@@ -583,6 +592,73 @@ impl VisitMut for Rewrite<'_> {
     }
 
     fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+
+    /// Inside macros (`array![p.a, p.b]`) the same, on the tokens.
+    fn visit_macro_mut(&mut self, m: &mut syn::Macro) {
+        m.tokens = self.rewrite_tokens(std::mem::take(&mut m.tokens));
+    }
+}
+
+impl Rewrite<'_> {
+    /// `p . a . b` (a leaf chain of a struct parameter) as its flat
+    /// parameter, and `& p . a` of a leaf passed by reference as that
+    /// reference, in a token stream.
+    fn rewrite_tokens(&self, ts: TokenStream) -> TokenStream {
+        use proc_macro2::TokenTree as T;
+        let toks: Vec<T> = ts.into_iter().collect();
+        let mut out: Vec<T> = vec![];
+        let mut k = 0;
+        while k < toks.len() {
+            if let T::Group(g) = &toks[k] {
+                let mut n = proc_macro2::Group::new(g.delimiter(), self.rewrite_tokens(g.stream()));
+                n.set_span(g.span());
+                out.push(T::Group(n));
+                k += 1;
+                continue;
+            }
+            let amp = matches!(&toks[k], T::Punct(p) if p.as_char() == '&');
+            let at = if amp { k + 1 } else { k };
+            let matched = match toks.get(at) {
+                Some(T::Ident(root)) => self.param(root).and_then(|(_, leaves)| {
+                    // the longest `. field` chain that is a leaf
+                    let mut chain = vec![];
+                    let mut j = at + 1;
+                    let mut best = None;
+                    while let (Some(T::Punct(dot)), Some(T::Ident(f))) =
+                        (toks.get(j), toks.get(j + 1))
+                    {
+                        if dot.as_char() != '.' {
+                            break;
+                        }
+                        chain.push(f.clone());
+                        j += 2;
+                        if let Some(l) = leaves.iter().find(|l| l.chain == chain) {
+                            best = Some((l, j));
+                        }
+                    }
+                    best
+                }),
+                _ => None,
+            };
+            match matched {
+                Some((l, end)) => {
+                    if amp && !l.by_ref {
+                        out.push(toks[k].clone());
+                    }
+                    out.push(T::Ident(syn::Ident::new(
+                        &l.flat.to_string(),
+                        toks[at].span(),
+                    )));
+                    k = end;
+                }
+                None => {
+                    out.push(toks[k].clone());
+                    k += 1;
+                }
+            }
+        }
+        out.into_iter().collect()
+    }
 }
 
 /// Finds bindings that shadow a struct parameter.

@@ -994,7 +994,7 @@ mod lowering_tests {
         );
         refuses(
             "fn f(x: f64, n: usize) -> f64 { match (n, n) { (0, _) => x, _ => 1.0 } }",
-            "`match` patterns are supported on numbers and `bool`",
+            "`match` patterns are supported on numbers, `bool`",
         );
         refuses(
             "fn f(x: f64, n: f64) -> f64 { let mut s = 0.0; for i in 0..n { s += x; } s }",

@@ -369,7 +369,7 @@ mod tests {
         let es = errors(
             "fn f(x: f64, n: usize) -> f64 {
             let a = x + n;
-            while x > 0.0 { }
+            while let 1 = n { }
             println!(\"{}\", x);
             let b = x.floor();
             let c = match (n, n) { (0, _) => 1.0, _ => 2.0 };
