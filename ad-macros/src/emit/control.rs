@@ -301,7 +301,8 @@ impl Emitter<'_> {
 
     /// Rebinds the non-linear arrays that `lam` reads from outside (all of
     /// them, or with `in_loops` those read inside its nested bodies) as local
-    /// views at the top of the closure emitting it: inside the closure they
+    /// views, and the scalars as local copies, at the top of the closure
+    /// emitting it: inside the closure they
     /// are then locals whose data pointer and strides stay in registers,
     /// instead of being reloaded through the closure's captures after every
     /// store of a hot loop. Returns the rebinding and the representations to
@@ -316,8 +317,20 @@ impl Emitter<'_> {
         let inner: std::collections::BTreeSet<Var> = lam.params.iter().copied().collect();
         let mut out = TokenStream::new();
         let mut saved: Vec<(Var, Repr)> = vec![];
+        let mut scalars = std::collections::BTreeSet::new();
         for v in free {
             let root = self.uses.root(v);
+            // A scalar read in the hot loop: a local copy (not a load
+            // through the closure's captures after every store).
+            if !inner.contains(&v)
+                && matches!(self.ty(root), Ty::Scalar(_))
+                && self.repr(root) == Repr::Val
+                && scalars.insert(root)
+            {
+                let n = self.name(root);
+                out.extend(quote!(let #n = #n;));
+                continue;
+            }
             if inner.contains(&v)
                 || saved.iter().any(|(r, _)| *r == root)
                 || self.ty(root).rank().is_none_or(|r| r == 0)
