@@ -130,3 +130,10 @@ fn calls_between_f32_functions() {
     // d/dx sin(2x) x = 2 cos(2x) x + sin(2x) (the cast read as exact)
     assert!((dw - (2.0 * (0.6f64).cos() * 0.3 + (0.6f64).sin())).abs() < 1e-6);
 }
+
+#[test]
+#[should_panic(expected = "poly32_jvp: tangent `d_w` has shape [3], expected [4] (the shape of `w`)")]
+fn f32_tangent_of_wrong_shape_names_the_public_function() {
+    let w = Array1::from(vec![0.5f32, -1.25, 2.0, 0.75]);
+    let _ = poly32_jvp(0.3, &w, 4, 1.0, &Array1::zeros(3));
+}

@@ -299,3 +299,14 @@ fn fields_in_macros_and_gated_functions() {
     // d/da (a x)^2 + (a b)^2 = 2 a x^2 + 2 a b^2
     assert_close(g.a, 2.0 * 0.5 * 1.25 * 1.25 + 2.0 * 0.5 * 2.25, 1e-12);
 }
+
+#[test]
+#[should_panic(expected = "mlp_loss_jvp: tangent `d_x` has shape [2, 2], expected [2, 3] (the shape of `x`)")]
+fn plain_tangent_of_wrong_shape_beside_a_struct() {
+    let mut r = rng("plain_tangent_of_wrong_shape_beside_a_struct");
+    let p = mlp(&mut r, 0);
+    let dp = MlpTangent::zeros_like(&p);
+    let x = Array2::zeros((2, 3));
+    let y = Array2::zeros((2, 2));
+    let _ = mlp_loss_jvp(&p, &x, &y, &dp, &y, &y);
+}

@@ -467,12 +467,20 @@ impl Wrappers<'_> {
         let o = self.out_ty();
         let dy = from_shadow(&quote!(__linad_r.1), &o);
         let (decls, primal) = (self.decls(), self.primal());
+        let fname = name.to_string();
+        let checks: TokenStream = self
+            .wrt()
+            .iter()
+            .zip(&ds)
+            .map(|((x, t), (d, _))| crate::structs::tangent_shape_check(&fname, x, d, t))
+            .collect();
         let doc = format!(" Forward-mode derivative of [`{f}`]: `({f}(..), tangent)`; the tangent is computed in `f64` and rounded to the parameters' float types.");
         let allows = allows();
         quote! {
             #[doc = #doc]
             #allows
             #vis fn #name(#(#decls,)* #(#dd),*) -> (#o, #o) {
+                #checks
                 #pb
                 #db
                 let __linad_r = #inner(#(#pa,)* #(#da),*);

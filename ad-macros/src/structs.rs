@@ -807,8 +807,12 @@ impl Wrappers<'_> {
         let rt = quote!(::linad::__private::ad_runtime);
         let wrt = self.params.iter().filter(|p| self.is_wrt(p));
         for (p, d) in wrt.zip(names) {
-            let UserParam::Struct { ident, leaves, .. } = p else {
-                continue;
+            let (ident, leaves) = match p {
+                UserParam::Struct { ident, leaves, .. } => (ident, leaves),
+                UserParam::Plain(pt, x) => {
+                    out.extend(tangent_shape_check(fname, x, d, &pt.ty));
+                    continue;
+                }
             };
             for l in leaves.iter().filter(|l| l.diff && l.by_ref) {
                 let chain = &l.chain;
@@ -987,6 +991,44 @@ impl Wrappers<'_> {
             }
         }
     }
+}
+
+/// The shape of `x`, a value of the written type `ty`, when it is an
+/// array (`x.shape()`) or a slice or `Vec` (`[x.len()]`).
+fn written_shape(x: &syn::Ident, ty: &syn::Type) -> Option<TokenStream> {
+    let t = match ty {
+        syn::Type::Reference(r) => &*r.elem,
+        t => t,
+    };
+    match t {
+        syn::Type::Slice(_) => Some(quote!(&[#x.len()][..])),
+        syn::Type::Path(p) => {
+            let n = p.path.segments.last()?.ident.to_string();
+            if n == "Vec" {
+                Some(quote!(&[#x.len()][..]))
+            } else if n.starts_with("Array") {
+                Some(quote!(#x.shape()))
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The check that the tangent `d` of the array parameter `x` (written type
+/// `ty`) has `x`'s shape, reported as `fname`'s (nothing for other types).
+pub(crate) fn tangent_shape_check(
+    fname: &str,
+    x: &syn::Ident,
+    d: &syn::Ident,
+    ty: &syn::Type,
+) -> TokenStream {
+    let (Some(given), Some(expected)) = (written_shape(d, ty), written_shape(x, ty)) else {
+        return TokenStream::new();
+    };
+    let (dn, of) = (d.to_string(), format!("the shape of `{x}`"));
+    quote!(::linad::__private::ad_runtime::check_arg_shape(#fname, "tangent", #dn, #given, #expected, #of);)
 }
 
 /// The tangent of a struct from the flat cotangents of its differentiable
