@@ -629,3 +629,43 @@ fn whiles_nested_in_loops_and_closures() {
         );
     }
 }
+
+// --- return inside loops --------------------------------------------------------
+
+/// The first element past a threshold, scaled: `return` from inside a `for`
+/// loop, from a `while` nested in it, and a tuple output.
+#[differentiable(wrt(v, x))]
+fn first_past(v: &Array1<f64>, t: f64, x: f64) -> (f64, f64) {
+    let mut s = 0.0;
+    for i in 0..v.len() {
+        let y = v[i] * x;
+        if y > t {
+            return (y * y, s);
+        }
+        let mut k = 0;
+        while k < 3 {
+            s += y * 0.1;
+            if s > 10.0 * t {
+                return (s, y);
+            }
+            k += 1;
+        }
+        s += y;
+    }
+    (s, x)
+}
+
+#[test]
+fn return_inside_loops() {
+    let v = Array1::from(vec![0.5, 1.0, 3.0, 0.2]);
+    for (t, x) in [(2.0, 0.9), (0.3, 1.1), (100.0, 0.7), (0.2, 0.1)] {
+        check_derivatives(
+            &(v.clone(), x),
+            |(v, x)| first_past(v, t, *x),
+            |(v, x), (dv, dx)| first_past_jvp(v, t, *x, dv, *dx),
+            |(v, x), ct| first_past_vjp(v, t, *x, *ct),
+        );
+    }
+    // t = 2, x = 0.9: y = 2.7 at i = 2, returned squared.
+    assert_close(first_past(&v, 2.0, 0.9).0, 2.7 * 2.7, 1e-12);
+}

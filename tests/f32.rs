@@ -132,7 +132,9 @@ fn calls_between_f32_functions() {
 }
 
 #[test]
-#[should_panic(expected = "poly32_jvp: tangent `d_w` has shape [3], expected [4] (the shape of `w`)")]
+#[should_panic(
+    expected = "poly32_jvp: tangent `d_w` has shape [3], expected [4] (the shape of `w`)"
+)]
 fn f32_tangent_of_wrong_shape_names_the_public_function() {
     let w = Array1::from(vec![0.5f32, -1.25, 2.0, 0.75]);
     let _ = poly32_jvp(0.3, &w, 4, 1.0, &Array1::zeros(3));

@@ -301,7 +301,9 @@ fn fields_in_macros_and_gated_functions() {
 }
 
 #[test]
-#[should_panic(expected = "mlp_loss_jvp: tangent `d_x` has shape [2, 2], expected [2, 3] (the shape of `x`)")]
+#[should_panic(
+    expected = "mlp_loss_jvp: tangent `d_x` has shape [2, 2], expected [2, 3] (the shape of `x`)"
+)]
 fn plain_tangent_of_wrong_shape_beside_a_struct() {
     let mut r = rng("plain_tangent_of_wrong_shape_beside_a_struct");
     let p = mlp(&mut r, 0);

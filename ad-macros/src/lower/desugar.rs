@@ -286,3 +286,129 @@ fn lift(b: &mut syn::Block, how: Exit) {
     };
     b.stmts.push(syn::Stmt::Expr(syn::Expr::If(i), semi));
 }
+
+/// The value a `return` inside a loop leaves in (see [`lift_loop_returns`]).
+pub const RET: &str = "__linad_ret";
+/// Whether a `return` inside a loop ran.
+pub const RETURNED: &str = "__linad_returned";
+
+/// `return v;` inside loops, where it ends a branch of an `if` at the top
+/// level of a loop body (or the body): it becomes `ret = v; returned =
+/// true; break;` (then lifted like any `break`), an enclosing loop breaks
+/// when `returned` after the inner one, and after the outermost loop (a
+/// statement of the function's body) `if returned { return ret; }` is an
+/// early return [`lift_early_returns`] lifts. `zero` initialises `ret` (of
+/// the output's type); `None` (an array output) refuses such a `return`.
+///
+/// ```text
+/// for i in 0..n { if x[i] > t { return x[i]; } s += x[i]; }  s
+/// let mut ret = 0.0; let mut returned = false;
+/// for i in 0..n { if x[i] > t { ret = x[i]; returned = true; break; } s += x[i]; }
+/// if returned { return ret; }  s
+/// ```
+pub fn lift_loop_returns(b: &mut syn::Block, zero: Option<&syn::Expr>) -> Result<(), syn::Error> {
+    let mut k = 0;
+    while k < b.stmts.len() {
+        // On a copy: the function is left as it was when this is refused.
+        let mut stmt = b.stmts[k].clone();
+        let found = match loop_body_mut(&mut stmt) {
+            Some(body) => loop_returns(body),
+            None => None,
+        };
+        if let Some(span) = found {
+            let Some(zero) = zero else {
+                return Err(syn::Error::new(
+                    span,
+                    "a `return` inside a loop is supported for `f64` and tuple outputs: for an array output, compute the result in a variable and return it after the loop",
+                ));
+            };
+            b.stmts[k] = stmt;
+            let (ret, flag) = (syn::Ident::new(RET, span), syn::Ident::new(RETURNED, span));
+            b.stmts
+                .insert(k, syn::parse_quote_spanned!(span=> let mut #flag = false;));
+            b.stmts
+                .insert(k, syn::parse_quote_spanned!(span=> let mut #ret = #zero;));
+            b.stmts.insert(
+                k + 3,
+                syn::parse_quote_spanned!(span=> if #flag { return #ret; }),
+            );
+            k += 4;
+        } else {
+            k += 1;
+        }
+    }
+    Ok(())
+}
+
+/// The body of a loop statement.
+fn loop_body_mut(s: &mut syn::Stmt) -> Option<&mut syn::Block> {
+    match s {
+        syn::Stmt::Expr(syn::Expr::ForLoop(f), _) => Some(&mut f.body),
+        syn::Stmt::Expr(syn::Expr::While(w), _) => Some(&mut w.body),
+        syn::Stmt::Expr(syn::Expr::Loop(l), _) => Some(&mut l.body),
+        _ => None,
+    }
+}
+
+/// Rewrites the `return`s of a loop body (see [`lift_loop_returns`]); the
+/// span of the first, if any.
+fn loop_returns(body: &mut syn::Block) -> Option<Span> {
+    let mut found: Option<Span> = None;
+    let mut k = 0;
+    while k < body.stmts.len() {
+        if let Some(inner) = loop_body_mut(&mut body.stmts[k]) {
+            if let Some(s) = loop_returns(inner) {
+                found.get_or_insert(s);
+                let flag = syn::Ident::new(RETURNED, s);
+                body.stmts
+                    .insert(k + 1, syn::parse_quote_spanned!(s=> if #flag { break; }));
+                k += 2;
+                continue;
+            }
+        }
+        if let syn::Stmt::Expr(syn::Expr::If(i), _) = &mut body.stmts[k] {
+            if let Some(s) = if_returns(i) {
+                found.get_or_insert(s);
+            }
+        }
+        k += 1;
+    }
+    if let Some(s) = final_return(body) {
+        found.get_or_insert(s);
+    }
+    found
+}
+
+/// The `return`s ending the branches of an `if` (and its `else if`s).
+fn if_returns(i: &mut syn::ExprIf) -> Option<Span> {
+    let mut found = final_return(&mut i.then_branch);
+    if let Some((_, e)) = &mut i.else_branch {
+        let more = match &mut **e {
+            syn::Expr::Block(eb) => final_return(&mut eb.block),
+            syn::Expr::If(ei) => if_returns(ei),
+            _ => None,
+        };
+        found = found.or(more);
+    }
+    found
+}
+
+/// A final `return v;` of a block as `ret = v; returned = true; break;`,
+/// and those of a final `if`'s branches.
+fn final_return(b: &mut syn::Block) -> Option<Span> {
+    match b.stmts.last_mut() {
+        Some(syn::Stmt::Expr(syn::Expr::Return(r), _)) => {
+            let span = r.return_token.span;
+            let v = r.expr.clone()?;
+            b.stmts.pop();
+            let (ret, flag) = (syn::Ident::new(RET, span), syn::Ident::new(RETURNED, span));
+            b.stmts.push(syn::parse_quote_spanned!(span=> #ret = #v;));
+            b.stmts
+                .push(syn::parse_quote_spanned!(span=> #flag = true;));
+            b.stmts.push(syn::parse_quote_spanned!(span=> break;));
+            Some(span)
+        }
+        Some(syn::Stmt::Expr(syn::Expr::If(i), _)) => if_returns(i),
+        _ => None,
+    }
+}

@@ -145,7 +145,7 @@ pub fn lower_seeded(
         };
         lw.env.declare(&p.ident.to_string(), val, mutable);
     }
-    let (value, span) = lw.lower_fn_body(&item.block);
+    let (value, span) = lw.lower_fn_body(&item.block, &sig.out);
     let results = lw.output(&value, &sig.out, span);
     let Lowerer {
         b,

@@ -17,8 +17,26 @@ use quote::ToTokens;
 impl Lowerer<'_> {
     /// The function body: statements, then the tail expression or a final
     /// `return e;`. Returns the value and the span of the expression giving it.
-    pub fn lower_fn_body(&mut self, block: &syn::Block) -> (Val, Span) {
+    pub fn lower_fn_body(&mut self, block: &syn::Block, out: &Out) -> (Val, Span) {
         let mut block = block.clone();
+        // The zero a `return` inside a loop starts from: `f64` and tuple
+        // outputs (an array's shape is not known before the loop).
+        fn zero(o: &Out) -> Option<syn::Expr> {
+            match o {
+                Out::F64 => Some(syn::parse_quote!(0.0f64)),
+                Out::Array(_) => None,
+                Out::Tuple(ps) => {
+                    let parts = ps.iter().map(zero).collect::<Option<Vec<_>>>()?;
+                    Some(syn::parse_quote!((#(#parts,)*)))
+                }
+            }
+        }
+        if let Err(e) = super::desugar::lift_loop_returns(&mut block, zero(out).as_ref()) {
+            // The body's `return` would be refused again below: one error.
+            let span = e.span();
+            self.errors.push(e);
+            return (Val::Poison, span);
+        }
         super::desugar::lift_early_returns(&mut block);
         strip_tail_returns(&mut block);
         let block = &block;
@@ -721,7 +739,11 @@ mod tests {
             "`vec!` cannot be differentiated; build arrays with `Array1::from_shape_fn`",
         );
         refuses(
-            "fn f(x: f64) -> f64 { for i in 0..3 { if x > 0.0 { return x; } } 2.0 * x }",
+            "fn f(x: f64) -> Array1<f64> { for i in 0..3 { if x > 0.0 { return Array1::zeros(2); } } Array1::zeros(3) }",
+            "a `return` inside a loop is supported for `f64` and tuple outputs",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { for i in 0..3 { let y = { return x; }; } 2.0 * x }",
             "early `return` is not supported",
         );
         refuses(
