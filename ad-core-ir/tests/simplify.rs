@@ -449,7 +449,7 @@ fn algebra_identities() {
         (
             "add_zero",
             algebra::add_zero,
-            binop(Prim::Add, false, Atom::F64(0.0), Ty::F64),
+            binop(Prim::Add, false, Atom::F64(-0.0), Ty::F64),
         ),
         (
             "add_zero",
@@ -488,11 +488,18 @@ fn algebra_identities() {
         };
         verify(&f, &g, Mode::LinearA, &ins, 0.0);
     }
-    // x * 0 is not simplified (inf * 0 is NaN).
-    let f = binop(Prim::Mul, false, Atom::F64(0.0), Ty::F64);
-    let mut g = f.clone();
-    simplify::simplify_func(&mut g, &prog_of(&f), &Options::default());
-    assert_eq!(size_func(&g), 2);
+    // x * 0 is not simplified (inf * 0 is NaN), nor x + 0.0 and x - (-0.0)
+    // (-0.0 + 0.0 is +0.0: the sign of a zero is kept).
+    for f in [
+        binop(Prim::Mul, false, Atom::F64(0.0), Ty::F64),
+        binop(Prim::Add, false, Atom::F64(0.0), Ty::F64),
+        binop(Prim::Add, true, Atom::F64(0.0), Ty::F64),
+        binop(Prim::Sub, false, Atom::F64(-0.0), Ty::F64),
+    ] {
+        let mut g = f.clone();
+        simplify::simplify_func(&mut g, &prog_of(&f), &Options::default());
+        assert_eq!(size_func(&g), 2, "{}", func_to_string(&g));
+    }
 }
 
 #[test]
@@ -1590,7 +1597,7 @@ fn bigger() -> Func {
                 axis: None,
             });
             let acc = b.prim(Prim::Add, &[s[0].into(), sum.into()]);
-            let acc0 = b.prim(Prim::Add, &[acc.into(), Atom::F64(0.0)]);
+            let acc0 = b.prim(Prim::Add, &[acc.into(), Atom::F64(-0.0)]);
             let dead = b.prim(Prim::Mul, &[s[1].into(), Atom::F64(2.0)]);
             (vec![acc0.into(), dead.into()], vec![])
         },

@@ -95,6 +95,11 @@ pub const REGRESSIONS: &[(&str, u64, &str)] = &[
         7078066,
         "a false finding: `cos(1.8e19 - s)` absorbs the step (`1.8e19 - s == 1.8e19`); f64 is flat where the real derivative is not",
     ),
+    (
+        "all,-whiles",
+        8035544,
+        "the simplifier's `x + 0.0 = x` turned f's +0.0 (`-0.0 + 0.0`) into -0.0 in f_jvp / f_vjp: only `x + (-0.0)` and `x - 0.0` are identities",
+    ),
 ];
 
 /// Fixed-seed regression mutants (mutation kind, seed of the program

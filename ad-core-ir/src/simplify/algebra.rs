@@ -1,5 +1,5 @@
-//! Algebraic identities that hold exactly (up to the sign of a zero) for every
-//! input, NaN and infinities included. So `x * 1 = x` is here but `x * 0 = 0`
+//! Algebraic identities that hold exactly (to the bit, the sign of a zero
+//! included) for every input, NaN and infinities included. So `x * 1 = x` is here but `x * 0 = 0`
 //! is not (`inf * 0` is NaN); linear identities may reassociate scalings.
 
 use super::engine::{Cx, Rule};
@@ -8,10 +8,6 @@ use crate::types::Ty;
 
 fn is_one(a: &Atom) -> bool {
     matches!(a, Atom::F64(x) if *x == 1.0) || matches!(a, Atom::I64(1))
-}
-
-fn is_zero(a: &Atom) -> bool {
-    matches!(a, Atom::F64(x) if *x == 0.0) || matches!(a, Atom::I64(0))
 }
 
 /// The single non-linear result of a statement.
@@ -59,25 +55,33 @@ pub fn div_one(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
     }
 }
 
-/// `x + 0 = x`, `0 + x = x` (for `f64`, `-0 + 0 = +0`: only the sign of a zero
-/// may change).
+/// `x + (-0.0) = x`, `(-0.0) + x = x`, and `x + 0 = x` on integers. For
+/// `f64` only the negative zero is an identity: `-0.0 + 0.0` is `+0.0`, so
+/// `x + 0.0 = x` would change the sign of a zero the primal must keep.
 pub fn add_zero(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
     let Expr::Prim(Prim::Add, xs) = &s.expr else {
         return None;
     };
+    let identity = |a: &Atom| {
+        matches!(a, Atom::F64(z) if *z == 0.0 && z.is_sign_negative()) || matches!(a, Atom::I64(0))
+    };
     match xs.as_slice() {
-        [x, z] | [z, x] if is_zero(z) => becomes(s, cx, *x),
+        [x, z] | [z, x] if identity(z) => becomes(s, cx, *x),
         _ => None,
     }
 }
 
-/// `x - 0 = x`.
+/// `x - 0.0 = x` (the positive zero: `x - (-0.0)` is `x + 0.0`, which turns
+/// `-0.0` into `+0.0`), and `x - 0 = x` on integers.
 pub fn sub_zero(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
     let Expr::Prim(Prim::Sub, xs) = &s.expr else {
         return None;
     };
+    let identity = |a: &Atom| {
+        matches!(a, Atom::F64(z) if *z == 0.0 && z.is_sign_positive()) || matches!(a, Atom::I64(0))
+    };
     match xs.as_slice() {
-        [x, z] if is_zero(z) => becomes(s, cx, *x),
+        [x, z] if identity(z) => becomes(s, cx, *x),
         _ => None,
     }
 }

@@ -18,8 +18,8 @@
 //! # What every rule preserves
 //!
 //! - *Values.* For every input on which the original function runs without
-//!   error, the interpreter gives the same results (an `f64` may differ in the
-//!   sign of a zero; rules that reassociate — [`algebra::lscale_lscale`],
+//!   error, the interpreter gives the same results, to the bit for non-linear
+//!   values (the sign of a zero included: `x + 0.0` is not `x`); rules that reassociate — [`algebra::lscale_lscale`],
 //!   [`fusion::dot_of_map`], [`fusion::sum_to_loop`] — may change rounding).
 //!   No rule changes NaN/infinity behaviour of non-linear values (`x * 0` is
 //!   not folded). Failures may disappear (dead code, fusion), never appear:
