@@ -43,4 +43,12 @@ pub mod testing;
 #[doc(hidden)]
 pub mod __private {
     pub use ad_runtime;
+
+    /// The type of field `K` of a struct deriving `Differentiable` (the
+    /// derive implements it for fields that are structs), so generated code
+    /// can name it where the field's type is not in scope.
+    pub trait Field<const K: usize> {
+        /// The field's type.
+        type Primal;
+    }
 }

@@ -312,3 +312,41 @@ fn plain_tangent_of_wrong_shape_beside_a_struct() {
     let y = Array2::zeros((2, 2));
     let _ = mlp_loss_jvp(&p, &x, &y, &dp, &y, &y);
 }
+
+/// Structs defined in another module, used through a path: the nested
+/// field's type (`Inner`) is not in scope where the function is.
+mod model {
+    use linad::ndarray::Array2;
+
+    #[derive(linad::Differentiable, Clone, Debug)]
+    pub struct Inner {
+        pub m: Array2<f64>,
+    }
+
+    #[derive(linad::Differentiable, Clone, Debug)]
+    pub struct Outer {
+        pub inner: Inner,
+        pub c: f64,
+    }
+}
+
+#[differentiable]
+fn outer_value(o: &model::Outer, x: f64) -> f64 {
+    o.inner.m.sum() * x + o.c * o.c
+}
+
+#[test]
+fn structs_of_another_module() {
+    let o = model::Outer {
+        inner: model::Inner {
+            m: Array2::from_elem((2, 2), 0.5),
+        },
+        c: 1.5,
+    };
+    let (y, g) = outer_value_vjp(&o, 2.0, 1.0);
+    assert_eq!(y.to_bits(), outer_value(&o, 2.0).to_bits());
+    let (gp, gx) = g;
+    assert_close(gx, 2.0, 1e-15);
+    assert_close(gp.c, 3.0, 1e-15);
+    assert!(gp.inner.m.iter().all(|v| *v == 2.0));
+}

@@ -197,6 +197,15 @@ fn derive(input: TokenStream) -> Result<TokenStream, Vec<syn::Error>> {
         .map(|f| format!(" The component along `{name}::{f}`."))
         .collect();
     let tr = quote!(::linad::Tangent);
+    // `Field<k>` for the fields that are structs (see `structs.rs`).
+    let field_impls: Vec<TokenStream> = all
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, _, k))| *k == FieldKind::Nested)
+        .map(|(k, (_, t, _))| {
+            quote!(impl ::linad::__private::Field<#k> for #name { type Primal = #t; })
+        })
+        .collect();
     Ok(quote! {
         #[doc = #doc]
         #[derive(Clone, Debug, PartialEq)]
@@ -207,6 +216,8 @@ fn derive(input: TokenStream) -> Result<TokenStream, Vec<syn::Error>> {
         impl ::linad::Differentiable for #name {
             type Tangent = #tname;
         }
+
+        #(#field_impls)*
 
         impl #tr for #tname {
             type Primal = #name;

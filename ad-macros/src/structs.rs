@@ -55,7 +55,7 @@ pub fn flat_param_types(ty: &str) -> Option<Vec<String>> {
     }
     let mut leaves = vec![];
     let p = format_ident!("p");
-    flatten(&p, st, &[], &mut leaves, Span::call_site()).ok()?;
+    flatten(&p, st, quote!(#st), &[], &mut leaves, Span::call_site()).ok()?;
     Some(
         leaves
             .iter()
@@ -68,8 +68,10 @@ pub fn flat_param_types(ty: &str) -> Option<Vec<String>> {
 enum Node {
     /// The flat parameter with this index among the struct's leaves.
     Leaf(usize),
-    /// A (nested) struct: its type as written, and its fields.
-    Struct(Box<syn::Type>, Vec<(syn::Ident, Node)>),
+    /// A (nested) struct: its type as the function can name it (the
+    /// parameter's type, or `<Parent as Field<k>>::Primal` for a field, so
+    /// that the field's type need not be in scope), and its fields.
+    Struct(TokenStream, Vec<(syn::Ident, Node)>),
 }
 
 /// One leaf field of a struct parameter.
@@ -153,6 +155,7 @@ fn struct_name(ty: &syn::Type) -> Option<(String, bool, &syn::Type)> {
 fn flatten(
     param: &syn::Ident,
     st: &syn::Type,
+    path: TokenStream,
     chain: &[syn::Ident],
     leaves: &mut Vec<Leaf>,
     span: Span,
@@ -171,7 +174,7 @@ fn flatten(
         ));
     };
     let mut out = vec![];
-    for f in fields {
+    for (k, f) in fields.into_iter().enumerate() {
         let fname = format_ident!("{}", f.name, span = span);
         let ty: syn::Type = syn::parse_str(&f.ty).map_err(|_| {
             syn::Error::new(
@@ -184,7 +187,10 @@ fn flatten(
         let kind = field_kind(&ty, f.constant)
             .map_err(|m| syn::Error::new(span, format!("field `{name}::{}`: {m}", f.name)))?;
         let node = match kind {
-            FieldKind::Nested => flatten(param, &ty, &sub, leaves, span)?,
+            FieldKind::Nested => {
+                let field_path = quote!(<#path as ::linad::__private::Field<#k>>::Primal);
+                flatten(param, &ty, field_path, &sub, leaves, span)?
+            }
             FieldKind::Leaf | FieldKind::Constant => {
                 let text = ty.to_token_stream().to_string();
                 if kind == FieldKind::Leaf && text.contains("f32") {
@@ -196,6 +202,9 @@ fn flatten(
                 let h = struct_name_or_head(&ty);
                 let is_vec = h.as_deref() == Some("Vec");
                 let by_ref = is_vec || h.as_deref().is_some_and(|h| h.starts_with("Array"));
+                // The function's module may not import what the struct's
+                // does: ndarray's array types are named through linad.
+                let ty = qualify_arrays(ty);
                 let flat_ty = if by_ref {
                     syn::parse_quote!(&#ty)
                 } else {
@@ -223,7 +232,22 @@ fn flatten(
         };
         out.push((fname, node));
     }
-    Ok(Node::Struct(Box::new(st.clone()), out))
+    Ok(Node::Struct(path, out))
+}
+
+/// `Array2<f64>` as `::linad::ndarray::Array2<f64>` (an unqualified
+/// ndarray array type; other types as they are).
+fn qualify_arrays(ty: syn::Type) -> syn::Type {
+    if let syn::Type::Path(p) = &ty {
+        if p.qself.is_none() && p.path.segments.len() == 1 {
+            let seg = &p.path.segments[0];
+            let n = seg.ident.to_string();
+            if n.starts_with("Array") {
+                return syn::parse_quote!(::linad::ndarray::#seg);
+            }
+        }
+    }
+    ty
 }
 
 /// The last path segment's name of a type.
@@ -263,7 +287,7 @@ fn expand_flat(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::
             None => params.push(UserParam::Plain(pt.clone(), ident)),
             Some(st) => {
                 let mut leaves = vec![];
-                match flatten(&ident, &st, &[], &mut leaves, pt.ty.span()) {
+                match flatten(&ident, &st, quote!(#st), &[], &mut leaves, pt.ty.span()) {
                     Ok(tree) => params.push(UserParam::Struct {
                         ident,
                         ty: pt.ty.clone(),
