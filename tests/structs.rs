@@ -350,3 +350,82 @@ fn structs_of_another_module() {
     assert_close(gp.c, 3.0, 1e-15);
     assert!(gp.inner.m.iter().all(|v| *v == 2.0));
 }
+
+/// Struct outputs: built with a literal (nested too), from struct
+/// parameters or from plain ones; the tangent is the struct's tangent and
+/// the cotangent is taken as one.
+#[derive(Differentiable, Clone, Debug, PartialEq)]
+pub struct Stats {
+    pub mean: f64,
+    pub spread: (f64, f64),
+    pub centred: Array1<f64>,
+}
+
+#[differentiable]
+fn stats(v: &Array1<f64>, s: f64) -> Stats {
+    let m = v.sum() / v.len() as f64;
+    let c = v.mapv(|x| (x - m) * s);
+    if s > 0.0 {
+        Stats {
+            mean: m,
+            spread: (c.dot(&c), s * m),
+            centred: c,
+        }
+    } else {
+        Stats {
+            centred: c.mapv(|x| -x),
+            mean: -m,
+            spread: (0.0, s),
+        }
+    }
+}
+
+#[differentiable]
+fn scaled(d: &Dense, s: f64) -> Dense {
+    Dense {
+        w: &d.w * s,
+        b: d.b.mapv(|v| (v * s).tanh()),
+    }
+}
+
+#[test]
+fn struct_outputs() {
+    let v = Array1::from(vec![1.0, -2.0, 0.5, 3.0]);
+    let dv = Array1::from(vec![0.3, 0.1, -0.2, 0.4]);
+    for s in [0.7, -1.3] {
+        let y = stats(&v, s);
+        let (yj, t) = stats_jvp(&v, s, &dv, 0.5);
+        assert_eq!(y, yj);
+        let ct = StatsTangent {
+            mean: 0.3,
+            spread: (-0.5, 1.1),
+            centred: Array1::from(vec![0.2, -0.1, 0.7, 0.05]),
+        };
+        let (yv, (gv, gs)) = stats_vjp(&v, s, &ct);
+        assert_eq!(y, yv);
+        assert_close(ct.dot(&t), gv.dot(&dv) + gs * 0.5, 1e-12);
+        let h = 1e-6;
+        let at = |k: f64| stats(&(&v + &(&dv * k)), s + 0.5 * k);
+        let fd = (at(h).spread.0 - at(-h).spread.0) / (2.0 * h);
+        assert_close(t.spread.0, fd, 1e-6);
+        let (yl, lin) = stats_linearize(&v, s);
+        assert_eq!(yl, y);
+        assert_eq!(lin(&dv, 0.5), t);
+        let (_, pb) = stats_pullback(&v, s);
+        assert_eq!(pb(&ct).0, gv);
+    }
+    let d = Dense {
+        w: Array2::from_elem((2, 2), 0.5),
+        b: Array1::from(vec![0.1, -0.4]),
+    };
+    let out = scaled(&d, 2.0);
+    let dd = DenseTangent {
+        w: Array2::from_elem((2, 2), 1.0),
+        b: Array1::from(vec![1.0, 1.0]),
+    };
+    let (o2, t) = scaled_jvp(&d, 2.0, &dd, 0.0);
+    assert_eq!(out.w, o2.w);
+    assert_eq!(t.w, Array2::from_elem((2, 2), 2.0));
+    let (_, (gd, _)) = scaled_vjp(&d, 2.0, &dd);
+    assert_close(gd.dot(&dd), t.dot(&dd), 1e-12);
+}

@@ -197,6 +197,8 @@ fn derive(input: TokenStream) -> Result<TokenStream, Vec<syn::Error>> {
         .map(|f| format!(" The component along `{name}::{f}`."))
         .collect();
     let tr = quote!(::linad::Tangent);
+    let all_names: Vec<&syn::Ident> = all.iter().map(|(n, _, _)| n).collect();
+    let all_tys: Vec<&syn::Type> = all.iter().map(|(_, t, _)| t).collect();
     // `Field<k>` for the fields that are structs (see `structs.rs`).
     let field_impls: Vec<TokenStream> = all
         .iter()
@@ -238,6 +240,15 @@ fn derive(input: TokenStream) -> Result<TokenStream, Vec<syn::Error>> {
             }
             fn read_flat(p: &#name, xs: &mut &[f64]) -> Self {
                 #tname { #( #fnames: #tr::read_flat(&p.#fnames, xs), )* }
+            }
+        }
+
+        impl #name {
+            /// The struct with these fields, in order (what the companions
+            /// of a `#[differentiable]` function returning it build it with).
+            #[doc(hidden)]
+            pub fn __linad_primal_from_fields(#(#all_names: #all_tys),*) -> Self {
+                #name { #(#all_names),* }
             }
         }
 

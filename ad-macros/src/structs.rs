@@ -82,6 +82,8 @@ struct Leaf {
     flat: syn::Ident,
     /// Its type (arrays and `Vec`s by reference).
     flat_ty: syn::Type,
+    /// Its type, owned.
+    ty: syn::Type,
     /// Has a derivative (not an integer or `#[linad(constant)]`).
     diff: bool,
     /// Passed by reference (an array or a `Vec`).
@@ -223,6 +225,7 @@ fn flatten(
                     chain: sub,
                     flat,
                     flat_ty,
+                    ty: ty.clone(),
                     diff: kind == FieldKind::Leaf,
                     by_ref,
                     is_vec,
@@ -261,12 +264,13 @@ fn struct_name_or_head(ty: &syn::Type) -> Option<String> {
 /// If `func` takes struct parameters, its expansion through a flat function
 /// (see the module doc); `None` when it takes none.
 pub fn expand(args: &Args, func: &syn::ItemFn) -> Option<Result<TokenStream, Vec<syn::Error>>> {
+    let is_struct = |t: &syn::Type| {
+        struct_name(t).is_some_and(|(n, _, _)| crate_fns::lookup_struct(&n).is_some())
+    };
     let has = func.sig.inputs.iter().any(|a| match a {
-        syn::FnArg::Typed(pt) => {
-            struct_name(&pt.ty).is_some_and(|(n, _, _)| crate_fns::lookup_struct(&n).is_some())
-        }
+        syn::FnArg::Typed(pt) => is_struct(&pt.ty),
         syn::FnArg::Receiver(_) => false,
-    });
+    }) || matches!(&func.sig.output, syn::ReturnType::Type(_, t) if is_struct(t));
     has.then(|| expand_flat(args, func))
 }
 
@@ -300,6 +304,37 @@ fn expand_flat(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::
             }
         }
     }
+    // A struct output: the flat function returns its leaves.
+    let out = match &func.sig.output {
+        syn::ReturnType::Type(_, t) => match struct_name(t) {
+            Some((n, false, st)) if crate_fns::lookup_struct(&n).is_some() => {
+                let mut leaves = vec![];
+                let out_ident = format_ident!("__linad_out");
+                match flatten(&out_ident, st, quote!(#st), &[], &mut leaves, t.span()) {
+                    Ok(tree) => {
+                        if let Some(l) = leaves.iter().find(|l| !l.diff || l.is_vec) {
+                            let path: Vec<String> = l.chain.iter().map(|c| c.to_string()).collect();
+                            errors.push(syn::Error::new(
+                                t.span(),
+                                format!("a struct output must hold only `f64`, tuples of `f64` and `f64` arrays: its field `{}` is not one", path.join(".")),
+                            ));
+                        }
+                        Some(OutStruct {
+                            st: Box::new(st.clone()),
+                            tree,
+                            leaves,
+                        })
+                    }
+                    Err(e) => {
+                        errors.push(e);
+                        None
+                    }
+                }
+            }
+            _ => None,
+        },
+        syn::ReturnType::Default => None,
+    };
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -336,6 +371,20 @@ fn expand_flat(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::
         errors: vec![],
     };
     rw.visit_block_mut(&mut flat.block);
+    if let Some(o) = &out {
+        let tys: Vec<&syn::Type> = o.leaves.iter().map(|l| &l.ty).collect();
+        flat.sig.output = match tys.as_slice() {
+            [one] => syn::parse_quote!(-> #one),
+            _ => syn::parse_quote!(-> (#(#tys),*)),
+        };
+        let mut ow = OutputRewrite {
+            out: o,
+            errors: vec![],
+        };
+        ow.tail(&mut flat.block);
+        ow.visit_block_mut(&mut flat.block);
+        errors.extend(ow.errors);
+    }
     crate::f32s::call_shadows(&mut flat);
     let mut shadow = Shadow {
         names: params
@@ -411,6 +460,7 @@ fn expand_flat(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::
         params: &params,
         flat: &flat_sig,
         selected: &selected,
+        out: out.as_ref(),
     }
     .all(args.dump.is_present());
     let wrappers = match crate::cfg::own_cond(func) {
@@ -705,12 +755,179 @@ impl<'a> Visit<'a> for Shadow {
     fn visit_item(&mut self, _: &'a syn::Item) {}
 }
 
+/// A struct output: its type as written, and its fields.
+struct OutStruct {
+    st: Box<syn::Type>,
+    tree: Node,
+    leaves: Vec<Leaf>,
+}
+
+impl OutStruct {
+    /// Temporaries for the leaves, and a pattern binding a flat result.
+    fn temps(&self, what: &str) -> (Vec<syn::Ident>, TokenStream) {
+        let ts: Vec<syn::Ident> = (0..self.leaves.len())
+            .map(|k| format_ident!("__linad_{what}{k}"))
+            .collect();
+        let pat = match ts.as_slice() {
+            [one] => quote!(#one),
+            _ => quote!((#(#ts),*)),
+        };
+        (ts, pat)
+    }
+
+    /// The struct from a flat result `v`.
+    fn primal(&self, v: TokenStream) -> TokenStream {
+        let (ts, pat) = self.temps("o");
+        let b = build_primal(&self.tree, &ts);
+        quote!({ let #pat = #v; #b })
+    }
+
+    /// The struct's tangent from a flat tangent `v`.
+    fn tangent(&self, v: TokenStream) -> TokenStream {
+        let (ts, pat) = self.temps("t");
+        let b = build_tangent(&self.tree, &self.leaves, &mut ts.iter());
+        quote!({ let #pat = #v; #b })
+    }
+
+    /// The flat cotangent from the struct's tangent `ct` (a reference).
+    fn flat_ct(&self, ct: &syn::Ident) -> TokenStream {
+        let parts: Vec<TokenStream> = self
+            .leaves
+            .iter()
+            .map(|l| {
+                let chain = &l.chain;
+                if l.by_ref {
+                    quote!(&#ct #(.#chain)*)
+                } else {
+                    quote!(#ct #(.#chain)*)
+                }
+            })
+            .collect();
+        match parts.as_slice() {
+            [one] => one.clone(),
+            _ => quote!((#(#parts),*)),
+        }
+    }
+}
+
+/// The struct of a struct output from its leaves `ts`, through the
+/// derive's `__linad_primal_from_fields`.
+fn build_primal(node: &Node, ts: &[syn::Ident]) -> TokenStream {
+    match node {
+        Node::Leaf(k) => {
+            let t = &ts[*k];
+            quote!(#t)
+        }
+        Node::Struct(path, fields) => {
+            let parts = fields.iter().map(|(_, n)| build_primal(n, ts));
+            quote!(<#path>::__linad_primal_from_fields(#(#parts),*))
+        }
+    }
+}
+
+/// Turns the struct literals a function returns into tuples of their
+/// leaves (in the flat function).
+struct OutputRewrite<'a> {
+    out: &'a OutStruct,
+    errors: Vec<syn::Error>,
+}
+
+impl OutputRewrite<'_> {
+    /// The leaves of a struct literal for `node`, in order.
+    fn leaves(&mut self, node: &Node, e: &syn::Expr, out: &mut Vec<syn::Expr>) -> bool {
+        match node {
+            Node::Leaf(_) => {
+                out.push(e.clone());
+                true
+            }
+            Node::Struct(_, fields) => {
+                let lit = match e {
+                    syn::Expr::Struct(l) if l.rest.is_none() => l,
+                    syn::Expr::Paren(p) => return self.leaves(node, &p.expr, out),
+                    _ => {
+                        self.errors.push(syn::Error::new(
+                            e.span(),
+                            "a struct output is built with a struct literal here (`Mlp { w: .., b: .. }`, every field given)",
+                        ));
+                        return false;
+                    }
+                };
+                for (name, sub) in fields {
+                    let v = lit
+                        .fields
+                        .iter()
+                        .find(|fv| matches!(&fv.member, syn::Member::Named(n) if n == name));
+                    match v {
+                        Some(fv) => {
+                            if !self.leaves(sub, &fv.expr, out) {
+                                return false;
+                            }
+                        }
+                        None => {
+                            self.errors.push(syn::Error::new(
+                                lit.span(),
+                                format!("missing field `{name}` in the struct output"),
+                            ));
+                            return false;
+                        }
+                    }
+                }
+                true
+            }
+        }
+    }
+
+    /// Rewrites a value the function returns.
+    fn value(&mut self, e: &mut syn::Expr) {
+        match e {
+            syn::Expr::If(i) => {
+                self.tail(&mut i.then_branch);
+                if let Some((_, el)) = &mut i.else_branch {
+                    self.value(el);
+                }
+            }
+            syn::Expr::Block(b) => self.tail(&mut b.block),
+            syn::Expr::Paren(p) => self.value(&mut p.expr),
+            _ => {
+                let mut parts = vec![];
+                if self.leaves(&self.out.tree, e, &mut parts) {
+                    *e = match parts.as_slice() {
+                        [one] => one.clone(),
+                        _ => syn::parse_quote!((#(#parts),*)),
+                    };
+                }
+            }
+        }
+    }
+
+    /// Rewrites the tail expression of a block.
+    fn tail(&mut self, b: &mut syn::Block) {
+        if let Some(syn::Stmt::Expr(e, None)) = b.stmts.last_mut() {
+            self.value(e);
+        }
+    }
+}
+
+impl VisitMut for OutputRewrite<'_> {
+    fn visit_expr_return_mut(&mut self, r: &mut syn::ExprReturn) {
+        if let Some(e) = &mut r.expr {
+            self.value(e);
+        }
+    }
+
+    fn visit_expr_closure_mut(&mut self, _: &mut syn::ExprClosure) {}
+
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+}
+
 /// The user-facing companions, calling the flat function's.
 struct Wrappers<'a> {
     func: &'a syn::ItemFn,
     params: &'a [UserParam],
     flat: &'a Signature,
     selected: &'a dyn Fn(&syn::Ident) -> bool,
+    /// The struct output, if any.
+    out: Option<&'a OutStruct>,
 }
 
 impl Wrappers<'_> {
@@ -921,6 +1138,52 @@ impl Wrappers<'_> {
         }
     }
 
+    /// The output's tangent type.
+    fn out_tangent_ty(&self) -> TokenStream {
+        match self.out {
+            Some(o) => {
+                let st = &o.st;
+                quote!(<#st as ::linad::Differentiable>::Tangent)
+            }
+            None => self.out_ty(),
+        }
+    }
+
+    /// The type of the output's cotangent parameter.
+    fn ct_param_ty(&self) -> TokenStream {
+        match self.out {
+            Some(_) => {
+                let t = self.out_tangent_ty();
+                quote!(&#t)
+            }
+            None => ct_ty(&self.flat.out),
+        }
+    }
+
+    /// The flat cotangent argument from `ct`.
+    fn flat_ct(&self, ct: &syn::Ident) -> TokenStream {
+        match self.out {
+            Some(o) => o.flat_ct(ct),
+            None => quote!(#ct),
+        }
+    }
+
+    /// The user's output from a flat primal result.
+    fn primal_out(&self, v: TokenStream) -> TokenStream {
+        match self.out {
+            Some(o) => o.primal(v),
+            None => v,
+        }
+    }
+
+    /// The user's output tangent from a flat one.
+    fn tangent_out(&self, v: TokenStream) -> TokenStream {
+        match self.out {
+            Some(o) => o.tangent(v),
+            None => v,
+        }
+    }
+
     fn ct_name(&self) -> syn::Ident {
         let taken = self.user_names();
         let mut name = "ct".to_string();
@@ -937,14 +1200,20 @@ impl Wrappers<'_> {
         let (dnames, dtys, dargs) = self.tangents();
         let checks = self.shape_checks(&name.to_string(), &dnames);
         let (decls, args, o) = (self.decls(), self.flat_args(), self.out_ty());
+        let ot = self.out_tangent_ty();
+        let (y, dy) = (
+            self.primal_out(quote!(__linad_r.0)),
+            self.tangent_out(quote!(__linad_r.1)),
+        );
         let doc = format!(" Forward-mode derivative of [`{f}`]: returns `({f}(..), tangent)`, the primal result and its directional derivative along the tangents `d_*` of the differentiated parameters (a struct's tangent is its `Differentiable::Tangent`).");
         let allows = allows();
         quote! {
             #[doc = #doc]
             #allows
-            #vis fn #name(#(#decls,)* #(#dnames: #dtys),*) -> (#o, #o) {
+            #vis fn #name(#(#decls,)* #(#dnames: #dtys),*) -> (#o, #ot) {
                 #checks
-                #inner(#(#args,)* #(#dargs),*)
+                let __linad_r = #inner(#(#args,)* #(#dargs),*);
+                (#y, #dy)
             }
         }
     }
@@ -954,17 +1223,19 @@ impl Wrappers<'_> {
         let name = crate::names::vjp(f);
         let inner = crate::names::vjp(&self.flat.ident);
         let (decls, args, o) = (self.decls(), self.flat_args(), self.out_ty());
-        let (ct, ctt) = (self.ct_name(), ct_ty(&self.flat.out));
+        let (ct, ctt) = (self.ct_name(), self.ct_param_ty());
+        let fct = self.flat_ct(&ct);
         let (cs, pat) = self.flat_cts();
         let (r, rt) = (self.regroup(&cs), self.cotangent_ty());
+        let y = self.primal_out(quote!(__linad_y));
         let doc = format!(" Reverse-mode derivative of [`{f}`]: returns `({f}(..), cotangents)`, the primal result and the cotangents of the differentiated parameters for the output cotangent `{ct}` (a struct's cotangent is its `Differentiable::Tangent`).");
         let allows = allows();
         quote! {
             #[doc = #doc]
             #allows
             #vis fn #name(#(#decls,)* #ct: #ctt) -> (#o, #rt) {
-                let (__linad_y, #pat) = #inner(#(#args,)* #ct);
-                (__linad_y, #r)
+                let (__linad_y, #pat) = #inner(#(#args,)* #fct);
+                (#y, #r)
             }
         }
     }
@@ -975,6 +1246,9 @@ impl Wrappers<'_> {
         let inner = crate::names::linearize(&self.flat.ident);
         let (dnames, dtys, dargs) = self.tangents();
         let (decls, args, o) = (self.decls(), self.flat_args(), self.out_ty());
+        let ot = self.out_tangent_ty();
+        let y = self.primal_out(quote!(__linad_y));
+        let dy = self.tangent_out(quote!(__linad_l(#(#dargs),*)));
         let doc = format!(" Linearisation of [`{f}`]: returns `({f}(..), jvp)`, the primal result and its linear map as a closure over the residuals; `jvp(d_*..)` equals the tangent part of `{f}_jvp`.");
         let allows = allows();
         quote! {
@@ -982,10 +1256,10 @@ impl Wrappers<'_> {
             #allows
             #[inline]
             #vis fn #name(#(#decls),*)
-                -> (#o, impl Fn(#(#dtys),*) -> #o + ::core::marker::Send + ::core::marker::Sync + use<>)
+                -> (#o, impl Fn(#(#dtys),*) -> #ot + ::core::marker::Send + ::core::marker::Sync + use<>)
             {
                 let (__linad_y, __linad_l) = #inner(#(#args),*);
-                (__linad_y, move |#(#dnames: #dtys),*| -> #o { __linad_l(#(#dargs),*) })
+                (#y, move |#(#dnames: #dtys),*| -> #ot { #dy })
             }
         }
     }
@@ -995,9 +1269,11 @@ impl Wrappers<'_> {
         let name = crate::names::pullback(f);
         let inner = crate::names::pullback(&self.flat.ident);
         let (decls, args, o) = (self.decls(), self.flat_args(), self.out_ty());
-        let (ct, ctt) = (self.ct_name(), ct_ty(&self.flat.out));
+        let (ct, ctt) = (self.ct_name(), self.ct_param_ty());
+        let fct = self.flat_ct(&ct);
         let (cs, pat) = self.flat_cts();
         let (r, rt) = (self.regroup(&cs), self.cotangent_ty());
+        let y = self.primal_out(quote!(__linad_y));
         let doc = format!(" Pullback of [`{f}`]: returns `({f}(..), vjp)`, the primal result and the transposed linear map as a closure over the residuals; each `vjp({ct})` returns what `{f}_vjp` does.");
         let allows = allows();
         quote! {
@@ -1008,8 +1284,8 @@ impl Wrappers<'_> {
                 -> (#o, impl Fn(#ctt) -> #rt + ::core::marker::Send + ::core::marker::Sync + use<>)
             {
                 let (__linad_y, __linad_pb) = #inner(#(#args),*);
-                (__linad_y, move |#ct: #ctt| -> #rt {
-                    let #pat = __linad_pb(#ct);
+                (#y, move |#ct: #ctt| -> #rt {
+                    let #pat = __linad_pb(#fct);
                     #r
                 })
             }
