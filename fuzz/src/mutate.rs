@@ -126,10 +126,12 @@ pub fn mutate(p: &Program, kind: &'static str, rng: &mut Rng, depth: usize) -> M
                 Ty::F => x.clone(),
                 _ => pe(&f.ret),
             };
-            // After the last statement, so every name in `ret` is bound; in
-            // a loop (an early return at the top level is supported).
+            // After the last statement, so every name in `ret` is bound;
+            // inside a block in a loop (an early return at the top level,
+            // and one ending an `if` branch at the top of a loop body, are
+            // supported).
             f.body.push(S::Raw(format!(
-                "for _ in 0..1 {{ if {x} > 100.0 {{ return {ret}; }} }}"
+                "for _ in 0..1 {{ let _ = {{ if {x} > 100.0 {{ return {ret}; }} 0.0 }}; }}"
             )));
         }
         "unknown_method" => insert_raw(&mut f, rng, format!("let bad = {x}.cbrt();")),
