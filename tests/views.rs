@@ -265,3 +265,34 @@ fn co_broadcasting_of_inserted_axes() {
         |(x, v, w), ct| keepdims_softmax_vjp(x, v, w, *ct),
     );
 }
+
+/// Updates through a mutable view bound by `let`: `r += &v`, `r *= s`,
+/// `r.fill(x)`, a read of `r`, on rows, columns and slices.
+#[differentiable]
+fn through_views(a: &Array2<f64>, v: &Array1<f64>, s: f64) -> Array2<f64> {
+    let mut m = a.clone();
+    for i in 0..m.nrows() {
+        let mut r = m.row_mut(i);
+        r += v;
+        r *= s;
+        let t = r.sum();
+        r -= t * 0.1;
+    }
+    let mut c = m.column_mut(0);
+    c /= 2.0;
+    let mut q = m.slice_mut(s![0..1, ..]);
+    q.fill(s * s);
+    m
+}
+
+#[test]
+fn updates_through_let_bound_mutable_views() {
+    let a = Array2::from_shape_vec((3, 2), vec![1.0, 2.0, -0.5, 0.25, 3.0, -1.0]).unwrap();
+    let v = Array1::from(vec![0.3, -0.7]);
+    check_derivatives(
+        &(a.clone(), v.clone(), 1.3),
+        |(a, v, s)| through_views(a, v, *s),
+        |(a, v, s), (da, dv, ds)| through_views_jvp(a, v, *s, da, dv, *ds),
+        |(a, v, s), ct| through_views_vjp(a, v, *s, ct),
+    );
+}

@@ -412,3 +412,178 @@ fn final_return(b: &mut syn::Block) -> Option<Span> {
         _ => None,
     }
 }
+
+/// A mutable view bound by `let` and updated through: `let mut r =
+/// m.row_mut(i); r += &v;` (also `column_mut`, `slice_mut`,
+/// `index_axis_mut`; `r op= e`, `r.assign(e)`, `r.fill(x)`, and reads of
+/// `r`) is rewritten, in every block, to updates of the base through a
+/// fresh view at each use, which the lowering already knows:
+///
+/// ```text
+/// let mut r = m.row_mut(i);  r += &v;  r.fill(0.0);
+/// m.row_mut(i).assign(&(m.row(i) + &v));  m.row_mut(i).fill(0.0);
+/// ```
+///
+/// While `r` lives it borrows `m` mutably, so nothing else changes `m` in
+/// between; the view is left as it is (and refused where it is used) when
+/// a variable its arguments read is assigned before `r`'s last use.
+pub fn inline_mut_views(b: &mut syn::Block) {
+    struct Blocks;
+    impl syn::visit_mut::VisitMut for Blocks {
+        fn visit_block_mut(&mut self, b: &mut syn::Block) {
+            syn::visit_mut::visit_block_mut(self, b);
+            inline_in(&mut b.stmts);
+        }
+        fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+    }
+    syn::visit_mut::VisitMut::visit_block_mut(&mut Blocks, b);
+}
+
+/// The view methods and their read-only counterparts.
+const MUT_VIEWS: [(&str, &str); 4] = [
+    ("row_mut", "row"),
+    ("column_mut", "column"),
+    ("slice_mut", "slice"),
+    ("index_axis_mut", "index_axis"),
+];
+
+fn inline_in(stmts: &mut Vec<syn::Stmt>) {
+    let mut k = 0;
+    while k < stmts.len() {
+        if let Some((name, view, read)) = mut_view_let(&stmts[k]) {
+            if let Some(last) = last_use(&stmts[k + 1..], &name) {
+                let end = k + 1 + last;
+                // The arguments must mean the same at every use.
+                let mut args_vars = vec![];
+                collect_idents(&view, &mut args_vars);
+                let between = syn::Block {
+                    brace_token: Default::default(),
+                    stmts: stmts[k + 1..=end].to_vec(),
+                };
+                let assigned = super::control::assigned_names(&between);
+                if !args_vars.iter().any(|v| assigned.contains(v)) {
+                    let mut rw = ViewUses {
+                        name: &name,
+                        view: &view,
+                        read: &read,
+                    };
+                    for st in &mut stmts[k + 1..=end] {
+                        syn::visit_mut::VisitMut::visit_stmt_mut(&mut rw, st);
+                    }
+                    stmts.remove(k);
+                    continue;
+                }
+            }
+        }
+        k += 1;
+    }
+}
+
+/// `let [mut] r = base.row_mut(..);`: the name, the view expression and
+/// its read-only counterpart.
+fn mut_view_let(s: &syn::Stmt) -> Option<(String, syn::Expr, syn::Expr)> {
+    let syn::Stmt::Local(l) = s else {
+        return None;
+    };
+    let syn::Pat::Ident(pi) = &l.pat else {
+        return None;
+    };
+    let init = l.init.as_ref()?;
+    if init.diverge.is_some() {
+        return None;
+    }
+    let syn::Expr::MethodCall(m) = &*init.expr else {
+        return None;
+    };
+    if !matches!(&*m.receiver, syn::Expr::Path(p) if p.path.get_ident().is_some()) {
+        return None;
+    }
+    let (_, read) = MUT_VIEWS.iter().find(|(w, _)| m.method == w)?;
+    let mut r = m.clone();
+    r.method = syn::Ident::new(read, m.method.span());
+    Some((
+        pi.ident.to_string(),
+        syn::Expr::MethodCall(m.clone()),
+        syn::Expr::MethodCall(r),
+    ))
+}
+
+/// The index (in `stmts`) of the last statement naming `name`.
+fn last_use(stmts: &[syn::Stmt], name: &str) -> Option<usize> {
+    fn names(ts: proc_macro2::TokenStream, name: &str) -> bool {
+        ts.into_iter().any(|t| match t {
+            proc_macro2::TokenTree::Ident(i) => i == name,
+            proc_macro2::TokenTree::Group(g) => names(g.stream(), name),
+            _ => false,
+        })
+    }
+    stmts
+        .iter()
+        .rposition(|s| names(quote::ToTokens::to_token_stream(s), name))
+}
+
+/// The identifiers an expression mentions.
+fn collect_idents(e: &syn::Expr, out: &mut Vec<String>) {
+    fn go(ts: proc_macro2::TokenStream, out: &mut Vec<String>) {
+        for t in ts {
+            match t {
+                proc_macro2::TokenTree::Ident(i) => out.push(i.to_string()),
+                proc_macro2::TokenTree::Group(g) => go(g.stream(), out),
+                _ => {}
+            }
+        }
+    }
+    go(quote::ToTokens::to_token_stream(e), out);
+}
+
+/// Rewrites the uses of a mutable view `name` (see [`inline_mut_views`]).
+struct ViewUses<'a> {
+    name: &'a str,
+    view: &'a syn::Expr,
+    read: &'a syn::Expr,
+}
+
+impl ViewUses<'_> {
+    fn is_view(&self, e: &syn::Expr) -> bool {
+        matches!(e, syn::Expr::Path(p) if p.path.is_ident(self.name))
+    }
+}
+
+impl syn::visit_mut::VisitMut for ViewUses<'_> {
+    fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+        let (view, read) = (self.view, self.read);
+        let span = e.span();
+        if self.is_view(e) {
+            *e = read.clone();
+            return;
+        }
+        match e {
+            syn::Expr::Binary(b) if self.is_view(&b.left) => {
+                let op: Option<syn::BinOp> = match b.op {
+                    syn::BinOp::AddAssign(t) => Some(syn::BinOp::Add(syn::Token![+](t.span()))),
+                    syn::BinOp::SubAssign(t) => Some(syn::BinOp::Sub(syn::Token![-](t.span()))),
+                    syn::BinOp::MulAssign(t) => Some(syn::BinOp::Mul(syn::Token![*](t.span()))),
+                    syn::BinOp::DivAssign(t) => Some(syn::BinOp::Div(syn::Token![/](t.span()))),
+                    _ => None,
+                };
+                if let Some(op) = op {
+                    self.visit_expr_mut(&mut b.right);
+                    let right = b.right.clone();
+                    *e = syn::parse_quote_spanned!(span=> #view.assign(&((#read) #op (#right))));
+                    return;
+                }
+            }
+            syn::Expr::MethodCall(m)
+                if self.is_view(&m.receiver) && (m.method == "assign" || m.method == "fill") =>
+            {
+                for a in &mut m.args {
+                    self.visit_expr_mut(a);
+                }
+                *m.receiver = view.clone();
+                return;
+            }
+            _ => {}
+        }
+        syn::visit_mut::visit_expr_mut(self, e);
+    }
+}

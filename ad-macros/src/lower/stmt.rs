@@ -37,6 +37,7 @@ impl Lowerer<'_> {
             self.errors.push(e);
             return (Val::Poison, span);
         }
+        super::desugar::inline_mut_views(&mut block);
         super::desugar::lift_early_returns(&mut block);
         strip_tail_returns(&mut block);
         let block = &block;
