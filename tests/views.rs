@@ -296,3 +296,36 @@ fn updates_through_let_bound_mutable_views() {
         |(a, v, s), ct| through_views_vjp(a, v, *s, ct),
     );
 }
+
+/// Loops over mutable lanes: `for mut row in m.rows_mut()`, columns with
+/// `enumerate`, `axis_iter_mut`.
+#[differentiable]
+fn centre_and_scale(x: &Array2<f64>, s: f64) -> Array2<f64> {
+    let mut m = x.clone();
+    let mean = m.mean_axis(Axis(0)).unwrap();
+    for mut row in m.rows_mut() {
+        row -= &mean;
+    }
+    for (j, mut col) in m.columns_mut().into_iter().enumerate() {
+        col *= s + j as f64;
+    }
+    for mut r in m.axis_iter_mut(Axis(0)) {
+        let t = r.sum();
+        r += t * 0.01;
+    }
+    m
+}
+
+#[test]
+fn loops_over_mutable_lanes() {
+    let x = Array2::from_shape_vec((3, 2), vec![1.0, 2.0, -0.5, 0.25, 3.0, -1.0]).unwrap();
+    let y = centre_and_scale(&x, 0.5);
+    // Columns centred (then scaled) before the last step.
+    assert!(y.iter().all(|v| v.is_finite()));
+    check_derivatives(
+        &(x.clone(), 0.5),
+        |(x, s)| centre_and_scale(x, *s),
+        |(x, s), (dx, ds)| centre_and_scale_jvp(x, *s, dx, *ds),
+        |(x, s), ct| centre_and_scale_vjp(x, *s, ct),
+    );
+}

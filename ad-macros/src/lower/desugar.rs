@@ -434,9 +434,83 @@ pub fn inline_mut_views(b: &mut syn::Block) {
             syn::visit_mut::visit_block_mut(self, b);
             inline_in(&mut b.stmts);
         }
+        fn visit_expr_for_loop_mut(&mut self, f: &mut syn::ExprForLoop) {
+            mut_lanes_loop(f);
+            syn::visit_mut::visit_expr_for_loop_mut(self, f);
+        }
         fn visit_item_mut(&mut self, _: &mut syn::Item) {}
     }
     syn::visit_mut::VisitMut::visit_block_mut(&mut Blocks, b);
+}
+
+/// `for mut row in m.rows_mut() { .. }` (also `columns_mut()`,
+/// `outer_iter_mut()`, `axis_iter_mut(Axis(a))`, with `.enumerate()`):
+/// a counted loop binding `let mut row = m.row_mut(k);` first, whose
+/// updates [`inline_in`] then rewrites.
+fn mut_lanes_loop(f: &mut syn::ExprForLoop) {
+    // The pattern: `mut row` or `(i, mut row)` with `.enumerate()`.
+    let (iter, index, row) = {
+        let mut e = &*f.expr;
+        let mut enumerate = false;
+        if let syn::Expr::MethodCall(m) = e {
+            if m.method == "enumerate" && m.args.is_empty() {
+                enumerate = true;
+                e = &m.receiver;
+                if let syn::Expr::MethodCall(m2) = e {
+                    if m2.method == "into_iter" && m2.args.is_empty() {
+                        e = &m2.receiver;
+                    }
+                }
+            }
+        }
+        let (index, row) = match (&*f.pat, enumerate) {
+            (syn::Pat::Tuple(t), true) if t.elems.len() == 2 => {
+                (Some(t.elems[0].clone()), t.elems[1].clone())
+            }
+            (p, false) => (None, p.clone()),
+            _ => return,
+        };
+        (e.clone(), index, row)
+    };
+    let syn::Expr::MethodCall(m) = &iter else {
+        return;
+    };
+    let base = &m.receiver;
+    if !matches!(&**base, syn::Expr::Path(p) if p.path.get_ident().is_some()) {
+        return;
+    }
+    let span = m.method.span();
+    let k = syn::Ident::new("__linad_k", span);
+    let (len, view): (syn::Expr, syn::Expr) = match (m.method.to_string().as_str(), m.args.len()) {
+        ("rows_mut", 0) => (
+            syn::parse_quote_spanned!(span=> #base.nrows()),
+            syn::parse_quote_spanned!(span=> #base.row_mut(#k)),
+        ),
+        ("columns_mut", 0) => (
+            syn::parse_quote_spanned!(span=> #base.ncols()),
+            syn::parse_quote_spanned!(span=> #base.column_mut(#k)),
+        ),
+        ("outer_iter_mut", 0) => (
+            syn::parse_quote_spanned!(span=> #base.len_of(::linad::ndarray::Axis(0))),
+            syn::parse_quote_spanned!(span=> #base.index_axis_mut(::linad::ndarray::Axis(0), #k)),
+        ),
+        ("axis_iter_mut", 1) => {
+            let ax = &m.args[0];
+            (
+                syn::parse_quote_spanned!(span=> #base.len_of(#ax)),
+                syn::parse_quote_spanned!(span=> #base.index_axis_mut(#ax, #k)),
+            )
+        }
+        _ => return,
+    };
+    f.pat = Box::new(syn::parse_quote_spanned!(span=> #k));
+    f.expr = Box::new(syn::parse_quote_spanned!(span=> 0..#len));
+    let mut pre: Vec<syn::Stmt> = vec![syn::parse_quote_spanned!(span=> let #row = #view;)];
+    if let Some(i) = index {
+        pre.insert(0, syn::parse_quote_spanned!(span=> let #i = #k;));
+    }
+    pre.extend(std::mem::take(&mut f.body.stmts));
+    f.body.stmts = pre;
 }
 
 /// The view methods and their read-only counterparts.
