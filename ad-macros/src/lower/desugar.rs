@@ -503,8 +503,8 @@ fn mut_lanes_loop(f: &mut syn::ExprForLoop) {
         }
         _ => return,
     };
-    f.pat = Box::new(syn::parse_quote_spanned!(span=> #k));
-    f.expr = Box::new(syn::parse_quote_spanned!(span=> 0..#len));
+    *f.pat = syn::parse_quote_spanned!(span=> #k);
+    *f.expr = syn::parse_quote_spanned!(span=> 0..#len);
     let mut pre: Vec<syn::Stmt> = vec![syn::parse_quote_spanned!(span=> let #row = #view;)];
     if let Some(i) = index {
         pre.insert(0, syn::parse_quote_spanned!(span=> let #i = #k;));
