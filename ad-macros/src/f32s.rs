@@ -24,7 +24,7 @@ use crate::attr::Args;
 use crate::emit::allows;
 use crate::lower;
 use crate::sig::Signature;
-use proc_macro2::{Span, TokenStream, TokenTree};
+use proc_macro2::{TokenStream, TokenTree};
 use quote::{format_ident, quote, ToTokens};
 
 /// The name of the `f64` shadow of `f` is this prefix then `f`.
@@ -300,13 +300,11 @@ impl Wrappers<'_> {
         out.extend(self.linearize());
         out.extend(self.pullback());
         if dump {
-            let (vis, name) = (&self.func.vis, crate::names::dump(&self.func.sig.ident));
-            let inner = crate::names::dump(&self.sig.ident);
-            out.extend(quote! {
-                /// The IR after every pass and the generated Rust (of the
-                /// function's `f64` shadow).
-                #vis fn #name() -> &'static str { #inner() }
-            });
+            out.extend(crate::names::dump_forwarder(
+                self.func,
+                &self.sig.ident,
+                "the function's `f64` shadow",
+            ));
         }
         out
     }
@@ -392,12 +390,7 @@ impl Wrappers<'_> {
     }
 
     fn ct(&self) -> (syn::Ident, TokenStream, TokenStream, TokenStream) {
-        let taken = self.taken();
-        let mut name = "ct".to_string();
-        while taken.contains(&name) {
-            name.push('_');
-        }
-        let ct = syn::Ident::new(&name, Span::call_site());
+        let ct = crate::names::ct_param(&self.taken());
         let o = self.out_ty();
         // Arrays by reference, as the companions take cotangents.
         fn ct_ty(t: &syn::Type) -> TokenStream {

@@ -117,6 +117,29 @@ pub fn tangent(x: &Ident, taken: &[String]) -> Ident {
     })
 }
 
+/// `ct`: the output cotangent parameter of `f_vjp` / `f_pullback`, or
+/// `ct_`, `ct__`, ... when one of `taken` (the function's parameter names)
+/// is already called so.
+pub fn ct_param(taken: &[String]) -> Ident {
+    let mut name = "ct".to_string();
+    while taken.contains(&name) {
+        name.push('_');
+    }
+    Ident::new(&name, proc_macro2::Span::call_site())
+}
+
+/// The `dump` companion of a function whose derivatives come from another
+/// (its flat or `f64` version, `inner`): `f_linad_dump()` returning the
+/// inner one's.
+pub fn dump_forwarder(func: &syn::ItemFn, inner: &Ident, of: &str) -> proc_macro2::TokenStream {
+    let (vis, name, inner) = (&func.vis, dump(&func.sig.ident), dump(inner));
+    let doc = format!(" The IR after every pass and the generated Rust (of {of}).");
+    quote::quote! {
+        #[doc = #doc]
+        #vis fn #name() -> &'static str { #inner() }
+    }
+}
+
 /// `f_linad_dump` (with `#[differentiable(dump)]`).
 pub fn dump(f: &Ident) -> Ident {
     derived(f, |f| format!("{f}_linad_dump"))

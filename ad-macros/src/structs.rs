@@ -755,6 +755,17 @@ impl<'a> Visit<'a> for Shadow {
     fn visit_item(&mut self, _: &'a syn::Item) {}
 }
 
+/// The pieces of the reverse-mode companions (see `Wrappers::reverse`).
+struct Reverse {
+    ct: syn::Ident,
+    ct_ty: TokenStream,
+    flat_ct: TokenStream,
+    pat: TokenStream,
+    cotangents: TokenStream,
+    cotangents_ty: TokenStream,
+    y: TokenStream,
+}
+
 /// A struct output: its type as written, and its fields.
 struct OutStruct {
     st: Box<syn::Type>,
@@ -938,13 +949,11 @@ impl Wrappers<'_> {
         out.extend(self.linearize());
         out.extend(self.pullback());
         if dump {
-            let (vis, name) = (&self.func.vis, crate::names::dump(&self.func.sig.ident));
-            let inner = crate::names::dump(&self.flat.ident);
-            out.extend(quote! {
-                /// The IR after every pass and the generated Rust (of the
-                /// function with its struct parameters flattened).
-                #vis fn #name() -> &'static str { #inner() }
-            });
+            out.extend(crate::names::dump_forwarder(
+                self.func,
+                &self.flat.ident,
+                "the function with its struct parameters flattened",
+            ));
         }
         out
     }
@@ -1185,12 +1194,24 @@ impl Wrappers<'_> {
     }
 
     fn ct_name(&self) -> syn::Ident {
-        let taken = self.user_names();
-        let mut name = "ct".to_string();
-        while taken.contains(&name) {
-            name.push('_');
+        crate::names::ct_param(&self.user_names())
+    }
+
+    /// What `f_vjp` and `f_pullback` share: the cotangent parameter, its
+    /// flat form, the flat cotangents' pattern and the user's cotangents
+    /// built from them, and the primal output from `__linad_y`.
+    fn reverse(&self) -> Reverse {
+        let ct = self.ct_name();
+        let (cs, pat) = self.flat_cts();
+        Reverse {
+            ct_ty: self.ct_param_ty(),
+            flat_ct: self.flat_ct(&ct),
+            ct,
+            pat,
+            cotangents: self.regroup(&cs),
+            cotangents_ty: self.cotangent_ty(),
+            y: self.primal_out(quote!(__linad_y)),
         }
-        syn::Ident::new(&name, Span::call_site())
     }
 
     fn jvp(&self) -> TokenStream {
@@ -1223,11 +1244,15 @@ impl Wrappers<'_> {
         let name = crate::names::vjp(f);
         let inner = crate::names::vjp(&self.flat.ident);
         let (decls, args, o) = (self.decls(), self.flat_args(), self.out_ty());
-        let (ct, ctt) = (self.ct_name(), self.ct_param_ty());
-        let fct = self.flat_ct(&ct);
-        let (cs, pat) = self.flat_cts();
-        let (r, rt) = (self.regroup(&cs), self.cotangent_ty());
-        let y = self.primal_out(quote!(__linad_y));
+        let Reverse {
+            ct,
+            ct_ty: ctt,
+            flat_ct: fct,
+            pat,
+            cotangents: r,
+            cotangents_ty: rt,
+            y,
+        } = self.reverse();
         let doc = format!(" Reverse-mode derivative of [`{f}`]: returns `({f}(..), cotangents)`, the primal result and the cotangents of the differentiated parameters for the output cotangent `{ct}` (a struct's cotangent is its `Differentiable::Tangent`).");
         let allows = allows();
         quote! {
@@ -1269,11 +1294,15 @@ impl Wrappers<'_> {
         let name = crate::names::pullback(f);
         let inner = crate::names::pullback(&self.flat.ident);
         let (decls, args, o) = (self.decls(), self.flat_args(), self.out_ty());
-        let (ct, ctt) = (self.ct_name(), self.ct_param_ty());
-        let fct = self.flat_ct(&ct);
-        let (cs, pat) = self.flat_cts();
-        let (r, rt) = (self.regroup(&cs), self.cotangent_ty());
-        let y = self.primal_out(quote!(__linad_y));
+        let Reverse {
+            ct,
+            ct_ty: ctt,
+            flat_ct: fct,
+            pat,
+            cotangents: r,
+            cotangents_ty: rt,
+            y,
+        } = self.reverse();
         let doc = format!(" Pullback of [`{f}`]: returns `({f}(..), vjp)`, the primal result and the transposed linear map as a closure over the residuals; each `vjp({ct})` returns what `{f}_vjp` does.");
         let allows = allows();
         quote! {

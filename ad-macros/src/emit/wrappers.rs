@@ -565,12 +565,7 @@ fn hidden_blocks(input: &Input, cx: &Ctx, h: &Halves) -> R<TokenStream> {
 /// The name of `f_vjp`'s cotangent parameter: `ct`, or `ct_`, `ct__`, ...
 /// when a parameter of `f` is already called so.
 pub(super) fn ct_name(sig: &crate::sig::Signature) -> Ident {
-    let taken = param_names(sig);
-    let mut name = "ct".to_string();
-    while taken.contains(&name) {
-        name.push('_');
-    }
-    Ident::new(&name, proc_macro2::Span::call_site())
+    crate::names::ct_param(&param_names(sig))
 }
 
 /// The names of `f`'s parameters (without raw prefixes).
