@@ -337,3 +337,79 @@ fn differentiable_callers_of_linear_functions() {
         |(a, x), ct| caller_vjp(a, x, *ct),
     );
 }
+
+// Differentiable callers whose derivatives flow only through the linear
+// slots: they call the linear function and its transpose directly
+// (`__linad_f_linear`, `__linad_f_linear_t`), not its linearisation.
+
+/// `matvec` with `a` a constant of the caller's derivative (`wrt(x)`).
+#[differentiable(wrt(x))]
+fn caller_wrt_x(a: &Array2<f64>, x: &Array1<f64>) -> f64 {
+    let y: Array1<f64> = matvec(a, &x.mapv(f64::sin));
+    y.mapv(|v| v * v).sum()
+}
+
+/// Literal constants in the non-linear slots, a tuple output, a tuple
+/// parameter, an index array and a size, in a loop.
+#[differentiable]
+fn caller_of_many(idx: &Array1<usize>, x: &Array1<f64>, s: f64) -> f64 {
+    let (u, v): (f64, f64) = rotate(0.3, s.sin(), x[0] * s);
+    let t = tuple_sum(1.5, (u, v * v));
+    let sc: Array1<f64> = scatter(idx, 6, &x.mapv(|e| e * s));
+    let lap: Array1<f64> = laplacian(2.0, &sc);
+    let mut acc = t;
+    for i in 0..lap.len() {
+        acc += scale(0.5, lap[i] * lap[i]);
+    }
+    acc
+}
+
+#[test]
+fn callers_through_linear_slots_only() {
+    let mut rng = rng("slots");
+    let a: Array2<f64> = rng.array2(3, 4, -1.0, 1.0);
+    let x = rng.array1(4, -1.0, 1.0);
+    check_derivatives(
+        &x.clone(),
+        |x| caller_wrt_x(&a, x),
+        |x, dx| caller_wrt_x_jvp(&a, x, dx),
+        |x, ct| caller_wrt_x_vjp(&a, x, *ct),
+    );
+    let idx = Array1::from(vec![4usize, 0, 0, 2, 3, 5, 1]);
+    let x7 = rng.array1(7, -1.0, 1.0);
+    check_derivatives(
+        &(x7, 0.8),
+        |(x, s)| caller_of_many(&idx, x, *s),
+        |(x, s), (dx, ds)| caller_of_many_jvp(&idx, x, *s, dx, *ds),
+        |(x, s), ct| caller_of_many_vjp(&idx, x, *s, *ct),
+    );
+}
+
+/// A zero in a linear parameter of a linear callee keeps the call linear.
+#[linear(x)]
+fn rotate_first(x: f64) -> (f64, f64) {
+    rotate(0.2, x, 0.0)
+}
+
+/// A zeros array in a linear parameter of a linear callee (`w * x` tells
+/// `x`'s size: a callee's body is not visible).
+#[linear(x)]
+fn mix_first(w: &Array1<f64>, x: &Array1<f64>) -> Array1<f64> {
+    let z = Array1::zeros(x.len());
+    mix(w, &(w * x), &z)
+}
+
+#[test]
+fn zeros_in_linear_parameters_of_linear_callees() {
+    let mut rng = rng("zeros");
+    let (x, ct) = (rng.normal(), (rng.normal(), rng.normal()));
+    identity(inner(&ct, &rotate_first(x)), rotate_first_transpose(ct) * x);
+    assert_eq!(rotate_first(x), rotate(0.2, x, 0.0));
+    let w = rng.array1(5, -1.0, 1.0);
+    let x = rng.array1(5, -1.0, 1.0);
+    let ct = rng.array1(5, -1.0, 1.0);
+    identity(
+        inner(&ct, &mix_first(&w, &x)),
+        inner(&mix_first_transpose(&w, &ct), &x),
+    );
+}

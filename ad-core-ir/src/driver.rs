@@ -14,7 +14,7 @@
 
 use crate::check::{check_func, Mode};
 use crate::ir::*;
-use crate::jvp::{jvp_func, jvp_name, JvpError};
+use crate::jvp::{jvp_func, jvp_name, linear_name, JvpError};
 use crate::transpose::{transpose_func, transpose_name, TransposeError};
 use crate::unzip::{fwd_name, lin_name, unzip_func, UnzipError};
 use crate::visit::free_vars_block;
@@ -100,6 +100,10 @@ pub struct Names {
     pub lin: String,
     /// `f__lin_t`.
     pub lin_t: String,
+    /// `f__linear`: an extern declared linear, as a linear function.
+    pub linear: String,
+    /// `f__linear_t`: its transpose.
+    pub linear_t: String,
 }
 
 impl Names {
@@ -110,6 +114,8 @@ impl Names {
             fwd: fwd_name(f),
             lin: lin_name(f),
             lin_t: transpose_name(&lin_name(f)),
+            linear: linear_name(f),
+            linear_t: transpose_name(&linear_name(f)),
         }
     }
 }
@@ -301,6 +307,70 @@ pub fn declare_extern(
         prog.externs.retain(|g| g.name != f.name);
         prog.externs.push(f);
     }
+}
+
+/// As [`declare_extern`], for an extern linear in the parameters flagged in
+/// `linear` (`#[linear(..)]`), and also declares `name__linear(a ; x) -> (; y)`
+/// (the function itself: `a` the other parameters, `x` the linear ones,
+/// whose tangent types they have) and its transpose
+/// `name__linear_t(a ; ȳ) -> (; x̄)`. JVP calls them where only linear
+/// arguments carry tangents: `d g(a, x) = g(a, dx)`, and reverse mode is
+/// the user's transpose, with no linearisation of `g` and only `a` kept.
+pub fn declare_linear_extern(
+    prog: &mut Program,
+    name: &str,
+    params: &[crate::types::Ty],
+    results: &[crate::types::Ty],
+    linear: &[bool],
+) {
+    use crate::types::Ty;
+    declare_extern(prog, name, params, results);
+    // A flag on a parameter without tangent (not a linear type) is ignored.
+    let linear: Vec<bool> = params
+        .iter()
+        .zip(linear)
+        .map(|(t, l)| *l && t.tangent().is_some())
+        .collect();
+    let mut consts: Vec<Ty> = vec![];
+    let mut lins: Vec<Ty> = vec![];
+    for (t, l) in params.iter().zip(&linear) {
+        match (l, t.tangent()) {
+            (true, Some(tt)) => lins.push(tt),
+            _ => consts.push(t.clone()),
+        }
+    }
+    let outs: Vec<Ty> = results.iter().filter_map(Ty::tangent).collect();
+    let n = Names::of(name);
+    for (fname, lps, lrs) in [(n.linear, &lins, &outs), (n.linear_t, &outs, &lins)] {
+        let mut vars = VarTable::default();
+        let params = consts
+            .iter()
+            .map(|t| vars.fresh("a", t.clone(), false))
+            .collect();
+        let lin_params = lps
+            .iter()
+            .map(|t| vars.fresh("dx", t.clone(), true))
+            .collect();
+        let lin_results = lrs
+            .iter()
+            .map(|t| vars.fresh("dy", t.clone(), true))
+            .collect();
+        prog.externs.retain(|g| g.name != fname);
+        prog.externs.push(Func {
+            name: fname,
+            params,
+            lin_params,
+            lin_param_shapes: vec![],
+            body: Block {
+                stmts: vec![],
+                results: vec![],
+                lin_results,
+            },
+            vars,
+        });
+    }
+    prog.linear_externs.retain(|(g, _)| g != name);
+    prog.linear_externs.push((name.to_string(), linear));
 }
 
 /// Differentiates `name` with respect to the parameters flagged in `wrt`

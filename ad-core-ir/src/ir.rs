@@ -1206,6 +1206,13 @@ pub struct Program {
     /// residuals) and recompute what they need: derivatives checkpoint at
     /// extern calls (see [`crate::driver::declare_extern`]).
     pub externs: Vec<Func>,
+    /// Externs declared linear in some parameters, with a flag per
+    /// parameter: such a `g` also comes with `g__linear(a ; x) -> (; y)` (g
+    /// itself, its other parameters `a` non-linear) and its transpose
+    /// `g__linear_t(a ; ȳ) -> (; x̄)`, which JVP calls directly where only
+    /// linear arguments carry tangents (see
+    /// [`crate::driver::declare_linear_extern`]).
+    pub linear_externs: Vec<(String, Vec<bool>)>,
 }
 
 impl Program {
@@ -1215,6 +1222,14 @@ impl Program {
             .iter()
             .find(|f| f.name == name)
             .or_else(|| self.externs.iter().find(|f| f.name == name))
+    }
+
+    /// The linear-parameter flags of an extern declared linear.
+    pub fn linear_in(&self, name: &str) -> Option<&[bool]> {
+        self.linear_externs
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, l)| l.as_slice())
     }
 
     /// Whether `name` is an extern declaration.

@@ -106,12 +106,21 @@ impl Default for Outputs {
 /// array's shape as `shapes` says, in order; scalars and tuples need none)
 /// and its last `n_lin_results` results made linear results. Reading the
 /// shape of a linear parameter (`x.len()`) reads the shape it is given.
+///
+/// `linear_callees` names the callees known to be linear (with a flag per
+/// parameter, as [`Program::linear_externs`]): a call passing linear values
+/// to one of them must pass a linear value or a zero in each of its linear
+/// parameters (anything else makes the result affine: an error), and is
+/// then the callee itself, `g__linear(a ; x)`, whose transpose is the
+/// callee's own. Other callees are called through their forward derivative
+/// at zero.
 pub fn linear_form(
     f: &Func,
     lin: &[bool],
     n_lin_results: usize,
     shapes: &[SeedShape],
     outputs: &Outputs,
+    linear_callees: &[(String, Vec<bool>)],
 ) -> Result<LinearForm, Vec<LinearityError>> {
     let f = crate::normalize::lower_folds(f);
     let seeds: Vec<Var> = f
@@ -134,6 +143,7 @@ pub fn linear_form(
         seed_shapes: HashMap::new(),
         lin_shapes: HashMap::new(),
         linear_calls: vec![],
+        linear_callees: linear_callees.to_vec(),
         errors: vec![],
     };
     for v in cv.taint.clone() {
@@ -219,6 +229,8 @@ struct Conv {
     lin_shapes: HashMap<Var, Vec<Dim>>,
     /// Calls with linear arguments: callee, argument positions, source.
     linear_calls: Vec<(String, Vec<usize>, Option<SrcId>)>,
+    /// Callees known to be linear, with their linear parameters.
+    linear_callees: Vec<(String, Vec<bool>)>,
     errors: Vec<LinearityError>,
 }
 
@@ -552,67 +564,30 @@ impl Conv {
     /// `y = g(.., x, ..)` with `x` linear: `g` is linear in those slots, so
     /// `y = jvp(g)(.., 0, .. ; 0.., x, ..)`: its forward derivative at zero
     /// along `x` (zero tangents for the other differentiable arguments).
+    /// For a callee known to be linear (`linear_callees`): `y = g__linear(a ;
+    /// x..)`, `g` itself in its linear parameters (see
+    /// [`Conv::known_linear_call`]).
     fn linear_call(&mut self, s: &Stmt, c: &Call, out: &mut Vec<Stmt>) {
         let src = s.src;
+        let flags = self
+            .linear_callees
+            .iter()
+            .find(|(n, _)| *n == c.func)
+            .map(|(_, l)| l.clone())
+            .filter(|l| l.len() == c.args.len());
+        if let Some(flags) = flags {
+            return self.known_linear_call(s, c, &flags, out);
+        }
         let (mut args, mut lin_args, mut slots) = (vec![], vec![], vec![]);
         for (k, a) in c.args.iter().enumerate() {
             let ty = crate::typing::atom_ty(a, &self.vars);
             if let Some(x) = self.lin(a) {
                 slots.push(k);
-                let zero = match &ty {
-                    Ty::Array { elem, rank } => {
-                        let Some(dims) = self.shape_of(x) else {
-                            let n = self.names(a);
-                            return self.error(src, format!("the size of this value {n} passed to `{}` is not known here; pass a linear parameter, a call's result or an elementwise product with a non-linear array", c.func));
-                        };
-                        let shape: Vec<Atom> = dims
-                            .iter()
-                            .map(|d| match *d {
-                                Dim::Atom(a) => a,
-                                Dim::Of(v, axis) => {
-                                    let n = self.vars.fresh(
-                                        "n",
-                                        Ty::Scalar(crate::types::Scalar::I64),
-                                        false,
-                                    );
-                                    out.push(nl_stmt(
-                                        n,
-                                        Expr::Array(ArrayOp::Shape {
-                                            arr: Atom::Var(v),
-                                            axis,
-                                        }),
-                                        src,
-                                    ));
-                                    Atom::Var(n)
-                                }
-                            })
-                            .collect();
-                        let z = self.vars.fresh(
-                            "zero",
-                            Ty::Array {
-                                elem: *elem,
-                                rank: *rank,
-                            },
-                            false,
-                        );
-                        out.push(nl_stmt(
-                            z,
-                            Expr::Array(ArrayOp::Broadcast {
-                                arr: Atom::F64(0.0),
-                                shape,
-                                axes: vec![],
-                            }),
-                            src,
-                        ));
-                        Atom::Var(z)
-                    }
-                    Ty::Tuple(ts) => {
-                        let z = self.vars.fresh("zero", ty.clone(), false);
-                        out.push(nl_stmt(z, Expr::Tuple(vec![Atom::F64(0.0); ts.len()]), src));
-                        Atom::Var(z)
-                    }
-                    Ty::Scalar(_) => Atom::F64(0.0),
+                let Some(shape) = self.shape_tree(x, &ty) else {
+                    let n = self.names(a);
+                    return self.error(src, format!("the size of this value {n} passed to `{}` is not known here; pass a linear parameter, a call's result or an elementwise product with a non-linear array", c.func));
                 };
+                let zero = self.zero_value(&ty, &shape, src, out);
                 args.push(zero);
                 lin_args.push(x);
             } else {
@@ -657,6 +632,201 @@ impl Conv {
             expr: Expr::Call(Call {
                 func: crate::jvp::jvp_name(&c.func),
                 args,
+                lin_args,
+                lin_shapes,
+            }),
+            src,
+        });
+        self.linear_calls.push((c.func.clone(), slots, src));
+    }
+
+    /// The shape tree of the linear value `x` of type `ty`, if known.
+    fn shape_tree(&self, x: Var, ty: &Ty) -> Option<ShapeTree> {
+        match ty {
+            Ty::Array { .. } => self.shape_of(x).map(ShapeTree::Array),
+            t => scalar_shape(t),
+        }
+    }
+
+    /// A non-linear zero of type `ty` and shape `shape` (statements that
+    /// build it go to `out`).
+    fn zero_value(
+        &mut self,
+        ty: &Ty,
+        shape: &ShapeTree,
+        src: Option<SrcId>,
+        out: &mut Vec<Stmt>,
+    ) -> Atom {
+        match (ty, shape) {
+            (Ty::Array { elem, rank }, ShapeTree::Array(dims)) => {
+                let shape: Vec<Atom> = dims
+                    .iter()
+                    .map(|d| match *d {
+                        Dim::Atom(a) => a,
+                        Dim::Of(v, axis) => {
+                            let n =
+                                self.vars
+                                    .fresh("n", Ty::Scalar(crate::types::Scalar::I64), false);
+                            out.push(nl_stmt(
+                                n,
+                                Expr::Array(ArrayOp::Shape {
+                                    arr: Atom::Var(v),
+                                    axis,
+                                }),
+                                src,
+                            ));
+                            Atom::Var(n)
+                        }
+                    })
+                    .collect();
+                let z = self.vars.fresh(
+                    "zero",
+                    Ty::Array {
+                        elem: *elem,
+                        rank: *rank,
+                    },
+                    false,
+                );
+                out.push(nl_stmt(
+                    z,
+                    Expr::Array(ArrayOp::Broadcast {
+                        arr: Atom::F64(0.0),
+                        shape,
+                        axes: vec![],
+                    }),
+                    src,
+                ));
+                Atom::Var(z)
+            }
+            (Ty::Tuple(ts), _) => {
+                let z = self.vars.fresh("zero", ty.clone(), false);
+                out.push(nl_stmt(z, Expr::Tuple(vec![Atom::F64(0.0); ts.len()]), src));
+                Atom::Var(z)
+            }
+            _ => Atom::F64(0.0),
+        }
+    }
+
+    /// How a message names a non-linear argument.
+    fn arg_name(&self, a: &Atom) -> String {
+        match a {
+            Atom::Var(v) => {
+                let n = &self.vars.info(*v).name;
+                let user = n.chars().next().is_some_and(|c| c.is_alphabetic())
+                    && !n.contains("__")
+                    && n.chars().all(|c| c.is_alphanumeric() || c == '_');
+                if user {
+                    format!("`{n}`")
+                } else {
+                    "this value".into()
+                }
+            }
+            Atom::F64(x) => format!("the constant `{x:?}`"),
+            _ => "this value".into(),
+        }
+    }
+
+    /// `y = g(a, x, z)` for `g` declared linear in its last two parameters,
+    /// `x` linear and `z` a zero: `(; y) = g__linear(a ; x, 0)`. A
+    /// non-linear, non-zero value `c` in a linear parameter of `g` is an
+    /// error: `g(a, x, c) = g(a, x, 0) + g(a, 0, c)` is affine in `x`. The
+    /// call `g(a, 0, 0)` (pure; removed when unused) gives array results
+    /// their shapes.
+    fn known_linear_call(&mut self, s: &Stmt, c: &Call, flags: &[bool], out: &mut Vec<Stmt>) {
+        let src = s.src;
+        let (mut consts, mut lin_args, mut at_zero, mut slots) = (vec![], vec![], vec![], vec![]);
+        for (k, (a, linear)) in c.args.iter().zip(flags).enumerate() {
+            let ty = crate::typing::atom_ty(a, &self.vars);
+            let x = self.lin(a);
+            if !linear {
+                if x.is_some() {
+                    let lin: Vec<String> = flags
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, l)| **l)
+                        .map(|(j, _)| (j + 1).to_string())
+                        .collect();
+                    return self.error(
+                        src,
+                        format!(
+                            "a linear value is passed here as argument {k1} of `{f}`, which is not linear in it (it is declared linear in argument{s} {list}): a linear value may only be passed to the parameters a #[linear] function names",
+                            f = c.func,
+                            k1 = k + 1,
+                            s = if lin.len() == 1 { "" } else { "s" },
+                            list = lin.join(", ")
+                        ),
+                    );
+                }
+                consts.push(*a);
+                at_zero.push(*a);
+                continue;
+            }
+            let (lx, zero) = match x {
+                Some(x) => {
+                    slots.push(k);
+                    let Some(shape) = self.shape_tree(x, &ty) else {
+                        let n = self.names(a);
+                        return self.error(src, format!("the size of this value {n} passed to `{}` is not known here; pass a linear parameter, a call's result or an elementwise product with a non-linear array", c.func));
+                    };
+                    (x, shape)
+                }
+                None => {
+                    let Some(shape) = self.zero(a) else {
+                        let which = self.arg_name(a);
+                        return self.error(
+                            src,
+                            format!(
+                                "{which} is not linear, and `{f}` is linear in this argument (argument {n}): passing it makes this call affine, not linear (`{f}(.., x, c) = {f}(.., x, 0) + {f}(.., 0, c)`); pass a linear value or a zero there, and add what depends on it outside the #[linear] function",
+                                f = c.func,
+                                n = k + 1
+                            ),
+                        );
+                    };
+                    let z = self.fresh_lin("dzero", ty.clone());
+                    out.push(lin_stmt(vec![z], LinOp::Zero(shape.clone()), src));
+                    (z, shape)
+                }
+            };
+            lin_args.push(lx);
+            at_zero.push(self.zero_value(&ty, &zero, src, out));
+        }
+        let mut lin_shapes = vec![];
+        let mut primal = vec![];
+        for b in &s.binds {
+            let ty = self.vars.ty(*b).clone();
+            lin_shapes.push(match ty {
+                Ty::Array { rank, .. } => {
+                    let y0 = self.vars.fresh("y0", ty.clone(), false);
+                    primal.push(y0);
+                    let dims: Vec<Dim> = (0..rank).map(|k| Dim::Of(y0, k)).collect();
+                    self.lin_shapes.insert(*b, dims.clone());
+                    ShapeTree::Array(dims)
+                }
+                t => {
+                    primal.push(self.vars.fresh("y0", t.clone(), false));
+                    scalar_shape(&t).unwrap_or(ShapeTree::Scalar)
+                }
+            });
+        }
+        if s.binds.iter().any(|b| self.vars.ty(*b).rank().is_some_and(|r| r > 0)) {
+            out.push(Stmt {
+                binds: primal,
+                lin_binds: vec![],
+                expr: Expr::Call(Call {
+                    func: c.func.clone(),
+                    args: at_zero,
+                    lin_args: vec![],
+                    lin_shapes: vec![],
+                }),
+                src,
+            });
+        }
+        out.push(Stmt {
+            binds: vec![],
+            lin_binds: s.binds.clone(),
+            expr: Expr::Call(Call {
+                func: crate::jvp::linear_name(&c.func),
+                args: consts,
                 lin_args,
                 lin_shapes,
             }),

@@ -1483,6 +1483,7 @@ pub fn parse_program(s: &str) -> Result<Program, ParseError> {
     Ok(Program {
         funcs,
         externs: vec![],
+        linear_externs: vec![],
     })
 }
 

@@ -429,6 +429,7 @@ fn prop_linear_form_recovers_jvp() {
             j.body.lin_results.len(),
             &shapes,
             &Outputs::default(),
+            &[],
         )
         .map_err(|e| {
             fail(format!(
@@ -501,6 +502,7 @@ fn refusals(src: &str) -> Vec<String> {
         1,
         &vec![SeedShape::Params; n],
         &Outputs::default(),
+        &[],
     ) {
         Ok(l) => panic!("accepted:\n{}", func_to_string(&l.func)),
         Err(es) => es.into_iter().map(|e| e.msg).collect(),
@@ -532,7 +534,7 @@ fn a_rule_becomes_jvp_form() {
     let src = "def f(x_0: f64, dx_1: f64) -> (f64, f64) {\n  let y_2: f64 = sin x_0\n  let c_3: f64 = cos x_0\n  let dy_4: f64 = mul c_3, dx_1\n  return y_2, dy_4\n}";
     let p = parse_program(src).unwrap();
     let f = p.func("f").unwrap();
-    let mut l = linear_form(f, &[false, true], 1, &[], &Outputs::default())
+    let mut l = linear_form(f, &[false, true], 1, &[], &Outputs::default(), &[])
         .unwrap()
         .func;
     assert_eq!((l.params.len(), l.lin_params.len()), (1, 1));

@@ -178,6 +178,50 @@ fn calls_of_extern_functions_checkpoint_at_the_call() {
     assert!(fwd.contains("call g("), "{fwd}");
 }
 
+/// `f(x, w, a) = g(a, w * x)` with `g` declared linear in its second
+/// parameter: where only the linear argument has a tangent, forward mode
+/// applies `g` itself (`g__linear`) and reverse mode its transpose
+/// (`g__linear_t`), keeping only `a`; when `a` has a tangent too, the general
+/// checkpointing rule (`g__lin`, `g__lin_t`) applies.
+#[test]
+fn calls_of_linear_externs_apply_the_function_and_its_transpose() {
+    use ad_core_ir::driver::{declare_linear_extern, differentiate, Options};
+    use ad_core_ir::pretty::func_to_string;
+    let mut p = Program::default();
+    declare_linear_extern(
+        &mut p,
+        "g",
+        &[Ty::f64s(2), Ty::f64s(1)],
+        &[Ty::f64s(1)],
+        &[false, true],
+    );
+    let mut b = FuncBuilder::new(&p, "f");
+    let x = b.param("x", Ty::f64s(1));
+    let w = b.param("w", Ty::F64);
+    let a = b.param("a", Ty::f64s(2));
+    let wx = b.map(&[x.into()], |b, e| {
+        vec![b.prim(Prim::Mul, &[w.into(), e[0].into()]).into()]
+    })[0];
+    let y = b.call("g", &[a.into(), wx.into()])[0];
+    let f = b.finish(vec![y.into()], vec![]);
+    p.insert(f);
+    let show = |d: &ad_core_ir::driver::Derivatives, f: &str| {
+        func_to_string(d.program.func(f).unwrap())
+    };
+    let d = differentiate(&p, "f", &[true, true, false], &Options::default()).unwrap();
+    let (lin, lin_t) = (show(&d, &d.names.lin), show(&d, &d.names.lin_t));
+    assert!(lin.contains("call g__linear("), "{lin}");
+    assert!(lin_t.contains("call g__linear_t("), "{lin_t}");
+    assert!(!lin_t.contains("g__lin_t("), "{lin_t}");
+    let fwd = show(&d, &d.names.fwd);
+    assert!(fwd.contains("call g("), "{fwd}");
+    // `a` carries a tangent: g is linearised as any extern.
+    let d = differentiate(&p, "f", &[true, true, true], &Options::default()).unwrap();
+    let lin_t = show(&d, &d.names.lin_t);
+    assert!(lin_t.contains("call g__lin_t("), "{lin_t}");
+    assert!(!lin_t.contains("g__linear"), "{lin_t}");
+}
+
 /// `let mut a = zeros(n); for i in 0..n { a[i] = sin(x[i]) * x[i] } sum(a)`:
 /// a loop writing one element of a local array per iteration.
 fn element_writes(n: usize) -> (Program, Vec<Value>) {

@@ -43,6 +43,9 @@ pub struct FnInfo {
     pub params: Vec<String>,
     /// Mentions `f32` (its companions then come from an `f64` shadow).
     pub uses_f32: bool,
+    /// The positions of the parameters named by its `#[linear(..)]`
+    /// (empty if it has none).
+    pub linear: Vec<usize>,
 }
 
 /// A field of a struct deriving `Differentiable`, as its source tells.
@@ -368,14 +371,36 @@ pub fn parse_fns(text: &str) -> Option<FileFns> {
     Some(fns)
 }
 
+/// The positions of the parameters `#[linear(x, y)]` names (empty if the
+/// attribute does not parse or names an unknown parameter: the function's
+/// own expansion reports that).
+fn linear_positions(a: &syn::Attribute, sig: &syn::Signature) -> Vec<usize> {
+    let parser = syn::punctuated::Punctuated::<syn::Ident, syn::Token![,]>::parse_terminated;
+    let Ok(names) = a.parse_args_with(parser) else {
+        return vec![];
+    };
+    let param = |n: &syn::Ident| {
+        sig.inputs.iter().position(|p| {
+            matches!(p, syn::FnArg::Typed(pt)
+                if matches!(&*pt.pat, syn::Pat::Ident(pi) if pi.ident == *n))
+        })
+    };
+    names.iter().map(param).collect::<Option<Vec<_>>>().unwrap_or_default()
+}
+
 fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
     for item in items {
         match item {
             syn::Item::Fn(f) => {
                 let mut differentiable = false;
+                let mut linear = vec![];
                 for a in &f.attrs {
                     match attr_name(a).as_deref() {
-                        Some("differentiable" | "linear") => differentiable = true,
+                        Some("differentiable") => differentiable = true,
+                        Some("linear") => {
+                            differentiable = true;
+                            linear = linear_positions(a, &f.sig);
+                        }
                         Some("custom_jvp") => {
                             if let Ok(target) = a.parse_args::<syn::Ident>() {
                                 ruled.push(syn::ext::IdentExt::unraw(&target).to_string());
@@ -408,6 +433,7 @@ fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
                             })
                             .collect(),
                         uses_f32: crate::f32s::mentions_f32(quote::ToTokens::to_token_stream(f)),
+                        linear,
                     },
                 ));
             }
@@ -563,6 +589,8 @@ mod tests {
         assert_eq!(get("d").arity, 2);
         assert_eq!(get("d").ret.as_deref(), Some("Array1 < f64 >"));
         assert!(get("l").differentiable);
+        assert_eq!(get("l").linear, [0]);
+        assert!(get("d").linear.is_empty());
         assert!(get("ruled").differentiable);
         assert_eq!(get("nothing").ret, None);
     }

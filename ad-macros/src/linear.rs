@@ -111,7 +111,15 @@ fn transpose(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<sy
         .ok_or_else(|| vec![internal_error(sig.span, "no lowered function")])?;
     let n_out = sig.out.ir_tys().len();
     let shapes = vec![SeedShape::Params; names.len()];
-    let lf = linear_form(&ir, &linear, n_out, &shapes, &outputs).map_err(|es| {
+    let lf = linear_form(
+        &ir,
+        &linear,
+        n_out,
+        &shapes,
+        &outputs,
+        &lowered.program.linear_externs,
+    )
+    .map_err(|es| {
         crate::rule::linearity_errors(es, &lowered, sig.span, &list(&sig, &linear))
     })?;
     let n_consts = linear.iter().filter(|l| !**l).count();
@@ -142,12 +150,17 @@ fn transpose(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<sy
     }
     let name = format!("{}__linear", sig.ident);
     let prog = lowered.program.clone();
+    let dims: Vec<(usize, usize)> = lf.shape_params.iter().map(|(j, axis, _)| (*j, *axis)).collect();
     let jvp = lf.func;
     let checks = linear_call_checks(&lowered, &lf.linear_calls);
     let markers = markers(&sig, &linear);
     let d = on_large_stack(move || differentiate_rule(&prog, &name, jvp, &Options::default()))
         .map_err(|e| vec![internal_error(sig.span, &e)])?
         .map_err(|e| vec![driver_error(e, &lowered, sig.span)])?;
+    let sizes = emit::Sizes {
+        dims: &dims,
+        solved: &sizes,
+    };
     let t = emit::f_transpose(&sig, &linear, &d, &lowered.callees, &sizes);
     Ok(quote!(#markers #checks #t))
 }
@@ -213,5 +226,71 @@ fn list(sig: &crate::sig::Signature, linear: &[bool]) -> String {
         [one] => one.clone(),
         [init @ .., last] => format!("{} and {last}", init.join(", ")),
         [] => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::crate_fns::Scope;
+    use crate::expand::expand;
+    use quote::quote;
+
+    /// The identifiers of an expansion.
+    fn idents(ts: proc_macro2::TokenStream) -> Vec<String> {
+        let mut out = vec![];
+        for t in ts {
+            match t {
+                proc_macro2::TokenTree::Ident(i) => out.push(i.to_string()),
+                proc_macro2::TokenTree::Group(g) => out.extend(idents(g.stream())),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// A caller whose derivatives reach a `#[linear(x)]` callee only
+    /// through `x` calls the callee and its transpose (`__linad_lap_linear`,
+    /// `__linad_lap_linear_t`), not its linearisation; when the other
+    /// parameter carries a derivative too, the general blocks are used.
+    #[test]
+    fn callers_use_the_linear_function_and_its_transpose() {
+        let dir = std::env::temp_dir().join(format!("linad-linear-calls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("lib.rs");
+        std::fs::write(
+            &file,
+            "#[linear(x)] fn lap(h: f64, x: &Array1<f64>) -> Array1<f64> { x * h }\n\
+             #[differentiable] fn f(x: &Array1<f64>) -> f64 { 0.0 }\n\
+             #[differentiable] fn g(h: f64, x: &Array1<f64>) -> f64 { 0.0 }",
+        )
+        .unwrap();
+        let _scope = Scope::enter(Some(file));
+        let f = idents(expand(
+            quote!(),
+            quote! {
+                fn f(x: &Array1<f64>) -> f64 {
+                    let y: Array1<f64> = lap(2.0, &x.mapv(f64::sin));
+                    y.mapv(|v| v * v).sum()
+                }
+            },
+        ));
+        let has = |ids: &[String], n: &str| ids.iter().any(|i| i == n);
+        assert!(has(&f, "__linad_lap_linear"), "{f:?}");
+        assert!(has(&f, "__linad_lap_linear_t"), "{f:?}");
+        for general in ["__linad_lap_jvp", "__linad_lap_lin", "__linad_lap_lin_t"] {
+            assert!(!has(&f, general), "{general} in {f:?}");
+        }
+        let g = idents(expand(
+            quote!(),
+            quote! {
+                fn g(h: f64, x: &Array1<f64>) -> f64 {
+                    let y: Array1<f64> = lap(h * h, &x.mapv(f64::sin));
+                    y.sum()
+                }
+            },
+        ));
+        assert!(has(&g, "__linad_lap_lin_t"), "{g:?}");
+        assert!(!has(&g, "__linad_lap_linear_t"), "{g:?}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

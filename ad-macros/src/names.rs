@@ -42,6 +42,11 @@ pub enum Block {
     LinAt,
     /// The transposed linear map at given residuals.
     LinTAt,
+    /// A `#[linear]` function as a linear map of its linear parameters
+    /// (canonical signature: the other parameters, then the linear ones).
+    Linear,
+    /// Its transpose (the other parameters, then the output's cotangent).
+    LinearT,
 }
 
 impl Block {
@@ -55,6 +60,8 @@ impl Block {
             Block::Fwd => "fwd",
             Block::LinAt => "lin_at",
             Block::LinTAt => "lin_t_at",
+            Block::Linear => "linear",
+            Block::LinearT => "linear_t",
         }
     }
 }

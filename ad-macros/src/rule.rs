@@ -80,7 +80,14 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
         .map(|(k, _)| SeedShape::Like(func.params[k]))
         .collect();
     let n_out = f_sig.out.ir_tys().len();
-    let lf = linear_form(&func, &seeds, n_out, &shapes, &outputs)
+    let lf = linear_form(
+        &func,
+        &seeds,
+        n_out,
+        &shapes,
+        &outputs,
+        &lowered.program.linear_externs,
+    )
         .map_err(|es| linearity_errors(es, &lowered, rule_sig.span, "the tangents"))?;
     let checks = crate::linear::linear_call_checks(&lowered, &lf.linear_calls);
     let jvp = lf.func;

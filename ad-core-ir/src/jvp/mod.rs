@@ -64,6 +64,12 @@ pub fn jvp_name(f: &str) -> String {
     format!("{f}__jvp")
 }
 
+/// The name of an extern `g` declared linear, as a linear function of its
+/// linear parameters: `g__linear(a ; x) -> (; y)` is `g` itself.
+pub fn linear_name(g: &str) -> String {
+    format!("{g}__linear")
+}
+
 /// Differentiates every function of `prog` with respect to all its
 /// differentiable parameters, callees first; returns `prog` plus the
 /// `f__jvp` functions.
@@ -309,6 +315,9 @@ impl<'p> Jvp<'p> {
             self.b.push(s.clone());
             return Ok(());
         }
+        if self.linear_call(s, c)? {
+            return Ok(());
+        }
         let name = jvp_name(&c.func);
         if self.b.program().func(&name).is_none() {
             return Err(self.err(
@@ -343,6 +352,70 @@ impl<'p> Jvp<'p> {
             src: s.src,
         });
         Ok(())
+    }
+
+    /// A call `y = g(a, x)` of an extern declared linear in `x` where no
+    /// argument outside `x` has a tangent: `dy = g(a, dx)` (the equation of
+    /// linearity), so the primal call stays and the tangent is
+    /// `(; dy) = g__linear(a ; dx)`, `g` itself, whose transpose is the
+    /// user's `g_transpose`: no linearisation of `g`. Returns whether it
+    /// applied (otherwise the general `g__jvp` rule follows).
+    fn linear_call(&mut self, s: &Stmt, c: &Call) -> Result<bool, JvpError> {
+        let Some(linear) = self.b.program().linear_in(&c.func).map(<[bool]>::to_vec) else {
+            return Ok(false);
+        };
+        if linear.len() != c.args.len()
+            || c.args
+                .iter()
+                .zip(&linear)
+                .any(|(a, l)| !l && self.tan_of(a).is_some())
+        {
+            return Ok(false);
+        }
+        let name = linear_name(&c.func);
+        if self.b.program().func(&name).is_none() {
+            return Err(self.err(
+                format!("internal: `{name}` is not declared with the linear extern"),
+                s.src,
+            ));
+        }
+        let mut args = vec![];
+        let mut lin_args = vec![];
+        for (a, l) in c.args.iter().zip(&linear) {
+            if *l {
+                lin_args.push(self.tan_or_zero(a)?);
+            } else {
+                args.push(*a);
+            }
+        }
+        let mut lin_binds = vec![];
+        let mut lin_shapes = vec![];
+        for &y in &s.binds {
+            let t = self.b.ty(y).clone();
+            let Some(tt) = t.tangent() else {
+                return Err(self.err(
+                    format!("internal: the linear function `{}` has a result without a tangent", c.func),
+                    s.src,
+                ));
+            };
+            lin_shapes.push(self.result_shape(y, s.src)?);
+            let d = self.b.fresh_lin("dcall", tt);
+            self.tan.insert(y, d);
+            lin_binds.push(d);
+        }
+        self.b.push(s.clone());
+        self.b.push(Stmt {
+            binds: vec![],
+            lin_binds,
+            expr: Expr::Call(Call {
+                func: name,
+                args,
+                lin_args,
+                lin_shapes,
+            }),
+            src: s.src,
+        });
+        Ok(true)
     }
 
     /// The shape of the tangent of a result `y` bound by the statement being

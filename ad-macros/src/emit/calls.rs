@@ -30,6 +30,10 @@ pub fn resolve<'c>(callees: &'c [Callee], func: &str) -> Option<(&'c Callee, Hid
             Hidden::Lin
         } else if func == n.lin_t {
             Hidden::LinT
+        } else if func == n.linear {
+            Hidden::Linear
+        } else if func == n.linear_t {
+            Hidden::LinearT
         } else {
             return None;
         };

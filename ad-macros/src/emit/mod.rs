@@ -37,7 +37,7 @@ use crate::lower::Lowered;
 use crate::sig::Signature;
 use ad_core_ir::driver::Derivatives;
 use proc_macro2::TokenStream;
-pub use transpose_fn::f_transpose;
+pub use transpose_fn::{f_transpose, Sizes};
 pub(crate) use wrappers::{allows, ct_ty, tangent_ty};
 
 /// Everything the emitter needs for one function.

@@ -158,6 +158,7 @@ fn derive(c: &Case) -> Derived {
                 .iter()
                 .map(|t| syn::parse_str(t).unwrap())
                 .collect(),
+            linear: None,
         })
         .collect();
     let opts = Options::default();

@@ -449,13 +449,15 @@ pub fn finish(func: &Func, seeds: &[Var], sites: &[CallSite]) -> Finished {
                     path: s.path.clone(),
                     differentiable: site_diff,
                     result_tys: s.result_rust.clone(),
+                    linear: None,
                 });
             }
         }
     }
-    for (k, callee) in callees.iter().enumerate() {
+    for (k, callee) in callees.iter_mut().enumerate() {
         let f = firsts[k];
         if callee.differentiable {
+            callee.linear = linear_flags(f);
             if let Some(msg) = never_differentiable(&f.path) {
                 errors.push(syn::Error::new(f.span, msg));
                 continue;
@@ -505,6 +507,17 @@ pub fn finish(func: &Func, seeds: &[Var], sites: &[CallSite]) -> Finished {
         }
     }
     (decls, callees, errors)
+}
+
+/// The linear-parameter flags of a `#[linear(..)]` callee of the crate,
+/// when its source is found and its arity matches the call (an `f32`
+/// callee goes through its `f64` shadow, which is not linear: `None`).
+fn linear_flags(site: &CallSite) -> Option<Vec<bool>> {
+    let info = in_crate_name(&site.path).and_then(|n| crate_fns::lookup(&n))?;
+    if info.linear.is_empty() || info.uses_f32 || info.arity != site.args.len() {
+        return None;
+    }
+    Some((0..info.arity).map(|k| info.linear.contains(&k)).collect())
 }
 
 fn show_sig(args: &[Ty], results: &[Ty]) -> String {

@@ -77,6 +77,11 @@ pub struct Callee {
     /// Rust types of the results (from the `let` annotation at the call site,
     /// `f64` by default); an integer result is converted to `i64` by the emitter.
     pub result_tys: Vec<syn::Type>,
+    /// For a `#[linear(..)]` callee (as the crate's source says), a flag per
+    /// parameter: linear or not. Derivatives through its linear parameters
+    /// only then call the callee itself and its transpose
+    /// (`ad_core_ir::driver::declare_linear_extern`).
+    pub linear: Option<Vec<bool>>,
 }
 
 /// Reads the signature: parameter kinds, `wrt` selection and output type.
@@ -169,7 +174,16 @@ pub fn lower_seeded(
     }
     let mut program = Program::default();
     for (n, params, results) in &decls {
-        ad_core_ir::driver::declare_extern(&mut program, n, params, results);
+        match callees.iter().find(|c| c.ir_name == *n).and_then(|c| c.linear.as_ref()) {
+            Some(linear) => ad_core_ir::driver::declare_linear_extern(
+                &mut program,
+                n,
+                params,
+                results,
+                linear,
+            ),
+            None => ad_core_ir::driver::declare_extern(&mut program, n, params, results),
+        }
     }
     program.funcs.push(func);
     if let Err(es) = check_program(&program, Mode::LinearA) {
