@@ -9,8 +9,8 @@
 
 mod common;
 use common::*;
-use linad::differentiable;
 use linad::ndarray::{array, Array1};
+use linad::{differentiable, linear};
 
 #[differentiable]
 fn cfg_stmts(x: f64) -> f64 {
@@ -121,4 +121,33 @@ fn only_in_tests(x: f64) -> f64 {
 fn function_level_cfg() {
     assert_eq!(only_in_tests(1.5), 3.0);
     assert_eq!(only_in_tests_vjp(1.5, 1.0), (3.0, 2.0));
+}
+
+/// `#[cfg]` in a `#[linear]` body: `f_transpose` is the transpose of the
+/// configured body.
+#[linear(x)]
+fn cfg_linear(w: &Array1<f64>, x: &Array1<f64>) -> Array1<f64> {
+    let mut y = w * x;
+    #[cfg(test)]
+    {
+        y = &y * 3.0;
+    }
+    #[cfg(not(test))]
+    {
+        y = &y - x;
+    }
+    y
+}
+
+#[test]
+fn cfg_in_linear_bodies() {
+    let w = array![0.5, -1.0, 2.0];
+    let x = array![1.0, 2.0, -3.0];
+    let ct = array![0.25, -0.5, 1.5];
+    assert_eq!(cfg_linear(&w, &x), &w * &x * 3.0);
+    let t = cfg_linear_transpose(&w, &ct);
+    assert_eq!(t, &w * &ct * 3.0);
+    let lhs: f64 = (&ct * &cfg_linear(&w, &x)).sum();
+    let rhs: f64 = (&t * &x).sum();
+    assert_close(lhs, rhs, 1e-14);
 }

@@ -808,7 +808,10 @@ impl Conv {
                 }
             });
         }
-        if s.binds.iter().any(|b| self.vars.ty(*b).rank().is_some_and(|r| r > 0)) {
+        if s.binds
+            .iter()
+            .any(|b| self.vars.ty(*b).rank().is_some_and(|r| r > 0))
+        {
             out.push(Stmt {
                 binds: primal,
                 lin_binds: vec![],

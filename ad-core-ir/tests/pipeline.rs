@@ -205,9 +205,8 @@ fn calls_of_linear_externs_apply_the_function_and_its_transpose() {
     let y = b.call("g", &[a.into(), wx.into()])[0];
     let f = b.finish(vec![y.into()], vec![]);
     p.insert(f);
-    let show = |d: &ad_core_ir::driver::Derivatives, f: &str| {
-        func_to_string(d.program.func(f).unwrap())
-    };
+    let show =
+        |d: &ad_core_ir::driver::Derivatives, f: &str| func_to_string(d.program.func(f).unwrap());
     let d = differentiate(&p, "f", &[true, true, false], &Options::default()).unwrap();
     let (lin, lin_t) = (show(&d, &d.names.lin), show(&d, &d.names.lin_t));
     assert!(lin.contains("call g__linear("), "{lin}");

@@ -385,7 +385,11 @@ fn linear_positions(a: &syn::Attribute, sig: &syn::Signature) -> Vec<usize> {
                 if matches!(&*pt.pat, syn::Pat::Ident(pi) if pi.ident == *n))
         })
     };
-    names.iter().map(param).collect::<Option<Vec<_>>>().unwrap_or_default()
+    names
+        .iter()
+        .map(param)
+        .collect::<Option<Vec<_>>>()
+        .unwrap_or_default()
 }
 
 fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {

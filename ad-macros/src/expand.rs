@@ -149,14 +149,23 @@ pub(crate) fn generate_checked(
 
 /// Everything generated beside `func`, for each of its `#[cfg]` variants.
 fn companions_of(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
+    per_variant(func, |f| generate(args, f))
+}
+
+/// `generate` of each `#[cfg]` variant of `func` (the function with the
+/// statements one configuration keeps), each output gated by its condition.
+pub(crate) fn per_variant(
+    func: &syn::ItemFn,
+    generate: impl Fn(&syn::ItemFn) -> Result<TokenStream, Vec<syn::Error>>,
+) -> Result<TokenStream, Vec<syn::Error>> {
     let variants = cfg::variants(func)?;
     if let [cfg::Variant { cond: None, func }] = variants.as_slice() {
-        return generate(args, func);
+        return generate(func);
     }
     // One expansion per `#[cfg]` variant, each (or its errors) gated by its
     // condition: rustc keeps the one that matches the build. An error every
     // variant has (outside the configured statements) is reported once.
-    let results: Vec<_> = variants.iter().map(|v| generate(args, &v.func)).collect();
+    let results: Vec<_> = variants.iter().map(|v| generate(&v.func)).collect();
     let key = |e: &syn::Error| format!("{:?} {e}", e.span());
     let common: Vec<String> = match results.first() {
         Some(Err(first)) => first

@@ -91,6 +91,9 @@ pub fn custom_jvp(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// parameters. The function is also `#[differentiable]` in all its
 /// parameters. A product of two linear values, a non-linear function of one,
 /// an affine constant and the like are compile errors at the expression.
+/// A caller (differentiable or linear) whose derivative reaches the function
+/// only through its linear parameters calls the function itself in forward
+/// mode and its transpose in reverse mode: no linearisation.
 #[proc_macro_attribute]
 pub fn linear(attr: TokenStream, item: TokenStream) -> TokenStream {
     let _crate = crate_fns::Scope::enter(proc_macro::Span::call_site().local_file());

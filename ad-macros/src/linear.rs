@@ -66,21 +66,19 @@ fn transpose(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<sy
         )]
     })?;
     crate::depth::syntax(&func).map_err(|e| vec![e])?;
-    let variants = crate::cfg::variants(&func)?;
-    let func = match variants.as_slice() {
-        [crate::cfg::Variant { cond: None, func }] => func.clone(),
-        _ => {
-            return Err(vec![syn::Error::new(
-                func.sig.ident.span(),
-                "`#[cfg]` inside the body of a #[linear] function is not supported yet: move the configured code into a separate function",
-            )])
-        }
-    };
-    let sig = lower::signature(&func, None)?;
+    crate::expand::per_variant(&func, |f| transpose_variant(&names, f))
+}
+
+/// `f_transpose` of one `#[cfg]` variant of the function, or every error.
+fn transpose_variant(
+    names: &[syn::Ident],
+    func: &syn::ItemFn,
+) -> Result<TokenStream, Vec<syn::Error>> {
+    let sig = lower::signature(func, None)?;
     // The linear parameters, by name.
     let mut linear = vec![false; sig.params.len()];
     let mut errors = vec![];
-    for n in &names {
+    for n in names {
         match sig.params.iter().position(|p| p.ident == *n) {
             None => errors.push(syn::Error::new(
                 n.span(),
@@ -97,10 +95,10 @@ fn transpose(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<sy
     if !errors.is_empty() {
         return Err(errors);
     }
-    let mut lowered = lower::lower_seeded(&func, &sig, &linear)?;
+    let mut lowered = lower::lower_seeded(func, &sig, &linear)?;
     let outputs = crate::rule::outputs(
         &mut lowered,
-        &func,
+        func,
         "a non-linear output",
         "the output of a linear function",
     );
@@ -119,9 +117,7 @@ fn transpose(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<sy
         &outputs,
         &lowered.program.linear_externs,
     )
-    .map_err(|es| {
-        crate::rule::linearity_errors(es, &lowered, sig.span, &list(&sig, &linear))
-    })?;
+    .map_err(|es| crate::rule::linearity_errors(es, &lowered, sig.span, &list(&sig, &linear)))?;
     let n_consts = linear.iter().filter(|l| !**l).count();
     let solved = solve_shapes(&lf, n_consts);
     let lins: Vec<&crate::sig::Param> = sig
@@ -150,7 +146,11 @@ fn transpose(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<sy
     }
     let name = format!("{}__linear", sig.ident);
     let prog = lowered.program.clone();
-    let dims: Vec<(usize, usize)> = lf.shape_params.iter().map(|(j, axis, _)| (*j, *axis)).collect();
+    let dims: Vec<(usize, usize)> = lf
+        .shape_params
+        .iter()
+        .map(|(j, axis, _)| (*j, *axis))
+        .collect();
     let jvp = lf.func;
     let checks = linear_call_checks(&lowered, &lf.linear_calls);
     let markers = markers(&sig, &linear);

@@ -88,7 +88,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
         &outputs,
         &lowered.program.linear_externs,
     )
-        .map_err(|es| linearity_errors(es, &lowered, rule_sig.span, "the tangents"))?;
+    .map_err(|es| linearity_errors(es, &lowered, rule_sig.span, "the tangents"))?;
     let checks = crate::linear::linear_call_checks(&lowered, &lf.linear_calls);
     let jvp = lf.func;
     let name = target.to_string();

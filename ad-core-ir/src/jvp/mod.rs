@@ -394,7 +394,10 @@ impl<'p> Jvp<'p> {
             let t = self.b.ty(y).clone();
             let Some(tt) = t.tangent() else {
                 return Err(self.err(
-                    format!("internal: the linear function `{}` has a result without a tangent", c.func),
+                    format!(
+                        "internal: the linear function `{}` has a result without a tangent",
+                        c.func
+                    ),
                     s.src,
                 ));
             };

@@ -134,7 +134,11 @@ fn emit(
         }
         let (fb, freprs) = body(&cx, fwd, params, vec![], true)?;
         let (ys, ypat) = temps("r", fwd.body.results.len());
-        let resid = ys.iter().zip(&freprs).map(|(y, r)| (quote!(#y), *r)).collect();
+        let resid = ys
+            .iter()
+            .zip(&freprs)
+            .map(|(y, r)| (quote!(#y), *r))
+            .collect();
         let (lb, _) = body(&cx, f, resid, lbinds, false)?;
         let nested = nested_fns(&cx)?;
         let name = hidden(fname, b);
@@ -188,7 +192,11 @@ fn emit(
             (t, Repr::Owned) => quote!((#t).view()),
             (t, _) => t,
         })
-        .chain(super::wrappers::ct_params(&leaves).into_iter().map(|(t, _)| t));
+        .chain(
+            super::wrappers::ct_params(&leaves)
+                .into_iter()
+                .map(|(t, _)| t),
+        );
     let (cs, cpat) = temps("c", lins.len());
     // The block returns owned cotangents.
     let creprs: Vec<Repr> = lin_t

@@ -174,14 +174,14 @@ pub fn lower_seeded(
     }
     let mut program = Program::default();
     for (n, params, results) in &decls {
-        match callees.iter().find(|c| c.ir_name == *n).and_then(|c| c.linear.as_ref()) {
-            Some(linear) => ad_core_ir::driver::declare_linear_extern(
-                &mut program,
-                n,
-                params,
-                results,
-                linear,
-            ),
+        match callees
+            .iter()
+            .find(|c| c.ir_name == *n)
+            .and_then(|c| c.linear.as_ref())
+        {
+            Some(linear) => {
+                ad_core_ir::driver::declare_linear_extern(&mut program, n, params, results, linear)
+            }
             None => ad_core_ir::driver::declare_extern(&mut program, n, params, results),
         }
     }
