@@ -669,3 +669,60 @@ fn return_inside_loops() {
     // t = 2, x = 0.9: y = 2.7 at i = 2, returned squared.
     assert_close(first_past(&v, 2.0, 0.9).0, 2.7 * 2.7, 1e-12);
 }
+
+// --- `if let` and `let else` on constants ------------------------------------------
+
+/// `if let` on an enum, an integer range with a binding and a `bool`;
+/// `let else` leaving by `return` at the top level and by `continue` in a
+/// loop.
+#[differentiable]
+#[allow(clippy::redundant_pattern_matching)]
+fn patterns(x: f64, act: Act, k: usize, flag: bool) -> f64 {
+    let mut y = if let Act::Tanh | Act::Poly = act {
+        x.tanh()
+    } else if let m @ 2..=4 = k {
+        x * m as f64
+    } else {
+        x.sin()
+    };
+    if let true = flag {
+        y = y * y;
+    }
+    let 0..=9 = k else {
+        return y * 10.0;
+    };
+    let mut acc = y;
+    for i in 0..k {
+        let 1 = i % 2 else {
+            continue;
+        };
+        acc += x * i as f64;
+    }
+    acc
+}
+
+#[test]
+fn if_let_and_let_else_on_constants() {
+    for act in [Act::Tanh, Act::Relu, Act::Poly] {
+        for k in [1usize, 3, 6, 12] {
+            for flag in [false, true] {
+                for x in [0.7, -0.4] {
+                    check_derivatives(
+                        &x,
+                        |x| patterns(*x, act, k, flag),
+                        |x, dx| patterns_jvp(*x, act, k, flag, *dx),
+                        |x, ct| patterns_vjp(*x, act, k, flag, *ct),
+                    );
+                }
+            }
+        }
+    }
+    // Relu, k = 3, no flag: 3 x, plus x (i = 1).
+    assert_close(patterns_vjp(0.5, Act::Relu, 3, false, 1.0).1, 4.0, 1e-15);
+    // k = 12 leaves by the `let else`: 10 (sin x).
+    assert_close(
+        patterns_vjp(0.5, Act::Relu, 12, false, 1.0).1,
+        10.0 * 0.5f64.cos(),
+        1e-15,
+    );
+}

@@ -62,8 +62,12 @@ impl Lowerer<'_> {
     /// `if c { .. } else { .. }` as an expression or a statement.
     pub fn lower_if(&mut self, e: &syn::ExprIf) -> Option<Val> {
         if let syn::Expr::Let(l) = strip(&e.cond) {
-            // one error, not a cascade from the branch's pattern bindings
-            return self.fail(l, super::errors::LET_EXPR);
+            // `if let P = e`: a `match` (patterns on numbers, `bool`, enums)
+            let m = super::desugar::if_let_to_match(e, l);
+            return match super::desugar::match_to_if(&m, self.spans.len()) {
+                Ok(x) => self.expr(&x),
+                Err(_) => self.fail(&l.pat, super::errors::IF_LET_PATTERN),
+            };
         }
         let cond = self.cond(&e.cond);
         let start = self.env.len();

@@ -10,6 +10,15 @@
 //!          else if { let k = m; k > 9 } { let k = m; c } else { d } }
 //!   ```
 //!
+//! - `if let P = e { a } else { b }` is `match e { P => a, _ => b }`, and
+//!   `let P = e else { d };` (with `d` leaving: `return`, `continue`, `break`)
+//!   a test and the pattern's bindings, before the other rewrites:
+//!
+//!   ```text
+//!   let 1..=3 = k else { return 0.0; }; s
+//!   ==>  let m = k; if !(m >= 1 && m <= 3) { return 0.0; } s
+//!   ```
+//!
 //! - a `continue` ending a branch of an `if` at the top level of a `for`
 //!   body: the same rewrite, the rest of the iteration into the `else`;
 //! - an early `return` in an `if` at the top level of the body (or of a
@@ -26,6 +35,67 @@ use proc_macro2::Span;
 use quote::quote_spanned;
 use syn::spanned::Spanned;
 
+/// `if let P = e { a } else { b }` as `match e { P => a, _ => b }`.
+pub fn if_let_to_match(i: &syn::ExprIf, l: &syn::ExprLet) -> syn::ExprMatch {
+    let (pat, e, then) = (&l.pat, &l.expr, &i.then_branch);
+    let span = i.if_token.span;
+    let els: syn::Expr = match &i.else_branch {
+        Some((_, b)) => (**b).clone(),
+        None => syn::parse_quote_spanned!(span=> {}),
+    };
+    syn::parse_quote_spanned!(span=> match #e { #pat => #then, _ => #els })
+}
+
+/// Rewrites every `let P = e else { d };` in `b` (at any depth) as a test
+/// that runs `d` when `P` does not match, then `P`'s bindings; the
+/// statement must end by leaving (`return`, `continue`, `break`), as Rust
+/// requires. A pattern that cannot be tested is an error.
+pub fn let_else(b: &mut syn::Block) -> Result<(), syn::Error> {
+    struct V {
+        n: usize,
+        err: Option<syn::Error>,
+    }
+    impl syn::visit_mut::VisitMut for V {
+        fn visit_block_mut(&mut self, b: &mut syn::Block) {
+            let mut out = Vec::with_capacity(b.stmts.len());
+            for mut s in std::mem::take(&mut b.stmts) {
+                syn::visit_mut::visit_stmt_mut(self, &mut s);
+                let syn::Stmt::Local(l) = &s else {
+                    out.push(s);
+                    continue;
+                };
+                let Some(init) = l.init.as_ref().filter(|i| i.diverge.is_some()) else {
+                    out.push(s);
+                    continue;
+                };
+                let (e, d) = (&init.expr, &init.diverge.as_ref().expect("checked").1);
+                let scrut = syn::Ident::new(&format!("__linad_let_{}", self.n), Span::mixed_site());
+                self.n += 1;
+                let span = l.let_token.span;
+                let pat = match &l.pat {
+                    syn::Pat::Type(pt) => &pt.pat,
+                    p => p,
+                };
+                match pattern_test(pat, &scrut, "`let else`") {
+                    Ok(test) => {
+                        out.push(syn::parse_quote_spanned!(span=> let #scrut = #e;));
+                        out.push(syn::parse_quote_spanned!(span=> if !(#test) #d));
+                        out.extend(bindings(pat, &scrut));
+                    }
+                    Err(e) => {
+                        self.err.get_or_insert(e);
+                        out.push(s);
+                    }
+                }
+            }
+            b.stmts = out;
+        }
+    }
+    let mut v = V { n: 0, err: None };
+    syn::visit_mut::VisitMut::visit_block_mut(&mut v, b);
+    v.err.map_or(Ok(()), Err)
+}
+
 /// The `if` chain of a `match`, or the pattern that cannot be tested.
 pub fn match_to_if(m: &syn::ExprMatch, id: usize) -> Result<syn::Expr, syn::Error> {
     let span = m.match_token.span;
@@ -38,7 +108,7 @@ pub fn match_to_if(m: &syn::ExprMatch, id: usize) -> Result<syn::Expr, syn::Erro
     };
     let mut chain = arm_body(last, &scrut);
     for arm in init.iter().rev() {
-        let test = pattern_test(&arm.pat, &scrut)?;
+        let test = pattern_test(&arm.pat, &scrut, "`match`")?;
         let cond = match &arm.guard {
             None => test,
             Some((_, g)) => {
@@ -82,23 +152,24 @@ fn bindings(p: &syn::Pat, scrut: &syn::Ident) -> Vec<syn::Stmt> {
     }
 }
 
-/// The boolean test of a pattern against `scrut`.
-fn pattern_test(p: &syn::Pat, scrut: &syn::Ident) -> Result<syn::Expr, syn::Error> {
+/// The boolean test of a pattern against `scrut` (in a `what`: `match`,
+/// `if let`, `let else`, for the error).
+fn pattern_test(p: &syn::Pat, scrut: &syn::Ident, what: &str) -> Result<syn::Expr, syn::Error> {
     let s = p.span();
     Ok(match p {
         syn::Pat::Wild(_) => syn::parse_quote_spanned!(s=> true),
         syn::Pat::Ident(pi) => match &pi.subpat {
             None => syn::parse_quote_spanned!(s=> true),
-            Some((_, sub)) => pattern_test(sub, scrut)?,
+            Some((_, sub)) => pattern_test(sub, scrut, what)?,
         },
         syn::Pat::Lit(l) => syn::parse_quote_spanned!(s=> #scrut == #l),
         // An enum variant (`Mode::Fast`), compared by discriminant.
         syn::Pat::Path(pp) => syn::parse_quote_spanned!(s=> #scrut == #pp),
-        syn::Pat::Paren(pp) => pattern_test(&pp.pat, scrut)?,
+        syn::Pat::Paren(pp) => pattern_test(&pp.pat, scrut, what)?,
         syn::Pat::Or(o) => {
             let mut tests = vec![];
             for c in &o.cases {
-                tests.push(pattern_test(c, scrut)?);
+                tests.push(pattern_test(c, scrut, what)?);
             }
             syn::parse_quote_spanned!(s=> #((#tests))||*)
         }
@@ -120,7 +191,7 @@ fn pattern_test(p: &syn::Pat, scrut: &syn::Ident) -> Result<syn::Expr, syn::Erro
         _ => {
             return Err(syn::Error::new(
                 s,
-                "`match` patterns are supported on numbers, `bool` and field-less enums of this crate: literals, ranges (`1..=3`), variants (`Mode::Fast`), `_`, bindings, `|` and guards; destructure tuples with `let`",
+                format!("{what} patterns are supported on numbers, `bool` and field-less enums of this crate: literals, ranges (`1..=3`), variants (`Mode::Fast`), `_`, bindings, `|` and guards; destructure tuples with `let`"),
             ))
         }
     })

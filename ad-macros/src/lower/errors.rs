@@ -32,9 +32,12 @@ pub const STRUCT_LIT: &str =
 /// A range outside `for` and iterator chains.
 pub const RANGE_VALUE: &str =
     "ranges are only supported in `for i in a..b` loops and iterator chains (`(a..b).map(|i| ..).sum::<f64>()`)";
-/// `let` as an expression (`if let`, `while let`).
+/// An `if let` pattern that cannot be tested.
+pub const IF_LET_PATTERN: &str = "`if let` patterns are supported on numbers, `bool` and field-less enums of this crate: literals, ranges (`1..=3`), variants (`Mode::Fast`), `_`, bindings and `|`; destructure tuples with `let`, and test with `if`";
+
+/// `let` as an expression other than `if let P = e` (let chains).
 pub const LET_EXPR: &str =
-    "`if let` and `let` expressions are not supported: use `if` with a condition";
+    "`let` expressions are supported only as the whole condition of `if let P = e`: write the other conditions as a nested `if`";
 /// `?`.
 pub const TRY: &str = "the `?` operator is not supported in #[differentiable] functions";
 /// Array literals.
@@ -57,7 +60,7 @@ pub const ITEM: &str =
 pub const LET_NO_INIT: &str =
     "`let` without a value is not supported: give the variable its value where it is declared (`let x = if c { a } else { b };`)";
 /// `let .. else`.
-pub const LET_ELSE: &str = "`let ... else` is not supported";
+pub const LET_ELSE: &str = "`let ... else` is supported as a statement of a block, with patterns on numbers, `bool` and field-less enums";
 /// An iterator stored in a variable.
 pub const ITER_VALUE: &str =
     "iterators must be consumed in the expression that creates them: end the chain with `.sum::<f64>()`, `.fold(..)` or `.collect::<Array1<f64>>()`";

@@ -31,6 +31,11 @@ impl Lowerer<'_> {
                 }
             }
         }
+        if let Err(e) = super::desugar::let_else(&mut block) {
+            let span = e.span();
+            self.errors.push(e);
+            return (Val::Poison, span);
+        }
         if let Err(e) = super::desugar::lift_loop_returns(&mut block, zero(out).as_ref()) {
             // The body's `return` would be refused again below: one error.
             let span = e.span();
@@ -769,7 +774,7 @@ mod tests {
         );
         refuses(
             "fn f(x: f64) -> f64 { let Some(y) = x else { return 0.0 }; y }",
-            "`let ... else` is not supported",
+            "`let else` patterns are supported on numbers",
         );
         refuses(
             "fn f(x: f64) -> f64 { let ref y = x; *y }",
