@@ -1019,7 +1019,7 @@ mod lowering_tests {
         refuses("fn f(x: f64, n: usize) -> Array1<f64> { let mut s = 0.0; Array1::from_shape_fn(n, |i| { s += x; s }) }", "cannot assign to `s` inside a closure");
         refuses(
             "fn f(x: f64) -> f64 { let y = if let Some(z) = x { z } else { 0.0 }; y }",
-            "`if let` and `let` expressions are not supported",
+            "`if let` patterns are supported on numbers, `bool` and field-less enums",
         );
         refuses(
             "fn f(x: f64, n: usize) -> f64 { let mut s = x; for i in 0.. { s = s; } s }",
