@@ -726,3 +726,116 @@ fn if_let_and_let_else_on_constants() {
         1e-15,
     );
 }
+
+// --- `break` / `continue` anywhere in `if`s and blocks of a loop body ----------
+
+/// A `break` two `if`s deep, a `continue` in a nested block and in an
+/// `else if`, statements after both, in `for`, `while` and `loop`.
+#[differentiable]
+fn deep_exits(x: f64, n: usize) -> f64 {
+    let mut y = x;
+    for i in 0..n {
+        if y > 1.0 {
+            if y > 10.0 {
+                break;
+            }
+            y = y * 0.5;
+        }
+        {
+            if i % 3 == 1 {
+                y = y + x;
+                continue;
+            }
+        }
+        if i == 7 {
+            y = y * 2.0;
+        } else if i % 4 == 2 {
+            continue;
+        }
+        y = y * x;
+    }
+    let mut k = 0;
+    while k < n {
+        k += 1;
+        if k % 2 == 0 {
+            if y < 0.5 {
+                y = y + 1.0;
+                continue;
+            }
+            y = y * 0.9;
+        }
+        y = y.sin() + x;
+    }
+    let mut m = 0;
+    loop {
+        m += 1;
+        if m > 3 {
+            if y > 0.0 {
+                break;
+            } else if m > 6 {
+                break;
+            }
+        }
+        y = y * x - 0.1;
+    }
+    y
+}
+
+/// `deep_exits` written with flags, as a reference.
+fn deep_exits_expected(x: f64, n: usize) -> f64 {
+    let mut y = x;
+    for i in 0..n {
+        if y > 1.0 && y > 10.0 {
+            break;
+        }
+        if y > 1.0 {
+            y *= 0.5;
+        }
+        if i % 3 == 1 {
+            y += x;
+            continue;
+        }
+        if i == 7 {
+            y *= 2.0;
+        } else if i % 4 == 2 {
+            continue;
+        }
+        y *= x;
+    }
+    let mut k = 0;
+    while k < n {
+        k += 1;
+        if k % 2 == 0 && y < 0.5 {
+            y += 1.0;
+            continue;
+        }
+        if k % 2 == 0 {
+            y *= 0.9;
+        }
+        y = y.sin() + x;
+    }
+    let mut m = 0;
+    loop {
+        m += 1;
+        if m > 3 && (y > 0.0 || m > 6) {
+            break;
+        }
+        y = y * x - 0.1;
+    }
+    y
+}
+
+#[test]
+fn break_and_continue_deep_in_a_loop_body() {
+    for n in [0usize, 1, 5, 9, 14] {
+        for x in [1.3, 0.6, -0.8, 3.5] {
+            assert_eq!(deep_exits(x, n).to_bits(), deep_exits_expected(x, n).to_bits());
+            check_derivatives(
+                &x,
+                |x| deep_exits(*x, n),
+                |x, dx| deep_exits_jvp(*x, n, *dx),
+                |x, ct| deep_exits_vjp(*x, n, *ct),
+            );
+        }
+    }
+}

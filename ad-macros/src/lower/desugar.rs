@@ -287,9 +287,107 @@ fn replace_final_exit(b: &mut syn::Block, how: Exit, with: Option<&syn::Stmt>) -
 /// Moves what follows an `if` whose `then` branch ends by `continue` into
 /// its `else` branch, in a `for` loop's body (as [`lift_early_returns`]
 /// does for `return`), then removes those `continue`s.
+///
+/// A `continue` elsewhere in the body (deeper in `if`s and blocks, not in
+/// nested loops or closures) sets a flag instead, and what follows it runs
+/// only while the flag is unset (see [`flag_exits`]).
 pub fn lift_continues(b: &mut syn::Block) {
     lift(b, Exit::Continue);
     replace_final_exit(b, Exit::Continue, None);
+    let span = b.brace_token.span.join();
+    let skip = syn::Ident::new(SKIP, span);
+    let set: syn::Stmt = syn::parse_quote_spanned!(span=> #skip = true;);
+    let test: syn::Expr = syn::parse_quote_spanned!(span=> !#skip);
+    let stmts = std::mem::take(&mut b.stmts);
+    let (mut out, n) = flag_exits(stmts, Exit::Continue, &set, &test);
+    if n > 0 {
+        out.insert(0, syn::parse_quote_spanned!(span=> let mut #skip = false;));
+    }
+    b.stmts = out;
+}
+
+/// The flag of an iteration that ran a `continue` nested in its body (a
+/// name users do not write).
+const SKIP: &str = "__linad_skip";
+
+/// Rewrites every exit `how` (`break` or `continue`, unlabelled) in
+/// `stmts`, inside `if`s and blocks but not inside nested loops, closures or
+/// expressions, as the statement `set` (which sets a flag), and runs what
+/// follows a statement that may have set it only when `test` holds
+/// (the flag is unset). Returns the rewritten statements and how many exits
+/// it rewrote.
+///
+/// ```text
+/// if c1 { s1; if c2 { break; } s3; } s4
+/// ==>  if c1 { s1; if c2 { go = false; } if go { s3; } } if go { s4 }
+/// ```
+fn flag_exits(
+    stmts: Vec<syn::Stmt>,
+    how: Exit,
+    set: &syn::Stmt,
+    test: &syn::Expr,
+) -> (Vec<syn::Stmt>, usize) {
+    let mut out = vec![];
+    let mut it = stmts.into_iter();
+    while let Some(mut s) = it.next() {
+        if is_exit(&s, how) {
+            // What follows an exit never runs.
+            out.push(set.clone());
+            return (out, 1);
+        }
+        let n = flag_in_stmt(&mut s, how, set, test);
+        out.push(s);
+        if n > 0 {
+            let rest: Vec<syn::Stmt> = it.collect();
+            if rest.is_empty() {
+                return (out, n);
+            }
+            let (rest, m) = flag_exits(rest, how, set, test);
+            let span = test.span();
+            out.push(syn::parse_quote_spanned!(span=> if #test { #(#rest)* }));
+            return (out, n + m);
+        }
+    }
+    (out, 0)
+}
+
+/// Whether a statement is the exit `how` itself.
+fn is_exit(s: &syn::Stmt, how: Exit) -> bool {
+    match s {
+        syn::Stmt::Expr(syn::Expr::Continue(c), _) => how == Exit::Continue && c.label.is_none(),
+        syn::Stmt::Expr(syn::Expr::Break(k), _) => {
+            how == Exit::Break && k.label.is_none() && k.expr.is_none()
+        }
+        _ => false,
+    }
+}
+
+/// [`flag_exits`] inside the branches of an `if` statement or a block
+/// statement; the number of exits rewritten.
+fn flag_in_stmt(s: &mut syn::Stmt, how: Exit, set: &syn::Stmt, test: &syn::Expr) -> usize {
+    match s {
+        syn::Stmt::Expr(e, _) => flag_in_expr(e, how, set, test),
+        _ => 0,
+    }
+}
+
+fn flag_in_expr(e: &mut syn::Expr, how: Exit, set: &syn::Stmt, test: &syn::Expr) -> usize {
+    let in_block = |b: &mut syn::Block| {
+        let (stmts, n) = flag_exits(std::mem::take(&mut b.stmts), how, set, test);
+        b.stmts = stmts;
+        n
+    };
+    match e {
+        syn::Expr::If(i) => {
+            let mut n = in_block(&mut i.then_branch);
+            if let Some((_, els)) = &mut i.else_branch {
+                n += flag_in_expr(els, how, set, test);
+            }
+            n
+        }
+        syn::Expr::Block(b) if b.label.is_none() => in_block(&mut b.block),
+        _ => 0,
+    }
 }
 
 /// The flag a loop with `break` carries: `true` until a `break` runs (a
@@ -307,11 +405,19 @@ pub const GO: &str = "__linad_go";
 /// loop { x = g(x); if x < 1.0 { break; } n += 1; }
 /// { let mut go = true; while go { x = g(x); if x < 1.0 { go = false; } else { n += 1; } } }
 /// ```
+///
+/// A `break` elsewhere in the body (deeper in `if`s and blocks, not in
+/// nested loops or closures) clears the flag too, and what follows it runs
+/// only while the flag is set (see [`flag_exits`]).
 pub fn lift_breaks(b: &mut syn::Block, span: Span) -> usize {
     lift(b, Exit::Break);
     let go = syn::Ident::new(GO, span);
     let stop: syn::Stmt = syn::parse_quote_spanned!(span=> #go = false;);
-    replace_final_exit(b, Exit::Break, Some(&stop))
+    let n = replace_final_exit(b, Exit::Break, Some(&stop));
+    let test: syn::Expr = syn::parse_quote_spanned!(span=> #go);
+    let (stmts, m) = flag_exits(std::mem::take(&mut b.stmts), Exit::Break, &stop, &test);
+    b.stmts = stmts;
+    n + m
 }
 
 /// Moves what follows an `if` whose `then` branch returns into its `else`

@@ -19,10 +19,10 @@ pub const BREAK_VALUE: &str =
     "`break` with a value is not supported: assign the value to a variable declared before the loop, then `break;`";
 /// `break` elsewhere.
 pub const BREAK: &str =
-    "`break` is supported where it ends a branch of an `if` at the top level of a `for`, `while` or `loop` body (`if c { break; }`); move it there, or guard the rest of the body with `if`";
+    "`break` is supported as a statement of a loop body or of the `if`s and blocks in it, not inside an expression (a `let` initialiser, a `match` arm): make it a statement (`if c { break; }`)";
 /// `continue`.
 pub const CONTINUE: &str =
-    "`continue` is not supported here: only where it ends a branch of an `if` at the top level of a `for` body (`if c { continue; }`); guard the rest of the body with `if` instead";
+    "`continue` is supported as a statement of a loop body or of the `if`s and blocks in it, not inside an expression (a `let` initialiser, a `match` arm): make it a statement (`if c { continue; }`)";
 /// `return` before the end.
 pub const EARLY_RETURN: &str =
     "early `return` is not supported: only a final `return value;` is; compute the result with `if`/`else` expressions instead (`if c { a } else { b }`)";
