@@ -40,7 +40,11 @@ pub fn stack_arrays<T: Clone>(
             &elem_shape[..],
             "ad_runtime::stack_arrays: values of different shapes"
         );
-        data.extend(e.iter().cloned());
+        // A contiguous value is one copy; others go element by element.
+        match e.as_slice() {
+            Some(s) => data.extend_from_slice(s),
+            None => data.extend(e.iter().cloned()),
+        }
     }
     let mut shape = lead.to_vec();
     shape.extend(elem_shape);

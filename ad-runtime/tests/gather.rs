@@ -206,4 +206,12 @@ fn stacking_arrays_under_a_leading_shape() {
     assert_eq!(s, ndarray::array![[1.0, 2.0], [3.0, 4.0]].into_dyn());
     let none = stack_arrays::<f64>(&[0, 3], 2, vec![]);
     assert_eq!(none.shape(), &[0, 3, 0, 0]);
+    // A transposed (non-contiguous) value beside a contiguous one: both in
+    // row-major order of their own shape.
+    let m = ndarray::array![[1.0, 2.0], [3.0, 4.0]];
+    let s = stack_arrays(&[2], 2, vec![m.t().into_dyn(), m.view().into_dyn()]);
+    assert_eq!(
+        s,
+        ndarray::array![[[1.0, 3.0], [2.0, 4.0]], [[1.0, 2.0], [3.0, 4.0]]].into_dyn()
+    );
 }
