@@ -829,7 +829,10 @@ fn deep_exits_expected(x: f64, n: usize) -> f64 {
 fn break_and_continue_deep_in_a_loop_body() {
     for n in [0usize, 1, 5, 9, 14] {
         for x in [1.3, 0.6, -0.8, 3.5] {
-            assert_eq!(deep_exits(x, n).to_bits(), deep_exits_expected(x, n).to_bits());
+            assert_eq!(
+                deep_exits(x, n).to_bits(),
+                deep_exits_expected(x, n).to_bits()
+            );
             check_derivatives(
                 &x,
                 |x| deep_exits(*x, n),

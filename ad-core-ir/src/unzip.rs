@@ -400,7 +400,8 @@ impl<'p> Unzip<'p> {
     /// map elements) and — in loops (`stack_arrays`; not in maps, whose
     /// operands all have the map's rank, nor yet in builds, whose emitted
     /// form stacks scalar elements only) — arrays whose shape is the same
-    /// in every iteration ([`fixed_shape_vars`]) are *stored* (stacked); other arrays computed in
+    /// in every iteration ([`fixed_shape_vars`], the residual stacks of a
+    /// nested loop with a fixed trip count included) are *stored* (stacked); other arrays computed in
     /// the body are *recomputed* on the linear side from a backward slice of
     /// the primal body (the slice stops at stored residuals and parameters),
     /// so stacks are never ragged and map operands keep the map's rank.
@@ -937,14 +938,32 @@ impl<'p> Unzip<'p> {
 /// and literals are fixed; loop-carried arrays keep their shape by
 /// construction; shape-preserving operations of fixed-shape arrays, builds and
 /// broadcasts to fixed sizes, `shape()` of fixed-shape arrays and primitives
-/// of fixed scalars are fixed. Everything else (indexed elements, reductions
-/// to scalars, calls, branches, loops) is conservatively not.
+/// of fixed scalars are fixed, and so are the results of a counted loop with
+/// a fixed trip count and fixed initial state whose stacked outputs are
+/// fixed in its own body (their shape is then the trip count by a fixed
+/// element shape: what stores a nested loop's residual stacks instead of
+/// recomputing the loop nest in every outer iteration of the reverse pass).
+/// Everything else (indexed elements, reductions to scalars, calls,
+/// branches) is conservatively not.
 pub fn fixed_shape_vars(body: &[Stmt], params: &[Var], vars: &VarTable) -> BTreeSet<Var> {
+    fixed_in(body, params, vars, &BTreeSet::new())
+}
+
+/// [`fixed_shape_vars`] of a nested body: `unfixed` are variables of the
+/// enclosing bodies that are not fixed there (so not here either).
+fn fixed_in(
+    body: &[Stmt],
+    params: &[Var],
+    vars: &VarTable,
+    unfixed: &BTreeSet<Var>,
+) -> BTreeSet<Var> {
     let bound: BTreeSet<Var> = body.iter().flat_map(|s| s.binds.iter().copied()).collect();
     let rank = |v: &Var| vars.ty(*v).rank().unwrap_or(0);
     let mut fixed: BTreeSet<Var> = params.iter().copied().filter(|p| rank(p) > 0).collect();
     let fx = |a: &Atom, fixed: &BTreeSet<Var>| match a {
-        Atom::Var(v) => !bound.contains(v) && !params.contains(v) || fixed.contains(v),
+        Atom::Var(v) => {
+            !bound.contains(v) && !params.contains(v) && !unfixed.contains(v) || fixed.contains(v)
+        }
         _ => true,
     };
     for s in body {
@@ -982,12 +1001,46 @@ pub fn fixed_shape_vars(body: &[Stmt], params: &[Var], vars: &VarTable) -> BTree
             | Expr::Lin(_)
             | Expr::Call(_)
             | Expr::If(_)
-            | Expr::Loop(_)
             | Expr::Fold(_)
             | Expr::While(_) => false,
+            Expr::Loop(l) => {
+                let k = l.init.len();
+                // What is not fixed here is not fixed inside either.
+                let mut outer: BTreeSet<Var> = unfixed.clone();
+                outer.extend(bound.iter().chain(params).filter(|v| !fixed.contains(v)));
+                let lam = &l.body;
+                let inner = fixed_in(&lam.body.stmts, &lam.params, vars, &outer);
+                let inner_bound: BTreeSet<Var> = lam
+                    .body
+                    .stmts
+                    .iter()
+                    .flat_map(|s| s.binds.iter().copied())
+                    .chain(lam.params.iter().copied())
+                    .collect();
+                let elem_fixed = |a: &Atom| match a {
+                    Atom::Var(v) if inner_bound.contains(v) => rank(v) == 0 || inner.contains(v),
+                    a => fx(a, &fixed),
+                };
+                // Scalar state has a fixed shape whatever its value.
+                let init_fixed = l
+                    .init
+                    .iter()
+                    .all(|a| crate::typing::atom_ty(a, vars).rank() == Some(0) || fx(a, &fixed));
+                l.lin_init.is_empty()
+                    && fx(&l.n, &fixed)
+                    && init_fixed
+                    && lam
+                        .body
+                        .results
+                        .get(k..)
+                        .is_some_and(|r| r.iter().all(elem_fixed))
+            }
         };
         if ok {
-            fixed.extend(s.binds.iter().copied());
+            // A loop's scalar state changes from one iteration to the next:
+            // only its arrays (state and stacks) have fixed shapes.
+            let is_loop = matches!(s.expr, Expr::Loop(_));
+            fixed.extend(s.binds.iter().copied().filter(|v| !is_loop || rank(v) > 0));
         }
     }
     fixed
