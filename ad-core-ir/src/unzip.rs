@@ -931,6 +931,10 @@ impl<'p> Unzip<'p> {
     }
 }
 
+/// The largest rank of a nested loop's result that is stored across an
+/// enclosing loop (whose stack adds one axis; the emitter supports rank 6).
+const MAX_STACKED_RANK: usize = 5;
+
 /// Variables bound by `body` (a loop, build or map body with parameters
 /// `params`) that are the same in every iteration in the sense that matters
 /// for stacking: arrays whose *shape* is fixed and scalars whose *value* is
@@ -1039,8 +1043,16 @@ fn fixed_in(
         if ok {
             // A loop's scalar state changes from one iteration to the next:
             // only its arrays (state and stacks) have fixed shapes.
+            // Its arrays above `MAX_STACKED_RANK` are recomputed: stacked
+            // once more by the enclosing loop, they would exceed the ranks
+            // the emitter supports.
             let is_loop = matches!(s.expr, Expr::Loop(_));
-            fixed.extend(s.binds.iter().copied().filter(|v| !is_loop || rank(v) > 0));
+            fixed.extend(
+                s.binds
+                    .iter()
+                    .copied()
+                    .filter(|v| !is_loop || (rank(v) > 0 && rank(v) <= MAX_STACKED_RANK)),
+            );
         }
     }
     fixed

@@ -46,6 +46,10 @@ pub struct FnInfo {
     /// The positions of the parameters named by its `#[linear(..)]`
     /// (empty if it has none).
     pub linear: Vec<usize>,
+    /// The function's source, when it is `#[differentiable]` (not `#[linear]`,
+    /// not the target of a rule) and small enough to inline at its calls
+    /// (`crate::inline`).
+    pub inline: Option<String>,
 }
 
 /// A field of a struct deriving `Differentiable`, as its source tells.
@@ -366,6 +370,8 @@ pub fn parse_fns(text: &str) -> Option<FileFns> {
     for (name, info) in &mut fns.fns {
         if ruled.contains(name) {
             info.differentiable = true;
+            // Its rule, not its body, defines its derivative.
+            info.inline = None;
         }
     }
     Some(fns)
@@ -398,9 +404,13 @@ fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
             syn::Item::Fn(f) => {
                 let mut differentiable = false;
                 let mut linear = vec![];
+                let mut attributed = false;
                 for a in &f.attrs {
                     match attr_name(a).as_deref() {
-                        Some("differentiable") => differentiable = true,
+                        Some("differentiable") => {
+                            differentiable = true;
+                            attributed = true;
+                        }
                         Some("linear") => {
                             differentiable = true;
                             linear = linear_positions(a, &f.sig);
@@ -437,6 +447,8 @@ fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
                             })
                             .collect(),
                         uses_f32: crate::f32s::mentions_f32(quote::ToTokens::to_token_stream(f)),
+                        inline: (attributed && linear.is_empty() && crate::inline::inlinable(f))
+                            .then(|| quote::ToTokens::to_token_stream(f).to_string()),
                         linear,
                     },
                 ));

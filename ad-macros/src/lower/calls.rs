@@ -270,6 +270,26 @@ impl Lowerer<'_> {
                 );
             }
         }
+        // A small leaf function: its body in place of the call (`crate::inline`).
+        if let Some(f) = known
+            .as_ref()
+            .and_then(|i| i.inline.as_deref())
+            .and_then(|t| syn::parse_str::<syn::ItemFn>(t).ok())
+        {
+            let mut args = vec![];
+            for a in &c.args {
+                args.push(self.expr(a)?);
+            }
+            let cv = super::val::ClosureVal {
+                syntax: crate::inline::closure(&f),
+                env: super::env::Env::new(),
+            };
+            let v = self.apply_closure_val(&cv, args)?;
+            return Some(match annot {
+                Some(t) => self.annotate(t, v, c),
+                None => v,
+            });
+        }
         // Without a `let` annotation, the result type is the callee's own.
         let declared: Option<syn::Type> = match (annot, &known) {
             (None, Some(crate_fns::FnInfo { ret: Some(r), .. })) => syn::parse_str(r)

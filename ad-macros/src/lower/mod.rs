@@ -39,6 +39,8 @@ mod types;
 mod val;
 mod views;
 
+pub use methods::is_f64_method;
+
 #[cfg(test)]
 pub(crate) mod testutil;
 
