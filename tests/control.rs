@@ -773,6 +773,7 @@ fn deep_exits(x: f64, n: usize) -> f64 {
             if y > 0.0 {
                 break;
             } else if m > 6 {
+                y = y - 1.0;
                 break;
             }
         }
@@ -785,7 +786,7 @@ fn deep_exits(x: f64, n: usize) -> f64 {
 fn deep_exits_expected(x: f64, n: usize) -> f64 {
     let mut y = x;
     for i in 0..n {
-        if y > 1.0 && y > 10.0 {
+        if y > 10.0 {
             break;
         }
         if y > 1.0 {
@@ -817,7 +818,11 @@ fn deep_exits_expected(x: f64, n: usize) -> f64 {
     let mut m = 0;
     loop {
         m += 1;
-        if m > 3 && (y > 0.0 || m > 6) {
+        if m > 3 && y > 0.0 {
+            break;
+        }
+        if m > 6 {
+            y -= 1.0;
             break;
         }
         y = y * x - 0.1;
