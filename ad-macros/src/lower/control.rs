@@ -987,14 +987,14 @@ mod lowering_tests {
             "fn f(x: f64) -> f64 { let mut y = x; while let z = y { y = z; } y }",
             "`while let` is not supported",
         );
-        refuses("fn f(x: f64, n: usize) -> f64 { let mut s = x; for i in 0..n { if s > 2.0 { s = 1.0; } else { break; } s = s * s; } s }", "`break` is supported where it ends a branch of an `if` at the top level");
+        refuses("fn f(x: f64, n: usize) -> f64 { let mut s = x; for i in 0..n { let t = if s > 2.0 { 1.0 } else { break; }; s = s * t; } s }", "`break` is supported as a statement of a loop body");
         refuses(
             "fn f(x: f64) -> f64 { let mut s = x; loop { s = s * 0.5; if s < 1.0 { break s; } } }",
             "`break` with a value is not supported",
         );
         refuses(
-            "fn f(x: f64, n: usize) -> f64 { let mut s = x; for i in 0..n { for j in 0..n { if j > i { continue; } s = s * s; } continue; s = s + x; } s }",
-            "`continue` is not supported",
+            "fn f(x: f64, n: usize) -> f64 { let mut s = x; for i in 0..n { let t = if i > 2 { continue; } else { 1.0 }; s = s * t; } s }",
+            "`continue` is supported as a statement of a loop body",
         );
         refuses(
             "fn f(x: f64, n: usize) -> f64 { match (n, n) { (0, _) => x, _ => 1.0 } }",
