@@ -139,13 +139,16 @@ mod gmm;
 
 /// Allocations of one `gmm_objective_vjp` call on `n` points, `k` components
 /// in `d` dimensions (random inputs), counted on this thread (run it in a
-/// one-thread pool, so that every kernel runs here).
+/// one-thread pool, so that every kernel runs here), in the steady state: the
+/// second of two equal calls, when the per-thread buffer pool holds what the
+/// first one gave back (residual stacks, zero arrays).
 fn gmm_vjp_allocations(n: usize, k: usize, d: usize) -> usize {
     let mut rng = rng("gmm_alloc");
     let alphas = rng.array1(k, -1.0, 1.0);
     let means = rng.array2(k, d, -1.0, 1.0);
     let icf = rng.array2(k, d * (d + 1) / 2, -0.5, 0.5);
     let x = rng.array2(n, d, -1.0, 1.0);
+    gmm::gmm_objective_vjp(&alphas, &means, &icf, &x, 1.0, 0, 1.0);
     allocations(|| {
         gmm::gmm_objective_vjp(&alphas, &means, &icf, &x, 1.0, 0, 1.0);
     })
@@ -164,12 +167,17 @@ fn gmm_vjp_allocations_do_not_grow_with_n_k_d() {
 fn gmm_allocations_in_one_thread() {
     // Warm the per-thread buffer pools, then count one call at a time.
     gmm_vjp_allocations(400, 40, 9);
-    // Not with n: the same count for 10 times the points.
+    // Not with n: the same count for 10 times the points, up to which pooled
+    // buffer fits which value (the pool hands out the smallest that fits,
+    // and buffers that become results leave it): at most 2 apart.
     for (k, d) in [(2, 2), (12, 7), (40, 3)] {
-        assert_eq!(
+        let (small, large) = (
             gmm_vjp_allocations(400, k, d),
             gmm_vjp_allocations(4000, k, d),
-            "allocations of one gmm_objective_vjp call at n = 400 and 4000 (k = {k}, d = {d})"
+        );
+        assert!(
+            small.abs_diff(large) <= 2,
+            "allocations of one gmm_objective_vjp call at n = 400 and 4000 (k = {k}, d = {d}): {small} and {large}"
         );
     }
     // Not with k or d either, up to the private accumulators of chunked

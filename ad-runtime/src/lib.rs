@@ -65,5 +65,8 @@ pub use reduce::{
     sum, sum_axis, unravel_index,
 };
 pub use scan::{scan_axis, scan_exclusive, scan_i64, scan_inclusive, scan_reverse, ScanKind};
-pub use scratch::{pooled_zeros, recycle, Pooled, Scratch, POOL_LEN, POOL_MAX_BYTES};
+pub use scratch::{
+    pooled_zeros, recycle, take_buffer, Pooled, Scratch, POOL_LEN, POOL_MAX_BYTES,
+    POOL_MAX_TOTAL_BYTES,
+};
 pub use stack::{stack_arrays, ArrayResidualStack, ResidualStack};

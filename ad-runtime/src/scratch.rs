@@ -26,8 +26,12 @@
 //!
 //! Each thread has its own pool (rayon workers each reuse theirs), so the
 //! buffers need no synchronisation and the values never depend on the
-//! thread. The pool keeps at most [`POOL_LEN`] buffers per element type and
-//! lets buffers larger than [`POOL_MAX_BYTES`] go.
+//! thread. The pool keeps at most [`POOL_LEN`] buffers per element type, at
+//! most [`POOL_MAX_TOTAL_BYTES`] together, and lets buffers larger than
+//! [`POOL_MAX_BYTES`] go. [`take_buffer`] hands out the smallest pooled
+//! buffer that fits (residual stacks take theirs so; `f_vjp` recycles its
+//! residuals), so a derivative called again and again reuses its memory
+//! instead of page-faulting fresh memory from the system on every call.
 
 use ndarray::{Array, ArrayView1, Dimension, ShapeBuilder};
 use std::cell::RefCell;
@@ -37,7 +41,12 @@ use std::ops::{Deref, DerefMut};
 pub const POOL_LEN: usize = 32;
 
 /// Largest buffer (in bytes of capacity) a thread keeps for reuse.
-pub const POOL_MAX_BYTES: usize = 1 << 20;
+pub const POOL_MAX_BYTES: usize = 1 << 26;
+
+/// Most bytes (of capacity) a thread keeps pooled per element type: what a
+/// derivative call leaves for the next one to reuse (residual stacks
+/// included) instead of asking the system for fresh pages every call.
+pub const POOL_MAX_TOTAL_BYTES: usize = 1 << 28;
 
 /// Element types with a per-thread pool of buffers.
 pub trait Pooled: Copy + Default + 'static {
@@ -69,15 +78,21 @@ pub struct Scratch<T: Pooled> {
 }
 
 impl<T: Pooled> Scratch<T> {
-    /// An empty buffer, reusing a pooled one when there is one.
+    /// An empty buffer, reusing the pooled one given back last (a loop
+    /// taking one per iteration gets its own back at once).
     pub fn new() -> Self {
         let buf = T::with_pool(|p| p.pop()).flatten().unwrap_or_default();
         Scratch { buf }
     }
 
-    /// Makes the buffer `n` values `T::default()` long (it allocates only
-    /// when `n` exceeds every length this buffer had before).
+    /// Makes the buffer `n` values `T::default()` long: the buffer it has
+    /// when it holds `n`, or else the smallest pooled one that does
+    /// ([`take_buffer`]; it allocates only when none does).
     pub fn reset(&mut self, n: usize) {
+        if self.buf.capacity() < n {
+            let old = std::mem::replace(&mut self.buf, take_buffer(n));
+            drop(Scratch { buf: old });
+        }
         self.buf.clear();
         self.buf.resize(n, T::default());
     }
@@ -113,12 +128,44 @@ impl<T: Pooled> Drop for Scratch<T> {
         if buf.capacity() == 0 || buf.capacity() * std::mem::size_of::<T>() > POOL_MAX_BYTES {
             return;
         }
+        let size = std::mem::size_of::<T>();
+        let bytes = buf.capacity() * size;
         T::with_pool(|p| {
-            if p.len() < POOL_LEN {
+            // Small buffers cannot approach the total (POOL_LEN of them):
+            // only a large one pays for adding up what is held.
+            let fits = bytes <= 1 << 16
+                || p.iter().map(|b| b.capacity() * size).sum::<usize>() + bytes
+                    <= POOL_MAX_TOTAL_BYTES;
+            if p.len() < POOL_LEN && fits {
                 p.push(buf);
             }
         });
     }
+}
+
+/// An empty vector with room for `n` values: the smallest pooled buffer
+/// that holds `n` (no allocation), else a new one. Give it back through
+/// [`recycle`] (as an array's buffer) once dead.
+pub fn take_buffer<T: Pooled>(n: usize) -> Vec<T> {
+    let mut buf = T::with_pool(|p| {
+        // The newest buffer that fits without waste (a loop taking and
+        // giving back a few buffers per iteration finds its own at once).
+        let snug = |b: &Vec<T>| b.capacity() >= n && b.capacity() / 2 <= n.max(256);
+        if let Some(k) = p.iter().rposition(snug) {
+            return Some(p.remove(k));
+        }
+        let best = p
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.capacity() >= n)
+            .min_by_key(|(_, b)| b.capacity())
+            .map(|(k, _)| k)?;
+        Some(p.remove(best))
+    })
+    .flatten()
+    .unwrap_or_else(|| Vec::with_capacity(n));
+    buf.clear();
+    buf
 }
 
 /// An array of zeros of shape `shape` whose buffer comes from this thread's
@@ -127,8 +174,7 @@ impl<T: Pooled> Drop for Scratch<T> {
 pub fn pooled_zeros<T: Pooled, Sh: ShapeBuilder>(shape: Sh) -> Array<T, Sh::Dim> {
     let shape = shape.into_shape_with_order();
     let n = shape.size();
-    let mut buf = T::with_pool(|p| p.pop()).flatten().unwrap_or_default();
-    buf.clear();
+    let mut buf = take_buffer(n);
     buf.resize(n, T::default());
     Array::from_shape_vec(shape, buf).expect("a buffer of the shape's size")
 }
@@ -184,6 +230,22 @@ mod tests {
         let c = pooled_zeros::<f64, _>(12);
         assert_eq!(c.as_ptr(), ptr);
         assert!(c.iter().all(|x| *x == 0.0), "zeroed again");
+    }
+
+    #[test]
+    fn take_buffer_gives_a_pooled_buffer_that_fits() {
+        // Empty this thread's pool, then give back three buffers.
+        i64::with_pool(|p| p.clear());
+        for n in [10usize, 1000, 100] {
+            recycle(ndarray::Array1::<i64>::zeros(n));
+        }
+        let b = take_buffer::<i64>(50);
+        assert!(b.is_empty() && b.capacity() >= 100 && b.capacity() < 1000);
+        let c = take_buffer::<i64>(600);
+        assert!(c.capacity() >= 1000, "the only one that holds 600");
+        let d = take_buffer::<i64>(5000);
+        assert!(d.capacity() >= 5000, "none fits: a new one");
+        assert_eq!(i64::with_pool(|p| p.len()), Some(1), "the 10 is left");
     }
 
     #[test]

@@ -16,7 +16,7 @@ use ndarray::{
 /// order of the leading shape `lead`, into one array of shape
 /// `lead ++ element shape` (element sizes 0 when there are none). Panics if
 /// the count is not the product of `lead` or two shapes differ.
-pub fn stack_arrays<T: Clone>(
+pub fn stack_arrays<T: crate::Pooled>(
     lead: &[usize],
     elem_rank: usize,
     elems: Vec<ArrayViewD<'_, T>>,
@@ -33,7 +33,7 @@ pub fn stack_arrays<T: Clone>(
         None => vec![0; elem_rank],
     };
     let size: usize = elem_shape.iter().product();
-    let mut data = Vec::with_capacity(count * size);
+    let mut data = crate::scratch::take_buffer(count * size);
     for e in &elems {
         assert_eq!(
             e.shape(),

@@ -220,6 +220,20 @@ impl Halves {
         self.resid_args_as(rs, &self.fwd_reprs[self.n_out..], false)
     }
 
+    /// Statements giving the buffers of the owned array residuals `rs` (as
+    /// `fwd` returned them) back to the runtime's per-thread pool once the
+    /// reverse pass is done: the next call's stacks reuse them instead of
+    /// fresh pages (`ad_runtime::recycle`).
+    pub fn recycle_residuals(&self, rs: &[TokenStream]) -> TokenStream {
+        let rt = super::types::rt();
+        rs.iter()
+            .zip(&self.fwd_reprs[self.n_out..])
+            .zip(&self.resid_tys)
+            .filter(|((_, held), ty)| **held == Repr::Owned && matches!(ty, Ty::Array { .. }))
+            .map(|((r, _), _)| quote!(#rt::recycle(#r);))
+            .collect()
+    }
+
     /// The residuals `rs` held as `held` as arguments of `lin_at` /
     /// `lin_t_at`: arrays as views (so a closure calling a half again and
     /// again copies nothing), a tuple holding arrays moved (or cloned when

@@ -460,6 +460,7 @@ fn f_vjp(input: &Input, h: &Halves) -> R<TokenStream> {
     );
     let allows = allows();
     let (fwd, lin_t) = (&h.fwd, &h.lin_t_at);
+    let recycle = h.recycle_residuals(&rs);
     Ok(quote! {
         #[doc = #doc]
         #allows
@@ -469,6 +470,7 @@ fn f_vjp(input: &Input, h: &Halves) -> R<TokenStream> {
             let #ct_pat = #ct_use;
             #(#ct_checks)*
             let #cpat = #lin_t(#(#rargs,)* #(#ctargs),*);
+            #recycle
             (#y, #c)
         }
     })
@@ -530,6 +532,7 @@ fn hidden_blocks(input: &Input, cx: &Ctx, h: &Halves) -> R<TokenStream> {
     let ypat = flat(&pats);
     let rs: Vec<TokenStream> = ys[h.n_out..].iter().map(|t| quote!(#t)).collect();
     let rargs = h.resid_args(&rs);
+    let recycle = h.recycle_residuals(&rs);
     let fwd = &h.fwd;
     for (b, half, ir_name, what, doc) in [
         (
@@ -555,7 +558,7 @@ fn hidden_blocks(input: &Input, cx: &Ctx, h: &Halves) -> R<TokenStream> {
             doc,
             pdecls.iter().chain(&ldecls).cloned().collect(),
             result_ty(f),
-            quote!(let #ypat = #fwd(#(#pargs),*); #half(#(#rargs,)* #(#largs),*)),
+            quote!(let #ypat = #fwd(#(#pargs),*); let __out = #half(#(#rargs,)* #(#largs),*); #recycle __out),
             TokenStream::new(),
         );
     }
