@@ -429,3 +429,82 @@ fn struct_outputs() {
     let (_, (gd, _)) = scaled_vjp(&d, 2.0, &dd);
     assert_close(gd.dot(&dd), t.dot(&dd), 1e-12);
 }
+
+/// Struct parameters destructured by `let`: by reference (names bind
+/// references), nested, renamed, with `..`, and a struct taken by value.
+#[differentiable]
+fn mlp_loss_destructured(p: &Mlp, x: &Array2<f64>, y: &Array2<f64>) -> f64 {
+    let Mlp {
+        w1,
+        b1,
+        w2,
+        b2: bias,
+        act,
+        ..
+    } = p;
+    let h = x.dot(&w1.t()) + b1;
+    let h = if *act == 0 {
+        h.mapv(|v| v.tanh())
+    } else {
+        h.mapv(|v| v.max(0.0))
+    };
+    let out = h.dot(&w2.t()) + bias;
+    let d = &out - y;
+    let Mlp { scale, .. } = p;
+    scale * (&d * &d).sum() / (y.len() as f64)
+}
+
+#[differentiable(wrt(m))]
+fn model_value_destructured(m: Model, x: &Array1<f64>) -> f64 {
+    let Model {
+        first: Layer { w, shift: (s0, s1) },
+        coeffs,
+        order,
+        damping,
+    } = m;
+    let mut s = s0 * damping;
+    for k in 0..order {
+        s += coeffs[k] * x.dot(&w).powi(k as i32);
+    }
+    s + s1.sin()
+}
+
+#[test]
+fn destructured_struct_parameters() {
+    let mut r = rng("destructured_struct_parameters");
+    let x = Array2::from_shape_fn((5, 3), |_| r.normal());
+    let y = Array2::from_shape_fn((5, 2), |_| r.normal());
+    for act in [0, 1] {
+        let p = mlp(&mut r, act);
+        let dp = tangent(&mut r, &p);
+        let dx = Array2::from_shape_fn((5, 3), |_| r.normal());
+        let dy = Array2::zeros((5, 2));
+        assert_eq!(
+            mlp_loss_destructured(&p, &x, &y).to_bits(),
+            mlp_loss(&p, &x, &y).to_bits()
+        );
+        let a = mlp_loss_destructured_jvp(&p, &x, &y, &dp, &dx, &dy);
+        let b = mlp_loss_jvp(&p, &x, &y, &dp, &dx, &dy);
+        assert_eq!(a.0.to_bits(), b.0.to_bits());
+        assert_close(a.1, b.1, 1e-12);
+        let (ga, _, _) = mlp_loss_destructured_vjp(&p, &x, &y, 1.0).1;
+        let (gb, _, _) = mlp_loss_vjp(&p, &x, &y, 1.0).1;
+        assert_close(ga.dot(&dp), gb.dot(&dp), 1e-12);
+    }
+    let m = Model {
+        first: Layer {
+            w: Array1::from(vec![0.3, -0.2, 0.5]),
+            shift: (0.4, 1.1),
+        },
+        coeffs: vec![1.0, -0.5, 0.25],
+        order: 3,
+        damping: 0.9,
+    };
+    let x = Array1::from(vec![1.0, 2.0, -1.0]);
+    assert_eq!(
+        model_value_destructured(m.clone(), &x).to_bits(),
+        model_value(m.clone(), &x).to_bits()
+    );
+    let g = model_value_destructured_vjp(m.clone(), &x, 1.0).1;
+    assert_eq!(g, model_value_vjp(m.clone(), &x, 1.0).1);
+}

@@ -21,8 +21,11 @@
 //! ```
 //!
 //! The struct is read only through its fields (`p.w`, `&p.w`,
-//! `p.w.dot(..)`, `p.inner.b`); a struct parameter used whole (passed on,
-//! copied) or shadowed is refused, and so is a struct output.
+//! `p.w.dot(..)`, `p.inner.b`) or destructured by `let` (`let Mlp { w, b,
+//! .. } = p;` is `let w = &p.w; let b = &p.b;`, nested struct and tuple
+//! patterns too); a struct parameter used whole otherwise (copied, passed
+//! to a plain function) or shadowed is refused. Struct outputs are struct
+//! literals (see `OutputRewrite`).
 
 use crate::attr::Args;
 use crate::crate_fns;
@@ -519,6 +522,60 @@ impl Rewrite<'_> {
     }
 }
 
+/// The `let`s of a struct pattern `ps` matched against the struct at
+/// `root.chain` (a prefix of some leaf's chain): `let x = &root.chain.f;`
+/// (or without `&` when `by_ref` is false) for each named field, nested
+/// struct patterns recursively, tuple patterns by value. `None` for any
+/// other pattern.
+fn bind_fields(
+    ps: &syn::PatStruct,
+    root: &syn::Ident,
+    chain: &[syn::Ident],
+    by_ref: bool,
+    leaves: &[Leaf],
+    out: &mut Vec<syn::Stmt>,
+) -> Option<()> {
+    if ps.qself.is_some() || !leaves.iter().any(|l| l.chain.starts_with(chain)) {
+        return None;
+    }
+    for f in &ps.fields {
+        let syn::Member::Named(name) = &f.member else {
+            return None;
+        };
+        let mut sub = chain.to_vec();
+        sub.push(name.clone());
+        match &*f.pat {
+            syn::Pat::Ident(pi) if pi.subpat.is_none() => {
+                let (id, mutability) = (&pi.ident, &pi.mutability);
+                let span = pi.ident.span();
+                let path = sub.iter();
+                let place: syn::Expr = syn::parse_quote_spanned!(span=> #root #(. #path)*);
+                // A leaf the flat function takes by reference (an array),
+                // bound by value: an owned copy, as in `f` (the derivatives'
+                // IR reads it in place).
+                let referenced = leaves.iter().any(|l| l.chain == sub && l.by_ref);
+                out.push(if by_ref || pi.by_ref.is_some() {
+                    syn::parse_quote_spanned!(span=> let #mutability #id = &#place;)
+                } else if referenced {
+                    syn::parse_quote_spanned!(span=> let #mutability #id = (&#place).to_owned();)
+                } else {
+                    syn::parse_quote_spanned!(span=> let #mutability #id = #place;)
+                });
+            }
+            syn::Pat::Wild(_) => {}
+            syn::Pat::Struct(inner) => bind_fields(inner, root, &sub, by_ref, leaves, out)?,
+            // A tuple field (of `f64`s, which are `Copy`): matched by value.
+            pat @ syn::Pat::Tuple(_) => {
+                let span = name.span();
+                let path = sub.iter();
+                out.push(syn::parse_quote_spanned!(span=> let #pat = #root #(. #path)*;));
+            }
+            _ => return None,
+        }
+    }
+    Some(())
+}
+
 /// `p.a.b`: the root identifier and the named members, outermost last.
 fn field_chain(e: &syn::Expr) -> Option<(syn::Ident, Vec<syn::Ident>)> {
     match e {
@@ -610,6 +667,20 @@ impl Rewrite<'_> {
 }
 
 impl VisitMut for Rewrite<'_> {
+    /// `let Mlp { w1, b1: b, .. } = p;` first becomes `let w1 = &p.w1;
+    /// let b = &p.b1;` (`p.w1` for a struct taken by value or `*p`), nested
+    /// struct patterns field by field; the field reads are then rewritten.
+    fn visit_block_mut(&mut self, b: &mut syn::Block) {
+        let stmts = std::mem::take(&mut b.stmts);
+        for s in stmts {
+            match self.destructure(&s) {
+                Some(lets) => b.stmts.extend(lets),
+                None => b.stmts.push(s),
+            }
+        }
+        syn::visit_mut::visit_block_mut(self, b);
+    }
+
     fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
         if let syn::Expr::Call(c) = e {
             if self.struct_call(c) {
@@ -674,6 +745,44 @@ impl VisitMut for Rewrite<'_> {
 }
 
 impl Rewrite<'_> {
+    /// The `let`s a destructuring `let S { .. } = p;` of a struct parameter
+    /// (or of a struct field of one) stands for, or `None` when `s` is not
+    /// one (or uses a pattern other than names, `_`, `..` and nested struct
+    /// patterns: it is then left as written, and refused as a struct used
+    /// whole).
+    fn destructure(&self, s: &syn::Stmt) -> Option<Vec<syn::Stmt>> {
+        let syn::Stmt::Local(l) = s else {
+            return None;
+        };
+        let init = l.init.as_ref().filter(|i| i.diverge.is_none())?;
+        let pat = match &l.pat {
+            syn::Pat::Type(pt) => &*pt.pat,
+            p => p,
+        };
+        let syn::Pat::Struct(ps) = pat else {
+            return None;
+        };
+        // `p`, `&p`, `*p`, `p.inner`: the place and whether names bind
+        // references to its fields.
+        let (place, by_ref) = match &*init.expr {
+            syn::Expr::Reference(r) if r.mutability.is_none() => (&*r.expr, Some(true)),
+            syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => (&*u.expr, Some(false)),
+            e => (e, None),
+        };
+        let (root, chain) = field_chain(place)?;
+        let by_ref = match by_ref {
+            Some(r) => r,
+            None => self.params.iter().any(|p| {
+                matches!(p, UserParam::Struct { ident, ty, .. }
+                    if *ident == root && matches!(**ty, syn::Type::Reference(_)))
+            }),
+        };
+        let (_, leaves) = self.param(&root)?;
+        let mut out = vec![];
+        bind_fields(ps, &root, &chain, by_ref, leaves, &mut out)?;
+        Some(out)
+    }
+
     /// `p . a . b` (a leaf chain of a struct parameter) as its flat
     /// parameter, and `& p . a` of a leaf passed by reference as that
     /// reference, in a token stream.
