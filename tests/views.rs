@@ -12,7 +12,7 @@
 mod common;
 use common::*;
 use linad::differentiable;
-use linad::ndarray::{s, Array1, Array2, Axis, Slice};
+use linad::ndarray::{s, Array1, Array2, Axis, Slice, Zip};
 
 #[differentiable]
 fn slices(a: &Array2<f64>, v: &Array1<f64>) -> (Array2<f64>, Array1<f64>, f64) {
@@ -327,5 +327,34 @@ fn loops_over_mutable_lanes() {
         |(x, s)| centre_and_scale(x, *s),
         |(x, s), (dx, ds)| centre_and_scale_jvp(x, *s, dx, *ds),
         |(x, s), ct| centre_and_scale_vjp(x, *s, ct),
+    );
+}
+
+/// `Zip::from(&mut y).and(..).for_each(|y, ..| *y = ..)` on local arrays,
+/// in one and two dimensions, reading the element being written.
+#[differentiable]
+fn zip_into_locals(x: &Array1<f64>, w: &Array2<f64>) -> f64 {
+    let mut y = Array1::zeros(x.len());
+    Zip::from(&mut y)
+        .and(x)
+        .for_each(|y, &x| *y = x.sin() * 2.0);
+    Zip::from(&mut y).and(x).for_each(|y, x| {
+        *y += *x * *y;
+    });
+    let mut m = w.clone();
+    Zip::from(&mut m).and(w).for_each(|m, &v| *m = *m * v + 1.0);
+    y.sum() + m.sum()
+}
+
+#[test]
+fn zip_for_each_into_mutable_arrays() {
+    let mut r = rng("zip_mut");
+    let x = Array1::from_shape_fn(4, |_| r.normal());
+    let w = Array2::from_shape_fn((2, 3), |_| r.normal());
+    check_derivatives(
+        &(x, w),
+        |(x, w)| zip_into_locals(x, w),
+        |(x, w), (dx, dw)| zip_into_locals_jvp(x, w, dx, dw),
+        |(x, w), ct| zip_into_locals_vjp(x, w, *ct),
     );
 }

@@ -319,6 +319,9 @@ impl Lowerer<'_> {
         }
         arrs.reverse();
         let cl = &m.args[0];
+        if name == "for_each" && arrs.iter().any(|a| mut_ref(a).is_some()) {
+            return Some(self.zip_for_each_mut(m, &arrs, cl));
+        }
         let deref = |e: &syn::Expr| -> syn::Expr {
             match strip(e) {
                 syn::Expr::Reference(r) => (*r.expr).clone(),
@@ -372,6 +375,112 @@ impl Lowerer<'_> {
                 syn::parse_quote_spanned!(span=> for #pat in #iter { #body; });
             self.lower_for(&f)
         })
+    }
+
+    /// `Zip::from(&mut y).and(&x)..for_each(|y, &x| *y = ..)`: an indexed
+    /// loop nest over the first array's shape whose body writes the mutable
+    /// arrays' elements (`*y` is `y_arr[i]`, or `[[i, j]]` in two
+    /// dimensions) and binds the others' elements:
+    ///
+    /// ```text
+    /// Zip::from(&mut y).and(&x).for_each(|y, &x| *y += 2.0 * x)
+    /// ==>  for i in 0..y.shape()[0] { let x = x[i]; y[i] += 2.0 * x; }
+    /// ```
+    ///
+    /// A mutable array must be a local variable (`&mut name`) and its
+    /// closure parameter a name used as `*name`.
+    fn zip_for_each_mut(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        arrs: &[&syn::Expr],
+        cl: &syn::Expr,
+    ) -> Option<Val> {
+        let syn::Expr::Closure(c) = strip(cl) else {
+            return self.fail(cl, "`for_each` takes a closure here");
+        };
+        if c.inputs.len() != arrs.len() {
+            return self.fail(
+                &c.inputs,
+                format!("this closure must take {} parameters here", arrs.len()),
+            );
+        }
+        let span = m.method.span();
+        // The arrays as places, and the rank (of the first).
+        let places: Vec<syn::Expr> = arrs
+            .iter()
+            .map(|a| match strip(a) {
+                syn::Expr::Reference(r) => (*r.expr).clone(),
+                e => e.clone(),
+            })
+            .collect();
+        let rank = match self.expr(&places[0])? {
+            Val::Array(_, _, r) => r,
+            other => {
+                return self.fail(
+                    arrs[0],
+                    format!("`Zip` takes arrays, found `{}`", other.ty()),
+                )
+            }
+        };
+        if rank == 0 || rank > 3 {
+            return self.fail(
+                arrs[0],
+                "`Zip::for_each` over mutable arrays of rank 1 to 3",
+            );
+        }
+        let idx: Vec<syn::Ident> = (0..rank)
+            .map(|k| syn::Ident::new(&format!("__linad_zip_{k}"), span))
+            .collect();
+        let at = |place: &syn::Expr| -> syn::Expr {
+            match idx.as_slice() {
+                [i] => syn::parse_quote_spanned!(span=> #place[#i]),
+                is => syn::parse_quote_spanned!(span=> #place[[#(#is),*]]),
+            }
+        };
+        let mut lets: Vec<syn::Stmt> = vec![];
+        let mut writes: Vec<(String, syn::Expr)> = vec![];
+        for ((a, place), p) in arrs.iter().zip(&places).zip(&c.inputs) {
+            let p = match p {
+                syn::Pat::Type(pt) => &*pt.pat,
+                p => p,
+            };
+            if mut_ref(a).is_some() {
+                let (syn::Pat::Ident(pi), Some(_)) = (p, mut_ref(a)) else {
+                    return self.fail(
+                        p,
+                        "the parameter of a mutable `Zip` array must be a name, used as `*name`",
+                    );
+                };
+                writes.push((pi.ident.to_string(), at(place)));
+            } else {
+                // `&x` binds the element; `x` a reference to it (`*x` is
+                // read as `x`: references are values here).
+                let inner = match p {
+                    syn::Pat::Reference(r) => &*r.pat,
+                    p => p,
+                };
+                let e = at(place);
+                lets.push(syn::parse_quote_spanned!(span=> let #inner = #e;));
+            }
+        }
+        let mut body = (*c.body).clone();
+        let mut rw = DerefWrites {
+            writes: &writes,
+            bad: None,
+        };
+        syn::visit_mut::VisitMut::visit_expr_mut(&mut rw, &mut body);
+        if let Some(bad) = rw.bad {
+            return self.fail(
+                &bad,
+                "use the element of a mutable `Zip` array as `*name` (to read or to write it)",
+            );
+        }
+        let first = &places[0];
+        let mut stmt: syn::Expr = syn::parse_quote_spanned!(span=> { #(#lets)* #body; });
+        for (k, i) in idx.iter().enumerate().rev() {
+            stmt = syn::parse_quote_spanned!(span=> for #i in 0..#first.shape()[#k] { #stmt });
+        }
+        self.expr(&stmt)
     }
 
     /// An `f64` method on lowered operands (also used for `f64::sin(x)` and
@@ -659,5 +768,48 @@ mod tests {
             "fn f(x: f64) -> f64 { f64::sin(2) }",
             "mismatched types: expected `f64`, found `{integer}`",
         );
+    }
+}
+
+/// `name` of `&mut name` (a mutable `Zip` array).
+fn mut_ref(e: &syn::Expr) -> Option<&syn::Ident> {
+    match strip(e) {
+        syn::Expr::Reference(r) if r.mutability.is_some() => match strip(&r.expr) {
+            syn::Expr::Path(p) if p.qself.is_none() => p.path.get_ident(),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Replaces `*y` by the element place of the mutable `Zip` array `y`
+/// stands for; any other use of `y` is recorded as `bad`.
+struct DerefWrites<'a> {
+    writes: &'a [(String, syn::Expr)],
+    bad: Option<syn::Expr>,
+}
+
+impl syn::visit_mut::VisitMut for DerefWrites<'_> {
+    fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+        let name = |x: &syn::Expr| match x {
+            syn::Expr::Path(p) if p.qself.is_none() => p.path.get_ident().map(|i| i.to_string()),
+            _ => None,
+        };
+        if let syn::Expr::Unary(u) = &*e {
+            if matches!(u.op, syn::UnOp::Deref(_)) {
+                if let Some(place) = name(strip(&u.expr))
+                    .and_then(|n| self.writes.iter().find(|(w, _)| *w == n))
+                    .map(|(_, p)| p.clone())
+                {
+                    *e = place;
+                    return;
+                }
+            }
+        }
+        if name(e).is_some_and(|n| self.writes.iter().any(|(w, _)| *w == n)) {
+            self.bad.get_or_insert_with(|| e.clone());
+            return;
+        }
+        syn::visit_mut::visit_expr_mut(self, e);
     }
 }
