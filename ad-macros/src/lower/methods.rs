@@ -681,6 +681,49 @@ pub fn is_f64_method(name: &str) -> bool {
         .contains(&name)
 }
 
+/// `name` of `&mut name` (a mutable `Zip` array).
+fn mut_ref(e: &syn::Expr) -> Option<&syn::Ident> {
+    match strip(e) {
+        syn::Expr::Reference(r) if r.mutability.is_some() => match strip(&r.expr) {
+            syn::Expr::Path(p) if p.qself.is_none() => p.path.get_ident(),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Replaces `*y` by the element place of the mutable `Zip` array `y`
+/// stands for; any other use of `y` is recorded as `bad`.
+struct DerefWrites<'a> {
+    writes: &'a [(String, syn::Expr)],
+    bad: Option<syn::Expr>,
+}
+
+impl syn::visit_mut::VisitMut for DerefWrites<'_> {
+    fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+        let name = |x: &syn::Expr| match x {
+            syn::Expr::Path(p) if p.qself.is_none() => p.path.get_ident().map(|i| i.to_string()),
+            _ => None,
+        };
+        if let syn::Expr::Unary(u) = &*e {
+            if matches!(u.op, syn::UnOp::Deref(_)) {
+                if let Some(place) = name(strip(&u.expr))
+                    .and_then(|n| self.writes.iter().find(|(w, _)| *w == n))
+                    .map(|(_, p)| p.clone())
+                {
+                    *e = place;
+                    return;
+                }
+            }
+        }
+        if name(e).is_some_and(|n| self.writes.iter().any(|(w, _)| *w == n)) {
+            self.bad.get_or_insert_with(|| e.clone());
+            return;
+        }
+        syn::visit_mut::visit_expr_mut(self, e);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::lower::testutil::*;
@@ -768,48 +811,5 @@ mod tests {
             "fn f(x: f64) -> f64 { f64::sin(2) }",
             "mismatched types: expected `f64`, found `{integer}`",
         );
-    }
-}
-
-/// `name` of `&mut name` (a mutable `Zip` array).
-fn mut_ref(e: &syn::Expr) -> Option<&syn::Ident> {
-    match strip(e) {
-        syn::Expr::Reference(r) if r.mutability.is_some() => match strip(&r.expr) {
-            syn::Expr::Path(p) if p.qself.is_none() => p.path.get_ident(),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// Replaces `*y` by the element place of the mutable `Zip` array `y`
-/// stands for; any other use of `y` is recorded as `bad`.
-struct DerefWrites<'a> {
-    writes: &'a [(String, syn::Expr)],
-    bad: Option<syn::Expr>,
-}
-
-impl syn::visit_mut::VisitMut for DerefWrites<'_> {
-    fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
-        let name = |x: &syn::Expr| match x {
-            syn::Expr::Path(p) if p.qself.is_none() => p.path.get_ident().map(|i| i.to_string()),
-            _ => None,
-        };
-        if let syn::Expr::Unary(u) = &*e {
-            if matches!(u.op, syn::UnOp::Deref(_)) {
-                if let Some(place) = name(strip(&u.expr))
-                    .and_then(|n| self.writes.iter().find(|(w, _)| *w == n))
-                    .map(|(_, p)| p.clone())
-                {
-                    *e = place;
-                    return;
-                }
-            }
-        }
-        if name(e).is_some_and(|n| self.writes.iter().any(|(w, _)| *w == n)) {
-            self.bad.get_or_insert_with(|| e.clone());
-            return;
-        }
-        syn::visit_mut::visit_expr_mut(self, e);
     }
 }
