@@ -358,3 +358,27 @@ fn zip_for_each_into_mutable_arrays() {
         |(x, w), ct| zip_into_locals_vjp(x, w, *ct),
     );
 }
+
+/// `lanes(Axis(k))` of a matrix in `for` loops and iterator chains: along
+/// axis 1 the rows, along axis 0 the columns.
+#[differentiable]
+fn lane_sums(m: &Array2<f64>) -> f64 {
+    let mut s = 0.0;
+    for (i, row) in m.lanes(Axis(1)).into_iter().enumerate() {
+        s += row.dot(&row) * (i as f64 + 1.0);
+    }
+    let col_max: f64 = m.lanes(Axis(0)).into_iter().map(|c| c.sum().tanh()).sum();
+    s + col_max
+}
+
+#[test]
+fn lanes_of_a_matrix() {
+    let mut r = rng("lanes");
+    let m = Array2::from_shape_fn((3, 4), |_| r.normal());
+    check_derivatives(
+        &m,
+        |m| lane_sums(m),
+        |m, dm| lane_sums_jvp(m, dm),
+        |m, ct| lane_sums_vjp(m, *ct),
+    );
+}

@@ -224,11 +224,20 @@ impl Lowerer<'_> {
                     }
                 })
             })(),
-            "outer_iter" | "rows" | "columns" | "axis_iter" => (|| {
+            "outer_iter" | "rows" | "columns" | "axis_iter" | "lanes" => (|| {
                 let axis = match name.as_str() {
                     "axis_iter" => {
                         let args = self.nargs(m, 1)?;
                         self.axis_arg(args[0], rank)?
+                    }
+                    // The lanes along axis 1 of a matrix are its rows, along
+                    // axis 0 its columns.
+                    "lanes" => {
+                        let args = self.nargs(m, 1)?;
+                        if rank != 2 {
+                            return self.fail(m, "`lanes` is supported on matrices (`Array2`): `lanes(Axis(1))` are the rows, `lanes(Axis(0))` the columns");
+                        }
+                        1 - self.axis_arg(args[0], rank)?
                     }
                     "columns" => {
                         self.nargs(m, 0)?;
