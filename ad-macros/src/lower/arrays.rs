@@ -18,7 +18,7 @@ pub const ELEMENTWISE_METHODS: &[&str] = &[
     "atan", "exp_m1", "ln_1p", "recip", "powi", "powf",
 ];
 
-const ARRAY_METHODS: &str = "len, nrows, ncols, dim, shape()[k], len_of, is_empty, sum, product, sum_axis, dot, t, reversed_axes, row, column, mapv, map, fold, iter, to_owned, clone, view, into_owned, to_vec (rank 1), and elementwise sin, cos, exp, ln, sqrt, abs, tanh, powi, powf, ...";
+const ARRAY_METHODS: &str = "len, nrows, ncols, dim, shape()[k], len_of, is_empty, sum, product, sum_axis, dot, t, reversed_axes, row, column, rows, columns, outer_iter, axis_iter, lanes (of a matrix), mapv, map, fold, iter, to_owned, clone, view, into_owned, to_vec (rank 1), and elementwise sin, cos, exp, ln, sqrt, abs, tanh, powi, powf, ...";
 
 impl Lowerer<'_> {
     /// `a[i]`, `m[[i, j]]`, `m[(i, j)]`, `a.shape()[k]`.
@@ -267,7 +267,7 @@ impl Lowerer<'_> {
                 &m.method,
                 format!("mutating array methods (`{name}`) are not supported: assign elements with `a[i] = ..` in a `for` loop, or build a new array with `mapv` / `from_shape_fn`"),
             ),
-            "select" | "lanes" | "windows" => self.fail(
+            "select" | "windows" => self.fail(
                 &m.method,
                 format!("`{name}` is not supported: index elements (`m[[i, j]]`), slice with `s![..]`, or build the part you need with `from_shape_fn`"),
             ),
