@@ -470,6 +470,9 @@ pub enum S {
         as_loop: bool,
     },
     If(E, Vec<S>, Vec<S>),
+    /// `break;` (`true`) or `continue;` (`false`), the last statement of an
+    /// `if` branch inside a loop body.
+    Exit(bool),
     Cfg(CfgPred, Box<S>),
     /// Verbatim source (mutations only).
     Raw(String),
@@ -841,6 +844,13 @@ fn ps(s: &S, ind: usize, out: &mut String) {
             let _ = writeln!(out, "{pad}#[cfg({})]", p.text());
             ps(s, ind, out);
         }
+        S::Exit(is_break) => {
+            let _ = writeln!(
+                out,
+                "{pad}{};",
+                if *is_break { "break" } else { "continue" }
+            );
+        }
         S::Raw(t) => {
             let _ = writeln!(out, "{pad}{t}");
         }
@@ -938,6 +948,9 @@ pub struct Eval<'a> {
     pub steps: u64,
     /// The largest finite |x| of any f64 value an expression produced.
     pub max_abs: f64,
+    /// A `break` (`true`) or `continue` (`false`) ran and the statements
+    /// up to the end of its loop's body are skipped.
+    flow: Option<bool>,
 }
 
 fn int_check(v: i128, t: IntTy) -> Result<V, Trap> {
@@ -968,6 +981,7 @@ impl<'a> Eval<'a> {
             debug_assertions: false,
             steps: 0,
             max_abs: 0.0,
+            flow: None,
         }
     }
 
@@ -1020,10 +1034,15 @@ impl<'a> Eval<'a> {
         let mark = self.vars.len();
         for s in body {
             self.s(s)?;
+            if self.flow.is_some() {
+                break;
+            }
         }
-        let stop = match brk {
-            Some(b) => self.e(b)?.b(),
-            None => false,
+        // An exit in the body skips the `if brk { break; }` after it.
+        let stop = match (self.flow.take(), brk) {
+            (Some(is_break), _) => is_break,
+            (None, Some(b)) => self.e(b)?.b(),
+            (None, None) => false,
         };
         self.vars.truncate(mark);
         Ok(stop)
@@ -1032,6 +1051,9 @@ impl<'a> Eval<'a> {
     fn block(&mut self, ss: &[S]) -> Result<(), Trap> {
         let mark = self.vars.len();
         for s in ss {
+            if self.flow.is_some() {
+                break;
+            }
             self.s(s)?;
         }
         self.vars.truncate(mark);
@@ -1228,6 +1250,7 @@ impl<'a> Eval<'a> {
                     self.s(s)?;
                 }
             }
+            S::Exit(is_break) => self.flow = Some(*is_break),
             S::Raw(_) => return Err(Trap::Unevaluable),
         }
         Ok(())

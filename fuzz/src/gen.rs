@@ -51,10 +51,13 @@ pub enum Feature {
     /// `while` and `loop` with `break` (counted by a `usize` variable), and
     /// `break` in `for`.
     Whiles,
+    /// `break` / `continue` ending a branch of an `if` anywhere in a loop
+    /// body (`continue` in `for` loops only: a `while` counts at its end).
+    Exits,
 }
 
 /// Every feature, with its switch name.
-pub const FEATURES: [(Feature, &str); 22] = [
+pub const FEATURES: [(Feature, &str); 23] = [
     (Feature::Math, "math"),
     (Feature::Ints, "ints"),
     (Feature::Casts, "casts"),
@@ -77,6 +80,7 @@ pub const FEATURES: [(Feature, &str); 22] = [
     (Feature::MulAdd, "muladd"),
     (Feature::Exp2, "exp2"),
     (Feature::Whiles, "whiles"),
+    (Feature::Exits, "exits"),
 ];
 
 /// A set of features.
@@ -178,6 +182,24 @@ struct Gen<'a> {
     /// Statements generated so far (bounds program size).
     budget: usize,
     in_helper: bool,
+    /// Inside a loop body (and not in a nested expression): where an exit
+    /// may end an `if` branch.
+    in_loop: bool,
+}
+
+/// The `continue`s of a loop body (in its `if`s, not in nested loops) made
+/// `break`s.
+fn continues_to_breaks(body: &mut [S]) {
+    for s in body {
+        match s {
+            S::Exit(is_break) => *is_break = true,
+            S::If(_, a, b) => {
+                continues_to_breaks(a);
+                continues_to_breaks(b);
+            }
+            _ => {}
+        }
+    }
 }
 
 /// `e`, or `e + f64::EPSILON` when `e` alone would be a `{float}` (an array
@@ -846,13 +868,17 @@ impl<'a> Gen<'a> {
                         index,
                     });
                     let k = 1 + self.rng.below(4);
-                    let body = self.block(k, depth + 1);
+                    let outer = std::mem::replace(&mut self.in_loop, true);
+                    let mut body = self.block(k, depth + 1);
+                    self.in_loop = outer;
                     // Draws only with the feature on: programs of the other
                     // feature sets (and the regression seeds) stay the same.
                     let whiles = self.on(Feature::Whiles);
                     let brk = (whiles && self.rng.chance(0.3)).then(|| self.eb(2));
                     self.scope.truncate(mark);
                     if whiles && !inclusive && !rev && self.rng.chance(0.5) {
+                        // A `continue` would skip the counter's increment.
+                        continues_to_breaks(&mut body);
                         let cond = self.rng.chance(0.4).then(|| self.eb(2));
                         return S::While {
                             var,
@@ -881,8 +907,17 @@ impl<'a> Gen<'a> {
                     let a = self.block(k, depth + 1);
                     self.scope.truncate(mark);
                     let k = self.rng.below(3);
-                    let e = self.block(k, depth + 1);
+                    let mut e = self.block(k, depth + 1);
                     self.scope.truncate(mark);
+                    let mut a = a;
+                    if self.in_loop && self.on(Feature::Exits) && self.rng.chance(0.7) {
+                        let exit = S::Exit(self.rng.chance(0.5));
+                        if self.rng.chance(0.5) {
+                            a.push(exit);
+                        } else {
+                            e.push(exit);
+                        }
+                    }
                     return S::If(c, a, e);
                 }
                 14 if self.on(Feature::Cfg) => {
@@ -995,6 +1030,7 @@ pub fn generate_raw(rng: &mut Rng, cfg: &Config, fn_name: &str) -> Program {
         helpers: vec![],
         budget: 0,
         in_helper: false,
+        in_loop: false,
     };
     // Helpers.
     let mut helpers = vec![];
