@@ -238,7 +238,7 @@ fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Err
         let dump_fn = names::dump(&sig.ident);
         let vis = &sig.vis;
         quote! {
-            /// The IR after every pass and the generated Rust (`#[differentiable(dump)]`).
+            /// The IR of the derived functions (`jvp`, `fwd`, `lin`, `lin_t`) and the generated Rust (`#[differentiable(dump)]`).
             #vis fn #dump_fn() -> &'static str { #text }
         }
     } else {

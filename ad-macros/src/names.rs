@@ -140,7 +140,7 @@ pub fn ct_param(taken: &[String]) -> Ident {
 /// inner one's.
 pub fn dump_forwarder(func: &syn::ItemFn, inner: &Ident, of: &str) -> proc_macro2::TokenStream {
     let (vis, name, inner) = (&func.vis, dump(&func.sig.ident), dump(inner));
-    let doc = format!(" The IR after every pass and the generated Rust (of {of}).");
+    let doc = format!(" The IR of the derived functions (`jvp`, `fwd`, `lin`, `lin_t`) and the generated Rust (of {of}).");
     quote::quote! {
         #[doc = #doc]
         #vis fn #name() -> &'static str { #inner() }
