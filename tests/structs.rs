@@ -508,3 +508,37 @@ fn destructured_struct_parameters() {
     let g = model_value_destructured_vjp(m.clone(), &x, 1.0).1;
     assert_eq!(g, model_value_vjp(m.clone(), &x, 1.0).1);
 }
+
+/// Names bound to a struct parameter or one of its nested structs
+/// (`let l = &net.first;`, `let n = net;`), read through and passed on.
+#[differentiable]
+fn net_loss_aliased(net: &Net, x: &Array1<f64>) -> f64 {
+    let n = net;
+    let l = &n.first;
+    let h = (l.w.dot(x) + &l.b).mapv(f64::tanh);
+    let second = n.second.clone();
+    let o = dense(&second, &h);
+    o.dot(&o)
+}
+
+#[test]
+fn aliases_of_struct_parameters() {
+    let mut r = rng("aliases_of_struct_parameters");
+    let mut layer = |m: usize, n: usize| Dense {
+        w: Array2::from_shape_fn((m, n), |_| r.normal()),
+        b: Array1::from_shape_fn(m, |_| r.normal()),
+    };
+    let net = Net {
+        first: layer(4, 3),
+        second: layer(2, 4),
+    };
+    let x = Array1::from(vec![0.5, -1.0, 0.25]);
+    assert_eq!(
+        net_loss_aliased(&net, &x).to_bits(),
+        net_loss(&net, &x).to_bits()
+    );
+    let (_, (ga, gxa)) = net_loss_aliased_vjp(&net, &x, 1.0);
+    let (_, (gb, gxb)) = net_loss_vjp(&net, &x, 1.0);
+    assert_eq!(ga, gb);
+    assert_eq!(gxa, gxb);
+}

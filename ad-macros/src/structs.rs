@@ -23,8 +23,9 @@
 //! The struct is read only through its fields (`p.w`, `&p.w`,
 //! `p.w.dot(..)`, `p.inner.b`) or destructured by `let` (`let Mlp { w, b,
 //! .. } = p;` is `let w = &p.w; let b = &p.b;`, nested struct and tuple
-//! patterns too); a struct parameter used whole otherwise (copied, passed
-//! to a plain function) or shadowed is refused. Struct outputs are struct
+//! patterns too) or through another name (`let l = &p.inner;` makes `l` stand
+//! for `p.inner`); a struct parameter used whole otherwise (passed to a
+//! plain function, mutated) or shadowed is refused. Struct outputs are struct
 //! literals (see `OutputRewrite`).
 
 use crate::attr::Args;
@@ -522,6 +523,58 @@ impl Rewrite<'_> {
     }
 }
 
+/// Replaces the name `q` by `place` in `stmts`, up to a `let` that binds `q`
+/// again (closures with a parameter `q` are left alone).
+fn substitute(stmts: &mut [syn::Stmt], q: &syn::Ident, place: &syn::Expr) {
+    struct Sub<'a> {
+        q: &'a syn::Ident,
+        place: &'a syn::Expr,
+    }
+    impl VisitMut for Sub<'_> {
+        fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+            match e {
+                syn::Expr::Path(p) if p.qself.is_none() && p.path.is_ident(self.q) => {
+                    *e = self.place.clone();
+                }
+                syn::Expr::Closure(c) if c.inputs.iter().any(|p| binds(p, self.q)) => {}
+                _ => syn::visit_mut::visit_expr_mut(self, e),
+            }
+        }
+        fn visit_block_mut(&mut self, b: &mut syn::Block) {
+            substitute(&mut b.stmts, self.q, self.place);
+        }
+        fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+    }
+    fn binds(p: &syn::Pat, q: &syn::Ident) -> bool {
+        match p {
+            syn::Pat::Ident(pi) => pi.ident == *q,
+            syn::Pat::Type(pt) => binds(&pt.pat, q),
+            syn::Pat::Tuple(t) => t.elems.iter().any(|e| binds(e, q)),
+            syn::Pat::Reference(r) => binds(&r.pat, q),
+            _ => false,
+        }
+    }
+    let mut sub = Sub { q, place };
+    for s in stmts.iter_mut() {
+        let rebinds = matches!(s, syn::Stmt::Local(l) if binds(&l.pat, q));
+        // The initialiser still sees the alias.
+        match s {
+            syn::Stmt::Local(l) => {
+                if let Some(init) = &mut l.init {
+                    sub.visit_expr_mut(&mut init.expr);
+                    if let Some((_, d)) = &mut init.diverge {
+                        sub.visit_expr_mut(d);
+                    }
+                }
+            }
+            s => sub.visit_stmt_mut(s),
+        }
+        if rebinds {
+            return;
+        }
+    }
+}
+
 /// The `let`s of a struct pattern `ps` matched against the struct at
 /// `root.chain` (a prefix of some leaf's chain): `let x = &root.chain.f;`
 /// (or without `&` when `by_ref` is false) for each named field, nested
@@ -670,9 +723,20 @@ impl VisitMut for Rewrite<'_> {
     /// `let Mlp { w1, b1: b, .. } = p;` first becomes `let w1 = &p.w1;
     /// let b = &p.b1;` (`p.w1` for a struct taken by value or `*p`), nested
     /// struct patterns field by field; the field reads are then rewritten.
+    ///
+    /// `let q = &p.inner;` (or `p`, `&p`, `p.clone()`: a struct, not a
+    /// leaf, bound without `mut`) makes `q` another name of that place: the
+    /// statement goes and `q` is replaced by `p.inner` in the rest of the
+    /// block, up to a `let` that binds `q` again.
     fn visit_block_mut(&mut self, b: &mut syn::Block) {
-        let stmts = std::mem::take(&mut b.stmts);
-        for s in stmts {
+        let mut stmts: std::collections::VecDeque<syn::Stmt> = std::mem::take(&mut b.stmts).into();
+        while let Some(s) = stmts.pop_front() {
+            if let Some((q, place)) = self.alias(&s) {
+                let mut rest: Vec<syn::Stmt> = stmts.drain(..).collect();
+                substitute(&mut rest, &q, &place);
+                stmts.extend(rest);
+                continue;
+            }
             match self.destructure(&s) {
                 Some(lets) => b.stmts.extend(lets),
                 None => b.stmts.push(s),
@@ -745,6 +809,41 @@ impl VisitMut for Rewrite<'_> {
 }
 
 impl Rewrite<'_> {
+    /// `(q, place)` of `let q = &p.inner;` binding a struct (not a leaf) of
+    /// a struct parameter to a name (see `visit_block_mut`).
+    fn alias(&self, s: &syn::Stmt) -> Option<(syn::Ident, syn::Expr)> {
+        let syn::Stmt::Local(l) = s else {
+            return None;
+        };
+        let init = l.init.as_ref().filter(|i| i.diverge.is_none())?;
+        let pat = match &l.pat {
+            syn::Pat::Type(pt) => &*pt.pat,
+            p => p,
+        };
+        let syn::Pat::Ident(pi) = pat else {
+            return None;
+        };
+        if pi.mutability.is_some() || pi.by_ref.is_some() || pi.subpat.is_some() {
+            return None;
+        }
+        let mut e = &*init.expr;
+        loop {
+            e = match e {
+                syn::Expr::Reference(r) if r.mutability.is_none() => &r.expr,
+                syn::Expr::Paren(p) => &p.expr,
+                syn::Expr::MethodCall(m) if m.method == "clone" && m.args.is_empty() => &m.receiver,
+                _ => break,
+            };
+        }
+        let (root, chain) = field_chain(e)?;
+        let (_, leaves) = self.param(&root)?;
+        let is_struct = leaves
+            .iter()
+            .any(|l| l.chain.starts_with(&chain) && l.chain.len() > chain.len());
+        let is_leaf = leaves.iter().any(|l| l.chain == chain);
+        (is_struct && !is_leaf).then(|| (pi.ident.clone(), syn::parse_quote!((#e))))
+    }
+
     /// The `let`s a destructuring `let S { .. } = p;` of a struct parameter
     /// (or of a struct field of one) stands for, or `None` when `s` is not
     /// one (or uses a pattern other than names, `_`, `..` and nested struct
