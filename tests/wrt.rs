@@ -333,3 +333,50 @@ fn companions_have_the_functions_visibility() {
     assert_eq!(visibility::public_vjp(0.0, 2.0), (1.0, 2.0));
     assert_eq!(visibility::crate_visible_vjp(1.0, 1.0), (0.0, 1.0));
 }
+
+/// One mode only: `forward` emits `f_jvp` / `f_linearize`, `reverse`
+/// `f_vjp` / `f_pullback`; callers differentiate through either in both
+/// modes (the hidden building blocks are always there).
+#[differentiable(forward)]
+fn fwd_only(x: f64, w: &Array1<f64>) -> f64 {
+    (w * x).mapv(f64::sin).sum()
+}
+
+#[differentiable(reverse, wrt(x))]
+fn rev_only(x: f64, w: &Array1<f64>) -> f64 {
+    (w * x).mapv(f64::cos).sum()
+}
+
+#[differentiable]
+fn both(x: f64, w: &Array1<f64>) -> f64 {
+    let a: f64 = fwd_only(x, w);
+    let b: f64 = rev_only(x, w);
+    a * b
+}
+
+#[test]
+fn one_mode_only() {
+    let w = Array1::from(vec![0.5, -1.0, 2.0]);
+    let x = 0.3;
+    let (y, dy) = fwd_only_jvp(x, &w, 1.0, &Array1::zeros(3));
+    assert_eq!(y.to_bits(), fwd_only(x, &w).to_bits());
+    let expect: f64 = w.iter().map(|v| v * (v * x).cos()).sum();
+    assert_close(dy, expect, 1e-14);
+    let (_, lin) = fwd_only_linearize(x, &w);
+    assert_eq!(lin(1.0, &Array1::zeros(3)).to_bits(), dy.to_bits());
+    let (z, gx) = rev_only_vjp(x, &w, 1.0);
+    assert_eq!(z.to_bits(), rev_only(x, &w).to_bits());
+    let expect: f64 = w.iter().map(|v| -v * (v * x).sin()).sum();
+    assert_close(gx, expect, 1e-14);
+    let (_, pb) = rev_only_pullback(x, &w);
+    assert_eq!(pb(1.0).to_bits(), gx.to_bits());
+    check_derivatives(
+        &x,
+        |x| both(*x, &w),
+        |x, dx| both_jvp(*x, &w, *dx, &Array1::zeros(3)),
+        |x, ct| {
+            let (y, (gx, _)) = both_vjp(*x, &w, *ct);
+            (y, gx)
+        },
+    );
+}

@@ -5,7 +5,7 @@ use darling::util::{Flag, PathList};
 use darling::FromMeta;
 use proc_macro2::TokenStream;
 
-/// `#[differentiable(wrt(a, b), dump)]`.
+/// `#[differentiable(wrt(a, b), dump, forward | reverse)]`.
 #[derive(Debug, Default, FromMeta)]
 pub struct Args {
     /// Differentiate only these parameters (default: every differentiable one).
@@ -14,6 +14,30 @@ pub struct Args {
     /// Also generate `f_linad_dump()`.
     #[darling(default)]
     pub dump: Flag,
+    /// Only forward mode: `f_jvp` and `f_linearize` (faster builds).
+    #[darling(default)]
+    pub forward: Flag,
+    /// Only reverse mode: `f_vjp` and `f_pullback` (faster builds).
+    #[darling(default)]
+    pub reverse: Flag,
+}
+
+/// Which public derivatives to emit (the hidden blocks callers use are
+/// emitted either way).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Modes {
+    /// `f_jvp` and `f_linearize`.
+    pub forward: bool,
+    /// `f_vjp` and `f_pullback`.
+    pub reverse: bool,
+}
+
+impl Modes {
+    /// Both modes.
+    pub const BOTH: Modes = Modes {
+        forward: true,
+        reverse: true,
+    };
 }
 
 impl Args {
@@ -40,6 +64,25 @@ impl Args {
         })
     }
 
+    /// The modes to emit: both unless `forward` or `reverse` names one.
+    pub fn modes(&self) -> Result<Modes, syn::Error> {
+        match (self.forward.is_present(), self.reverse.is_present()) {
+            (true, true) => Err(syn::Error::new(
+                self.reverse.span(),
+                "`forward` and `reverse` each select one mode: give one of them, or neither for both",
+            )),
+            (true, false) => Ok(Modes {
+                forward: true,
+                reverse: false,
+            }),
+            (false, true) => Ok(Modes {
+                forward: false,
+                reverse: true,
+            }),
+            (false, false) => Ok(Modes::BOTH),
+        }
+    }
+
     /// The `wrt` names, if given, as identifiers (a path with several segments
     /// is an error).
     pub fn wrt_idents(&self) -> Result<Option<Vec<syn::Ident>>, syn::Error> {
@@ -62,7 +105,8 @@ impl Args {
     }
 }
 
-const ACCEPTED: &str = "#[differentiable] accepts `wrt(a, b, ..)` and `dump`";
+const ACCEPTED: &str =
+    "#[differentiable] accepts `wrt(a, b, ..)`, `dump`, and `forward` or `reverse`";
 
 /// A darling message rephrased for users of `#[differentiable]`.
 fn friendly(msg: &str) -> String {

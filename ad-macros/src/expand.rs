@@ -208,6 +208,7 @@ fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Err
     crate::f32s::call_shadows(&mut shadowed);
     let func = &shadowed;
     let wrt = args.wrt_idents().map_err(|e| vec![e])?;
+    let modes = args.modes().map_err(|e| vec![e])?;
     let sig = lower::signature(func, wrt.as_deref())?;
     let lowered = lower::lower(func, &sig)?;
     let span = sig.span;
@@ -219,6 +220,7 @@ fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Err
         lowered: &lowered,
         user: &user,
         all: &all,
+        modes,
     });
     let dump = if args.dump.is_present() {
         let mut text = String::new();

@@ -122,7 +122,8 @@ fn expand_shadow(
     };
     let wrt = args.wrt_idents().map_err(|e| vec![e])?;
     let sig = lower::signature(&shadow, wrt.as_deref()).map_err(reword)?;
-    let wrappers = Wrappers { func, sig: &sig }.all(args.dump.is_present());
+    let modes = args.modes().map_err(|e| vec![e])?;
+    let wrappers = Wrappers { func, sig: &sig }.all(args.dump.is_present(), modes);
     let wrappers = match crate::cfg::own_cond(func) {
         Some(c) => crate::cfg::gate(wrappers, &c),
         None => wrappers,
@@ -293,12 +294,16 @@ struct Wrappers<'a> {
 }
 
 impl Wrappers<'_> {
-    fn all(&self, dump: bool) -> TokenStream {
+    fn all(&self, dump: bool, modes: crate::attr::Modes) -> TokenStream {
         let mut out = TokenStream::new();
-        out.extend(self.jvp());
-        out.extend(self.vjp());
-        out.extend(self.linearize());
-        out.extend(self.pullback());
+        if modes.forward {
+            out.extend(self.jvp());
+            out.extend(self.linearize());
+        }
+        if modes.reverse {
+            out.extend(self.vjp());
+            out.extend(self.pullback());
+        }
         if dump {
             out.extend(crate::names::dump_forwarder(
                 self.func,

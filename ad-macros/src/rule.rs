@@ -102,6 +102,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
         lowered: &lowered,
         user: &d,
         all: &d,
+        modes: crate::attr::Modes::BOTH,
     });
     let assert = signature_assertion(&f_sig, &target);
     // The rule is a specification read by the macro: not calling it is normal.

@@ -466,7 +466,7 @@ fn expand_flat(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::
         selected: &selected,
         out: out.as_ref(),
     }
-    .all(args.dump.is_present());
+    .all(args.dump.is_present(), args.modes().map_err(|e| vec![e])?);
     let wrappers = match crate::cfg::own_cond(func) {
         Some(c) => crate::cfg::gate(wrappers, &c),
         None => wrappers,
@@ -1150,12 +1150,16 @@ struct Wrappers<'a> {
 }
 
 impl Wrappers<'_> {
-    fn all(&self, dump: bool) -> TokenStream {
+    fn all(&self, dump: bool, modes: crate::attr::Modes) -> TokenStream {
         let mut out = TokenStream::new();
-        out.extend(self.jvp());
-        out.extend(self.vjp());
-        out.extend(self.linearize());
-        out.extend(self.pullback());
+        if modes.forward {
+            out.extend(self.jvp());
+            out.extend(self.linearize());
+        }
+        if modes.reverse {
+            out.extend(self.vjp());
+            out.extend(self.pullback());
+        }
         if dump {
             out.extend(crate::names::dump_forwarder(
                 self.func,

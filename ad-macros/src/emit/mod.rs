@@ -51,6 +51,8 @@ pub struct Input<'a> {
     /// Derivatives with respect to every differentiable parameter (hidden
     /// building blocks called by other differentiable functions).
     pub all: &'a Derivatives,
+    /// Which public derivatives to emit.
+    pub modes: crate::attr::Modes,
 }
 
 /// `f_jvp`, `f_vjp` and the hidden building blocks of `crate::names`.

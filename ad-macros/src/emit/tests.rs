@@ -189,6 +189,7 @@ fn emit(d: &Derived) -> TokenStream {
         lowered: &d.lowered,
         user: &d.user,
         all: &d.all,
+        modes: crate::attr::Modes::BOTH,
     })
 }
 

@@ -37,10 +37,14 @@ pub fn companions(input: &Input) -> R<TokenStream> {
         Some(halves(input, &user, Set::Wrt)?)
     };
     let h = hwrt.as_ref().unwrap_or(&hall);
-    out.extend(f_jvp(input, h)?);
-    out.extend(f_vjp(input, h)?);
-    out.extend(super::closures::f_linearize(input, h)?);
-    out.extend(super::closures::f_pullback(input, h)?);
+    if input.modes.forward {
+        out.extend(f_jvp(input, h)?);
+        out.extend(super::closures::f_linearize(input, h)?);
+    }
+    if input.modes.reverse {
+        out.extend(f_vjp(input, h)?);
+        out.extend(super::closures::f_pullback(input, h)?);
+    }
     out.extend(hall.items);
     out.extend(hwrt.map(|h| h.items));
     Ok(out)

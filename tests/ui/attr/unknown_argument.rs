@@ -1,6 +1,6 @@
 use linad::differentiable;
 
-#[differentiable(reverse)]
+#[differentiable(backward)]
 fn f(x: f64) -> f64 {
     x * x
 }
