@@ -265,48 +265,62 @@ pub fn declare_extern(
 ) {
     use crate::types::Ty;
     let tan = |ts: &[Ty]| -> Vec<Ty> { ts.iter().filter_map(Ty::tangent).collect() };
-    let decl = |fname: String, ps: &[Ty], lps: &[Ty], rs: &[Ty], lrs: &[Ty]| -> Func {
-        let mut vars = VarTable::default();
-        let params = ps
-            .iter()
-            .map(|t| vars.fresh("x", t.clone(), false))
-            .collect();
-        let lin_params = lps
-            .iter()
-            .map(|t| vars.fresh("dx", t.clone(), true))
-            .collect();
-        let results = rs
-            .iter()
-            .map(|t| Atom::Var(vars.fresh("y", t.clone(), false)))
-            .collect();
-        let lin_results = lrs
-            .iter()
-            .map(|t| vars.fresh("dy", t.clone(), true))
-            .collect();
-        Func {
-            name: fname,
-            params,
-            lin_params,
-            lin_param_shapes: vec![],
-            body: Block {
-                stmts: vec![],
-                results,
-                lin_results,
-            },
-            vars,
-        }
-    };
     let n = Names::of(name);
     let (tp, tr) = (tan(params), tan(results));
     for f in [
-        decl(name.to_string(), params, &[], results, &[]),
-        decl(n.jvp, params, &tp, results, &tr),
-        decl(n.lin, params, &tp, &[], &tr),
-        decl(n.lin_t, params, &tr, &[], &tp),
+        extern_decl(name.to_string(), params, &[], results, &[]),
+        extern_decl(n.jvp, params, &tp, results, &tr),
+        extern_decl(n.lin, params, &tp, &[], &tr),
+        extern_decl(n.lin_t, params, &tr, &[], &tp),
     ] {
-        prog.externs.retain(|g| g.name != f.name);
-        prog.externs.push(f);
+        add_extern(prog, f);
     }
+}
+
+/// The declaration `name(ps ; lps) -> (rs ; lrs)`: a body with no
+/// statements whose results are unbound variables of the result types.
+fn extern_decl(
+    name: String,
+    ps: &[crate::types::Ty],
+    lps: &[crate::types::Ty],
+    rs: &[crate::types::Ty],
+    lrs: &[crate::types::Ty],
+) -> Func {
+    let mut vars = VarTable::default();
+    let params = ps
+        .iter()
+        .map(|t| vars.fresh("x", t.clone(), false))
+        .collect();
+    let lin_params = lps
+        .iter()
+        .map(|t| vars.fresh("dx", t.clone(), true))
+        .collect();
+    let results = rs
+        .iter()
+        .map(|t| Atom::Var(vars.fresh("y", t.clone(), false)))
+        .collect();
+    let lin_results = lrs
+        .iter()
+        .map(|t| vars.fresh("dy", t.clone(), true))
+        .collect();
+    Func {
+        name,
+        params,
+        lin_params,
+        lin_param_shapes: vec![],
+        body: Block {
+            stmts: vec![],
+            results,
+            lin_results,
+        },
+        vars,
+    }
+}
+
+/// Adds (or replaces) the extern declaration `f`.
+fn add_extern(prog: &mut Program, f: Func) {
+    prog.externs.retain(|g| g.name != f.name);
+    prog.externs.push(f);
 }
 
 /// As [`declare_extern`], for an extern linear in the parameters flagged in
@@ -342,32 +356,7 @@ pub fn declare_linear_extern(
     let outs: Vec<Ty> = results.iter().filter_map(Ty::tangent).collect();
     let n = Names::of(name);
     for (fname, lps, lrs) in [(n.linear, &lins, &outs), (n.linear_t, &outs, &lins)] {
-        let mut vars = VarTable::default();
-        let params = consts
-            .iter()
-            .map(|t| vars.fresh("a", t.clone(), false))
-            .collect();
-        let lin_params = lps
-            .iter()
-            .map(|t| vars.fresh("dx", t.clone(), true))
-            .collect();
-        let lin_results = lrs
-            .iter()
-            .map(|t| vars.fresh("dy", t.clone(), true))
-            .collect();
-        prog.externs.retain(|g| g.name != fname);
-        prog.externs.push(Func {
-            name: fname,
-            params,
-            lin_params,
-            lin_param_shapes: vec![],
-            body: Block {
-                stmts: vec![],
-                results: vec![],
-                lin_results,
-            },
-            vars,
-        });
+        add_extern(prog, extern_decl(fname, &consts, lps, &[], lrs));
     }
     prog.linear_externs.retain(|(g, _)| g != name);
     prog.linear_externs.push((name.to_string(), linear));

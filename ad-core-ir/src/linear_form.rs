@@ -606,26 +606,7 @@ impl Conv {
             }
         }
         // The primal results (zero) give the tangents' shapes.
-        let primal: Vec<Var> = s
-            .binds
-            .iter()
-            .map(|b| {
-                let ty = self.vars.ty(*b).clone();
-                self.vars.fresh("y0", ty, false)
-            })
-            .collect();
-        let mut lin_shapes = vec![];
-        for (b, y0) in s.binds.iter().zip(&primal) {
-            let ty = self.vars.ty(*b).clone();
-            lin_shapes.push(match ty {
-                Ty::Array { rank, .. } => {
-                    let dims: Vec<Dim> = (0..rank).map(|k| Dim::Of(*y0, k)).collect();
-                    self.lin_shapes.insert(*b, dims.clone());
-                    ShapeTree::Array(dims)
-                }
-                t => scalar_shape(&t).unwrap_or(ShapeTree::Scalar),
-            });
-        }
+        let (primal, lin_shapes) = self.shapes_at_zero(&s.binds);
         out.push(Stmt {
             binds: primal,
             lin_binds: s.binds.clone(),
@@ -790,24 +771,7 @@ impl Conv {
             lin_args.push(lx);
             at_zero.push(self.zero_value(&ty, &zero, src, out));
         }
-        let mut lin_shapes = vec![];
-        let mut primal = vec![];
-        for b in &s.binds {
-            let ty = self.vars.ty(*b).clone();
-            lin_shapes.push(match ty {
-                Ty::Array { rank, .. } => {
-                    let y0 = self.vars.fresh("y0", ty.clone(), false);
-                    primal.push(y0);
-                    let dims: Vec<Dim> = (0..rank).map(|k| Dim::Of(y0, k)).collect();
-                    self.lin_shapes.insert(*b, dims.clone());
-                    ShapeTree::Array(dims)
-                }
-                t => {
-                    primal.push(self.vars.fresh("y0", t.clone(), false));
-                    scalar_shape(&t).unwrap_or(ShapeTree::Scalar)
-                }
-            });
-        }
+        let (primal, lin_shapes) = self.shapes_at_zero(&s.binds);
         if s.binds
             .iter()
             .any(|b| self.vars.ty(*b).rank().is_some_and(|r| r > 0))
@@ -836,6 +800,29 @@ impl Conv {
             src,
         });
         self.linear_calls.push((c.func.clone(), slots, src));
+    }
+
+    /// For the results `binds` of a call passing linear values: fresh
+    /// variables for the call's results at zero (`y0`, bound by the caller)
+    /// and the linear results' shapes, read off them for arrays (which
+    /// also records the results' shapes for later statements).
+    fn shapes_at_zero(&mut self, binds: &[Var]) -> (Vec<Var>, Vec<ShapeTree>) {
+        let mut primal = vec![];
+        let mut shapes = vec![];
+        for b in binds {
+            let ty = self.vars.ty(*b).clone();
+            let y0 = self.vars.fresh("y0", ty.clone(), false);
+            primal.push(y0);
+            shapes.push(match ty {
+                Ty::Array { rank, .. } => {
+                    let dims: Vec<Dim> = (0..rank).map(|k| Dim::Of(y0, k)).collect();
+                    self.lin_shapes.insert(*b, dims.clone());
+                    ShapeTree::Array(dims)
+                }
+                t => scalar_shape(&t).unwrap_or(ShapeTree::Scalar),
+            });
+        }
+        (primal, shapes)
     }
 
     fn prim(&mut self, s: &Stmt, p: Prim, args: &[Atom], out: &mut Vec<Stmt>) {

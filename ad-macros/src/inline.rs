@@ -75,7 +75,8 @@ pub fn closure(f: &syn::ItemFn) -> syn::ExprClosure {
     syn::parse_quote!(|#(#inputs),*| #out #body)
 }
 
-fn count(ts: TokenStream) -> usize {
+/// Tokens in a stream, a group counting its two delimiters.
+pub(crate) fn count(ts: TokenStream) -> usize {
     ts.into_iter()
         .map(|t| match t {
             TokenTree::Group(g) => 2 + count(g.stream()),
@@ -226,51 +227,29 @@ fn expr_ok(e: &syn::Expr, names: &mut BTreeSet<String>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crate_fns::Scope;
-    use crate::expand::expand;
+    use crate::test_crate::TestCrate;
     use quote::quote;
-
-    /// The identifiers of an expansion.
-    fn idents(ts: TokenStream) -> Vec<String> {
-        let mut out = vec![];
-        for t in ts {
-            match t {
-                TokenTree::Ident(i) => out.push(i.to_string()),
-                TokenTree::Group(g) => out.extend(idents(g.stream())),
-                _ => {}
-            }
-        }
-        out
-    }
 
     /// A caller of `sigmoid` (inlinable) lowers its body; a caller of `cube`
     /// (a loop: not inlinable) and of `ruled` (a rule's target) calls their
     /// derivative blocks.
     #[test]
     fn callers_inline_small_leaf_functions() {
-        let dir = std::env::temp_dir().join(format!("linad-inline-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("lib.rs");
-        std::fs::write(
-            &file,
+        let krate = TestCrate::new(
+            "inline",
             "#[differentiable] fn sigmoid(x: f64) -> f64 { 1.0 / (1.0 + (-x).exp()) }\n\
              #[differentiable] fn cube(x: f64) -> f64 { let mut y = x; for _ in 0..2 { y = y * x; } y }\n\
              fn ruled(x: f64) -> f64 { x.sin() }\n\
              #[custom_jvp(ruled)] fn ruled_rule(x: f64, dx: f64) -> (f64, f64) { (x.sin(), x.cos() * dx) }\n\
              #[differentiable] fn f(x: f64) -> f64 { 0.0 }",
-        )
-        .unwrap();
-        let _scope = Scope::enter(Some(file));
-        let out = idents(expand(
-            quote!(),
-            quote! {
-                fn f(x: f64) -> f64 {
-                    let a = sigmoid(x * 2.0);
-                    let b = cube(a);
-                    b + ruled(x)
-                }
-            },
-        ));
+        );
+        let out = krate.expand_idents(quote! {
+            fn f(x: f64) -> f64 {
+                let a = sigmoid(x * 2.0);
+                let b = cube(a);
+                b + ruled(x)
+            }
+        });
         let has = |n: &str| out.iter().any(|i| i == n);
         assert!(
             !has("__linad_sigmoid_lin_t") && !has("__linad_sigmoid_primal"),
@@ -278,7 +257,6 @@ mod tests {
         );
         assert!(has("__linad_cube_lin_t"), "{out:?}");
         assert!(has("__linad_ruled_lin_t"), "{out:?}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     fn ok(src: &str) -> bool {

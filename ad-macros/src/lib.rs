@@ -30,6 +30,8 @@ mod deep_tests;
 mod fuzz_tests;
 #[cfg(test)]
 mod size_tests;
+#[cfg(test)]
+mod test_crate;
 
 use proc_macro::TokenStream;
 

@@ -231,22 +231,8 @@ fn list(sig: &crate::sig::Signature, linear: &[bool]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::crate_fns::Scope;
-    use crate::expand::expand;
+    use crate::test_crate::TestCrate;
     use quote::quote;
-
-    /// The identifiers of an expansion.
-    fn idents(ts: proc_macro2::TokenStream) -> Vec<String> {
-        let mut out = vec![];
-        for t in ts {
-            match t {
-                proc_macro2::TokenTree::Ident(i) => out.push(i.to_string()),
-                proc_macro2::TokenTree::Group(g) => out.extend(idents(g.stream())),
-                _ => {}
-            }
-        }
-        out
-    }
 
     /// A caller whose derivatives reach a `#[linear(x)]` callee only
     /// through `x` calls the callee and its transpose (`__linad_lap_linear`,
@@ -254,43 +240,31 @@ mod tests {
     /// parameter carries a derivative too, the general blocks are used.
     #[test]
     fn callers_use_the_linear_function_and_its_transpose() {
-        let dir = std::env::temp_dir().join(format!("linad-linear-calls-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("lib.rs");
-        std::fs::write(
-            &file,
+        let krate = TestCrate::new(
+            "linear-calls",
             "#[linear(x)] fn lap(h: f64, x: &Array1<f64>) -> Array1<f64> { x * h }\n\
              #[differentiable] fn f(x: &Array1<f64>) -> f64 { 0.0 }\n\
              #[differentiable] fn g(h: f64, x: &Array1<f64>) -> f64 { 0.0 }",
-        )
-        .unwrap();
-        let _scope = Scope::enter(Some(file));
-        let f = idents(expand(
-            quote!(),
-            quote! {
-                fn f(x: &Array1<f64>) -> f64 {
-                    let y: Array1<f64> = lap(2.0, &x.mapv(f64::sin));
-                    y.mapv(|v| v * v).sum()
-                }
-            },
-        ));
+        );
+        let f = krate.expand_idents(quote! {
+            fn f(x: &Array1<f64>) -> f64 {
+                let y: Array1<f64> = lap(2.0, &x.mapv(f64::sin));
+                y.mapv(|v| v * v).sum()
+            }
+        });
         let has = |ids: &[String], n: &str| ids.iter().any(|i| i == n);
         assert!(has(&f, "__linad_lap_linear"), "{f:?}");
         assert!(has(&f, "__linad_lap_linear_t"), "{f:?}");
         for general in ["__linad_lap_jvp", "__linad_lap_lin", "__linad_lap_lin_t"] {
             assert!(!has(&f, general), "{general} in {f:?}");
         }
-        let g = idents(expand(
-            quote!(),
-            quote! {
-                fn g(h: f64, x: &Array1<f64>) -> f64 {
-                    let y: Array1<f64> = lap(h * h, &x.mapv(f64::sin));
-                    y.sum()
-                }
-            },
-        ));
+        let g = krate.expand_idents(quote! {
+            fn g(h: f64, x: &Array1<f64>) -> f64 {
+                let y: Array1<f64> = lap(h * h, &x.mapv(f64::sin));
+                y.sum()
+            }
+        });
         assert!(has(&g, "__linad_lap_lin_t"), "{g:?}");
         assert!(!has(&g, "__linad_lap_linear_t"), "{g:?}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

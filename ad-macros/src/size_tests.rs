@@ -2,18 +2,9 @@
 //! (compile time, issue 12): rustc and LLVM chew every token.
 
 use crate::expand::expand;
-use proc_macro2::{TokenStream, TokenTree};
+use crate::inline::count;
+use proc_macro2::TokenStream;
 use std::time::Instant;
-
-/// Tokens in a stream, a group counting its two delimiters.
-fn count(ts: TokenStream) -> usize {
-    ts.into_iter()
-        .map(|t| match t {
-            TokenTree::Group(g) => 2 + count(g.stream()),
-            _ => 1,
-        })
-        .sum()
-}
 
 /// Expands every `#[differentiable]` function of a file: (source tokens,
 /// expanded tokens, seconds spent expanding).

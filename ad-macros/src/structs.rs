@@ -523,6 +523,20 @@ impl Rewrite<'_> {
     }
 }
 
+/// The pattern (without a type annotation) and the initialiser of `let pat
+/// = init;` (no `else`), or `None` for any other statement.
+fn plain_let(s: &syn::Stmt) -> Option<(&syn::Pat, &syn::Expr)> {
+    let syn::Stmt::Local(l) = s else {
+        return None;
+    };
+    let init = l.init.as_ref().filter(|i| i.diverge.is_none())?;
+    let pat = match &l.pat {
+        syn::Pat::Type(pt) => &*pt.pat,
+        p => p,
+    };
+    Some((pat, &init.expr))
+}
+
 /// Replaces the name `q` by `place` in `stmts`, up to a `let` that binds `q`
 /// again (closures with a parameter `q` are left alone).
 fn substitute(stmts: &mut [syn::Stmt], q: &syn::Ident, place: &syn::Expr) {
@@ -812,21 +826,14 @@ impl Rewrite<'_> {
     /// `(q, place)` of `let q = &p.inner;` binding a struct (not a leaf) of
     /// a struct parameter to a name (see `visit_block_mut`).
     fn alias(&self, s: &syn::Stmt) -> Option<(syn::Ident, syn::Expr)> {
-        let syn::Stmt::Local(l) = s else {
-            return None;
-        };
-        let init = l.init.as_ref().filter(|i| i.diverge.is_none())?;
-        let pat = match &l.pat {
-            syn::Pat::Type(pt) => &*pt.pat,
-            p => p,
-        };
+        let (pat, init) = plain_let(s)?;
         let syn::Pat::Ident(pi) = pat else {
             return None;
         };
         if pi.mutability.is_some() || pi.by_ref.is_some() || pi.subpat.is_some() {
             return None;
         }
-        let mut e = &*init.expr;
+        let mut e = init;
         loop {
             e = match e {
                 syn::Expr::Reference(r) if r.mutability.is_none() => &r.expr,
@@ -850,20 +857,13 @@ impl Rewrite<'_> {
     /// patterns: it is then left as written, and refused as a struct used
     /// whole).
     fn destructure(&self, s: &syn::Stmt) -> Option<Vec<syn::Stmt>> {
-        let syn::Stmt::Local(l) = s else {
-            return None;
-        };
-        let init = l.init.as_ref().filter(|i| i.diverge.is_none())?;
-        let pat = match &l.pat {
-            syn::Pat::Type(pt) => &*pt.pat,
-            p => p,
-        };
+        let (pat, init) = plain_let(s)?;
         let syn::Pat::Struct(ps) = pat else {
             return None;
         };
         // `p`, `&p`, `*p`, `p.inner`: the place and whether names bind
         // references to its fields.
-        let (place, by_ref) = match &*init.expr {
+        let (place, by_ref) = match init {
             syn::Expr::Reference(r) if r.mutability.is_none() => (&*r.expr, Some(true)),
             syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => (&*u.expr, Some(false)),
             e => (e, None),

@@ -329,17 +329,7 @@ impl<'p> Jvp<'p> {
         for a in &diff_args {
             lin_args.push(self.tan_or_zero(a)?);
         }
-        let mut lin_binds = vec![];
-        let mut lin_shapes = vec![];
-        for &y in &s.binds {
-            let t = self.b.ty(y).clone();
-            if let Some(tt) = t.tangent() {
-                lin_shapes.push(self.result_shape(y, s.src)?);
-                let d = self.b.fresh_lin("dcall", tt);
-                self.tan.insert(y, d);
-                lin_binds.push(d);
-            }
-        }
+        let (lin_binds, lin_shapes) = self.result_tangents(s)?;
         self.b.push(Stmt {
             binds: s.binds.clone(),
             lin_binds,
@@ -388,24 +378,7 @@ impl<'p> Jvp<'p> {
                 args.push(*a);
             }
         }
-        let mut lin_binds = vec![];
-        let mut lin_shapes = vec![];
-        for &y in &s.binds {
-            let t = self.b.ty(y).clone();
-            let Some(tt) = t.tangent() else {
-                return Err(self.err(
-                    format!(
-                        "internal: the linear function `{}` has a result without a tangent",
-                        c.func
-                    ),
-                    s.src,
-                ));
-            };
-            lin_shapes.push(self.result_shape(y, s.src)?);
-            let d = self.b.fresh_lin("dcall", tt);
-            self.tan.insert(y, d);
-            lin_binds.push(d);
-        }
+        let (lin_binds, lin_shapes) = self.result_tangents(s)?;
         self.b.push(s.clone());
         self.b.push(Stmt {
             binds: vec![],
@@ -419,6 +392,24 @@ impl<'p> Jvp<'p> {
             src: s.src,
         });
         Ok(true)
+    }
+
+    /// Fresh tangents (and their shapes) for the differentiable results of
+    /// the call `s`, recorded as those results' tangents: the linear
+    /// results of the derivative call that replaces it.
+    fn result_tangents(&mut self, s: &Stmt) -> Result<(Vec<Var>, Vec<ShapeTree>), JvpError> {
+        let mut lin_binds = vec![];
+        let mut lin_shapes = vec![];
+        for &y in &s.binds {
+            let t = self.b.ty(y).clone();
+            if let Some(tt) = t.tangent() {
+                lin_shapes.push(self.result_shape(y, s.src)?);
+                let d = self.b.fresh_lin("dcall", tt);
+                self.tan.insert(y, d);
+                lin_binds.push(d);
+            }
+        }
+        Ok((lin_binds, lin_shapes))
     }
 
     /// The shape of the tangent of a result `y` bound by the statement being

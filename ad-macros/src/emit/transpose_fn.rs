@@ -30,8 +30,8 @@ use super::halves::{canonical_params, param_tys};
 use super::names::ident;
 use super::types::{flat, owned_repr, Repr};
 use super::wrappers::{
-    allows, check, convert_param, ct_ty, func, nested_fns, out_pattern, result_ty, tangent_ty,
-    temps,
+    allows, check, convert_param, ct_ty, func, hidden_fn, nested_fns, out_pattern, result_ty,
+    tangent_ty, temps,
 };
 use crate::lower::Callee;
 use crate::names::{hidden, Block};
@@ -147,19 +147,15 @@ fn emit(
             Block::Linear => format!(" [`{fname}`] as the linear map of its linear parameters (canonical signature), for differentiable callers."),
             _ => format!(" The transpose of [`{fname}`] in its linear parameters (canonical signature), for differentiable callers."),
         };
-        let decls = cdecls.iter().chain(&ldecls);
-        R::Ok(quote! {
-            #[doc = #doc]
-            #[doc(hidden)]
-            #allows
-            #[inline]
-            #vis fn #name(#(#decls),*) -> #ret {
-                #nested
-                #stmts
-                let #ypat = #fb;
-                #lb
-            }
-        })
+        let decls: Vec<TokenStream> = cdecls.iter().chain(&ldecls).cloned().collect();
+        R::Ok(hidden_fn(
+            &doc,
+            vis,
+            &name,
+            &decls,
+            ret,
+            quote!(#nested #stmts let #ypat = #fb; #lb),
+        ))
     };
     let forward = block(Block::Linear, lin, "dx", &|k| {
         let (j, axis) = sizes.dims[k];

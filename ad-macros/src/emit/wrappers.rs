@@ -480,13 +480,34 @@ fn f_vjp(input: &Input, h: &Halves) -> R<TokenStream> {
     })
 }
 
+/// A hidden building block: `#[doc(hidden)]`, `#[inline]` (machine code
+/// only where called), the generated items' lint allowances.
+pub(super) fn hidden_fn(
+    doc: &str,
+    vis: &syn::Visibility,
+    name: &Ident,
+    decls: &[TokenStream],
+    ret: TokenStream,
+    body: TokenStream,
+) -> TokenStream {
+    let allows = allows();
+    quote! {
+        #[doc = #doc]
+        #[doc(hidden)]
+        #allows
+        #[inline]
+        #vis fn #name(#(#decls),*) -> #ret {
+            #body
+        }
+    }
+}
+
 /// `__linad_f_primal`, and `__linad_f_lin` / `__linad_f_lin_t` (the forward
 /// half, then a linear one: callers' derivatives recompute the primal); the
 /// halves themselves are emitted by [`halves`](super::halves).
 fn hidden_blocks(input: &Input, cx: &Ctx, h: &Halves) -> R<TokenStream> {
     let sig = input.sig;
     let (vis, fname) = (&sig.vis, &sig.ident);
-    let allows = allows();
     let mut out = TokenStream::new();
     let mut item = |b: Hidden,
                     doc: String,
@@ -494,17 +515,14 @@ fn hidden_blocks(input: &Input, cx: &Ctx, h: &Halves) -> R<TokenStream> {
                     ret: TokenStream,
                     body: TokenStream,
                     nested: TokenStream| {
-        let name = hidden(fname, b);
-        out.extend(quote! {
-            #[doc = #doc]
-            #[doc(hidden)]
-            #allows
-            #[inline]
-            #vis fn #name(#(#decls),*) -> #ret {
-                #nested
-                #body
-            }
-        });
+        out.extend(hidden_fn(
+            &doc,
+            vis,
+            &hidden(fname, b),
+            &decls,
+            ret,
+            quote!(#nested #body),
+        ));
     };
     let elided = quote!('_);
 

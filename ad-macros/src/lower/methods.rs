@@ -445,7 +445,7 @@ impl Lowerer<'_> {
                 p => p,
             };
             if mut_ref(a).is_some() {
-                let (syn::Pat::Ident(pi), Some(_)) = (p, mut_ref(a)) else {
+                let syn::Pat::Ident(pi) = p else {
                     return self.fail(
                         p,
                         "the parameter of a mutable `Zip` array must be a name, used as `*name`",
