@@ -739,3 +739,52 @@ fn rank3_output() {
         |(a, b, m), ct| outer3_vjp(a, b, m, ct),
     );
 }
+
+// --- rows read in loops (lanes taken before the loop) -------------------------
+
+/// `sum_k a[i, k]^2` over the first `m` columns: the loop reads row `i`,
+/// which the generated code takes once before the loop.
+#[differentiable]
+fn row_squares(a: ArrayView2<f64>, i: usize, m: usize) -> f64 {
+    let mut s = 0.0;
+    for k in 0..m {
+        s += a[[i, k]] * a[[i, k]];
+    }
+    s
+}
+
+/// Rows of a strided view (a transposed matrix) read in a loop: the same
+/// values and gradients as the contiguous copy; a row index out of bounds
+/// panics exactly when `f` does (not when the loop reads nothing).
+#[test]
+fn rows_read_in_loops_as_f_reads_them() {
+    let m = Array2::from_shape_fn((4, 3), |(r, c)| 1.0 + r as f64 - 0.5 * c as f64);
+    let t = m.t();
+    let dense = t.to_owned();
+    for i in 0..3 {
+        let (y, g) = row_squares_vjp(t, i, 4, 1.0);
+        let (y2, g2) = row_squares_vjp(dense.view(), i, 4, 1.0);
+        assert_eq!(y.to_bits(), row_squares(t, i, 4).to_bits());
+        assert_eq!(y.to_bits(), y2.to_bits());
+        assert_eq!(g, g2);
+        let want =
+            Array2::from_shape_fn((3, 4), |(r, c)| if r == i { 2.0 * t[[r, c]] } else { 0.0 });
+        assert_eq!(g, want);
+        let (yj, dy) = row_squares_jvp(t, i, 4, want.view());
+        assert_eq!(yj.to_bits(), y.to_bits());
+        assert_eq!(dy, want.iter().map(|v| v * v).sum::<f64>());
+    }
+    // Row 7 of a 3-row matrix: nothing read, no panic.
+    assert_eq!(row_squares(t, 7, 0), 0.0);
+    assert_eq!(row_squares_vjp(t, 7, 0, 1.0).0, 0.0);
+    let panics = |f: &dyn Fn()| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err();
+    assert!(panics(&|| {
+        row_squares(t, 7, 1);
+    }));
+    assert!(panics(&|| {
+        row_squares_vjp(t, 7, 1, 1.0);
+    }));
+    assert!(panics(&|| {
+        row_squares_vjp(t, 0, 5, 1.0);
+    }));
+}

@@ -67,6 +67,9 @@ impl Emitter<'_> {
         let (_, rank) = self.array_of(arr)?;
         let x = self.scalar(arr);
         if idx.len() == rank {
+            if let Some(read) = arr.var().and_then(|v| self.lane_read(v, idx)) {
+                return Ok(Out::one(read, Repr::Val));
+            }
             let ix: Vec<_> = idx.iter().map(|a| self.usize_of(a)).collect();
             let ix = list(&ix);
             return Ok(Out::one(quote!(#x[#ix]), Repr::Val));

@@ -135,7 +135,10 @@ impl Emitter<'_> {
         let i = lam.params[0];
         self.set_repr(i, Repr::Val);
         let ib = self.binder(i);
+        let (lanes, lane_keys) = self.take_lanes(lam);
+        pre.extend(lanes);
         let (stmts, results, _) = self.block_parts(&lam.body, false)?;
+        self.drop_lanes(lane_keys);
         let temps: Vec<Ident> = results.iter().map(|_| self.fresh("r")).collect();
         let tpat: Vec<TokenStream> = temps.iter().map(|t| quote!(#t)).collect();
         let (tpat, rv) = (tuple(&tpat), tuple(&results));
@@ -235,8 +238,11 @@ impl Emitter<'_> {
         let i = lam.params[0];
         self.set_repr(i, Repr::Val);
         let ib = self.binder(i);
-        let (views, saved) = self.local_views(lam, false);
+        let (mut views, saved) = self.local_views(lam, false);
+        let (lanes, lane_keys) = self.take_lanes(lam);
+        views.extend(lanes);
         let (stmts, results, _) = self.block_parts(&lam.body, false)?;
+        self.drop_lanes(lane_keys);
         self.restore_reprs(saved);
         let temps: Vec<Ident> = results.iter().map(|_| self.fresh("r")).collect();
         let range = if l.rev {

@@ -79,6 +79,8 @@ pub struct Emitter<'a> {
     /// Statements the statement being emitted needs before its `let`
     /// (declarations of buffers that its value borrows).
     pub before: TokenStream,
+    /// Lanes taken before the loops being emitted (see `lanes.rs`).
+    pub lanes: HashMap<super::lanes::LaneKey, Ident>,
 }
 
 /// A function body as a block expression evaluating to its results (flat:
@@ -119,6 +121,7 @@ pub fn body(
         repr: HashMap::new(),
         tmp: 0,
         before: TokenStream::new(),
+        lanes: HashMap::new(),
     };
     let mut pats = vec![];
     let mut tys = vec![];

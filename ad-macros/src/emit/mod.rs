@@ -11,7 +11,8 @@
 //!   functions that call `f`;
 //!
 //! Files: `names.rs` (variable names), `types.rs` (IR types to Rust types),
-//! `uses.rs` (which use may move a value), `func.rs` (function bodies,
+//! `uses.rs` (which use may move a value), `lanes.rs` (array lanes taken
+//! once before a loop), `func.rs` (function bodies,
 //! blocks, statements), `scalar.rs`, `array.rs`, `linear.rs`, `control.rs`,
 //! `calls.rs` (statement forms), `wrappers.rs`, `halves.rs`, `closures.rs`,
 //! `transpose_fn.rs` (`f_transpose` of a `#[linear]` function).
@@ -22,6 +23,7 @@ mod closures;
 mod control;
 mod func;
 mod halves;
+mod lanes;
 mod linear;
 mod names;
 mod scalar;

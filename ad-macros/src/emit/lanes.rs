@@ -1,0 +1,192 @@
+//! Lanes taken once before a loop (loop-invariant code motion of the array
+//! part of element reads).
+//!
+//! An element read `a[i, k]` inside a counted loop, where `a` and the
+//! leading index `i` are bound outside the loop, reads the same row on
+//! every iteration. The loop's emitter takes that row once, before the loop,
+//! as a slice (`ad_runtime::lane2`), and the read becomes `lane[k]`:
+//!
+//! ```text
+//! loop n |k| { let v = index x[i, k] ... }
+//!   =>  let __lane = lane2(&x, i as usize); let __lane: &[f64] = &__lane;
+//!       for k in 0..n { let v = __lane[k as usize]; ... }
+//! ```
+//!
+//! Reads in nested loops and branches of the body count too: each lane is
+//! taken at the outermost loop outside which all its operands are bound, so
+//! a row read in a triangular inner loop is taken once per outer iteration.
+//! Ranks 1 to 3 (the leading indices fixed, the last one read). The lane
+//! holds the same elements as the array (borrowed, or copied when the lane is
+//! strided) and is empty when a leading index is out of bounds, so every read
+//! panics exactly where the ndarray index it replaces would have panicked.
+//!
+//! Linear arrays are lane-read only when they are only read (see
+//! `uses.rs`): they are never updated while the lane is borrowed.
+
+use super::func::Emitter;
+use super::types::{elem_ty, rt};
+use ad_core_ir::ir::{ArrayOp, Atom, Block, Expr, Lambda, LinOp, Var};
+use ad_core_ir::visit::{blocks, free_vars_lambda};
+use proc_macro2::TokenStream;
+use quote::quote;
+use std::collections::BTreeSet;
+
+/// A leading index of a lane: a variable (its alias root) or a literal.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Lead {
+    /// A variable bound outside the loop.
+    Var(Var),
+    /// An integer literal.
+    Lit(i64),
+}
+
+/// Which lane an element read reads: the array (alias root) and its leading
+/// indices.
+pub type LaneKey = (Var, Vec<Lead>);
+
+impl Emitter<'_> {
+    /// The lane key of the element read `arr[idx]`, if it is one of a rank
+    /// 1-3 array.
+    fn lane_key(&self, arr: Var, idx: &[Atom]) -> Option<LaneKey> {
+        let rank = self.ty(self.uses.root(arr)).rank()?;
+        if !(1..=3).contains(&rank) || idx.len() != rank {
+            return None;
+        }
+        let lead = idx[..rank - 1]
+            .iter()
+            .map(|a| match a {
+                Atom::Var(v) => Some(Lead::Var(self.uses.root(*v))),
+                Atom::I64(k) => Some(Lead::Lit(*k)),
+                Atom::F64(_) | Atom::Bool(_) => None,
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some((self.uses.root(arr), lead))
+    }
+
+    /// The element read `arr[idx]` through a lane taken before an enclosing
+    /// loop, if there is one.
+    pub fn lane_read(&self, arr: Var, idx: &[Atom]) -> Option<TokenStream> {
+        let key = self.lane_key(arr, idx)?;
+        let lane = self.lanes.get(&key)?;
+        let k = self.usize_of(idx.last()?);
+        Some(quote!(#lane[#k]))
+    }
+
+    /// Takes, before the loop whose body is `lam`, the lanes of the element
+    /// reads in it (nested blocks included) whose array and leading indices
+    /// are bound outside it and that no enclosing loop took already. Returns
+    /// the statements and the keys to drop with [`Emitter::drop_lanes`] once
+    /// the loop is emitted.
+    pub fn take_lanes(&mut self, lam: &Lambda) -> (TokenStream, Vec<LaneKey>) {
+        let free = free_vars_lambda(lam);
+        let outside: BTreeSet<Var> = free.nl.iter().map(|v| self.uses.root(*v)).collect();
+        let mut reads = vec![];
+        element_reads(&lam.body, &mut reads);
+        let mut out = TokenStream::new();
+        let mut keys = vec![];
+        for (arr, idx, linear) in reads {
+            let Some(key) = self.lane_key(arr, &idx) else {
+                continue;
+            };
+            let bound_outside = if linear {
+                free.lin.contains(&arr) && self.uses.lin_read_only(arr)
+            } else {
+                outside.contains(&key.0)
+            };
+            let leads_outside = key.1.iter().all(|l| match l {
+                Lead::Var(v) => outside.contains(v),
+                Lead::Lit(_) => true,
+            });
+            if !bound_outside || !leads_outside || self.lanes.contains_key(&key) {
+                continue;
+            }
+            let Some(elem) = self.ty(key.0).elem() else {
+                continue;
+            };
+            let t = elem_ty(elem);
+            let lane = self.fresh("lane");
+            let a = self.var_ref(key.0);
+            let ix: Vec<TokenStream> = idx[..idx.len() - 1]
+                .iter()
+                .map(|a| self.usize_of(a))
+                .collect();
+            let f = match ix.len() {
+                0 => quote!(lane1),
+                1 => quote!(lane2),
+                _ => quote!(lane3),
+            };
+            let rt = rt();
+            out.extend(quote!(
+                let #lane = #rt::#f(#a #(, #ix)*);
+                let #lane: &[#t] = &#lane;
+            ));
+            self.lanes.insert(key.clone(), lane);
+            keys.push(key);
+        }
+        (out, keys)
+    }
+
+    /// Forgets lanes taken by [`Emitter::take_lanes`] (their loop is
+    /// emitted; the names are out of scope).
+    pub fn drop_lanes(&mut self, keys: Vec<LaneKey>) {
+        for k in keys {
+            self.lanes.remove(&k);
+        }
+    }
+}
+
+/// The element reads of `b` and its nested blocks: `(array, indices,
+/// linear)`.
+fn element_reads(b: &Block, out: &mut Vec<(Var, Vec<Atom>, bool)>) {
+    for s in &b.stmts {
+        match &s.expr {
+            Expr::Array(ArrayOp::Index {
+                arr: Atom::Var(a),
+                idx,
+            }) => out.push((*a, idx.clone(), false)),
+            Expr::Lin(LinOp::Index { x, idx }) => out.push((*x, idx.clone(), true)),
+            e => {
+                for nested in blocks(e) {
+                    element_reads(nested, out);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_crate::TestCrate;
+    use quote::quote;
+
+    /// A row read in a loop is taken once before it; a column read (the
+    /// leading index is the loop's) is not.
+    #[test]
+    fn rows_read_in_loops_are_taken_before_them() {
+        let krate = TestCrate::new(
+            "lanes",
+            "#[differentiable] fn rows(a: &Array2<f64>, i: usize) -> f64 { 0.0 }\n\
+             #[differentiable] fn cols(a: &Array2<f64>, j: usize) -> f64 { 0.0 }",
+        );
+        let rows = krate.expand_idents(quote! {
+            fn rows(a: &Array2<f64>, i: usize) -> f64 {
+                let mut s = 0.0;
+                for k in 0..a.ncols() {
+                    s += a[[i, k]] * a[[i, k]];
+                }
+                s
+            }
+        });
+        assert!(rows.iter().any(|t| t == "lane2"), "{rows:?}");
+        let cols = krate.expand_idents(quote! {
+            fn cols(a: &Array2<f64>, j: usize) -> f64 {
+                let mut s = 0.0;
+                for k in 0..a.nrows() {
+                    s += a[[k, j]] * a[[k, j]];
+                }
+                s
+            }
+        });
+        assert!(!cols.iter().any(|t| t == "lane2"), "{cols:?}");
+    }
+}
