@@ -9,7 +9,9 @@
 //!     cargo run --release --example mlp
 //!
 //! It prints the loss going down and the final training accuracy, and
-//! checks the gradient once against central finite differences.
+//! checks the gradient once against central finite differences. Then it
+//! trains the same model in `f32` (`Params32`: `f32` fields, an `f32`
+//! gradient and learning rate).
 
 use linad::ndarray::{Array1, Array2, Axis};
 use linad::{differentiable, Differentiable, Tangent};
@@ -42,6 +44,28 @@ fn loss(p: &Params, x: &Array2<f64>, y: &Array2<f64>) -> f64 {
 #[differentiable]
 fn row_max(z: &Array2<f64>) -> Array1<f64> {
     z.fold_axis(Axis(1), f64::NEG_INFINITY, |a, b| a.max(*b))
+}
+
+/// The same parameters in `f32`.
+#[derive(Differentiable, Clone, Debug)]
+pub struct Params32 {
+    pub w1: Array2<f32>,
+    pub b1: Array1<f32>,
+    pub w2: Array2<f32>,
+    pub b2: Array1<f32>,
+}
+
+/// [`loss`] in `f32`: linad differentiates it through an `f64` copy and
+/// rounds the gradient to the parameters' `f32`.
+#[differentiable(wrt(p))]
+fn loss32(p: &Params32, x: &Array2<f32>, y: &Array2<f32>) -> f32 {
+    let h = (x.dot(&p.w1) + &p.b1).mapv(f32::tanh);
+    let z = h.dot(&p.w2) + &p.b2;
+    let m = z.fold_axis(Axis(1), f32::NEG_INFINITY, |a, b| a.max(*b));
+    let shifted = &z - &m.insert_axis(Axis(1));
+    let lse = shifted.mapv(f32::exp).sum_axis(Axis(1)).mapv(f32::ln);
+    let logp = &shifted - &lse.insert_axis(Axis(1));
+    -(y * &logp).sum() / x.nrows() as f32
 }
 
 /// A small deterministic generator (64-bit LCG), uniform in `[0, 1)`.
@@ -150,4 +174,33 @@ fn main() {
         100.0 * acc
     );
     assert!(last < 0.5 * start, "the loss went down");
+
+    // The same model in `f32`, from the same start.
+    let (x32, y32) = (x.mapv(|v| v as f32), y.mapv(|v| v as f32));
+    let mut rng = Lcg(7);
+    let _ = blobs(100, &mut rng);
+    let mut q = Params32 {
+        w1: Array2::from_shape_fn((2, hidden), |_| 0.5 * rng.normal() as f32),
+        b1: Array1::zeros(hidden),
+        w2: Array2::from_shape_fn((hidden, 3), |_| 0.5 * rng.normal() as f32),
+        b2: Array1::zeros(3),
+    };
+    let start32 = loss32(&q, &x32, &y32);
+    let mut last32 = start32;
+    for epoch in 0..=400 {
+        let (l, g) = loss32_vjp(&q, &x32, &y32, 1.0);
+        if epoch % 100 == 0 {
+            println!("f32 epoch {epoch:3}: loss {l:.5}");
+        }
+        let step: Params32Tangent = g * -0.5f32;
+        q = Params32 {
+            w1: &q.w1 + &step.w1,
+            b1: &q.b1 + &step.b1,
+            w2: &q.w2 + &step.w2,
+            b2: &q.b2 + &step.b2,
+        };
+        last32 = l;
+    }
+    println!("f32: loss {start32:.4} -> {last32:.4}");
+    assert!(last32 < 0.5 * start32, "the f32 loss went down");
 }

@@ -139,3 +139,187 @@ fn f32_tangent_of_wrong_shape_names_the_public_function() {
     let w = Array1::from(vec![0.5f32, -1.25, 2.0, 0.75]);
     let _ = poly32_jvp(0.3, &w, 4, 1.0, &Array1::zeros(3));
 }
+
+// --- structs with `f32` fields ------------------------------------------------
+
+/// A one-hidden-layer network in `f32`, with a constant field.
+#[derive(linad::Differentiable, Clone, Debug)]
+pub struct Mlp32 {
+    pub w1: Array2<f32>,
+    pub b1: Array1<f32>,
+    pub w2: Array1<f32>,
+    pub b2: f32,
+    #[linad(constant)]
+    pub act: usize,
+}
+
+/// The mean squared error of the network on rows `x` with targets `y`.
+#[differentiable]
+fn mlp32_loss(p: &Mlp32, x: &Array2<f32>, y: &Array1<f32>) -> f32 {
+    let h = x.dot(&p.w1) + &p.b1;
+    let h = if p.act == 1 { h.mapv(|v| v.tanh()) } else { h };
+    let out = h.dot(&p.w2) + p.b2;
+    let e = &out - y;
+    (&e * &e).sum() / y.len() as f32
+}
+
+/// The same in `f64`, for finite differences: the parameters as a flat
+/// vector in the tangent's order (w1, b1, w2, b2).
+fn mlp64_loss(flat: &[f64], x: &Array2<f64>, y: &Array1<f64>, act: usize) -> f64 {
+    let (d, h) = (x.ncols(), 3);
+    let w1 = Array2::from_shape_vec((d, h), flat[..d * h].to_vec()).unwrap();
+    let b1 = Array1::from(flat[d * h..d * h + h].to_vec());
+    let w2 = Array1::from(flat[d * h + h..d * h + 2 * h].to_vec());
+    let b2 = flat[d * h + 2 * h];
+    let hid = x.dot(&w1) + &b1;
+    let hid = if act == 1 {
+        hid.mapv(|v| v.tanh())
+    } else {
+        hid
+    };
+    let e = hid.dot(&w2) + b2 - y;
+    (&e * &e).sum() / y.len() as f64
+}
+
+/// A struct of `f32` fields in, its `f32` tangent out (and in, for
+/// `f_jvp`): the primal bit-identical, the gradient against `f64` finite
+/// differences, `f_jvp` and `f_vjp` related by the dot-product identity,
+/// the tangent scaled by `f32`.
+#[test]
+fn f32_struct_fields_in_both_modes() {
+    use linad::Tangent;
+    let p = Mlp32 {
+        w1: Array2::from_shape_fn((2, 3), |(i, j)| 0.3 * i as f32 - 0.2 * j as f32 + 0.1),
+        b1: Array1::from(vec![0.1f32, -0.2, 0.05]),
+        w2: Array1::from(vec![0.7f32, -0.4, 0.2]),
+        b2: 0.3,
+        act: 1,
+    };
+    let x = Array2::from_shape_fn((4, 2), |(i, j)| (i as f32 - 1.5) * (j as f32 + 0.5));
+    let y = Array1::from(vec![0.5f32, -0.25, 1.0, 0.0]);
+    let (l, g) = mlp32_loss_vjp(&p, &x, &y, 1.0);
+    assert_eq!(l.to_bits(), mlp32_loss(&p, &x, &y).to_bits());
+    let _: &Array2<f32> = &g.0.w1;
+    let flat: Vec<f64> =
+        Mlp32Tangent::__linad_from_fields(p.w1.clone(), p.b1.clone(), p.w2.clone(), p.b2).to_flat();
+    let (x64, y64) = (x.mapv(|v| v as f64), y.mapv(|v| v as f64));
+    let grad = g.0.to_flat();
+    assert_eq!(grad.len(), flat.len());
+    let h = 1e-6;
+    for k in 0..flat.len() {
+        let (mut up, mut dn) = (flat.clone(), flat.clone());
+        up[k] += h;
+        dn[k] -= h;
+        let fd = (mlp64_loss(&up, &x64, &y64, 1) - mlp64_loss(&dn, &x64, &y64, 1)) / (2.0 * h);
+        assert!(
+            (grad[k] - fd).abs() <= 1e-5 * (1.0 + fd.abs()),
+            "component {k}: {} vs {fd}",
+            grad[k]
+        );
+    }
+    // <J t, 1> = <t, J^T 1> for a tangent t.
+    let t = Mlp32Tangent::from_flat(
+        &p,
+        &(0..flat.len())
+            .map(|k| (k as f64 * 0.37).sin())
+            .collect::<Vec<_>>(),
+    );
+    let dx = Array2::<f32>::zeros((4, 2));
+    let (lj, dl) = mlp32_loss_jvp(&p, &x, &y, &t, &dx, &Array1::zeros(4));
+    assert_eq!(lj.to_bits(), l.to_bits());
+    let want = t.dot(&g.0);
+    assert!(
+        ((dl as f64) - want).abs() <= 1e-5 * (1.0 + want.abs()),
+        "{dl} vs {want}"
+    );
+    // An SGD step with an `f32` rate.
+    let step: Mlp32Tangent = g.0.clone() * -0.1f32;
+    assert!((step.b2 + 0.1 * g.0.b2).abs() < 1e-7);
+}
+
+/// A pair of `f32` fields, nested in another struct.
+#[derive(linad::Differentiable, Clone, Debug)]
+pub struct Pair32 {
+    pub a: Array1<f32>,
+    pub b: f32,
+}
+
+#[derive(linad::Differentiable, Clone, Debug)]
+pub struct Outer32 {
+    pub inner: Pair32,
+    pub c: f32,
+}
+
+/// A struct output of `f32` fields built from a nested struct.
+#[differentiable]
+fn scaled_pair(o: &Outer32, s: f32) -> Pair32 {
+    Pair32 {
+        a: o.inner.a.mapv(|v| v * s + o.c),
+        b: o.inner.b * o.c * s,
+    }
+}
+
+/// A struct-taking `f32` function calling another.
+#[differentiable]
+fn pair_norm(o: &Outer32, s: f32) -> f32 {
+    let p = scaled_pair(o, s);
+    (&p.a * &p.a).sum() + p.b * p.b
+}
+
+#[test]
+fn f32_struct_outputs_nesting_and_calls() {
+    let o = Outer32 {
+        inner: Pair32 {
+            a: Array1::from(vec![1.0f32, -2.0, 0.5]),
+            b: 0.75,
+        },
+        c: 0.5,
+    };
+    let s = 1.5f32;
+    let ct = Pair32Tangent {
+        a: Array1::from(vec![1.0f32, 0.5, -1.0]),
+        b: 2.0,
+    };
+    let (p, (go, gs)) = scaled_pair_vjp(&o, s, &ct);
+    let want = scaled_pair(&o, s);
+    assert_eq!(p.a, want.a);
+    assert_eq!(p.b.to_bits(), want.b.to_bits());
+    // d/dc: sum ct.a + ct.b * b * s; d/ds: sum ct.a * a + ct.b * b * c.
+    let a = &o.inner.a;
+    let gc = ct.a.sum() + ct.b * o.inner.b * s;
+    let gs_want = (&ct.a * a).sum() + ct.b * o.inner.b * o.c;
+    assert!((go.c - gc).abs() < 1e-5, "{} vs {gc}", go.c);
+    assert!((gs - gs_want).abs() < 1e-5, "{gs} vs {gs_want}");
+    assert_eq!(go.inner.a, ct.a.mapv(|v| v * s));
+    let (n, (gn, gns)) = pair_norm_vjp(&o, s, 1.0);
+    assert_eq!(n.to_bits(), pair_norm(&o, s).to_bits());
+    // d/ds of sum (a s + c)^2 + (b c s)^2.
+    let d_s: f32 = a.iter().map(|v| 2.0 * (v * s + o.c) * v).sum::<f32>()
+        + 2.0 * (o.inner.b * o.c * s) * o.inner.b * o.c;
+    assert!((gns - d_s).abs() < 1e-4, "{gns} vs {d_s}");
+    let d_c: f32 = a.iter().map(|v| 2.0 * (v * s + o.c)).sum::<f32>()
+        + 2.0 * (o.inner.b * o.c * s) * o.inner.b * s;
+    assert!((gn.c - d_c).abs() < 1e-4, "{} vs {d_c}", gn.c);
+}
+
+/// An `f32` field read by an `f64` function (through a cast).
+#[derive(linad::Differentiable, Clone)]
+pub struct Weights32 {
+    pub w: Array1<f32>,
+}
+
+#[differentiable]
+fn weighted_sum(p: &Weights32, x: f64) -> f64 {
+    p.w.sum() as f64 * x
+}
+
+#[test]
+fn f32_fields_of_f64_functions() {
+    let p = Weights32 {
+        w: Array1::from(vec![0.5f32, 0.25, 2.0]),
+    };
+    let (y, (g, gx)) = weighted_sum_vjp(&p, 3.0, 1.0);
+    assert_eq!(y.to_bits(), weighted_sum(&p, 3.0).to_bits());
+    assert_eq!(g.w, Array1::from(vec![3.0f32; 3]));
+    assert_eq!(gx, 2.75);
+}

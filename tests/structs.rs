@@ -542,3 +542,47 @@ fn aliases_of_struct_parameters() {
     assert_eq!(ga, gb);
     assert_eq!(gxa, gxb);
 }
+
+/// Callers of functions returning structs: the result bound by `let` and
+/// read through its fields (a tuple field too), from a plain function and
+/// from one taking a struct.
+#[differentiable]
+fn stats_score(v: &Array1<f64>, s: f64) -> f64 {
+    let st = stats(v, s);
+    let spread: (f64, f64) = st.spread;
+    st.mean * st.spread.0 + st.centred.sum() * spread.1
+}
+
+#[differentiable]
+fn scaled_norm(d: &Dense, s: f64) -> f64 {
+    let e = scaled(d, s);
+    (&e.w * &e.w).sum() + e.b.dot(&e.b)
+}
+
+#[test]
+fn struct_results_of_calls() {
+    let v = Array1::from(vec![1.0, -2.0, 0.5, 3.0]);
+    let dv = Array1::from(vec![0.3, 0.1, -0.2, 0.4]);
+    for s in [0.7, -1.3] {
+        let y = stats_score(&v, s);
+        let (yv, (gv, gs)) = stats_score_vjp(&v, s, 1.0);
+        let (yj, dy) = stats_score_jvp(&v, s, &dv, 0.5);
+        assert_eq!(y.to_bits(), yv.to_bits());
+        assert_eq!(y.to_bits(), yj.to_bits());
+        assert_close(dy, gv.dot(&dv) + gs * 0.5, 1e-12);
+        let h = 1e-6;
+        let at = |k: f64| stats_score(&(&v + &(&dv * k)), s + 0.5 * k);
+        assert_close(dy, (at(h) - at(-h)) / (2.0 * h), 1e-6);
+    }
+    let d = Dense {
+        w: Array2::from_shape_fn((2, 3), |(i, j)| 0.2 * i as f64 - 0.1 * j as f64),
+        b: Array1::from(vec![0.1, -0.4]),
+    };
+    let (y, (gd, gs)) = scaled_norm_vjp(&d, 1.5, 1.0);
+    assert_eq!(y.to_bits(), scaled_norm(&d, 1.5).to_bits());
+    // d/dw of s^2 |w|^2 is 2 s^2 w.
+    assert_close(gd.w[[1, 2]], 2.0 * 1.5 * 1.5 * d.w[[1, 2]], 1e-12);
+    let h = 1e-6;
+    let fd = (scaled_norm(&d, 1.5 + h) - scaled_norm(&d, 1.5 - h)) / (2.0 * h);
+    assert_close(gs, fd, 1e-6);
+}

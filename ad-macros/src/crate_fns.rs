@@ -203,8 +203,9 @@ pub fn lookup(name: &str) -> Option<FnInfo> {
         return known;
     }
     // The flat function `structs` makes of a function with struct
-    // parameters: the function's own answer, each struct parameter counted
-    // as its leaf fields.
+    // parameters or output: the function's own answer, each struct
+    // parameter counted as its leaf fields, a struct output as the tuple of
+    // its leaves.
     if let Some(user) = name.strip_prefix(crate::structs::FLAT_PREFIX) {
         let found = lookup(user).and_then(|mut info| {
             let mut params = vec![];
@@ -213,6 +214,7 @@ pub fn lookup(name: &str) -> Option<FnInfo> {
             }
             info.arity = params.len();
             info.params = params;
+            info.ret = info.ret.map(|r| crate::structs::flat_output_type(&r));
             Some(info)
         });
         MEMO.with(|m| m.borrow_mut().insert(name.to_string(), found.clone()));

@@ -7,6 +7,7 @@
 //!     pub w: Array2<f64>,              impl Tangent for MlpTangent { .. field by field .. }
 //!     pub b: Array1<f64>,              impl MlpTangent { zeros_like, dot }
 //!     #[linad(constant)] pub k: usize, impl Add, Sub, Mul<f64> for MlpTangent
+//!                                      (Mul<f32> when the floats are all `f32`)
 //! }
 //! ```
 //!
@@ -19,7 +20,7 @@
 //! agree with this derive through [`field_kind`].
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote, quote_spanned};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 
 /// What a field of a `Differentiable` struct is, from its type as written.
@@ -197,6 +198,13 @@ fn derive(input: TokenStream) -> Result<TokenStream, Vec<syn::Error>> {
         .map(|f| format!(" The component along `{name}::{f}`."))
         .collect();
     let tr = quote!(::linad::Tangent);
+    // Scaled by `f32` when every float of the fields is `f32` (an `f32`
+    // model's learning rate is an `f32`), by `f64` otherwise.
+    let scale = if scale_is_f32(&lin) {
+        quote!(f32)
+    } else {
+        quote!(f64)
+    };
     let all_names: Vec<&syn::Ident> = all.iter().map(|(n, _, _)| n).collect();
     let all_tys: Vec<&syn::Type> = all.iter().map(|(_, t, _)| t).collect();
     // `Field<k>` for the fields that are structs (see `structs.rs`).
@@ -286,13 +294,28 @@ fn derive(input: TokenStream) -> Result<TokenStream, Vec<syn::Error>> {
             }
         }
 
-        impl ::std::ops::Mul<f64> for #tname {
+        impl ::std::ops::Mul<#scale> for #tname {
             type Output = #tname;
-            fn mul(self, s: f64) -> #tname {
-                #tr::times(&self, s)
+            fn mul(self, s: #scale) -> #tname {
+                #tr::times(&self, s as f64)
             }
         }
     })
+}
+
+/// Whether the tangent of a struct with these differentiable fields is
+/// scaled by `f32`: some field mentions `f32`, none mentions `f64`, and no
+/// field is a nested struct (whose floats the derive cannot see).
+fn scale_is_f32(fields: &[&(syn::Ident, syn::Type, FieldKind)]) -> bool {
+    let text: Vec<String> = fields
+        .iter()
+        .map(|(_, t, _)| t.to_token_stream().to_string())
+        .collect();
+    let mentions = |w: &str| {
+        text.iter()
+            .any(|t| t.split(|c: char| !c.is_alphanumeric()).any(|x| x == w))
+    };
+    mentions("f32") && !mentions("f64") && fields.iter().all(|(_, _, k)| *k != FieldKind::Nested)
 }
 
 #[cfg(test)]

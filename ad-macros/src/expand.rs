@@ -124,10 +124,12 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
     if func.sig.ident == "__linad_test_panic" {
         panic!("test panic");
     }
-    if let Some(r) = crate::f32s::expand(&args, &attr, &func) {
+    // Struct parameters first: the flat function of one with `f32` fields
+    // or parameters goes through the `f32` shadow itself.
+    if let Some(r) = crate::structs::expand(&args, &func) {
         return r;
     }
-    if let Some(r) = crate::structs::expand(&args, &func) {
+    if let Some(r) = crate::f32s::expand(&args, &attr, &func) {
         return r;
     }
     let companions = companions_of(&args, &func)?;
@@ -206,6 +208,11 @@ pub(crate) fn per_variant(
 fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
     let mut shadowed = func.clone();
     crate::f32s::call_shadows(&mut shadowed);
+    // Flat functions and shadows were rewritten when they were made (they
+    // are compiled too).
+    if !crate::struct_results::made_rewritten(func) {
+        crate::struct_results::rewrite(&mut shadowed)?;
+    }
     let func = &shadowed;
     let wrt = args.wrt_idents().map_err(|e| vec![e])?;
     let modes = args.modes().map_err(|e| vec![e])?;

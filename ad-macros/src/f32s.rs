@@ -85,6 +85,22 @@ fn expand_shadow(
     attr: &TokenStream,
     func: &syn::ItemFn,
 ) -> Result<TokenStream, Vec<syn::Error>> {
+    let companions = companions(args, attr, func)?;
+    Ok(quote! {
+        #func
+        #companions
+    })
+}
+
+/// Everything `f32` function `func` generates besides itself: its `f64`
+/// shadow, the shadow's companions and `func`'s own (see the module doc).
+/// The flat function of a struct-taking function with `f32` fields comes
+/// here too (`structs.rs`).
+pub fn companions(
+    args: &Args,
+    attr: &TokenStream,
+    func: &syn::ItemFn,
+) -> Result<TokenStream, Vec<syn::Error>> {
     let mut shadow: syn::ItemFn =
         syn::parse2(to_f64(func.to_token_stream())).map_err(|e| vec![e])?;
     // Lints, and the function's own `#[cfg]` (which gates its companions).
@@ -95,8 +111,13 @@ fn expand_shadow(
     shadow.attrs.push(syn::parse_quote!(#[doc(hidden)]));
     let user = syn::ext::IdentExt::unraw(&func.sig.ident).to_string();
     shadow.sig.ident = format_ident!("{SHADOW_PREFIX}{user}");
-    // It is compiled too: its calls of `f32` functions go to their shadows.
+    // It is compiled too: its calls of `f32` functions go to their shadows,
+    // struct results are read as tuples (a flat function's body already
+    // is).
     call_shadows(&mut shadow);
+    if !crate::struct_results::made_rewritten(func) {
+        crate::struct_results::rewrite(&mut shadow)?;
+    }
     let shadow_name = shadow.sig.ident.to_string();
     let reword = |es: Vec<syn::Error>| -> Vec<syn::Error> {
         es.into_iter()
@@ -130,7 +151,6 @@ fn expand_shadow(
     };
     let allow = allows();
     Ok(quote! {
-        #func
         #allow
         #shadow
         #generated
@@ -261,7 +281,7 @@ fn from_shadow(v: &TokenStream, ty: &syn::Type) -> TokenStream {
 /// The owned cotangent type of a parameter of user type `ty`: arrays
 /// owned (`ArrayViewN<T>` and `&ArrayN<T>` give `ArrayN<T>`), slices and
 /// `Vec`s a `Vec`.
-fn cotangent_ty(ty: &syn::Type) -> TokenStream {
+pub fn cotangent_ty(ty: &syn::Type) -> TokenStream {
     let elem = if mentions_f32(ty.to_token_stream()) {
         quote!(f32)
     } else {
@@ -281,6 +301,26 @@ fn cotangent_ty(ty: &syn::Type) -> TokenStream {
                 }
             }
             quote!(#q)
+        }
+        t => quote!(#t),
+    }
+}
+
+/// The type of the output cotangent parameter for an output of user type
+/// `t`: arrays by reference, as the companions take cotangents.
+pub fn ct_ty(t: &syn::Type) -> TokenStream {
+    match t {
+        syn::Type::Tuple(tt) => {
+            let parts = tt.elems.iter().map(ct_ty);
+            quote!((#(#parts,)*))
+        }
+        syn::Type::Path(p)
+            if p.path
+                .segments
+                .last()
+                .is_some_and(|s| s.ident.to_string().starts_with("Array")) =>
+        {
+            quote!(&#t)
         }
         t => quote!(#t),
     }
@@ -397,24 +437,6 @@ impl Wrappers<'_> {
     fn ct(&self) -> (syn::Ident, TokenStream, TokenStream, TokenStream) {
         let ct = crate::names::ct_param(&self.taken());
         let o = self.out_ty();
-        // Arrays by reference, as the companions take cotangents.
-        fn ct_ty(t: &syn::Type) -> TokenStream {
-            match t {
-                syn::Type::Tuple(tt) => {
-                    let parts = tt.elems.iter().map(ct_ty);
-                    quote!((#(#parts,)*))
-                }
-                syn::Type::Path(p)
-                    if p.path
-                        .segments
-                        .last()
-                        .is_some_and(|s| s.ident.to_string().starts_with("Array")) =>
-                {
-                    quote!(&#t)
-                }
-                t => quote!(#t),
-            }
-        }
         fn conv_ct(x: &TokenStream, t: &syn::Type) -> TokenStream {
             match t {
                 syn::Type::Tuple(tt) => {

@@ -22,6 +22,7 @@ mod lower;
 mod names;
 mod rule;
 mod sig;
+mod struct_results;
 mod structs;
 
 #[cfg(test)]

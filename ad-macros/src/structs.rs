@@ -68,6 +68,40 @@ pub fn flat_param_types(ty: &str) -> Option<Vec<String>> {
     )
 }
 
+/// The leaves of a struct output of type `ty` (as written, tokens as
+/// text): each leaf's field chain and owned type, in the order the flat
+/// function returns them; `None` if `ty` is not a struct of this crate or
+/// its fields cannot be read.
+pub fn output_leaves(ty: &str) -> Option<Vec<(Vec<String>, syn::Type)>> {
+    let t: syn::Type = syn::parse_str(ty).ok()?;
+    let (name, false, st) = struct_name(&t)? else {
+        return None;
+    };
+    crate_fns::lookup_struct(&name)?;
+    let mut leaves = vec![];
+    let p = format_ident!("p");
+    flatten(&p, st, quote!(#st), &[], &mut leaves, Span::call_site()).ok()?;
+    Some(
+        leaves
+            .into_iter()
+            .map(|l| (l.chain.iter().map(|c| c.to_string()).collect(), l.ty))
+            .collect(),
+    )
+}
+
+/// The return type of the flat function of a function returning `ty` (as
+/// written): the tuple of a struct's leaves (the one leaf alone), or `ty`.
+pub fn flat_output_type(ty: &str) -> String {
+    match output_leaves(ty).as_deref() {
+        Some([(_, one)]) => one.to_token_stream().to_string(),
+        Some(leaves) => {
+            let tys = leaves.iter().map(|(_, t)| t);
+            quote!((#(#tys),*)).to_string()
+        }
+        None => ty.to_string(),
+    }
+}
+
 /// A struct's fields as a tree down to the leaves the flat function takes.
 enum Node {
     /// The flat parameter with this index among the struct's leaves.
@@ -198,13 +232,6 @@ fn flatten(
                 flatten(param, &ty, field_path, &sub, leaves, span)?
             }
             FieldKind::Leaf | FieldKind::Constant => {
-                let text = ty.to_token_stream().to_string();
-                if kind == FieldKind::Leaf && text.contains("f32") {
-                    return Err(syn::Error::new(
-                        span,
-                        format!("field `{name}::{}` is `f32`: struct fields of `f32` are not supported yet (`f32` parameters are)", f.name),
-                    ));
-                }
                 let h = struct_name_or_head(&ty);
                 let is_vec = h.as_deref() == Some("Vec");
                 let by_ref = is_vec || h.as_deref().is_some_and(|h| h.starts_with("Array"));
@@ -389,7 +416,11 @@ fn expand_flat(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::
         ow.visit_block_mut(&mut flat.block);
         errors.extend(ow.errors);
     }
-    crate::f32s::call_shadows(&mut flat);
+    // Struct results of calls are read as the tuples the flat callees
+    // return (the flat function is compiled too).
+    if let Err(es) = crate::struct_results::rewrite(&mut flat) {
+        errors.extend(es);
+    }
     let mut shadow = Shadow {
         names: params
             .iter()
@@ -449,12 +480,26 @@ fn expand_flat(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::
     let attr = quote!(wrt(#(#flat_wrt),*) #dump);
     let user_name = func.sig.ident.to_string();
     let flat_name = flat.sig.ident.to_string();
-    let generated = crate::expand::generate_checked(attr, &flat).map_err(|es| {
+    let rename = |es: Vec<syn::Error>| {
         es.into_iter()
             .map(|e| rename_error(e, &flat_name, &user_name, &params))
             .collect::<Vec<_>>()
-    })?;
-    let flat_sig = lower::signature(&flat, Some(&flat_wrt)).map_err(|es| {
+    };
+    // With `f32` fields or parameters the flat function is an `f32`
+    // function: differentiated through its `f64` shadow, whose signature
+    // gives the parameter kinds (the wrappers write `f32` types).
+    let f32 = crate::f32s::mentions_f32(flat.to_token_stream());
+    let (generated, kinds_of) = if f32 {
+        let flat_args = Args::parse(attr.clone()).map_err(rename)?;
+        let generated = crate::f32s::companions(&flat_args, &attr, &flat).map_err(rename)?;
+        let shadow: syn::ItemFn = syn::parse2(crate::f32s::to_f64(flat.to_token_stream()))
+            .map_err(|e| rename(vec![e]))?;
+        (generated, shadow)
+    } else {
+        let generated = crate::expand::generate_checked(attr, &flat).map_err(rename)?;
+        (generated, flat.clone())
+    };
+    let flat_sig = lower::signature(&kinds_of, Some(&flat_wrt)).map_err(|es| {
         es.into_iter()
             .map(|e| rename_error(e, &flat_name, &user_name, &params))
             .collect::<Vec<_>>()
@@ -463,6 +508,7 @@ fn expand_flat(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::
         func,
         params: &params,
         flat: &flat_sig,
+        f32,
         selected: &selected,
         out: out.as_ref(),
     }
@@ -1144,6 +1190,9 @@ struct Wrappers<'a> {
     func: &'a syn::ItemFn,
     params: &'a [UserParam],
     flat: &'a Signature,
+    /// The flat function is an `f32` function (its signature `flat` is its
+    /// `f64` shadow's: cotangent types come from the written types).
+    f32: bool,
     selected: &'a dyn Fn(&syn::Ident) -> bool,
     /// The struct output, if any.
     out: Option<&'a OutStruct>,
@@ -1328,6 +1377,7 @@ impl Wrappers<'_> {
             .iter()
             .filter(|p| self.is_wrt(p))
             .map(|p| match p {
+                UserParam::Plain(pt, _) if self.f32 => crate::f32s::cotangent_ty(&pt.ty),
                 UserParam::Plain(_, id) => self
                     .flat_param(id)
                     .map(tangent_ty)
@@ -1377,7 +1427,10 @@ impl Wrappers<'_> {
                 let t = self.out_tangent_ty();
                 quote!(&#t)
             }
-            None => ct_ty(&self.flat.out),
+            None => match &self.func.sig.output {
+                syn::ReturnType::Type(_, t) if self.f32 => crate::f32s::ct_ty(t),
+                _ => ct_ty(&self.flat.out),
+            },
         }
     }
 

@@ -1,0 +1,295 @@
+//! Struct results of calls: `let p = g(..);` where `g` is a
+//! `#[differentiable]` function of the crate returning a struct.
+//!
+//! Such a `g` is differentiated as its flat function, which returns the
+//! struct's leaf fields as a tuple (`structs.rs`). Before a caller is
+//! lowered, the binding calls the flat function and reads of the struct's
+//! leaves become reads of the tuple's components:
+//!
+//! ```text
+//! let p = make(x, s);              let p = __linad_flat_make(x, s);
+//! p.a.sum() + p.inner.b       =>   p.0.sum() + p.1
+//! ```
+//!
+//! The user's function itself is not changed (only the copy that is
+//! differentiated). A struct result is read through its leaves: using it
+//! whole (passing it on, returning it) or naming a nested struct without
+//! going down to a leaf is refused with a message saying so. A later `let`
+//! of the same name ends the rewriting.
+
+use crate::crate_fns;
+use crate::f32s::SHADOW_PREFIX;
+use crate::structs::{output_leaves, FLAT_PREFIX};
+use quote::format_ident;
+use syn::spanned::Spanned;
+use syn::visit_mut::VisitMut;
+
+/// Rewrites the struct results of calls in `func`'s body (see the module
+/// doc); the errors of every misuse.
+pub fn rewrite(func: &mut syn::ItemFn) -> Result<(), Vec<syn::Error>> {
+    let mut rw = Rewriter {
+        scopes: vec![],
+        errors: vec![],
+    };
+    rw.visit_block_mut(&mut func.block);
+    if rw.errors.is_empty() {
+        Ok(())
+    } else {
+        Err(rw.errors)
+    }
+}
+
+/// Whether `func` is a flat function or an `f64` shadow, whose body was
+/// rewritten when it was made (rewriting twice would read the tuples as
+/// structs).
+pub fn made_rewritten(func: &syn::ItemFn) -> bool {
+    let name = func.sig.ident.to_string();
+    name.starts_with(FLAT_PREFIX) || name.starts_with(SHADOW_PREFIX)
+}
+
+/// A name bound to a struct result: its leaves' field chains, in the flat
+/// function's order, and the callee (for messages).
+struct Bound {
+    name: String,
+    chains: Vec<Vec<String>>,
+    callee: String,
+}
+
+struct Rewriter {
+    /// The struct results in scope, innermost block last.
+    scopes: Vec<Vec<Bound>>,
+    errors: Vec<syn::Error>,
+}
+
+/// The flat callee and the leaf chains of a call of `name` (a function of
+/// the crate, its flat function, or either's `f64` shadow) that returns a
+/// struct.
+fn struct_callee(name: &str) -> Option<(String, Vec<Vec<String>>)> {
+    let (shadow, rest) = match name.strip_prefix(SHADOW_PREFIX) {
+        Some(r) => (true, r),
+        None => (false, name),
+    };
+    let user = rest.strip_prefix(FLAT_PREFIX).unwrap_or(rest);
+    let info = crate_fns::lookup(user)?;
+    if !info.differentiable {
+        return None;
+    }
+    let leaves = output_leaves(info.ret.as_deref()?)?;
+    let flat = format!(
+        "{}{FLAT_PREFIX}{user}",
+        if shadow { SHADOW_PREFIX } else { "" }
+    );
+    Some((flat, leaves.into_iter().map(|(c, _)| c).collect()))
+}
+
+/// The field chain of `e` from a plain name: `p.a.b` is `(p, [a, b])`.
+fn chain_of(e: &syn::Expr) -> Option<(syn::Ident, Vec<String>)> {
+    match e {
+        syn::Expr::Field(f) => {
+            let (root, mut chain) = chain_of(&f.base)?;
+            match &f.member {
+                syn::Member::Named(n) => chain.push(n.to_string()),
+                syn::Member::Unnamed(_) => return None,
+            }
+            Some((root, chain))
+        }
+        syn::Expr::Path(p) if p.qself.is_none() => p.path.get_ident().map(|i| (i.clone(), vec![])),
+        syn::Expr::Paren(p) => chain_of(&p.expr),
+        _ => None,
+    }
+}
+
+impl Rewriter {
+    fn find(&self, name: &str) -> Option<&Bound> {
+        self.scopes
+            .iter()
+            .rev()
+            .flat_map(|s| s.iter().rev())
+            .find(|b| b.name == name)
+    }
+
+    /// Forgets `name` (a new binding shadows it).
+    fn shadow(&mut self, name: &str) {
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.retain(|b| b.name != name);
+        }
+        // A name bound in an enclosing block stays bound there; here the
+        // new binding hides it.
+        if self.find(name).is_some() {
+            if let Some(scope) = self.scopes.last_mut() {
+                scope.push(Bound {
+                    name: name.to_string(),
+                    chains: vec![],
+                    callee: String::new(),
+                });
+            }
+        }
+    }
+
+    /// `let p = g(..);` with `g` returning a struct: the call goes to the
+    /// flat function and `p` is recorded.
+    fn local(&mut self, l: &mut syn::Local) {
+        if let Some(init) = &mut l.init {
+            self.visit_expr_mut(&mut init.expr);
+        }
+        let ident = match &l.pat {
+            syn::Pat::Ident(pi) if pi.subpat.is_none() => Some(pi.ident.clone()),
+            syn::Pat::Type(pt) => match &*pt.pat {
+                syn::Pat::Ident(pi) if pi.subpat.is_none() => Some(pi.ident.clone()),
+                _ => None,
+            },
+            _ => None,
+        };
+        let found = l.init.as_mut().and_then(|init| {
+            let syn::Expr::Call(c) = &mut *init.expr else {
+                return None;
+            };
+            let syn::Expr::Path(fp) = &mut *c.func else {
+                return None;
+            };
+            let last = fp.path.segments.last_mut()?;
+            let name = syn::ext::IdentExt::unraw(&last.ident).to_string();
+            let (flat, chains) = struct_callee(&name)?;
+            last.ident = format_ident!("{flat}", span = last.ident.span());
+            Some((name, chains))
+        });
+        let Some(ident) = ident else {
+            if let Some((callee, _)) = found {
+                self.errors.push(syn::Error::new(
+                    l.pat.span(),
+                    format!("bind the struct that `{callee}` returns to a name (`let p = {callee}(..);`) and read its fields (`p.field`)"),
+                ));
+            }
+            return;
+        };
+        let name = ident.to_string();
+        self.shadow(&name);
+        if let Some((callee, chains)) = found {
+            // The type annotation names the struct; the value is the tuple.
+            if let syn::Pat::Type(pt) = &l.pat {
+                l.pat = (*pt.pat).clone();
+            }
+            if let Some(scope) = self.scopes.last_mut() {
+                scope.push(Bound {
+                    name,
+                    chains,
+                    callee,
+                });
+            }
+        }
+    }
+
+    /// A read `p.a.b` of a struct result's leaf: `p.k` (`p` for a struct
+    /// of one leaf); `None` when `e` does not read a struct result.
+    fn leaf_read(&mut self, e: &syn::Expr) -> Option<syn::Expr> {
+        let (root, chain) = chain_of(e)?;
+        let b = self.find(&root.to_string())?;
+        if b.chains.is_empty() {
+            return None; // shadowed
+        }
+        let span = e.span();
+        match b.chains.iter().position(|c| *c == chain) {
+            Some(_) if b.chains.len() == 1 => Some(syn::parse_quote_spanned!(span=> #root)),
+            Some(k) => {
+                let k = syn::Index {
+                    index: k as u32,
+                    span,
+                };
+                Some(syn::parse_quote_spanned!(span=> #root.#k))
+            }
+            None if b.chains.iter().any(|c| c.starts_with(&chain)) => {
+                let what = if chain.is_empty() {
+                    format!("`{root}`")
+                } else {
+                    format!("`{root}.{}`", chain.join("."))
+                };
+                let msg = format!(
+                    "{what} is a struct returned by `{}`: read its fields (`{root}.{}`); passing, copying or returning a whole struct is not supported yet",
+                    b.callee,
+                    b.chains[0].join(".")
+                );
+                self.errors.push(syn::Error::new(span, msg));
+                Some(e.clone())
+            }
+            None => None,
+        }
+    }
+}
+
+impl VisitMut for Rewriter {
+    fn visit_block_mut(&mut self, b: &mut syn::Block) {
+        self.scopes.push(vec![]);
+        for s in &mut b.stmts {
+            match s {
+                syn::Stmt::Local(l) => self.local(l),
+                s => self.visit_stmt_mut(s),
+            }
+        }
+        self.scopes.pop();
+    }
+
+    fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+        if matches!(e, syn::Expr::Field(_) | syn::Expr::Path(_)) {
+            if let Some(r) = self.leaf_read(e) {
+                *e = r;
+                return;
+            }
+        }
+        syn::visit_mut::visit_expr_mut(self, e);
+    }
+
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_crate::TestCrate;
+    use quote::quote;
+
+    /// The binding calls the flat function; leaf reads become tuple reads.
+    #[test]
+    fn struct_results_are_read_as_tuples() {
+        let krate = TestCrate::new(
+            "struct-results",
+            "#[derive(Differentiable)] struct Pair { a: Array1<f64>, b: f64 }\n\
+             #[differentiable] fn make(x: &Array1<f64>, s: f64) -> Pair { Pair { a: x * s, b: s } }\n\
+             #[differentiable] fn user(x: &Array1<f64>, s: f64) -> f64 { 0.0 }",
+        );
+        let out = krate.expand_idents(quote! {
+            fn user(x: &Array1<f64>, s: f64) -> f64 {
+                let p = make(x, s);
+                p.a.sum() + p.b
+            }
+        });
+        assert!(
+            out.iter().any(|i| i == "__linad___linad_flat_make_lin_t"),
+            "{out:?}"
+        );
+        let mut func: syn::ItemFn = syn::parse_quote! {
+            fn user(x: &Array1<f64>, s: f64) -> f64 {
+                let p: Pair = make(x, s);
+                let q = { let p = 2.0; p * s };
+                p.a.sum() + p.b + q
+            }
+        };
+        super::rewrite(&mut func).unwrap();
+        let text = quote!(#func).to_string();
+        assert!(text.contains("let p = __linad_flat_make (x , s)"), "{text}");
+        assert!(text.contains("p . 0 . sum () + p . 1 + q"), "{text}");
+        assert!(text.contains("p * s"), "{text}");
+        let mut whole: syn::ItemFn = syn::parse_quote! {
+            fn user(x: &Array1<f64>, s: f64) -> f64 {
+                let p = make(x, s);
+                other(p)
+            }
+        };
+        let errs = super::rewrite(&mut whole).unwrap_err();
+        assert!(
+            errs[0]
+                .to_string()
+                .contains("is a struct returned by `make`"),
+            "{}",
+            errs[0]
+        );
+    }
+}

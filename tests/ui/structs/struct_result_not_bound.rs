@@ -1,0 +1,21 @@
+use linad::differentiable;
+use linad::ndarray::Array1;
+
+#[derive(linad::Differentiable, Clone)]
+pub struct Pair {
+    pub a: Array1<f64>,
+    pub b: f64,
+}
+
+#[differentiable]
+fn make(x: &Array1<f64>, s: f64) -> Pair {
+    Pair { a: x * s, b: s }
+}
+
+#[differentiable]
+fn f(x: &Array1<f64>, s: f64) -> f64 {
+    let Pair { a, b } = make(x, s);
+    a.sum() * b
+}
+
+fn main() {}
