@@ -586,3 +586,61 @@ fn struct_results_of_calls() {
     let fd = (scaled_norm(&d, 1.5 + h) - scaled_norm(&d, 1.5 - h)) / (2.0 * h);
     assert_close(gs, fd, 1e-6);
 }
+
+/// A struct output with a constant field: the companions return `f`'s own
+/// struct (the constant field included), the tangent and cotangent hold the
+/// fields with a derivative; a caller reads those.
+#[derive(Differentiable, Clone, Debug, PartialEq)]
+pub struct Solved {
+    pub y: Array1<f64>,
+    pub r: f64,
+    #[linad(constant)]
+    pub steps: usize,
+}
+
+#[differentiable]
+fn solve(x: &Array1<f64>, s: f64) -> Solved {
+    let y = x.mapv(|v| (v * s).sin());
+    let steps = x.len() * 2;
+    Solved {
+        r: y.dot(&y) + s,
+        y,
+        steps,
+    }
+}
+
+#[differentiable]
+fn solve_loss(x: &Array1<f64>, s: f64) -> f64 {
+    let out = solve(x, s);
+    out.y.sum() * out.r
+}
+
+#[test]
+fn struct_outputs_with_constant_fields() {
+    let x = Array1::from(vec![0.3, -1.2, 0.8]);
+    let dx = Array1::from(vec![1.0, 0.5, -0.25]);
+    let y = solve(&x, 0.7);
+    let (yj, t) = solve_jvp(&x, 0.7, &dx, 0.1);
+    assert_eq!(yj, y);
+    assert_eq!(yj.steps, 6);
+    let ct = SolvedTangent {
+        y: Array1::from(vec![0.2, -0.4, 1.0]),
+        r: 0.6,
+    };
+    let (yv, (gx, gs)) = solve_vjp(&x, 0.7, &ct);
+    assert_eq!(yv, y);
+    assert_close(ct.dot(&t), gx.dot(&dx) + gs * 0.1, 1e-12);
+    let (yl, lin) = solve_linearize(&x, 0.7);
+    assert_eq!(yl, y);
+    assert_eq!(lin(&dx, 0.1), t);
+    let (yp, pb) = solve_pullback(&x, 0.7);
+    assert_eq!(yp, y);
+    assert_eq!(pb(&ct).0, gx);
+    let h = 1e-6;
+    let at = |k: f64| solve(&(&x + &(&dx * k)), 0.7 + 0.1 * k).r;
+    assert_close(t.r, (at(h) - at(-h)) / (2.0 * h), 1e-6);
+    let (l, (glx, gls)) = solve_loss_vjp(&x, 0.7, 1.0);
+    assert_eq!(l.to_bits(), solve_loss(&x, 0.7).to_bits());
+    let (_, dl) = solve_loss_jvp(&x, 0.7, &dx, 0.1);
+    assert_close(dl, glx.dot(&dx) + gls * 0.1, 1e-12);
+}

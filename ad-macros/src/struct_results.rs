@@ -48,10 +48,12 @@ pub fn made_rewritten(func: &syn::ItemFn) -> bool {
 }
 
 /// A name bound to a struct result: its leaves' field chains, in the flat
-/// function's order, and the callee (for messages).
+/// function's order, the chains of its constant fields (not returned by the
+/// flat function), and the callee (for messages).
 struct Bound {
     name: String,
     chains: Vec<Vec<String>>,
+    constants: Vec<Vec<String>>,
     callee: String,
 }
 
@@ -61,10 +63,12 @@ struct Rewriter {
     errors: Vec<syn::Error>,
 }
 
-/// The flat callee and the leaf chains of a call of `name` (a function of
-/// the crate, its flat function, or either's `f64` shadow) that returns a
-/// struct.
-fn struct_callee(name: &str) -> Option<(String, Vec<Vec<String>>)> {
+/// The flat callee, the chains of the leaves it returns and those of the
+/// constant leaves, for a call of `name` (a function of the crate, its flat
+/// function, or either's `f64` shadow) that returns a struct.
+type Callee = (String, Vec<Vec<String>>, Vec<Vec<String>>);
+
+fn struct_callee(name: &str) -> Option<Callee> {
     let (shadow, rest) = match name.strip_prefix(SHADOW_PREFIX) {
         Some(r) => (true, r),
         None => (false, name),
@@ -79,7 +83,12 @@ fn struct_callee(name: &str) -> Option<(String, Vec<Vec<String>>)> {
         "{}{FLAT_PREFIX}{user}",
         if shadow { SHADOW_PREFIX } else { "" }
     );
-    Some((flat, leaves.into_iter().map(|(c, _)| c).collect()))
+    let (diff, constant): (Vec<_>, Vec<_>) = leaves.into_iter().partition(|l| l.diff);
+    Some((
+        flat,
+        diff.into_iter().map(|l| l.chain).collect(),
+        constant.into_iter().map(|l| l.chain).collect(),
+    ))
 }
 
 /// The field chain of `e` from a plain name: `p.a.b` is `(p, [a, b])`.
@@ -120,6 +129,7 @@ impl Rewriter {
                 scope.push(Bound {
                     name: name.to_string(),
                     chains: vec![],
+                    constants: vec![],
                     callee: String::new(),
                 });
             }
@@ -149,12 +159,12 @@ impl Rewriter {
             };
             let last = fp.path.segments.last_mut()?;
             let name = syn::ext::IdentExt::unraw(&last.ident).to_string();
-            let (flat, chains) = struct_callee(&name)?;
+            let (flat, chains, constants) = struct_callee(&name)?;
             last.ident = format_ident!("{flat}", span = last.ident.span());
-            Some((name, chains))
+            Some((name, chains, constants))
         });
         let Some(ident) = ident else {
-            if let Some((callee, _)) = found {
+            if let Some((callee, _, _)) = found {
                 self.errors.push(syn::Error::new(
                     l.pat.span(),
                     format!("bind the struct that `{callee}` returns to a name (`let p = {callee}(..);`) and read its fields (`p.field`)"),
@@ -164,7 +174,7 @@ impl Rewriter {
         };
         let name = ident.to_string();
         self.shadow(&name);
-        if let Some((callee, chains)) = found {
+        if let Some((callee, chains, constants)) = found {
             // The type annotation names the struct; the value is the tuple.
             if let syn::Pat::Type(pt) = &l.pat {
                 l.pat = (*pt.pat).clone();
@@ -173,6 +183,7 @@ impl Rewriter {
                 scope.push(Bound {
                     name,
                     chains,
+                    constants,
                     callee,
                 });
             }
@@ -188,6 +199,15 @@ impl Rewriter {
             return None; // shadowed
         }
         let span = e.span();
+        if b.constants.contains(&chain) {
+            let msg = format!(
+                "`{root}.{}` is a constant field of the struct `{}` returns: it is not available in a differentiable caller yet (compute it in the caller)",
+                chain.join("."),
+                b.callee
+            );
+            self.errors.push(syn::Error::new(span, msg));
+            return Some(e.clone());
+        }
         match b.chains.iter().position(|c| *c == chain) {
             Some(_) if b.chains.len() == 1 => Some(syn::parse_quote_spanned!(span=> #root)),
             Some(k) => {

@@ -68,11 +68,22 @@ pub fn flat_param_types(ty: &str) -> Option<Vec<String>> {
     )
 }
 
+/// One leaf of a struct output: its field chain, its owned type, and
+/// whether it has a derivative (only those are returned by the flat
+/// function).
+pub struct OutputLeaf {
+    /// The field names from the struct down.
+    pub chain: Vec<String>,
+    /// The leaf's owned type.
+    pub ty: syn::Type,
+    /// Has a derivative.
+    pub diff: bool,
+}
+
 /// The leaves of a struct output of type `ty` (as written, tokens as
-/// text): each leaf's field chain and owned type, in the order the flat
-/// function returns them; `None` if `ty` is not a struct of this crate or
+/// text), in field order; `None` if `ty` is not a struct of this crate or
 /// its fields cannot be read.
-pub fn output_leaves(ty: &str) -> Option<Vec<(Vec<String>, syn::Type)>> {
+pub fn output_leaves(ty: &str) -> Option<Vec<OutputLeaf>> {
     let t: syn::Type = syn::parse_str(ty).ok()?;
     let (name, false, st) = struct_name(&t)? else {
         return None;
@@ -84,21 +95,26 @@ pub fn output_leaves(ty: &str) -> Option<Vec<(Vec<String>, syn::Type)>> {
     Some(
         leaves
             .into_iter()
-            .map(|l| (l.chain.iter().map(|c| c.to_string()).collect(), l.ty))
+            .map(|l| OutputLeaf {
+                chain: l.chain.iter().map(|c| c.to_string()).collect(),
+                ty: l.ty,
+                diff: l.diff,
+            })
             .collect(),
     )
 }
 
 /// The return type of the flat function of a function returning `ty` (as
-/// written): the tuple of a struct's leaves (the one leaf alone), or `ty`.
+/// written): the tuple of a struct's leaves with a derivative (the one leaf
+/// alone), or `ty`.
 pub fn flat_output_type(ty: &str) -> String {
-    match output_leaves(ty).as_deref() {
-        Some([(_, one)]) => one.to_token_stream().to_string(),
-        Some(leaves) => {
-            let tys = leaves.iter().map(|(_, t)| t);
-            quote!((#(#tys),*)).to_string()
-        }
-        None => ty.to_string(),
+    let Some(leaves) = output_leaves(ty) else {
+        return ty.to_string();
+    };
+    let tys: Vec<&syn::Type> = leaves.iter().filter(|l| l.diff).map(|l| &l.ty).collect();
+    match tys.as_slice() {
+        [one] => one.to_token_stream().to_string(),
+        _ => quote!((#(#tys),*)).to_string(),
     }
 }
 
@@ -343,11 +359,11 @@ fn expand_flat(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::
                 let out_ident = format_ident!("__linad_out");
                 match flatten(&out_ident, st, quote!(#st), &[], &mut leaves, t.span()) {
                     Ok(tree) => {
-                        if let Some(l) = leaves.iter().find(|l| !l.diff || l.is_vec) {
+                        if let Some(l) = leaves.iter().find(|l| l.diff && l.is_vec) {
                             let path: Vec<String> = l.chain.iter().map(|c| c.to_string()).collect();
                             errors.push(syn::Error::new(
                                 t.span(),
-                                format!("a struct output must hold only `f64`, tuples of `f64` and `f64` arrays: its field `{}` is not one", path.join(".")),
+                                format!("a struct output's fields with a derivative must be floats, their tuples or arrays: its field `{}` is a `Vec` (not supported yet in outputs)", path.join(".")),
                             ));
                         }
                         Some(OutStruct {
@@ -403,7 +419,7 @@ fn expand_flat(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::
     };
     rw.visit_block_mut(&mut flat.block);
     if let Some(o) = &out {
-        let tys: Vec<&syn::Type> = o.leaves.iter().map(|l| &l.ty).collect();
+        let tys: Vec<&syn::Type> = o.leaves.iter().filter(|l| l.diff).map(|l| &l.ty).collect();
         flat.sig.output = match tys.as_slice() {
             [one] => syn::parse_quote!(-> #one),
             _ => syn::parse_quote!(-> (#(#tys),*)),
@@ -1028,11 +1044,18 @@ struct OutStruct {
 }
 
 impl OutStruct {
-    /// Temporaries for the leaves, and a pattern binding a flat result.
+    /// Whether some field has no derivative: the flat function does not
+    /// return it, and the companions return the user's own `f(..)` as the
+    /// primal.
+    fn has_constants(&self) -> bool {
+        self.leaves.iter().any(|l| !l.diff)
+    }
+
+    /// Temporaries for the leaves the flat function returns (those with a
+    /// derivative), and a pattern binding a flat result.
     fn temps(&self, what: &str) -> (Vec<syn::Ident>, TokenStream) {
-        let ts: Vec<syn::Ident> = (0..self.leaves.len())
-            .map(|k| format_ident!("__linad_{what}{k}"))
-            .collect();
+        let n = self.leaves.iter().filter(|l| l.diff).count();
+        let ts: Vec<syn::Ident> = (0..n).map(|k| format_ident!("__linad_{what}{k}")).collect();
         let pat = match ts.as_slice() {
             [one] => quote!(#one),
             _ => quote!((#(#ts),*)),
@@ -1059,6 +1082,7 @@ impl OutStruct {
         let parts: Vec<TokenStream> = self
             .leaves
             .iter()
+            .filter(|l| l.diff)
             .map(|l| {
                 let chain = &l.chain;
                 if l.by_ref {
@@ -1098,17 +1122,31 @@ struct OutputRewrite<'a> {
 }
 
 impl OutputRewrite<'_> {
-    /// The leaves of a struct literal for `node`, in order.
-    fn leaves(&mut self, node: &Node, e: &syn::Expr, out: &mut Vec<syn::Expr>) -> bool {
+    /// Binds the leaves of the struct literal `e` for `node` to temporaries,
+    /// in the order the literal writes its fields (Rust evaluates them so:
+    /// `S { r: y.dot(&y), y }` borrows `y` before moving it), recording which
+    /// temporary holds which leaf. Constant leaves are not computed (the
+    /// companions take them from the user's own function).
+    fn bind(
+        &mut self,
+        node: &Node,
+        e: &syn::Expr,
+        lets: &mut Vec<syn::Stmt>,
+        held: &mut Vec<(usize, syn::Ident)>,
+    ) -> bool {
         match node {
-            Node::Leaf(_) => {
-                out.push(e.clone());
+            Node::Leaf(k) => {
+                if self.out.leaves[*k].diff {
+                    let t = format_ident!("__linad_field{}", held.len(), span = e.span());
+                    lets.push(syn::parse_quote_spanned!(e.span()=> let #t = #e;));
+                    held.push((*k, t));
+                }
                 true
             }
             Node::Struct(_, fields) => {
                 let lit = match e {
                     syn::Expr::Struct(l) if l.rest.is_none() => l,
-                    syn::Expr::Paren(p) => return self.leaves(node, &p.expr, out),
+                    syn::Expr::Paren(p) => return self.bind(node, &p.expr, lets, held),
                     _ => {
                         self.errors.push(syn::Error::new(
                             e.span(),
@@ -1117,22 +1155,27 @@ impl OutputRewrite<'_> {
                         return false;
                     }
                 };
-                for (name, sub) in fields {
-                    let v = lit
+                for (name, _) in fields {
+                    let given = lit
                         .fields
                         .iter()
-                        .find(|fv| matches!(&fv.member, syn::Member::Named(n) if n == name));
-                    match v {
-                        Some(fv) => {
-                            if !self.leaves(sub, &fv.expr, out) {
-                                return false;
-                            }
-                        }
-                        None => {
-                            self.errors.push(syn::Error::new(
-                                lit.span(),
-                                format!("missing field `{name}` in the struct output"),
-                            ));
+                        .any(|fv| matches!(&fv.member, syn::Member::Named(n) if n == name));
+                    if !given {
+                        self.errors.push(syn::Error::new(
+                            lit.span(),
+                            format!("missing field `{name}` in the struct output"),
+                        ));
+                        return false;
+                    }
+                }
+                for fv in &lit.fields {
+                    let sub = fields
+                        .iter()
+                        .find(|(name, _)| matches!(&fv.member, syn::Member::Named(n) if n == name));
+                    // A field the struct does not have: rustc reports it on
+                    // the user's function.
+                    if let Some((_, sub)) = sub {
+                        if !self.bind(sub, &fv.expr, lets, held) {
                             return false;
                         }
                     }
@@ -1154,12 +1197,16 @@ impl OutputRewrite<'_> {
             syn::Expr::Block(b) => self.tail(&mut b.block),
             syn::Expr::Paren(p) => self.value(&mut p.expr),
             _ => {
-                let mut parts = vec![];
-                if self.leaves(&self.out.tree, e, &mut parts) {
-                    *e = match parts.as_slice() {
-                        [one] => one.clone(),
+                let (mut lets, mut held) = (vec![], vec![]);
+                if self.bind(&self.out.tree, e, &mut lets, &mut held) {
+                    // The leaves in declaration order (the flat function's).
+                    held.sort_by_key(|(k, _)| *k);
+                    let parts: Vec<&syn::Ident> = held.iter().map(|(_, t)| t).collect();
+                    let tuple: syn::Expr = match parts.as_slice() {
+                        [one] => syn::parse_quote!(#one),
                         _ => syn::parse_quote!((#(#parts),*)),
                     };
+                    *e = syn::parse_quote!({ #(#lets)* #tuple });
                 }
             }
         }
@@ -1442,12 +1489,37 @@ impl Wrappers<'_> {
         }
     }
 
-    /// The user's output from a flat primal result.
+    /// The user's output from a flat primal result (the user's own result,
+    /// bound by [`Self::user_primal`], when the output struct has constant
+    /// fields).
     fn primal_out(&self, v: TokenStream) -> TokenStream {
         match self.out {
+            Some(o) if o.has_constants() => quote!(__linad_user_y),
             Some(o) => o.primal(v),
             None => v,
         }
+    }
+
+    /// `let __linad_user_y = f(..);` when the output struct has constant
+    /// fields (the flat function returns only the fields with a
+    /// derivative); nothing otherwise. Owned arguments are cloned: the flat
+    /// function takes them next.
+    fn user_primal(&self) -> TokenStream {
+        if !self.out.is_some_and(|o| o.has_constants()) {
+            return TokenStream::new();
+        }
+        let f = &self.func.sig.ident;
+        let args = self.params.iter().map(|p| {
+            let (id, ty) = match p {
+                UserParam::Plain(pt, id) => (id, &*pt.ty),
+                UserParam::Struct { ident, ty, .. } => (ident, &**ty),
+            };
+            match ty {
+                syn::Type::Reference(_) => quote!(#id),
+                _ => quote!(::core::clone::Clone::clone(&#id)),
+            }
+        });
+        quote!(let __linad_user_y = #f(#(#args),*);)
     }
 
     /// The user's output tangent from a flat one.
@@ -1480,6 +1552,7 @@ impl Wrappers<'_> {
     }
 
     fn jvp(&self) -> TokenStream {
+        let user = self.user_primal();
         let (vis, f) = (&self.func.vis, &self.func.sig.ident);
         let name = crate::names::jvp(f);
         let inner = crate::names::jvp(&self.flat.ident);
@@ -1498,6 +1571,7 @@ impl Wrappers<'_> {
             #allows
             #vis fn #name(#(#decls,)* #(#dnames: #dtys),*) -> (#o, #ot) {
                 #checks
+                #user
                 let __linad_r = #inner(#(#args,)* #(#dargs),*);
                 (#y, #dy)
             }
@@ -1505,6 +1579,7 @@ impl Wrappers<'_> {
     }
 
     fn vjp(&self) -> TokenStream {
+        let user = self.user_primal();
         let (vis, f) = (&self.func.vis, &self.func.sig.ident);
         let name = crate::names::vjp(f);
         let inner = crate::names::vjp(&self.flat.ident);
@@ -1524,6 +1599,7 @@ impl Wrappers<'_> {
             #[doc = #doc]
             #allows
             #vis fn #name(#(#decls,)* #ct: #ctt) -> (#o, #rt) {
+                #user
                 let (__linad_y, #pat) = #inner(#(#args,)* #fct);
                 (#y, #r)
             }
@@ -1531,6 +1607,7 @@ impl Wrappers<'_> {
     }
 
     fn linearize(&self) -> TokenStream {
+        let user = self.user_primal();
         let (vis, f) = (&self.func.vis, &self.func.sig.ident);
         let name = crate::names::linearize(f);
         let inner = crate::names::linearize(&self.flat.ident);
@@ -1548,6 +1625,7 @@ impl Wrappers<'_> {
             #vis fn #name(#(#decls),*)
                 -> (#o, impl Fn(#(#dtys),*) -> #ot + ::core::marker::Send + ::core::marker::Sync + use<>)
             {
+                #user
                 let (__linad_y, __linad_l) = #inner(#(#args),*);
                 (#y, move |#(#dnames: #dtys),*| -> #ot { #dy })
             }
@@ -1555,6 +1633,7 @@ impl Wrappers<'_> {
     }
 
     fn pullback(&self) -> TokenStream {
+        let user = self.user_primal();
         let (vis, f) = (&self.func.vis, &self.func.sig.ident);
         let name = crate::names::pullback(f);
         let inner = crate::names::pullback(&self.flat.ident);
@@ -1577,6 +1656,7 @@ impl Wrappers<'_> {
             #vis fn #name(#(#decls),*)
                 -> (#o, impl Fn(#ctt) -> #rt + ::core::marker::Send + ::core::marker::Sync + use<>)
             {
+                #user
                 let (__linad_y, __linad_pb) = #inner(#(#args),*);
                 (#y, move |#ct: #ctt| -> #rt {
                     let #pat = __linad_pb(#fct);
