@@ -644,3 +644,28 @@ fn struct_outputs_with_constant_fields() {
     let (_, dl) = solve_loss_jvp(&x, 0.7, &dx, 0.1);
     assert_close(dl, glx.dot(&dx) + gls * 0.1, 1e-12);
 }
+
+/// A struct result destructured by `let` (a tuple field by a tuple
+/// pattern, the rest left to `..`), and one with a constant field skipped.
+#[differentiable]
+fn stats_destructured(v: &Array1<f64>, s: f64) -> f64 {
+    let Stats {
+        mean,
+        spread: (a, _),
+        ..
+    } = stats(v, s);
+    let Solved { r, steps: _, .. } = solve(v, s);
+    mean * a + r
+}
+
+#[test]
+fn struct_results_destructured() {
+    let v = Array1::from(vec![1.0, -2.0, 0.5, 3.0]);
+    let dv = Array1::from(vec![0.3, 0.1, -0.2, 0.4]);
+    let y = stats_destructured(&v, 0.7);
+    let (yv, (gv, gs)) = stats_destructured_vjp(&v, 0.7, 1.0);
+    assert_eq!(y.to_bits(), yv.to_bits());
+    let h = 1e-6;
+    let at = |k: f64| stats_destructured(&(&v + &(&dv * k)), 0.7 + 0.5 * k);
+    assert_close(gv.dot(&dv) + gs * 0.5, (at(h) - at(-h)) / (2.0 * h), 1e-6);
+}

@@ -11,11 +11,16 @@
 //! p.a.sum() + p.inner.b       =>   p.0.sum() + p.1
 //! ```
 //!
+//! A destructuring `let S { a, inner: T { b, .. }, .. } = g(..);` becomes a
+//! tuple pattern over the leaves (`_` for those it does not bind).
+//!
 //! The user's function itself is not changed (only the copy that is
-//! differentiated). A struct result is read through its leaves: using it
-//! whole (passing it on, returning it) or naming a nested struct without
-//! going down to a leaf is refused with a message saying so. A later `let`
-//! of the same name ends the rewriting.
+//! differentiated, and the flat functions and shadows, which are compiled).
+//! A struct result is read through its leaves: using it whole (passing it
+//! on, returning it) or naming a nested struct without going down to a leaf
+//! is refused with a message saying so, and so is reading a constant field
+//! (the flat function does not return those). A later `let` of the same
+//! name ends the rewriting.
 
 use crate::crate_fns;
 use crate::f32s::SHADOW_PREFIX;
@@ -91,6 +96,29 @@ fn struct_callee(name: &str) -> Option<Callee> {
     ))
 }
 
+/// The name of the function a call calls by path (`g` for `m::g(..)`).
+fn call_name(c: &syn::ExprCall) -> Option<String> {
+    let syn::Expr::Path(fp) = &*c.func else {
+        return None;
+    };
+    let last = fp.path.segments.last()?;
+    Some(syn::ext::IdentExt::unraw(&last.ident).to_string())
+}
+
+/// The names a pattern binds.
+fn pattern_idents(p: &syn::Pat) -> Vec<String> {
+    struct Names(Vec<String>);
+    impl<'a> syn::visit::Visit<'a> for Names {
+        fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
+            self.0.push(p.ident.to_string());
+            syn::visit::visit_pat_ident(self, p);
+        }
+    }
+    let mut n = Names(vec![]);
+    syn::visit::Visit::visit_pat(&mut n, p);
+    n.0
+}
+
 /// The field chain of `e` from a plain name: `p.a.b` is `(p, [a, b])`.
 fn chain_of(e: &syn::Expr) -> Option<(syn::Ident, Vec<String>)> {
     match e {
@@ -140,7 +168,19 @@ impl Rewriter {
     /// flat function and `p` is recorded.
     fn local(&mut self, l: &mut syn::Local) {
         if let Some(init) = &mut l.init {
-            self.visit_expr_mut(&mut init.expr);
+            match &mut *init.expr {
+                // The call itself is bound here: only its arguments are
+                // visited.
+                syn::Expr::Call(c) if call_name(c).and_then(|n| struct_callee(&n)).is_some() => {
+                    for a in &mut c.args {
+                        self.visit_expr_mut(a);
+                    }
+                }
+                e => self.visit_expr_mut(e),
+            }
+            if let Some((_, e)) = &mut init.diverge {
+                self.visit_expr_mut(e);
+            }
         }
         let ident = match &l.pat {
             syn::Pat::Ident(pi) if pi.subpat.is_none() => Some(pi.ident.clone()),
@@ -164,11 +204,41 @@ impl Rewriter {
             Some((name, chains, constants))
         });
         let Some(ident) = ident else {
-            if let Some((callee, _, _)) = found {
-                self.errors.push(syn::Error::new(
-                    l.pat.span(),
-                    format!("bind the struct that `{callee}` returns to a name (`let p = {callee}(..);`) and read its fields (`p.field`)"),
-                ));
+            for n in pattern_idents(&l.pat) {
+                self.shadow(&n);
+            }
+            if let Some((callee, chains, constants)) = found {
+                // `let Pair { a, b: (s, t), .. } = g(..);`: a tuple pattern
+                // over the flat function's leaves.
+                let mut pat = &l.pat;
+                while let syn::Pat::Type(syn::PatType { pat: p, .. })
+                | syn::Pat::Paren(syn::PatParen { pat: p, .. }) = pat
+                {
+                    pat = p;
+                }
+                let mut binds = vec![];
+                if let syn::Pat::Struct(ps) = pat {
+                    self.destructure(ps, &[], &chains, &constants, &callee, &mut binds);
+                } else if !matches!(pat, syn::Pat::Wild(_)) {
+                    self.errors.push(syn::Error::new(
+                        l.pat.span(),
+                        format!("bind the struct that `{callee}` returns to a name (`let p = {callee}(..);`) or destructure it (`let S {{ a, b, .. }} = {callee}(..);`)"),
+                    ));
+                }
+                let parts: Vec<syn::Pat> = chains
+                    .iter()
+                    .map(|c| {
+                        binds
+                            .iter()
+                            .find(|(b, _)| b == c)
+                            .map(|(_, p)| p.clone())
+                            .unwrap_or_else(|| syn::parse_quote!(_))
+                    })
+                    .collect();
+                l.pat = match parts.as_slice() {
+                    [one] => one.clone(),
+                    _ => syn::parse_quote!((#(#parts),*)),
+                };
             }
             return;
         };
@@ -186,6 +256,47 @@ impl Rewriter {
                     constants,
                     callee,
                 });
+            }
+        }
+    }
+
+    /// The bindings of a struct pattern over a struct result's leaves:
+    /// `(chain, pattern)` for each leaf the pattern binds; errors for
+    /// constant fields bound by name and nested structs bound whole.
+    fn destructure(
+        &mut self,
+        ps: &syn::PatStruct,
+        prefix: &[String],
+        chains: &[Vec<String>],
+        constants: &[Vec<String>],
+        callee: &str,
+        binds: &mut Vec<(Vec<String>, syn::Pat)>,
+    ) {
+        for fp in &ps.fields {
+            let syn::Member::Named(n) = &fp.member else {
+                continue;
+            };
+            let mut chain = prefix.to_vec();
+            chain.push(n.to_string());
+            match &*fp.pat {
+                syn::Pat::Struct(inner) => {
+                    self.destructure(inner, &chain, chains, constants, callee, binds)
+                }
+                p if chains.contains(&chain) => binds.push((chain, p.clone())),
+                syn::Pat::Wild(_) => {}
+                p if constants.contains(&chain) => self.errors.push(syn::Error::new(
+                    p.span(),
+                    format!("`{}` is a constant field of the struct `{callee}` returns: it is not available in a differentiable caller yet (write `{n}: _` or leave it to `..`)", chain.join(".")),
+                )),
+                p if chains.iter().any(|c| c.starts_with(&chain)) => {
+                    self.errors.push(syn::Error::new(
+                        p.span(),
+                        format!("`{}` is a struct: destructure it too (`{n}: Inner {{ x, .. }}`)", chain.join(".")),
+                    ))
+                }
+                // A field the struct does not have: rustc reports it on
+                // the user's function.
+                _ => {}
             }
         }
     }
@@ -249,6 +360,17 @@ impl VisitMut for Rewriter {
     }
 
     fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+        if let syn::Expr::Call(c) = e {
+            if let Some(name) = call_name(c).filter(|n| struct_callee(n).is_some()) {
+                let user = name
+                    .trim_start_matches(SHADOW_PREFIX)
+                    .trim_start_matches(FLAT_PREFIX);
+                self.errors.push(syn::Error::new(
+                    c.span(),
+                    format!("bind the struct that `{user}` returns to a name (`let p = {user}(..);`) and read its fields (`p.field`)"),
+                ));
+            }
+        }
         if matches!(e, syn::Expr::Field(_) | syn::Expr::Path(_)) {
             if let Some(r) = self.leaf_read(e) {
                 *e = r;

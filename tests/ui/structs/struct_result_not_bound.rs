@@ -14,8 +14,7 @@ fn make(x: &Array1<f64>, s: f64) -> Pair {
 
 #[differentiable]
 fn f(x: &Array1<f64>, s: f64) -> f64 {
-    let Pair { a, b } = make(x, s);
-    a.sum() * b
+    make(x, s).a.sum() * s
 }
 
 fn main() {}
