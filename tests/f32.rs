@@ -323,3 +323,28 @@ fn f32_fields_of_f64_functions() {
     assert_eq!(g.w, Array1::from(vec![3.0f32; 3]));
     assert_eq!(gx, 2.75);
 }
+
+/// Owned `f32` arrays and a tuple output: `f_linearize`'s map runs the
+/// linear map once per call and rounds each part (it called the map once
+/// per tuple part, moving the converted tangents twice: a compile error
+/// the fuzzer's `f32` twins found).
+#[differentiable]
+fn owned_pair32(x: f32, a: Array2<f32>, b: Array2<f32>) -> (f32, f32) {
+    (b.sum() + a.sum() * x, (a * x).sum())
+}
+
+#[test]
+fn owned_f32_arrays_and_tuple_outputs() {
+    let a = Array2::from_elem((2, 2), 0.5f32);
+    let b = Array2::from_elem((2, 2), -1.5f32);
+    let (da, db) = (
+        Array2::from_elem((2, 2), 1.0f32),
+        Array2::from_elem((2, 2), 0.25f32),
+    );
+    let (y, dy) = owned_pair32_jvp(2.0, a.clone(), b.clone(), 0.5, da.clone(), db.clone());
+    let (yl, lin) = owned_pair32_linearize(2.0, a.clone(), b.clone());
+    assert_eq!(y, yl);
+    assert_eq!(lin(0.5, da, db), dy);
+    // d(b.sum() + x a.sum()) = db.sum() + dx a.sum() + x da.sum()
+    assert_eq!(dy.0, 1.0 + 0.5 * 2.0 + 2.0 * 4.0);
+}

@@ -541,7 +541,8 @@ impl Wrappers<'_> {
         let dd: Vec<TokenStream> = ds.iter().map(|(d, t)| quote!(#d: #t)).collect();
         let dtys = ds.iter().map(|(_, t)| t);
         let o = self.out_ty();
-        let dy = from_shadow(&quote!(__linad_l(#(#da),*)), &o);
+        // The linear map runs once; a tuple output is rounded part by part.
+        let dy = from_shadow(&quote!(__linad_dy), &o);
         let (decls, primal) = (self.decls(), self.primal());
         let doc = format!(" Linearisation of [`{f}`]: `({f}(..), jvp)`, the linear map of the `f64` computation, its results rounded to the output's float types.");
         let allows = allows();
@@ -554,7 +555,11 @@ impl Wrappers<'_> {
             {
                 #pb
                 let (_, __linad_l) = #inner(#(#pa),*);
-                (#primal, move |#(#dd),*| -> #o { #db #dy })
+                (#primal, move |#(#dd),*| -> #o {
+                    #db
+                    let __linad_dy = __linad_l(#(#da),*);
+                    #dy
+                })
             }
         }
     }

@@ -2,7 +2,9 @@
 //! (`target/linad-fuzz-e2e/valid`, a path dependency on this repository's
 //! `linad`) whose `main` checks, per function: `f`, `f_jvp` and `f_vjp`
 //! primal results bit-identical; `f_jvp` against central finite differences
-//! of `f`; `f_vjp` against `f_jvp` (`<ȳ, J ẋ> = <Jᵀ ȳ, ẋ>`). Mutated
+//! of `f`; `f_vjp` against `f_jvp` (`<ȳ, J ẋ> = <Jᵀ ȳ, ẋ>`); for one
+//! function in four, its `f32` twin against the function itself (see
+//! `f32_twin_check`). Mutated
 //! functions go to a second crate (`.../invalid`), built with
 //! `--message-format=short`: each must give exactly one error (at least one
 //! when the mutant is not valid Rust anyway), located in its own module.
@@ -30,8 +32,9 @@ pub fn repo_root() -> PathBuf {
 
 const PRELUDE: &str = r#"#![allow(warnings)]
 // Constant overflow in code that never runs (the oracle discards programs
-// whose executed code overflows).
-#![allow(arithmetic_overflow, unconditional_panic)]
+// whose executed code overflows); `f64` literals out of `f32`'s range in
+// the `f32` twins.
+#![allow(arithmetic_overflow, unconditional_panic, overflowing_literals)]
 use linad::differentiable;
 use linad::ndarray::{Array1, Array2, Array3, ArrayView1, ArrayView2, ArrayView3, Dimension};
 
@@ -49,10 +52,22 @@ impl<T: Flat + ?Sized> Flat for &T {
         (**self).flat(out)
     }
 }
-impl<S: linad::ndarray::Data<Elem = f64>, D: Dimension> Flat for linad::ndarray::ArrayBase<S, D> {
+impl Flat for f32 {
     fn flat(&self, out: &mut Vec<f64>) {
-        out.extend(self.iter().copied())
+        out.push(*self as f64)
     }
+}
+impl<A: Copy + Into<f64>, S: linad::ndarray::Data<Elem = A>, D: Dimension> Flat for linad::ndarray::ArrayBase<S, D> {
+    fn flat(&self, out: &mut Vec<f64>) {
+        out.extend(self.iter().map(|x| (*x).into()))
+    }
+}
+/// `f32` twins compared, and skipped (a panic at the rounded inputs).
+pub static TWINS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+pub static TWINS_SKIPPED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// `f64`s rounded to `f32` and back.
+pub fn round32(v: &[f64]) -> Vec<f64> {
+    v.iter().map(|x| *x as f32 as f64).collect()
 }
 macro_rules! flat_tuple {
     ($($t:ident $i:tt),*) => {
@@ -120,14 +135,32 @@ fn lit(x: f64) -> String {
 }
 
 fn value_expr(v: &V, ty: &Ty) -> String {
+    value_expr_with(v, ty, &lit)
+}
+
+/// `v` with its floats rounded to `f32`, as `f32` literals (`f32`) or as
+/// `f64` literals of the rounded values.
+fn rounded_expr(v: &V, ty: &Ty, f32: bool) -> String {
+    let l = |x: f64| {
+        let r = x as f32;
+        if f32 {
+            format!("{}_f32", lit(r as f64).trim_end_matches("_f64"))
+        } else {
+            lit(r as f64)
+        }
+    };
+    value_expr_with(v, ty, &l)
+}
+
+fn value_expr_with(v: &V, ty: &Ty, lit: &dyn Fn(f64) -> String) -> String {
     match (v, ty) {
         (V::F(x), _) => lit(*x),
         (V::I(i, t), _) => format!("{i}{}", t.name()),
         (V::B(b), _) => b.to_string(),
         (V::T(vs), Ty::T2) => format!(
             "({}, {})",
-            value_expr(&vs[0], &Ty::F),
-            value_expr(&vs[1], &Ty::F)
+            value_expr_with(&vs[0], &Ty::F, lit),
+            value_expr_with(&vs[1], &Ty::F, lit)
         ),
         (V::A(shape, data), Ty::A(r)) => {
             let sh = if *r == 1 {
@@ -270,7 +303,127 @@ fn valid_module(k: usize, case_seed: u64, p: &Program, out: &mut String) {
     let _ = writeln!(out, "    if !(e <= 1e-3) && !{absorbs} {{ fails.push(format!(\"jvp vs finite differences: rel err {{e:e}} (jvp {{dy:?}})\")); }}");
     let _ = writeln!(out, "    let (l, r) = (dot(&fl(&ct), &dy), dot(&g, &dx));");
     let _ = writeln!(out, "    if !((l - r).abs() <= 1e-9 * 1f64.max(l.abs()).max(r.abs())) {{ fails.push(format!(\"<ct, jvp> = {{l:e}} but <vjp, dx> = {{r:e}}\")); }}");
-    let _ = writeln!(out, "    fails\n}}\n}}");
+    if twin32(case_seed) {
+        f32_twin_check(p, &ct_val, out);
+    }
+    let _ = writeln!(out, "    fails\n}}");
+    if twin32(case_seed) {
+        // The twin: the same source with every `f64` written `f32`, and
+        // helpers renamed so that the macro finds each (`f_h0` is in
+        // every case).
+        let _ = writeln!(
+            out,
+            "mod t32 {{\n    use super::*;\n{}}}",
+            p.source()
+                .replace("f64", "f32")
+                .replace("f_h", &format!("t{k}_h"))
+                .replace("\nfn ", "\npub(crate) fn ")
+        );
+    }
+    let _ = writeln!(out, "}}");
+}
+
+/// Whether case `seed` also checks its `f32` twin (one case in four).
+fn twin32(seed: u64) -> bool {
+    seed.is_multiple_of(4)
+}
+
+/// Checks of the `f32` twin of `p` (module `t32`: the source with `f32`
+/// for `f64`). linad differentiates an `f32` function through an `f64`
+/// copy of itself, which for the twin is `p` again; so at inputs, tangents
+/// and cotangents rounded to `f32`, the twin's derivatives are `p`'s
+/// rounded to `f32`, bit for bit, and its companions' primal results are
+/// the twin's own. Where `p` panics at the rounded inputs (a float turned
+/// into an index, say) nothing is compared.
+fn f32_twin_check(p: &Program, ct_val: &V, out: &mut String) {
+    let f = &p.main;
+    let name = &f.name;
+    let (mut rargs, mut sargs, mut rt, mut st) = (vec![], vec![], vec![], vec![]);
+    let _ = writeln!(out, "    let twin = std::panic::catch_unwind(|| {{");
+    let mut rng = Rng::new(0x32);
+    for (j, prm) in f.params.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "        let r{j} = {};",
+            rounded_expr(&prm.value, &prm.ty, false)
+        );
+        let _ = writeln!(
+            out,
+            "        let s{j} = {};",
+            rounded_expr(&prm.value, &prm.ty, true)
+        );
+        rargs.push(pass_as(&format!("r{j}"), &prm.ty, prm.pass));
+        sargs.push(pass_as(&format!("s{j}"), &prm.ty, prm.pass));
+        if prm.ty.differentiable() {
+            let t = tangent(&prm.value, &mut rng);
+            let _ = writeln!(
+                out,
+                "        let dr{j} = {};",
+                rounded_expr(&t, &prm.ty, false)
+            );
+            let _ = writeln!(
+                out,
+                "        let ds{j} = {};",
+                rounded_expr(&t, &prm.ty, true)
+            );
+            rt.push(pass_as(&format!("dr{j}"), &prm.ty, prm.pass));
+            st.push(pass_as(&format!("ds{j}"), &prm.ty, prm.pass));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "        let ctr = {};",
+        rounded_expr(ct_val, &f.out, false)
+    );
+    let _ = writeln!(
+        out,
+        "        let cts = {};",
+        rounded_expr(ct_val, &f.out, true)
+    );
+    let (ctr, cts) = if matches!(f.out, Ty::A(_)) {
+        ("&ctr", "&cts")
+    } else {
+        ("ctr", "cts")
+    };
+    let (ra, sa) = (rargs.join(", "), sargs.join(", "));
+    let sep = if rt.is_empty() { "" } else { ", " };
+    let _ = writeln!(
+        out,
+        "        let want_g = round32(&fl(&{name}_vjp({ra}, {ctr}).1));"
+    );
+    let _ = writeln!(
+        out,
+        "        let want_dy = round32(&fl(&{name}_jvp({ra}{sep}{}).1));",
+        rt.join(", ")
+    );
+    let _ = writeln!(out, "        let y32 = fl(&t32::{name}({sa}));");
+    let _ = writeln!(
+        out,
+        "        let (yv32, g32) = t32::{name}_vjp({sa}, {cts});"
+    );
+    let _ = writeln!(
+        out,
+        "        let (yj32, dy32) = t32::{name}_jvp({sa}{sep}{});",
+        st.join(", ")
+    );
+    let _ = writeln!(
+        out,
+        "        (want_g, want_dy, y32, fl(&yv32), fl(&g32), fl(&yj32), fl(&dy32))"
+    );
+    let _ = writeln!(out, "    }});");
+    let _ = writeln!(out, "    if twin.is_err() {{ TWINS_SKIPPED.fetch_add(1, std::sync::atomic::Ordering::Relaxed); }}");
+    let _ = writeln!(
+        out,
+        "    if let Ok((want_g, want_dy, y32, yv32, g32, yj32, dy32)) = twin {{"
+    );
+    let _ = writeln!(
+        out,
+        "        TWINS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);"
+    );
+    let _ = writeln!(out, "        if !bits_eq(&y32, &yv32) || !bits_eq(&y32, &yj32) {{ fails.push(format!(\"f32 twin: primal {{:?}} / {{:?}} != f {{:?}}\", yv32, yj32, y32)); }}");
+    let _ = writeln!(out, "        if !bits_eq(&g32, &want_g) {{ fails.push(format!(\"f32 twin: vjp {{:?}} != the f64 function's rounded {{:?}}\", g32, want_g)); }}");
+    let _ = writeln!(out, "        if !bits_eq(&dy32, &want_dy) {{ fails.push(format!(\"f32 twin: jvp {{:?}} != the f64 function's rounded {{:?}}\", dy32, want_dy)); }}");
+    let _ = writeln!(out, "    }}");
 }
 
 fn write_crate(dir: &Path, name: &str, main: &str) -> std::io::Result<()> {
@@ -365,6 +518,7 @@ pub fn run_cases(cases: &[(Features, u64)], mutants: usize, seed: u64, fs: Featu
                 "    match std::panic::catch_unwind(c{k}::check) {{ Ok(fs) => for f in fs {{ bad += 1; println!(\"FAIL seed {s}: {{f}}\"); }}, Err(_) => {{ bad += 1; println!(\"FAIL seed {s}: panic\"); }} }}"
             );
         }
+        main.push_str("    println!(\"f32 twins: {} compared, {} skipped (the f64 function panics at the rounded inputs)\", TWINS.load(std::sync::atomic::Ordering::Relaxed), TWINS_SKIPPED.load(std::sync::atomic::Ordering::Relaxed));\n");
         main.push_str("    println!(\"{} failure(s)\", bad);\n    std::process::exit(if bad == 0 { 0 } else { 1 });\n}\n");
         let dir = base.join("valid");
         write_crate(&dir, "linad-fuzz-e2e", &main).expect("write the e2e crate");
@@ -400,6 +554,9 @@ pub fn run_cases(cases: &[(Features, u64)], mutants: usize, seed: u64, fs: Featu
             live.len(),
             t1.elapsed()
         );
+        for line in stdout.lines().filter(|l| l.starts_with("f32 twins")) {
+            println!("e2e: {line}");
+        }
         for line in stdout.lines().filter(|l| l.starts_with("FAIL")) {
             println!("  {line}");
         }
