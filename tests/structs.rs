@@ -669,3 +669,30 @@ fn struct_results_destructured() {
     let at = |k: f64| stats_destructured(&(&v + &(&dv * k)), 0.7 + 0.5 * k);
     assert_close(gv.dot(&dv) + gs * 0.5, (at(h) - at(-h)) / (2.0 * h), 1e-6);
 }
+
+/// A field named by a raw identifier (the flat parameter's name is built
+/// from the field's name without `r#`; the fuzzer's struct twins found the
+/// internal error it was).
+#[derive(Differentiable, Clone, Debug)]
+pub struct Raw {
+    pub r#type: f64,
+    pub r#in: Array1<f64>,
+}
+
+#[differentiable]
+fn raw_fields(p: &Raw) -> f64 {
+    p.r#type * p.r#in.sum()
+}
+
+#[test]
+fn raw_identifier_fields() {
+    let p = Raw {
+        r#type: 2.0,
+        r#in: Array1::from(vec![1.0, 3.0]),
+    };
+    let (y, g) = raw_fields_vjp(&p, 1.0);
+    assert_eq!(y, raw_fields(&p));
+    assert_eq!(y, 8.0);
+    assert_eq!(g.r#type, 4.0);
+    assert_eq!(g.r#in, Array1::from(vec![2.0, 2.0]));
+}

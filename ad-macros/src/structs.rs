@@ -263,7 +263,7 @@ fn flatten(
                     "{}__{}",
                     syn::ext::IdentExt::unraw(param),
                     sub.iter()
-                        .map(|i| i.to_string())
+                        .map(|i| syn::ext::IdentExt::unraw(i).to_string())
                         .collect::<Vec<_>>()
                         .join("__"),
                     span = span

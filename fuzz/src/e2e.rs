@@ -4,7 +4,8 @@
 //! primal results bit-identical; `f_jvp` against central finite differences
 //! of `f`; `f_vjp` against `f_jvp` (`<ȳ, J ẋ> = <Jᵀ ȳ, ẋ>`); for one
 //! function in four, its `f32` twin against the function itself (see
-//! `f32_twin_check`). Mutated
+//! `f32_twin_check`), for another one in four its struct twin (see
+//! `struct_twin_check`). Mutated
 //! functions go to a second crate (`.../invalid`), built with
 //! `--message-format=short`: each must give exactly one error (at least one
 //! when the mutant is not valid Rust anyway), located in its own module.
@@ -65,6 +66,7 @@ impl<A: Copy + Into<f64>, S: linad::ndarray::Data<Elem = A>, D: Dimension> Flat 
 /// `f32` twins compared, and skipped (a panic at the rounded inputs).
 pub static TWINS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 pub static TWINS_SKIPPED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+pub static STRUCT_TWINS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 /// `f64`s rounded to `f32` and back.
 pub fn round32(v: &[f64]) -> Vec<f64> {
     v.iter().map(|x| *x as f32 as f64).collect()
@@ -306,7 +308,14 @@ fn valid_module(k: usize, case_seed: u64, p: &Program, out: &mut String) {
     if twin32(case_seed) {
         f32_twin_check(p, &ct_val, out);
     }
+    let struct_twin = struct_twin(case_seed, p);
+    if let Some(t) = &struct_twin {
+        struct_twin_check(p, t, out);
+    }
     let _ = writeln!(out, "    fails\n}}");
+    if let Some(t) = &struct_twin {
+        out.push_str(&t.source);
+    }
     if twin32(case_seed) {
         // The twin: the same source with every `f64` written `f32`, and
         // helpers renamed so that the macro finds each (`f_h0` is in
@@ -321,6 +330,138 @@ fn valid_module(k: usize, case_seed: u64, p: &Program, out: &mut String) {
         );
     }
     let _ = writeln!(out, "}}");
+}
+
+/// The struct twin of a case: `p`'s main function with its
+/// differentiable parameters gathered in a struct deriving
+/// `Differentiable` (`S<seed>`, taken by reference as `zz_params`), which the body
+/// reads back into the parameters' names first.
+struct StructTwin {
+    /// The struct and the twin function (module `st`).
+    source: String,
+    /// The differentiable parameters' indices, in field order.
+    diff: Vec<usize>,
+    /// The case's seed (the struct is `S<seed>`).
+    seed: u64,
+}
+
+/// The struct twin of case `seed` (one case in four, those without `f32`
+/// twins and without a `wrt` list).
+fn struct_twin(seed: u64, p: &Program) -> Option<StructTwin> {
+    let f = &p.main;
+    if seed % 4 != 1 || !f.attr.is_empty() || !f.extra_params.is_empty() {
+        return None;
+    }
+    let diff: Vec<usize> = (0..f.params.len())
+        .filter(|j| f.params[*j].ty.differentiable())
+        .collect();
+    if diff.is_empty() {
+        return None;
+    }
+    let mut src = String::from("mod st {\n    use super::*;\n");
+    // Named per case: the macro finds structs by name in the crate.
+    let _ = writeln!(
+        src,
+        "#[derive(linad::Differentiable, Clone)]\npub struct S{seed} {{"
+    );
+    for j in &diff {
+        let prm = &f.params[*j];
+        let _ = writeln!(src, "    pub {}: {},", prm.name, prm.ty.rust());
+    }
+    src.push_str("}\n#[differentiable]\n");
+    let mut sig = vec![format!("zz_params: &S{seed}")];
+    for prm in f.params.iter().filter(|p| !p.ty.differentiable()) {
+        sig.push(format!("{}: {}", prm.name, prm.ty.rust()));
+    }
+    let _ = writeln!(
+        src,
+        "pub(crate) fn {}({}) -> {} {{",
+        f.name,
+        sig.join(", "),
+        f.out.rust()
+    );
+    for j in &diff {
+        let prm = &f.params[*j];
+        let n = &prm.name;
+        let read = match (&prm.ty, prm.pass) {
+            (Ty::A(_), Pass::Ref) => format!("&zz_params.{n}"),
+            (Ty::A(_), Pass::View) => format!("zz_params.{n}.view()"),
+            (Ty::A(_), Pass::Owned) => format!("zz_params.{n}.clone()"),
+            _ => format!("zz_params.{n}"),
+        };
+        let _ = writeln!(src, "    let {n} = {read};");
+    }
+    // The body: the main function's source after its signature line.
+    let main = f.source();
+    let body: Vec<&str> = main.lines().skip(2).collect();
+    src.push_str(&body.join("\n"));
+    src.push_str("\n}\n");
+    Some(StructTwin {
+        source: src,
+        diff,
+        seed,
+    })
+}
+
+/// Checks of the struct twin: its companions' primal results, tangent and
+/// cotangents equal the function's, bit for bit (the twin's flat function
+/// is the function).
+fn struct_twin_check(p: &Program, t: &StructTwin, out: &mut String) {
+    let f = &p.main;
+    let name = &f.name;
+    let fields: Vec<String> = t
+        .diff
+        .iter()
+        .map(|j| {
+            let n = &f.params[*j].name;
+            let a = match f.params[*j].ty {
+                Ty::A(_) => format!("a{j}.clone()"),
+                _ => format!("a{j}"),
+            };
+            format!("{n}: {a}")
+        })
+        .collect();
+    let dfields: Vec<String> = t
+        .diff
+        .iter()
+        .map(|j| {
+            let n = &f.params[*j].name;
+            let a = match f.params[*j].ty {
+                Ty::A(_) => format!("d_a{j}.clone()"),
+                _ => format!("d_a{j}"),
+            };
+            format!("{n}: {a}")
+        })
+        .collect();
+    let mut args = vec!["&zz_s".to_string()];
+    for (j, prm) in f.params.iter().enumerate() {
+        if !prm.ty.differentiable() {
+            args.push(pass_as(&format!("a{j}"), &prm.ty, prm.pass));
+        }
+    }
+    let a = args.join(", ");
+    let ct_arg = if matches!(f.out, Ty::A(_)) {
+        "&ct"
+    } else {
+        "ct"
+    };
+    let sn = t.seed;
+    let _ = writeln!(out, "    let zz_s = st::S{sn} {{ {} }};", fields.join(", "));
+    let _ = writeln!(
+        out,
+        "    let zz_d = st::S{sn}Tangent {{ {} }};",
+        dfields.join(", ")
+    );
+    let _ = writeln!(out, "    let (ys, gs) = st::{name}_vjp({a}, {ct_arg});");
+    let _ = writeln!(out, "    let (yjs, dys) = st::{name}_jvp({a}, &zz_d);");
+    let _ = writeln!(out, "    let gs = linad::Tangent::to_flat(&gs);");
+    let _ = writeln!(out, "    if !bits_eq(&fl(&ys), &y) || !bits_eq(&fl(&yjs), &y) {{ fails.push(format!(\"struct twin: primal {{:?}} / {{:?}} != f {{:?}}\", fl(&ys), fl(&yjs), y)); }}");
+    let _ = writeln!(out, "    if !bits_eq(&gs, &g) {{ fails.push(format!(\"struct twin: vjp {{:?}} != f's {{:?}}\", gs, g)); }}");
+    let _ = writeln!(out, "    if !bits_eq(&fl(&dys), &dy) {{ fails.push(format!(\"struct twin: jvp {{:?}} != f's {{:?}}\", fl(&dys), dy)); }}");
+    let _ = writeln!(
+        out,
+        "    STRUCT_TWINS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);"
+    );
 }
 
 /// Whether case `seed` also checks its `f32` twin (one case in four).
@@ -518,7 +659,7 @@ pub fn run_cases(cases: &[(Features, u64)], mutants: usize, seed: u64, fs: Featu
                 "    match std::panic::catch_unwind(c{k}::check) {{ Ok(fs) => for f in fs {{ bad += 1; println!(\"FAIL seed {s}: {{f}}\"); }}, Err(_) => {{ bad += 1; println!(\"FAIL seed {s}: panic\"); }} }}"
             );
         }
-        main.push_str("    println!(\"f32 twins: {} compared, {} skipped (the f64 function panics at the rounded inputs)\", TWINS.load(std::sync::atomic::Ordering::Relaxed), TWINS_SKIPPED.load(std::sync::atomic::Ordering::Relaxed));\n");
+        main.push_str("    println!(\"f32 twins: {} compared, {} skipped (the f64 function panics at the rounded inputs); struct twins: {} compared\", TWINS.load(std::sync::atomic::Ordering::Relaxed), TWINS_SKIPPED.load(std::sync::atomic::Ordering::Relaxed), STRUCT_TWINS.load(std::sync::atomic::Ordering::Relaxed));\n");
         main.push_str("    println!(\"{} failure(s)\", bad);\n    std::process::exit(if bad == 0 { 0 } else { 1 });\n}\n");
         let dir = base.join("valid");
         write_crate(&dir, "linad-fuzz-e2e", &main).expect("write the e2e crate");
