@@ -137,8 +137,14 @@ impl Emitter<'_> {
         let ib = self.binder(i);
         let (lanes, lane_keys) = self.take_lanes(lam);
         pre.extend(lanes);
-        let (stmts, results, _) = self.block_parts(&lam.body, false)?;
+        // Scratch buffers of loops in the body are declared before this
+        // loop (or an enclosing one): one per call, not one per iteration.
+        self.hoist.push(Some(TokenStream::new()));
+        let body = self.block_parts(&lam.body, false);
+        let inner = self.hoist.pop().flatten().unwrap_or_default();
+        let (stmts, results, _) = body?;
         self.drop_lanes(lane_keys);
+        before.extend(inner);
         let temps: Vec<Ident> = results.iter().map(|_| self.fresh("r")).collect();
         let tpat: Vec<TokenStream> = temps.iter().map(|t| quote!(#t)).collect();
         let (tpat, rv) = (tuple(&tpat), tuple(&results));
@@ -199,7 +205,7 @@ impl Emitter<'_> {
                 reprs[k + j] = Repr::View;
             }
         }
-        self.before.extend(before);
+        self.declare_scratch(before);
         Ok(Out {
             expr: quote!({ #pre #body #post #r }),
             reprs,
@@ -241,7 +247,7 @@ impl Emitter<'_> {
         let (mut views, saved) = self.local_views(lam, false);
         let (lanes, lane_keys) = self.take_lanes(lam);
         views.extend(lanes);
-        let (stmts, results, _) = self.block_parts(&lam.body, false)?;
+        let (stmts, results, _) = self.closed_block_parts(&lam.body, false)?;
         self.drop_lanes(lane_keys);
         self.restore_reprs(saved);
         let temps: Vec<Ident> = results.iter().map(|_| self.fresh("r")).collect();
@@ -446,7 +452,7 @@ impl Emitter<'_> {
         let ity = lam.params.iter().map(|_| quote!(i64));
         let (views, saved) = self.local_views(lam, true);
         let bind = quote!(#views let (#(#binds,)*): (#(#ity,)*) = (#(#casts,)*););
-        let (stmts, results, _) = self.block_parts(&lam.body, false)?;
+        let (stmts, results, _) = self.closed_block_parts(&lam.body, false)?;
         self.restore_reprs(saved);
         let res = flat(&results);
         let tys = self.out_tys(lam, 0, 0);
@@ -638,7 +644,7 @@ impl Emitter<'_> {
             let (b, t) = (self.binder(*p), elem_ty(*e));
             pats.push(quote!(#b: #t));
         }
-        let (stmts, results, _) = self.block_parts(&lam.body, false)?;
+        let (stmts, results, _) = self.closed_block_parts(&lam.body, false)?;
         let res = flat(&results);
         let tys = self.out_tys(lam, 0, 0);
         let a0 = arrs[0].clone();
@@ -722,7 +728,7 @@ impl Emitter<'_> {
         };
         self.set_repr(x, xrepr);
         let xb = self.binder(x);
-        let (stmts, results, _) = self.block_parts(&lam.body, false)?;
+        let (stmts, results, _) = self.closed_block_parts(&lam.body, false)?;
         let temps: Vec<Ident> = results.iter().map(|_| self.fresh("r")).collect();
         let tpat: Vec<TokenStream> = temps.iter().map(|t| quote!(#t)).collect();
         let (tpat, rv) = (tuple(&tpat), tuple(&results));
@@ -779,9 +785,9 @@ impl Emitter<'_> {
             self.set_repr(*cp, r);
             see.extend(quote!(let #cb = #e;));
         }
-        let (cstmts, _, _) = self.block_parts(&w.cond.body, false)?;
+        let (cstmts, _, _) = self.closed_block_parts(&w.cond.body, false)?;
         let c = self.scalar(cres);
-        let (stmts, results, _) = self.block_parts(&w.body.body, false)?;
+        let (stmts, results, _) = self.closed_block_parts(&w.body.body, false)?;
         let temps: Vec<Ident> = results.iter().map(|_| self.fresh("r")).collect();
         let tpat: Vec<TokenStream> = temps.iter().map(|t| quote!(#t)).collect();
         let (tpat, rv) = (tuple(&tpat), tuple(&results));

@@ -81,6 +81,11 @@ pub struct Emitter<'a> {
     pub before: TokenStream,
     /// Lanes taken before the loops being emitted (see `lanes.rs`).
     pub lanes: HashMap<super::lanes::LaneKey, Ident>,
+    /// Where the declarations of per-thread scratch buffers go: one entry
+    /// per enclosing body being emitted, `Some` for a sequential loop's
+    /// (they move before the outermost such loop), `None` for a closure's
+    /// (a build, map, accumulation, fold or while body: they stay inside).
+    pub hoist: Vec<Option<TokenStream>>,
 }
 
 /// A function body as a block expression evaluating to its results (flat:
@@ -122,6 +127,7 @@ pub fn body(
         tmp: 0,
         before: TokenStream::new(),
         lanes: HashMap::new(),
+        hoist: vec![],
     };
     let mut pats = vec![];
     let mut tys = vec![];
@@ -316,6 +322,28 @@ impl<'a> Emitter<'a> {
 
     /// A block's statements, and its results (owned unless `view_results`
     /// allows views) with their representations.
+    /// [`Emitter::block_parts`] of a body that runs in a closure or a
+    /// condition-driven loop: scratch declarations made in it stay in it.
+    pub fn closed_block_parts(
+        &mut self,
+        b: &Block,
+        view_results: bool,
+    ) -> R<(TokenStream, Vec<TokenStream>, Vec<Repr>)> {
+        self.hoist.push(None);
+        let r = self.block_parts(b, view_results);
+        self.hoist.pop();
+        r
+    }
+
+    /// Places scratch declarations: with the enclosing sequential loop's
+    /// (to go before it), or before the current statement.
+    pub fn declare_scratch(&mut self, decls: TokenStream) {
+        match self.hoist.last_mut() {
+            Some(Some(t)) => t.extend(decls),
+            _ => self.before.extend(decls),
+        }
+    }
+
     pub fn block_parts(
         &mut self,
         b: &Block,
