@@ -121,19 +121,8 @@ fn pattern_idents(p: &syn::Pat) -> Vec<String> {
 
 /// The field chain of `e` from a plain name: `p.a.b` is `(p, [a, b])`.
 fn chain_of(e: &syn::Expr) -> Option<(syn::Ident, Vec<String>)> {
-    match e {
-        syn::Expr::Field(f) => {
-            let (root, mut chain) = chain_of(&f.base)?;
-            match &f.member {
-                syn::Member::Named(n) => chain.push(n.to_string()),
-                syn::Member::Unnamed(_) => return None,
-            }
-            Some((root, chain))
-        }
-        syn::Expr::Path(p) if p.qself.is_none() => p.path.get_ident().map(|i| (i.clone(), vec![])),
-        syn::Expr::Paren(p) => chain_of(&p.expr),
-        _ => None,
-    }
+    let (root, chain) = crate::structs::field_chain(e)?;
+    Some((root, chain.iter().map(|c| c.to_string()).collect()))
 }
 
 impl Rewriter {

@@ -50,22 +50,34 @@ pub const FLAT_PREFIX: &str = "__linad_flat_";
 /// text) becomes: itself, or the leaf types of a struct of this crate
 /// (`None` if a struct's fields cannot be read).
 pub fn flat_param_types(ty: &str) -> Option<Vec<String>> {
-    let t: syn::Type = syn::parse_str(ty).ok()?;
-    let Some((name, _, st)) = struct_name(&t) else {
-        return Some(vec![ty.to_string()]);
+    let Some(leaves) = struct_leaves(ty, true) else {
+        let t: syn::Type = syn::parse_str(ty).ok()?;
+        let known = struct_name(&t).is_some_and(|(n, _, _)| crate_fns::lookup_struct(&n).is_some());
+        // A struct of this crate whose fields cannot be read: unknown.
+        return (!known).then(|| vec![ty.to_string()]);
     };
-    if crate_fns::lookup_struct(&name).is_none() {
-        return Some(vec![ty.to_string()]);
-    }
-    let mut leaves = vec![];
-    let p = format_ident!("p");
-    flatten(&p, st, quote!(#st), &[], &mut leaves, Span::call_site()).ok()?;
     Some(
         leaves
             .iter()
             .map(|l| l.flat_ty.to_token_stream().to_string())
             .collect(),
     )
+}
+
+/// The leaves of the struct type `ty` (as written, tokens as text; `&S`
+/// too when `by_ref`), if it is a struct of this crate whose fields can be
+/// read.
+fn struct_leaves(ty: &str, by_ref: bool) -> Option<Vec<Leaf>> {
+    let t: syn::Type = syn::parse_str(ty).ok()?;
+    let (name, is_ref, st) = struct_name(&t)?;
+    if is_ref && !by_ref {
+        return None;
+    }
+    crate_fns::lookup_struct(&name)?;
+    let mut leaves = vec![];
+    let p = format_ident!("p");
+    flatten(&p, st, quote!(#st), &[], &mut leaves, Span::call_site()).ok()?;
+    Some(leaves)
 }
 
 /// One leaf of a struct output: its field chain, its owned type, and
@@ -84,16 +96,8 @@ pub struct OutputLeaf {
 /// text), in field order; `None` if `ty` is not a struct of this crate or
 /// its fields cannot be read.
 pub fn output_leaves(ty: &str) -> Option<Vec<OutputLeaf>> {
-    let t: syn::Type = syn::parse_str(ty).ok()?;
-    let (name, false, st) = struct_name(&t)? else {
-        return None;
-    };
-    crate_fns::lookup_struct(&name)?;
-    let mut leaves = vec![];
-    let p = format_ident!("p");
-    flatten(&p, st, quote!(#st), &[], &mut leaves, Span::call_site()).ok()?;
     Some(
-        leaves
+        struct_leaves(ty, false)?
             .into_iter()
             .map(|l| OutputLeaf {
                 chain: l.chain.iter().map(|c| c.to_string()).collect(),
@@ -706,7 +710,7 @@ fn bind_fields(
 }
 
 /// `p.a.b`: the root identifier and the named members, outermost last.
-fn field_chain(e: &syn::Expr) -> Option<(syn::Ident, Vec<syn::Ident>)> {
+pub(crate) fn field_chain(e: &syn::Expr) -> Option<(syn::Ident, Vec<syn::Ident>)> {
     match e {
         syn::Expr::Field(f) => {
             let (root, mut chain) = field_chain(&f.base)?;

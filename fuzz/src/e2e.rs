@@ -409,30 +409,21 @@ fn struct_twin(seed: u64, p: &Program) -> Option<StructTwin> {
 fn struct_twin_check(p: &Program, t: &StructTwin, out: &mut String) {
     let f = &p.main;
     let name = &f.name;
-    let fields: Vec<String> = t
-        .diff
-        .iter()
-        .map(|j| {
-            let n = &f.params[*j].name;
-            let a = match f.params[*j].ty {
-                Ty::A(_) => format!("a{j}.clone()"),
-                _ => format!("a{j}"),
-            };
-            format!("{n}: {a}")
-        })
-        .collect();
-    let dfields: Vec<String> = t
-        .diff
-        .iter()
-        .map(|j| {
-            let n = &f.params[*j].name;
-            let a = match f.params[*j].ty {
-                Ty::A(_) => format!("d_a{j}.clone()"),
-                _ => format!("d_a{j}"),
-            };
-            format!("{n}: {a}")
-        })
-        .collect();
+    // `name: a3` (or `d_a3`), cloned for arrays: the struct's (or its
+    // tangent's) fields from the case's arguments.
+    let fields = |prefix: &str| -> Vec<String> {
+        t.diff
+            .iter()
+            .map(|j| {
+                let n = &f.params[*j].name;
+                match f.params[*j].ty {
+                    Ty::A(_) => format!("{n}: {prefix}a{j}.clone()"),
+                    _ => format!("{n}: {prefix}a{j}"),
+                }
+            })
+            .collect()
+    };
+    let (fields, dfields) = (fields(""), fields("d_"));
     let mut args = vec!["&zz_s".to_string()];
     for (j, prm) in f.params.iter().enumerate() {
         if !prm.ty.differentiable() {
