@@ -12,7 +12,7 @@
 mod common;
 use common::*;
 use linad::differentiable;
-use linad::ndarray::{s, Array1, Array2, Axis, Slice, Zip};
+use linad::ndarray::{s, Array1, Array2, Array3, Axis, Slice, Zip};
 
 #[differentiable]
 fn slices(a: &Array2<f64>, v: &Array1<f64>) -> (Array2<f64>, Array1<f64>, f64) {
@@ -380,5 +380,49 @@ fn lanes_of_a_matrix() {
         |m| lane_sums(m),
         |m, dm| lane_sums_jvp(m, dm),
         |m, ct| lane_sums_vjp(m, *ct),
+    );
+}
+
+/// `lanes(Axis(k))` of a rank-3 array, for each axis, in a `for` loop with
+/// `enumerate` and in an iterator chain: the same lanes in ndarray's order.
+#[differentiable]
+fn lanes_of_rank3(a: &Array3<f64>, w: &Array1<f64>) -> (f64, f64, f64) {
+    let mut s0 = 0.0;
+    for (k, lane) in a.lanes(Axis(0)).into_iter().enumerate() {
+        s0 += (k as f64 + 1.0) * lane.dot(&lane.mapv(|x| x.sin()));
+    }
+    let mut s1 = 0.0;
+    for lane in a.lanes(Axis(1)) {
+        s1 += lane[0] * lane[lane.len() - 1];
+    }
+    let s2: f64 = a.lanes(Axis(2)).into_iter().map(|l| l.dot(w)).sum();
+    (s0, s1, s2)
+}
+
+#[test]
+fn lanes_of_rank3_arrays() {
+    let mut rng = rng("lanes3");
+    let a = Array3::from_shape_fn((2, 3, 4), |_| 2.0 * rng.uniform() - 1.0);
+    let w = rng.array1(4, -1.0, 1.0);
+    // What ndarray's own lanes give, in its order.
+    let mut want = (0.0, 0.0, 0.0);
+    for (k, lane) in a.lanes(Axis(0)).into_iter().enumerate() {
+        want.0 += (k as f64 + 1.0) * lane.dot(&lane.mapv(|x| x.sin()));
+    }
+    for lane in a.lanes(Axis(1)) {
+        want.1 += lane[0] * lane[lane.len() - 1];
+    }
+    for lane in a.lanes(Axis(2)) {
+        want.2 += lane.dot(&w);
+    }
+    let got = lanes_of_rank3(&a, &w);
+    assert_eq!(got.0.to_bits(), want.0.to_bits());
+    assert_eq!(got.1.to_bits(), want.1.to_bits());
+    assert!((got.2 - want.2).abs() < 1e-12);
+    check_derivatives(
+        &(a, w),
+        |(a, w)| lanes_of_rank3(a, w),
+        |(a, w), (da, dw)| lanes_of_rank3_jvp(a, w, da, dw),
+        |(a, w), ct: &(f64, f64, f64)| lanes_of_rank3_vjp(a, w, *ct),
     );
 }

@@ -234,8 +234,13 @@ impl Lowerer<'_> {
                     // axis 0 its columns.
                     "lanes" => {
                         let args = self.nargs(m, 1)?;
+                        if rank == 3 {
+                            let axis = self.axis_arg(args[0], rank)?;
+                            let rows = self.lanes_as_rows(arr, elem, axis, m)?;
+                            return Some(Val::Iter(Box::new(IterVal::of_lanes(rows, elem, 2))));
+                        }
                         if rank != 2 {
-                            return self.fail(m, "`lanes` is supported on matrices (`Array2`): `lanes(Axis(1))` are the rows, `lanes(Axis(0))` the columns");
+                            return self.fail(m, "`lanes` is supported on matrices (`Array2`: `lanes(Axis(1))` are the rows, `lanes(Axis(0))` the columns) and rank-3 arrays");
                         }
                         1 - self.axis_arg(args[0], rank)?
                     }
@@ -732,6 +737,43 @@ impl Lowerer<'_> {
                 let wrapped = self.add_i64(len, i, span)?;
                 self.prim(Prim::Select, &[neg, wrapped, i], span)
             }
+        }
+    }
+
+    /// The lanes of the rank-3 array `arr` along `axis` as the rows of a
+    /// matrix, in ndarray's order (the other two axes row-major):
+    /// `rows[u * n_b + v, l] = arr[.., l, ..]` with `u`, `v` at the other
+    /// axes `a < b`.
+    fn lanes_as_rows(
+        &mut self,
+        arr: Atom,
+        elem: Elem,
+        axis: usize,
+        node: &dyn ToTokens,
+    ) -> Option<Atom> {
+        let span = span_of(node);
+        let dims: Vec<Atom> = (0..3)
+            .map(|a| self.array(ArrayOp::Shape { arr, axis: a }, span))
+            .collect::<Option<_>>()?;
+        let (a, b) = match axis {
+            0 => (1, 2),
+            1 => (0, 2),
+            _ => (0, 1),
+        };
+        let count = self.prim(Prim::Mul, &[dims[a], dims[b]], span)?;
+        let (nb, len) = (dims[b], dims[axis]);
+        let rows = self.build_with(vec![count, len], node, |lw, ix| {
+            let p = Atom::Var(ix[0]);
+            let mut idx = vec![Atom::I64(0); 3];
+            idx[a] = lw.prim(Prim::Div, &[p, nb], span)?;
+            idx[b] = lw.prim(Prim::Rem, &[p, nb], span)?;
+            idx[axis] = Atom::Var(ix[1]);
+            let v = lw.array(ArrayOp::Index { arr, idx }, span)?;
+            Some(Val::Scalar(v, elem))
+        })?;
+        match rows {
+            Val::Array(v, _, _) => Some(v),
+            _ => None,
         }
     }
 
