@@ -228,17 +228,22 @@ fn net_loss(net: &Net, x: &Array1<f64>) -> f64 {
     o.dot(&o)
 }
 
-#[test]
-fn calls_between_struct_functions() {
-    let mut r = rng("calls_between_struct_functions");
+/// A 3 -> 4 -> 2 network with normal random weights (seeded by `name`).
+fn random_net(name: &str) -> Net {
+    let mut r = rng(name);
     let mut layer = |m: usize, n: usize| Dense {
         w: Array2::from_shape_fn((m, n), |_| r.normal()),
         b: Array1::from_shape_fn(m, |_| r.normal()),
     };
-    let net = Net {
+    Net {
         first: layer(4, 3),
         second: layer(2, 4),
-    };
+    }
+}
+
+#[test]
+fn calls_between_struct_functions() {
+    let net = random_net("calls_between_struct_functions");
     let x = Array1::from(vec![0.5, -1.0, 0.25]);
     let mut r2 = rng("calls_between_struct_functions 2");
     let flat: Vec<f64> = (0..NetTangent::zeros_like(&net).to_flat().len())
@@ -523,15 +528,7 @@ fn net_loss_aliased(net: &Net, x: &Array1<f64>) -> f64 {
 
 #[test]
 fn aliases_of_struct_parameters() {
-    let mut r = rng("aliases_of_struct_parameters");
-    let mut layer = |m: usize, n: usize| Dense {
-        w: Array2::from_shape_fn((m, n), |_| r.normal()),
-        b: Array1::from_shape_fn(m, |_| r.normal()),
-    };
-    let net = Net {
-        first: layer(4, 3),
-        second: layer(2, 4),
-    };
+    let net = random_net("aliases_of_struct_parameters");
     let x = Array1::from(vec![0.5, -1.0, 0.25]);
     assert_eq!(
         net_loss_aliased(&net, &x).to_bits(),

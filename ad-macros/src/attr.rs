@@ -38,6 +38,24 @@ impl Modes {
         forward: true,
         reverse: true,
     };
+
+    /// The public companions these modes ask for, from their builders:
+    /// `forward` makes `f_jvp` and `f_linearize`, `reverse` `f_vjp` and
+    /// `f_pullback` (each called only when its mode is on).
+    pub fn select(
+        self,
+        forward: impl FnOnce() -> TokenStream,
+        reverse: impl FnOnce() -> TokenStream,
+    ) -> TokenStream {
+        let mut out = TokenStream::new();
+        if self.forward {
+            out.extend(forward());
+        }
+        if self.reverse {
+            out.extend(reverse());
+        }
+        out
+    }
 }
 
 impl Args {

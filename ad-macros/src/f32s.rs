@@ -335,15 +335,10 @@ struct Wrappers<'a> {
 
 impl Wrappers<'_> {
     fn all(&self, dump: bool, modes: crate::attr::Modes) -> TokenStream {
-        let mut out = TokenStream::new();
-        if modes.forward {
-            out.extend(self.jvp());
-            out.extend(self.linearize());
-        }
-        if modes.reverse {
-            out.extend(self.vjp());
-            out.extend(self.pullback());
-        }
+        let mut out = modes.select(
+            || [self.jvp(), self.linearize()].into_iter().collect(),
+            || [self.vjp(), self.pullback()].into_iter().collect(),
+        );
         if dump {
             out.extend(crate::names::dump_forwarder(
                 self.func,

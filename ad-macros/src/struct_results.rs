@@ -156,13 +156,26 @@ impl Rewriter {
     /// `let p = g(..);` with `g` returning a struct: the call goes to the
     /// flat function and `p` is recorded.
     fn local(&mut self, l: &mut syn::Local) {
+        // A struct-returning call bound here: its arguments are visited, the
+        // call goes to the flat function; any other value is visited whole.
+        let mut found = None;
         if let Some(init) = &mut l.init {
             match &mut *init.expr {
-                // The call itself is bound here: only its arguments are
-                // visited.
-                syn::Expr::Call(c) if call_name(c).and_then(|n| struct_callee(&n)).is_some() => {
-                    for a in &mut c.args {
-                        self.visit_expr_mut(a);
+                syn::Expr::Call(c) => {
+                    let callee = call_name(c).and_then(|n| Some((struct_callee(&n)?, n)));
+                    match callee {
+                        Some(((flat, chains, constants), name)) => {
+                            for a in &mut c.args {
+                                self.visit_expr_mut(a);
+                            }
+                            if let syn::Expr::Path(fp) = &mut *c.func {
+                                if let Some(last) = fp.path.segments.last_mut() {
+                                    last.ident = format_ident!("{flat}", span = last.ident.span());
+                                }
+                            }
+                            found = Some((name, chains, constants));
+                        }
+                        None => self.visit_expr_mut(&mut init.expr),
                     }
                 }
                 e => self.visit_expr_mut(e),
@@ -179,19 +192,6 @@ impl Rewriter {
             },
             _ => None,
         };
-        let found = l.init.as_mut().and_then(|init| {
-            let syn::Expr::Call(c) = &mut *init.expr else {
-                return None;
-            };
-            let syn::Expr::Path(fp) = &mut *c.func else {
-                return None;
-            };
-            let last = fp.path.segments.last_mut()?;
-            let name = syn::ext::IdentExt::unraw(&last.ident).to_string();
-            let (flat, chains, constants) = struct_callee(&name)?;
-            last.ident = format_ident!("{flat}", span = last.ident.span());
-            Some((name, chains, constants))
-        });
         let Some(ident) = ident else {
             for n in pattern_idents(&l.pat) {
                 self.shadow(&n);
