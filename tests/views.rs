@@ -266,6 +266,78 @@ fn co_broadcasting_of_inserted_axes() {
     );
 }
 
+/// ndarray's broadcasting of any length-1 axis: a column parameter of
+/// shape `(n, 1)`, a row of shape `(1, m)`, a slice `s![.., 0..1]`, and
+/// `(n, 1) + (m,)` (the higher-rank side stretched too). Which axes are
+/// stretched is known only when the function runs: the same function is
+/// checked with shapes that stretch and with shapes that do not.
+#[differentiable]
+fn stretch_any_unit_axis(
+    a: &Array2<f64>,
+    col: &Array2<f64>,
+    row: &Array2<f64>,
+    v: &Array1<f64>,
+) -> Array2<f64> {
+    let first = a.slice(s![.., 0..1]);
+    let centred = (a - col) * row;
+    let outer = col + v;
+    &centred * &first + outer.mapv(f64::sin) * 0.5
+}
+
+#[test]
+fn co_broadcasting_of_any_length_1_axis() {
+    let mut rng = rng("stretch_any_unit_axis");
+    // (a, col, row, v) shapes: stretching both ways, nothing stretched
+    // (all (n, m)), a (1, 1) operand, and zero-length axes.
+    let cases = [
+        ((4, 3), (4, 1), (1, 3), 3),
+        ((4, 3), (4, 3), (4, 3), 3),
+        ((4, 3), (1, 1), (1, 1), 3),
+        ((1, 3), (1, 1), (1, 3), 3),
+        ((0, 3), (0, 1), (1, 3), 3),
+        ((4, 1), (1, 1), (1, 1), 5),
+    ];
+    for ((n, m), c, r, k) in cases {
+        let a = rng.array2(n, m, -1.0, 1.0);
+        let col = rng.array2(c.0, c.1, -1.0, 1.0);
+        let row = rng.array2(r.0, r.1, -1.0, 1.0);
+        let v = rng.array1(k, -1.0, 1.0);
+        let y = stretch_any_unit_axis(&a, &col, &row, &v);
+        // What ndarray computes, written out.
+        let first = a.slice(s![.., 0..1]);
+        let want = &((&a - &col) * &row) * &first + (&col + &v).mapv(f64::sin) * 0.5;
+        assert_eq!(y, want);
+        let (yj, _) = stretch_any_unit_axis_jvp(&a, &col, &row, &v, &a, &col, &row, &v);
+        let (yv, _) = stretch_any_unit_axis_vjp(&a, &col, &row, &v, &y);
+        assert_eq!((&yj, &yv), (&y, &y), "primal bit-identical for {c:?} {r:?}");
+        check_derivatives(
+            &(a, col, row, v),
+            |(a, col, row, v)| stretch_any_unit_axis(a, col, row, v),
+            |(a, col, row, v), (da, dc, dr, dv)| {
+                stretch_any_unit_axis_jvp(a, col, row, v, da, dc, dr, dv)
+            },
+            |(a, col, row, v), ct| stretch_any_unit_axis_vjp(a, col, row, v, ct),
+        );
+    }
+}
+
+#[test]
+fn incompatible_shapes_panic_like_ndarray() {
+    let mut rng = rng("stretch_incompatible");
+    let a = rng.array2(4, 3, -1.0, 1.0);
+    let col = rng.array2(2, 1, -1.0, 1.0);
+    let row = rng.array2(1, 3, -1.0, 1.0);
+    let v = rng.array1(3, -1.0, 1.0);
+    let f = std::panic::catch_unwind(|| stretch_any_unit_axis(&a, &col, &row, &v));
+    let vjp = std::panic::catch_unwind(|| {
+        stretch_any_unit_axis_vjp(&a, &col, &row, &v, &Array2::zeros((4, 3)))
+    });
+    let jvp = std::panic::catch_unwind(|| {
+        stretch_any_unit_axis_jvp(&a, &col, &row, &v, &a, &col, &row, &v)
+    });
+    assert!(f.is_err() && vjp.is_err() && jvp.is_err());
+}
+
 /// Updates through a mutable view bound by `let`: `r += &v`, `r *= s`,
 /// `r.fill(x)`, a read of `r`, on rows, columns and slices.
 #[differentiable]

@@ -550,6 +550,7 @@ fn stmt_what(e: &Expr) -> &'static str {
             LinOp::ScatterAdd { .. } => "lscatter_add",
             LinOp::Sum { .. } => "lsum",
             LinOp::Broadcast { .. } => "lbroadcast",
+            LinOp::SumTo { .. } => "lsum_to",
             LinOp::Transpose(_) => "ltranspose",
             LinOp::MatMul { .. } => "lmatmul",
             LinOp::Outer { .. } => "louter",

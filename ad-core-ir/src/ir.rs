@@ -825,7 +825,9 @@ pub enum ArrayOp {
     },
     /// Broadcast to `shape`: `out[j] = arr[j restricted to axes]`; `axes` lists,
     /// increasing, the output axes that `arr`'s axes map to (`arr` may be a
-    /// scalar: `axes = []`, a fill). Sizes along `axes` must equal `arr`'s.
+    /// scalar: `axes = []`, a fill). Along `axes`, each size of `arr` equals
+    /// the output's or is 1; an axis of length 1 is repeated (ndarray's and
+    /// NumPy's stretching: the index into it is 0).
     Broadcast {
         /// The value to repeat.
         arr: Atom,
@@ -934,6 +936,17 @@ pub enum LinOp {
         shape: Vec<Atom>,
         /// Output axes carrying `x`'s axes.
         axes: Vec<usize>,
+    },
+    /// Sum to `shape`, the transpose of stretching (see
+    /// [`ArrayOp::Broadcast`]): `x` has `shape`'s rank; along each axis
+    /// where `shape` has length 1 and `x` does not, `x` is summed (keeping
+    /// the axis, of length 1); every other size of `x` equals `shape`'s.
+    /// `out[j] = sum of x[i] over i with i_a = j_a where shape_a = x_a`.
+    SumTo {
+        /// Linear array.
+        x: Var,
+        /// Output shape, of `x`'s rank.
+        shape: Vec<Atom>,
     },
     /// Transpose of a rank-2 linear array.
     Transpose(Var),

@@ -541,7 +541,9 @@ impl Conv {
                 d.reverse();
                 d
             }),
-            LinOp::Broadcast { shape, .. } => Some(shape.iter().map(|a| Dim::Atom(*a)).collect()),
+            LinOp::Broadcast { shape, .. } | LinOp::SumTo { shape, .. } => {
+                Some(shape.iter().map(|a| Dim::Atom(*a)).collect())
+            }
             LinOp::MatMul { a, x, lin_left } => {
                 let (ad, xd) = (of(a), self.shape_of(*x));
                 match (*lin_left, ad.len(), xd) {

@@ -1035,6 +1035,12 @@ impl Parser<'_> {
                 let axes = self.axes_suffix()?;
                 lin(LinOp::Broadcast { x, shape, axes })
             }
+            "lsum_to" => {
+                let x = self.var_ref()?;
+                self.expect_p(",")?;
+                let shape = self.bracket_list(Self::atom)?;
+                lin(LinOp::SumTo { x, shape })
+            }
             "ltranspose" => lin(LinOp::Transpose(self.var_ref()?)),
             "lscan" => {
                 let x = self.var_ref()?;

@@ -368,6 +368,7 @@ fn lin_op_to_string(op: &LinOp, vars: &VarTable) -> String {
             atoms(shape, vars),
             axes_suffix(axes)
         ),
+        LinOp::SumTo { x, shape } => format!("lsum_to {}, [{}]", v(x), atoms(shape, vars)),
         LinOp::Transpose(x) => format!("ltranspose {}", v(x)),
         LinOp::MatMul { a: m, x, lin_left } => {
             if *lin_left {

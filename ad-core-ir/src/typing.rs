@@ -462,6 +462,17 @@ pub fn lin_op_tys(op: &LinOp, vars: &VarTable) -> Result<Vec<Ty>, String> {
             space(x)?;
             one(broadcast_ty(&l(x), &ts(shape), axes))
         }
+        LinOp::SumTo { x, shape } => {
+            space(x)?;
+            let (_, rank) = array_parts(&l(x), "linear sum_to's operand")?;
+            want(rank == shape.len(), || {
+                format!("sum_to of rank {rank} to {} sizes", shape.len())
+            })?;
+            for a in shape {
+                want_i64(&t(a), "a sum_to size")?;
+            }
+            Ok(vec![l(x)])
+        }
         LinOp::Transpose(x) => {
             space(x)?;
             let (_, rank) = array_parts(&l(x), "linear transpose's operand")?;

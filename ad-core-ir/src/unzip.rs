@@ -391,7 +391,9 @@ impl<'p> Unzip<'p> {
 
     /// Splits the body of a loop, build or map, whose residuals are stacked.
     ///
-    /// Residual policy: scalars computed in the body by a short chain of
+    /// Residual policy: broadcasts (views in compiled code) are recomputed
+    /// from their source, stored in their place when the body computes it;
+    /// scalars computed in the body by a short chain of
     /// cheap statements from the free parameters (`free_params`: loop index,
     /// build indices, map elements), from values outside the body or from
     /// stored residuals are *recomputed* on the linear side ([`cheap_slice`]:
@@ -428,9 +430,16 @@ impl<'p> Unzip<'p> {
         let mut stored: BTreeSet<Var> = BTreeSet::new();
         let mut todo: Vec<Var> = vec![];
         let mut scalars: Vec<Var> = vec![];
+        let mut broadcasts: Vec<Var> = vec![];
         for &v in &res {
             if binder.contains_key(&v) && is_array(self, v) && !fixed.contains(&v) {
                 todo.push(v);
+            } else if fixed.contains(&v)
+                && binder.get(&v).is_some_and(|k| {
+                    matches!(prim[*k].expr, Expr::Array(ArrayOp::Broadcast { .. }))
+                })
+            {
+                broadcasts.push(v);
             } else if binder.contains_key(&v) && !is_array(self, v) {
                 scalars.push(v);
             } else {
@@ -445,6 +454,26 @@ impl<'p> Unzip<'p> {
         stored.extend(dear);
         for v in cheap {
             if cheap_slice(v, &prim, &binder, &stored, params, free_params, &self.vars) {
+                todo.push(v);
+            } else {
+                stored.insert(v);
+            }
+        }
+        // Broadcasts (views in compiled code): recomputed from their
+        // source, which is stored instead when the body computes it (it is
+        // never larger), if their sizes are cheap to recompute.
+        for v in broadcasts {
+            let Expr::Array(ArrayOp::Broadcast { arr, shape, .. }) = &prim[binder[&v]].expr else {
+                continue;
+            };
+            let src = arr.var().filter(|u| binder.contains_key(u));
+            let sizes_cheap = shape.iter().filter_map(Atom::var).all(|u| {
+                !binder.contains_key(&u)
+                    || stored.contains(&u)
+                    || cheap_slice(u, &prim, &binder, &stored, params, free_params, &self.vars)
+            });
+            if sizes_cheap && src.is_none_or(|u| fixed.contains(&u)) {
+                stored.extend(src);
                 todo.push(v);
             } else {
                 stored.insert(v);

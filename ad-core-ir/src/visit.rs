@@ -90,7 +90,7 @@ pub fn for_each_operand(e: &Expr, nl: &mut dyn FnMut(&Atom), lin: &mut dyn FnMut
                 lin(*x);
             }
             LinOp::Sum { x, .. } | LinOp::Scan { x, .. } => lin(*x),
-            LinOp::Broadcast { x, shape, .. } => {
+            LinOp::Broadcast { x, shape, .. } | LinOp::SumTo { x, shape } => {
                 lin(*x);
                 atoms.extend(shape);
             }
@@ -237,7 +237,7 @@ pub fn map_operands(e: &mut Expr, nl: &mut dyn FnMut(&mut Atom), lin: &mut dyn F
                 lin(x);
             }
             LinOp::Sum { x, .. } | LinOp::Scan { x, .. } => lin(x),
-            LinOp::Broadcast { x, shape, .. } => {
+            LinOp::Broadcast { x, shape, .. } | LinOp::SumTo { x, shape } => {
                 lin(x);
                 shape.iter_mut().for_each(nl);
             }

@@ -279,7 +279,7 @@ impl Forget {
                         arr: v(x),
                         reverse: *reverse,
                     }),
-                    LinOp::Take { .. } | LinOp::Outer { .. } => {
+                    LinOp::Take { .. } | LinOp::Outer { .. } | LinOp::SumTo { .. } => {
                         self.ok = false;
                         return;
                     }

@@ -95,7 +95,7 @@ fn transpose_variant(
     if !errors.is_empty() {
         return Err(errors);
     }
-    let mut lowered = lower::lower_seeded(func, &sig, &linear)?;
+    let mut lowered = lower::lower_seeded(func, &sig, &linear, true)?;
     let outputs = crate::rule::outputs(
         &mut lowered,
         func,

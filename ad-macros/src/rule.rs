@@ -60,7 +60,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
     let rule_sig = lower::signature(&rule, None)?;
     let (f_sig, n_primal) = target_signature(&rule_sig, &target)?;
     let seeds: Vec<bool> = (0..rule_sig.params.len()).map(|k| k >= n_primal).collect();
-    let mut lowered = lower::lower_seeded(&rule, &rule_sig, &seeds)?;
+    let mut lowered = lower::lower_seeded(&rule, &rule_sig, &seeds, true)?;
     let outputs = outputs(
         &mut lowered,
         &rule,

@@ -105,6 +105,39 @@ where
         .expect("sum_to_shape: rank matches the target")
 }
 
+/// `x` broadcast to `shape` of the same rank, owned: `x` itself (moved, no
+/// copy) when it has that shape, else a copy of [`broadcast_to`] (its axes
+/// of length 1 repeated). Panics if the shapes are incompatible.
+#[track_caller]
+pub fn stretch_owned<T, D, E>(x: Array<T, D>, shape: E) -> Array<T, D>
+where
+    T: Clone,
+    D: Dimension,
+    E: IntoDimension<Dim = D>,
+{
+    let target = shape.into_dimension();
+    if x.raw_dim() == target {
+        return x;
+    }
+    broadcast_to(&x, target).to_owned()
+}
+
+/// [`sum_to_shape`] of an owned `x` of the target's rank: `x` itself
+/// (moved, no copy) when it already has the target shape.
+#[track_caller]
+pub fn sum_to_owned<T, D, E>(x: Array<T, D>, shape: E) -> Array<T, D>
+where
+    T: Elem,
+    D: Dimension,
+    E: IntoDimension<Dim = D>,
+{
+    let target = shape.into_dimension();
+    if x.raw_dim() == target {
+        return x;
+    }
+    sum_to_shape(&x, target)
+}
+
 /// Outer product `out[i, j] = u[i]·v[j]`.
 pub fn outer<T, S1, S2>(u: &ArrayBase<S1, Ix1>, v: &ArrayBase<S2, Ix1>) -> Array2<T>
 where

@@ -15,7 +15,7 @@
 //! | scans | [`scan_inclusive`], [`scan_exclusive`], [`scan_reverse`], [`scan_axis`], [`scan_i64`] |
 //! | indexing | [`lane1`], [`lane2`], [`lane3`] (a lane read in a loop, taken once before it), [`gather`], [`scatter_add`], [`scatter_add_i64`], [`add_at`], [`add_row_at`] |
 //! | products | [`dot`], [`matvec`], [`matvec_t`], [`vecmat`], [`matmul`], [`matmul_tn`], [`matmul_nt`], [`outer`] |
-//! | broadcasting | [`broadcast_to`], [`broadcast_axis`], [`sum_to_shape`] |
+//! | broadcasting | [`broadcast_to`], [`broadcast_axis`], [`sum_to_shape`], [`stretch_owned`], [`sum_to_owned`] |
 //! | accumulation | [`add_scaled`], [`add_assign`], [`zeros_like`], [`accumulate_chunked`] (accumulation loops in fixed chunks) |
 //! | per-iteration values | [`stack_arrays`], [`ResidualStack`], [`ArrayResidualStack`], [`Scratch`], [`pooled_zeros`], [`recycle`] (per-thread reusable buffers) |
 //! | tasks (blocks of a generated kernel with several outputs) | [`for_each_item`], [`rows_per_task`] |
@@ -51,7 +51,9 @@ pub use accumulate::{
     MAX_CHUNKS, MIN_CHUNK_ITERS,
 };
 pub use arg::{arg_index, arg_index_axis, Ordered, ARG_MAX_RANK};
-pub use broadcast::{broadcast_axis, broadcast_to, outer, sum_to_shape};
+pub use broadcast::{
+    broadcast_axis, broadcast_to, outer, stretch_owned, sum_to_owned, sum_to_shape,
+};
 pub use check::check_arg_shape;
 pub use elem::Elem;
 pub use gather::{add_at, add_row_at, gather, scatter_add, scatter_add_i64};

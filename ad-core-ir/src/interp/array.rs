@@ -585,18 +585,51 @@ pub(crate) fn broadcast(x: &Value, shape: Vec<usize>, axes: &[usize]) -> KResult
     let mut strides = vec![0usize; shape.len()];
     let mut stride = 1;
     for (k, &ax) in axes.iter().enumerate().rev() {
-        if ax >= shape.len() || shape[ax] != xshape[k] || (k + 1 < axes.len() && axes[k + 1] <= ax)
+        if ax >= shape.len()
+            || (shape[ax] != xshape[k] && xshape[k] != 1)
+            || (k + 1 < axes.len() && axes[k + 1] <= ax)
         {
             return Err(format!(
                 "broadcast of shape {xshape:?} along axes {axes:?} to shape {shape:?}"
             ));
         }
-        strides[ax] = stride;
+        // A stretched axis of length 1 is read at index 0 (stride 0).
+        strides[ax] = if shape[ax] == xshape[k] { stride } else { 0 };
         stride *= xshape[k];
     }
     let n = checked_size(&shape)?;
     let data = on_data!(xdata.as_ref(), d => ArrayData::from(strided_copy(d, &shape, &strides, n)));
     Ok(arr(shape, data))
+}
+
+/// `x` summed to `shape` (the transpose of stretching length-1 axes in
+/// [`broadcast`]): each axis where `shape` has length 1 and `x` does not is
+/// summed (left to right, each in index order) and kept with length 1;
+/// every other size of `x` must equal `shape`'s.
+pub(crate) fn sum_to(x: &Value, shape: &[usize]) -> KResult {
+    let Value::Array(a) = x else {
+        return Err(format!("sum_to of {}", describe(x)));
+    };
+    let ok =
+        a.shape.len() == shape.len() && a.shape.iter().zip(shape).all(|(&s, &t)| s == t || t == 1);
+    if !ok {
+        return Err(format!("sum_to of shape {:?} to {shape:?}", a.shape));
+    }
+    let mut cur = a.clone();
+    for (axis, &t) in shape.iter().enumerate() {
+        if t == 1 && cur.shape[axis] != 1 {
+            // A rank-1 sum is a scalar: the result has one element.
+            let data = match reduce(ReduceOp::Sum, &cur, Some(axis))? {
+                Value::Array(r) => r.data,
+                Value::F64(s) => ArrayData::F64(vec![s]),
+                other => return Err(format!("sum_to of {}", describe(&other))),
+            };
+            let mut sh = cur.shape.clone();
+            sh[axis] = 1;
+            cur = ArrayValue { shape: sh, data };
+        }
+    }
+    Ok(Value::Array(cur))
 }
 
 /// `out[j] = d[sum_a j_a * strides_a]` over the row-major multi-indices `j` of `shape`.

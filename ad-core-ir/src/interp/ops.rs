@@ -124,6 +124,10 @@ pub(super) fn lin_op(fr: &Frame<'_>, op: &LinOp) -> OpResult {
         LinOp::Broadcast { x, shape, axes } => {
             broadcast(get(x)?, fr.sizes(shape, "a broadcast size")?, axes)
         }
+        LinOp::SumTo { x, shape } => {
+            let r = array::sum_to(get(x)?, &fr.sizes(shape, "a sum_to size")?)?;
+            Ok(one(r, &[get(x)?]))
+        }
         LinOp::Transpose(x) => transpose(get(x)?),
         LinOp::MatMul { a, x, lin_left } => {
             let (a, x) = (fr.atom(a)?, get(x)?);

@@ -192,8 +192,8 @@ pub fn rules_for(e: &Expr, fuse: bool) -> &'static [Rule] {
             | ArrayOp::ArgReduce { .. }
             | ArrayOp::Scan { .. }
             | ArrayOp::MatMul { .. }
-            | ArrayOp::Transpose { .. }
-            | ArrayOp::Broadcast { .. } => &[],
+            | ArrayOp::Transpose { .. } => &[],
+            ArrayOp::Broadcast { .. } => rules![shape::broadcast_same],
         },
         Expr::Tuple(_) => &[],
         Expr::Untuple(_) => rules![copy_prop::untuple_tuple],
@@ -217,6 +217,7 @@ pub fn rules_for(e: &Expr, fuse: bool) -> &'static [Rule] {
             LinOp::ScatterAdd { .. } => rules![zeros::lscatter_add_zero],
             LinOp::Sum { .. } => rules![zeros::lsum_zero],
             LinOp::Broadcast { .. } => rules![zeros::lbroadcast_zero],
+            LinOp::SumTo { .. } => rules![zeros::lsum_to_zero],
             LinOp::Transpose(_) => rules![zeros::ltranspose_zero],
             LinOp::MatMul { .. } => rules![zeros::lmatmul_zero],
             LinOp::Outer { .. } => rules![zeros::louter_zero],

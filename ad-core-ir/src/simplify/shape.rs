@@ -90,3 +90,31 @@ pub const RULES: &[Rule] = &[
         apply: zero_dims,
     },
 ];
+
+/// `broadcast(x, shape, all axes) = x` when every size in `shape` is known
+/// to be `x`'s own along that axis (nothing is stretched): same-rank
+/// elementwise arithmetic broadcasts both operands to their common shape,
+/// and for operands of one shape this leaves the operands themselves.
+pub fn broadcast_same(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
+    let Expr::Array(ArrayOp::Broadcast {
+        arr: Atom::Var(x),
+        shape,
+        axes,
+    }) = &s.expr
+    else {
+        return None;
+    };
+    let [y] = s.binds.as_slice() else {
+        return None;
+    };
+    let all = axes.len() == shape.len() && axes.iter().enumerate().all(|(k, a)| k == *a);
+    let same = shape.iter().enumerate().all(|(k, a)| {
+        cx.facts
+            .same_dim(cx.facts.dim_of(*x, k), cx.facts.canon_atom(*a))
+    });
+    if !(all && same) {
+        return None;
+    }
+    cx.replace_nl(*y, Atom::Var(*x));
+    Some(vec![])
+}

@@ -226,6 +226,16 @@ pub fn lbroadcast_zero(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
     to_zero(s, cx, *z, out)
 }
 
+/// `lsum_to(0, shape) = 0` of that shape.
+pub fn lsum_to_zero(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
+    let Expr::Lin(LinOp::SumTo { x: z, shape }) = &s.expr else {
+        return None;
+    };
+    cx.zero(*z)?;
+    let out = ShapeTree::Array(shape.iter().map(|a| Dim::Atom(*a)).collect());
+    to_zero(s, cx, *z, out)
+}
+
 /// `ltranspose(0) = 0` with the two sizes swapped.
 pub fn ltranspose_zero(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
     let Expr::Lin(LinOp::Transpose(z)) = &s.expr else {

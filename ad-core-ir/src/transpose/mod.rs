@@ -455,7 +455,25 @@ impl<'p> Transposer<'p> {
                             });
                         }
                     }
+                    // Axes of `x` of length 1 may have been stretched: sum
+                    // them back, unless the sizes are the same atoms.
+                    let dims = self.dims_of(*x)?;
+                    let to: Vec<Atom> = dims.iter().map(|d| self.dim_atom(d)).collect();
+                    if to.iter().zip(axes).any(|(d, ax)| *d != shape[*ax]) {
+                        c = self.b.lin(LinOp::SumTo { x: c, shape: to });
+                    }
                 }
+                self.add_dense(*x, Some(c));
+            }
+            LinOp::SumTo { x, .. } => {
+                let dims = self.dims_of(*x)?;
+                let shape: Vec<Atom> = dims.iter().map(|d| self.dim_atom(d)).collect();
+                let axes = (0..shape.len()).collect();
+                let c = self.b.lin(LinOp::Broadcast {
+                    x: ct.expect("non-zero"),
+                    shape,
+                    axes,
+                });
                 self.add_dense(*x, Some(c));
             }
             LinOp::Transpose(x) => {

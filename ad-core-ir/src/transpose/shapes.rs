@@ -247,7 +247,7 @@ impl Binders {
                     Ok(arr(d))
                 }
             },
-            LinOp::Broadcast { shape, .. } => {
+            LinOp::Broadcast { shape, .. } | LinOp::SumTo { shape, .. } => {
                 Ok(arr(shape.iter().map(|a| Dim::Atom(*a)).collect()))
             }
             LinOp::Transpose(x) => {

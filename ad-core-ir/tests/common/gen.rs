@@ -2263,7 +2263,31 @@ impl<'s, 'd, 'p> Gen<'s, 'd, 'p> {
     }
 
     fn st_broadcast(&mut self, env: &mut Env) {
-        match self.src.below(3) {
+        match self.src.below(4) {
+            3 => {
+                // Stretching an axis of length 1 (ndarray's broadcasting),
+                // along a kept axis: `[1] -> [n]` or `[1] -> [m, n]`.
+                let n = self.some_len(env);
+                let (x, iv) = self.get_a1(env, 1);
+                if self.src.chance(0.5) {
+                    let shape = vec![self.get_size(env, n)];
+                    let v = self.array(ArrayOp::Broadcast {
+                        arr: x.into(),
+                        shape,
+                        axes: vec![0],
+                    });
+                    env.push(v, K::A1(n, iv));
+                } else {
+                    let m = self.src.range(1, 4);
+                    let shape = vec![self.get_size(env, m), self.get_size(env, n)];
+                    let v = self.array(ArrayOp::Broadcast {
+                        arr: x.into(),
+                        shape,
+                        axes: vec![1],
+                    });
+                    env.push(v, K::A2(m, n, iv));
+                }
+            }
             0 => {
                 let (x, iv) = self.get_f(env);
                 let n = self.some_len(env);

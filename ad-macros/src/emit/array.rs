@@ -40,7 +40,10 @@ impl Emitter<'_> {
                 let m = self.nl_movable(arr, site);
                 self.transpose(arr, m)
             }
-            ArrayOp::Broadcast { arr, shape, axes } => self.broadcast(arr, shape, axes),
+            ArrayOp::Broadcast { arr, shape, axes } => {
+                let m = self.nl_movable(arr, site);
+                self.broadcast(arr, shape, axes, site, m, binds.first().copied())
+            }
             ArrayOp::Shape { arr, axis } => {
                 let x = self.scalar(arr);
                 Ok(Out::one(quote!(#x.shape()[#axis] as i64), Repr::Val))
@@ -377,8 +380,28 @@ impl Emitter<'_> {
         })
     }
 
-    /// Broadcast to `shape` with `arr`'s axes at `axes`.
-    pub fn broadcast(&mut self, arr: &Atom, shape: &[Atom], axes: &[usize]) -> R<Out> {
+    /// Broadcast to `shape` with `arr`'s axes at `axes`, stretching axes of
+    /// length 1 (ndarray's `broadcast`).
+    ///
+    /// No copy where the source can be borrowed: a view, an array bound
+    /// outside the current lambda (never moved inside it) or a linear
+    /// variable (used once, here) gives a view of it, through a view with
+    /// the new axes bound just before the statement (views never leave the
+    /// block they are bound in: block results are owned); so does an owned
+    /// array whose last use comes after every use of the result `bind` (it
+    /// is moved, if at all, only at its last use, when the view is dead).
+    /// An owned array used for the last time here and broadcast along all
+    /// its axes is moved and stretched only if its shape differs. Otherwise
+    /// the result is a copy.
+    pub fn broadcast(
+        &mut self,
+        arr: &Atom,
+        shape: &[Atom],
+        axes: &[usize],
+        site: usize,
+        movable: bool,
+        bind: Option<Var>,
+    ) -> R<Out> {
         let nd = nd();
         let sizes: Vec<_> = shape.iter().map(|a| self.usize_of(a)).collect();
         let sh = list(&sizes);
@@ -389,6 +412,7 @@ impl Emitter<'_> {
         if axes.is_empty() {
             return Ok(Out::one(quote!(<#out_ty>::from_elem(#sh, #x)), Repr::Owned));
         }
+        let var = arr.var().ok_or("broadcast of a literal array")?;
         let mut view = quote!(#x.view());
         for p in 0..shape.len() {
             if !axes.contains(&p) {
@@ -398,12 +422,41 @@ impl Emitter<'_> {
         let s = self.fresh("s");
         let checks = axes.iter().enumerate().map(|(k, ax)| {
             let (k, ax) = (Literal::usize_unsuffixed(k), Literal::usize_unsuffixed(*ax));
-            quote!(#x.shape()[#k] == #s[#ax])
+            quote!((#x.shape()[#k] == #s[#ax] || #x.shape()[#k] == 1))
         });
+        let check = quote!(assert!(#(#checks)&&*, "linad: broadcast of shape {:?} to {:?}", #x.shape(), #s););
+        let dies_first = bind.is_some_and(|y| {
+            let (ly, lx) = (self.uses.last_use(y), self.uses.last_use(var));
+            ly.zip(lx).is_some_and(|(ly, lx)| ly < lx)
+        });
+        let borrow = self.repr(var) == Repr::View
+            || !self.uses.local(var, site)
+            || self.f.vars.is_linear(var)
+            || (!movable && dies_first);
+        if borrow {
+            let t = self.fresh("t");
+            self.before
+                .extend(quote!(let #s = #sh; #check let #t = #view;));
+            return Ok(Out::one(
+                quote!(#t.broadcast(#s).expect("linad: broadcast")),
+                Repr::View,
+            ));
+        }
+        if movable && axes.len() == shape.len() {
+            let rt = rt();
+            return Ok(Out::one(
+                quote!({
+                    let #s = #sh;
+                    #check
+                    #rt::stretch_owned(#x, #s)
+                }),
+                Repr::Owned,
+            ));
+        }
         Ok(Out::one(
             quote!({
                 let #s = #sh;
-                assert!(#(#checks)&&*, "linad: broadcast of shape {:?} to {:?}", #x.shape(), #s);
+                #check
                 #view.broadcast(#s).expect("linad: broadcast").to_owned()
             }),
             owned_repr(&ad_core_ir::types::Ty::array(elem, shape.len().max(1))),

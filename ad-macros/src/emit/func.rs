@@ -86,6 +86,9 @@ pub struct Emitter<'a> {
     /// (they move before the outermost such loop), `None` for a closure's
     /// (a build, map, accumulation, fold or while body: they stay inside).
     pub hoist: Vec<Option<TokenStream>>,
+    /// Views that borrow a binding of this body (a broadcast's, and views
+    /// taken of those): never returned as views.
+    local_views: std::collections::HashSet<Var>,
 }
 
 /// A function body as a block expression evaluating to its results (flat:
@@ -128,6 +131,7 @@ pub fn body(
         before: TokenStream::new(),
         lanes: HashMap::new(),
         hoist: vec![],
+        local_views: Default::default(),
     };
     let mut pats = vec![];
     let mut tys = vec![];
@@ -358,7 +362,7 @@ impl<'a> Emitter<'a> {
         let mut reprs = vec![];
         for a in &b.results {
             match a {
-                Atom::Var(v) if view_results && self.repr(*v) == Repr::View => {
+                Atom::Var(v) if view_results && self.returnable_view(*v) => {
                     let n = self.name(*v);
                     results.push(quote!(#n));
                     reprs.push(Repr::View);
@@ -370,7 +374,7 @@ impl<'a> Emitter<'a> {
             }
         }
         for v in &b.lin_results {
-            if view_results && self.repr(*v) == Repr::View {
+            if view_results && self.returnable_view(*v) {
                 let n = self.name(*v);
                 results.push(quote!(#n));
                 reprs.push(Repr::View);
@@ -380,6 +384,34 @@ impl<'a> Emitter<'a> {
             }
         }
         Ok((stmts, results, reprs))
+    }
+
+    /// Whether `v` is a view that may be returned from the function body
+    /// (it borrows nothing bound in the body).
+    fn returnable_view(&self, v: Var) -> bool {
+        self.repr(v) == Repr::View && !self.local_views.contains(&self.uses.root(v))
+    }
+
+    /// Whether the results of `s` (with representations `reprs`) include a
+    /// view borrowing a binding of this body: a broadcast view (see
+    /// [`Emitter::broadcast`]) or a view of such a view.
+    fn borrows_local(&self, s: &Stmt, reprs: &[Repr]) -> bool {
+        if !reprs.contains(&Repr::View) {
+            return false;
+        }
+        if matches!(
+            s.expr,
+            Expr::Array(ArrayOp::Broadcast { .. }) | Expr::Lin(LinOp::Broadcast { .. })
+        ) {
+            return true;
+        }
+        let (mut nl, mut lin) = (vec![], vec![]);
+        ad_core_ir::visit::for_each_operand(&s.expr, &mut |a| nl.extend(a.var()), &mut |v| {
+            lin.push(v)
+        });
+        nl.iter()
+            .chain(&lin)
+            .any(|v| self.local_views.contains(&self.uses.root(*v)))
     }
 
     /// A block as an expression `{ stmts; results }` with owned results (a
@@ -446,6 +478,9 @@ impl<'a> Emitter<'a> {
                 vars.len(),
                 out.reprs.len()
             ));
+        }
+        if self.borrows_local(s, &out.reprs) {
+            self.local_views.extend(vars.iter().copied());
         }
         let before = std::mem::take(&mut self.before);
         let bind = self.let_(&vars, &out.reprs, out.expr);

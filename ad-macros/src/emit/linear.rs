@@ -169,7 +169,23 @@ impl Emitter<'_> {
             LinOp::Gather { x, idx } => self.gather(&var(x), idx),
             LinOp::ScatterAdd { len, idx, x } => self.scatter_add(len, idx, &var(x)),
             LinOp::Sum { x, axis } => self.reduce(ReduceOp::Sum, &var(x), *axis, false),
-            LinOp::Broadcast { x, shape, axes } => self.broadcast(&var(x), shape, axes),
+            LinOp::Broadcast { x, shape, axes } => {
+                let m = self.lin_movable(*x, site);
+                self.broadcast(&var(x), shape, axes, site, m, None)
+            }
+            LinOp::SumTo { x, shape } => {
+                let rt = rt();
+                let sizes: Vec<_> = shape.iter().map(|a| self.usize_of(a)).collect();
+                let sh = super::array::list(&sizes);
+                let e = if self.lin_movable(*x, site) {
+                    let n = self.name(*x);
+                    quote!(#rt::sum_to_owned(#n, #sh))
+                } else {
+                    let xr = self.var_ref(*x);
+                    quote!(#rt::sum_to_shape(#xr, #sh))
+                };
+                Ok(Out::one(e, Repr::Owned))
+            }
             LinOp::Transpose(x) => {
                 let m = self.lin_movable(*x, site);
                 self.transpose(&var(x), m)

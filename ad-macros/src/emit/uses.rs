@@ -105,6 +105,12 @@ impl Uses {
         self.site_depth.get(site).copied().unwrap_or(0)
     }
 
+    /// The site of the last use of `v` (sites are numbered in program
+    /// order), if it is used.
+    pub fn last_use(&self, v: Var) -> Option<usize> {
+        self.last.get(&self.root(v)).copied()
+    }
+
     /// Whether the non-linear use of `v` at `site` may move it.
     pub fn movable(&self, v: Var, site: usize) -> bool {
         let v = self.root(v);

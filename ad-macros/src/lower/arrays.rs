@@ -529,37 +529,7 @@ impl Lowerer<'_> {
         let span = span_of(node);
         match (l.clone(), r.clone()) {
             (Val::Array(a, _, ra), Val::Array(b, _, rb)) => {
-                // Broadcasting: the lower-rank side is repeated along the
-                // leading axes of the other (its sizes must match the
-                // trailing ones).
-                let (a, b, ra) = if ra == rb {
-                    let (a, b) = self.co_broadcast(a, b, ra, span)?;
-                    (a, b, ra)
-                } else {
-                    let (hi, lo, rh, rl) = if ra > rb {
-                        (a, b, ra, rb)
-                    } else {
-                        (b, a, rb, ra)
-                    };
-                    let mut shape = vec![];
-                    for axis in 0..rh {
-                        shape.push(self.array(ArrayOp::Shape { arr: hi, axis }, span)?);
-                    }
-                    let axes: Vec<usize> = (rh - rl..rh).collect();
-                    let lo = self.array(
-                        ArrayOp::Broadcast {
-                            arr: lo,
-                            shape,
-                            axes,
-                        },
-                        span,
-                    )?;
-                    if ra > rb {
-                        (hi, lo, rh)
-                    } else {
-                        (lo, hi, rh)
-                    }
-                };
+                let (a, b, ra) = self.co_broadcast(a, b, ra, rb, span)?;
                 self.map_with(&[(a, elem), (b, elem)], ra, node, |lw, xs| {
                     let (Val::Scalar(x, _), Val::Scalar(y, _)) = (&xs[0], &xs[1]) else {
                         return None;
@@ -587,13 +557,110 @@ impl Lowerer<'_> {
         }
     }
 
+    /// The operands of elementwise arithmetic broadcast to their common
+    /// shape, as ndarray's arithmetic broadcasts: axes aligned at the end,
+    /// missing leading axes added to the lower-rank side, and along each
+    /// aligned axis a size of 1 stretched to the other side's size. Which
+    /// sizes are 1 is known only when the program runs, so each common size
+    /// is `if a_k == 1 { b_k } else { a_k }` and both operands are
+    /// broadcast to that shape (the simplifier drops a broadcast whose
+    /// sizes are known to be the operand's own; the broadcast itself
+    /// panics on sizes that differ and are not 1, as ndarray does). A
+    /// length-1 axis made by `insert_axis` is known statically
+    /// ([`Self::unit_co_broadcast`]).
+    fn co_broadcast(
+        &mut self,
+        a: Atom,
+        b: Atom,
+        ra: usize,
+        rb: usize,
+        span: proc_macro2::Span,
+    ) -> Option<(Atom, Atom, usize)> {
+        if ra == rb && a == b {
+            return Some((a, b, ra));
+        }
+        let unit = |lw: &Self, x: &Atom| x.var().and_then(|v| lw.unit_axis.get(&v).copied());
+        if ra == rb && (unit(self, &a).is_some() || unit(self, &b).is_some()) {
+            let (a, b) = self.unit_co_broadcast(a, b, ra, span)?;
+            return Some((a, b, ra));
+        }
+        let rank = ra.max(rb);
+        if self.exact_shapes {
+            return self.exact_broadcast(a, b, ra, rb, span);
+        }
+        let mut shape = vec![];
+        for axis in 0..rank {
+            // The axis of each operand aligned with output axis `axis`.
+            let of = |r: usize| (axis + r).checked_sub(rank);
+            let size = match (of(ra), of(rb)) {
+                (Some(ka), Some(kb)) => {
+                    let sa = self.array(ArrayOp::Shape { arr: a, axis: ka }, span)?;
+                    let sb = self.array(ArrayOp::Shape { arr: b, axis: kb }, span)?;
+                    let one = self.prim(Prim::Eq, &[sa, Atom::I64(1)], span)?;
+                    self.prim(Prim::Select, &[one, sb, sa], span)?
+                }
+                (Some(ka), None) => self.array(ArrayOp::Shape { arr: a, axis: ka }, span)?,
+                (None, Some(kb)) => self.array(ArrayOp::Shape { arr: b, axis: kb }, span)?,
+                (None, None) => return None,
+            };
+            shape.push(size);
+        }
+        let mut stretch = |x: Atom, r: usize| {
+            self.array(
+                ArrayOp::Broadcast {
+                    arr: x,
+                    shape: shape.clone(),
+                    axes: (rank - r..rank).collect(),
+                },
+                span,
+            )
+        };
+        let a2 = stretch(a, ra)?;
+        let b2 = stretch(b, rb)?;
+        Some((a2, b2, rank))
+    }
+
+    /// Operands of elementwise arithmetic when shapes must be exact
+    /// ([`Lowerer::exact_shapes`]): the lower-rank side is repeated along
+    /// the leading axes of the other (its sizes must match the trailing
+    /// ones); same-rank operands must have equal shapes.
+    fn exact_broadcast(
+        &mut self,
+        a: Atom,
+        b: Atom,
+        ra: usize,
+        rb: usize,
+        span: proc_macro2::Span,
+    ) -> Option<(Atom, Atom, usize)> {
+        if ra == rb {
+            return Some((a, b, ra));
+        }
+        let (hi, lo, rh, rl) = if ra > rb {
+            (a, b, ra, rb)
+        } else {
+            (b, a, rb, ra)
+        };
+        let mut shape = vec![];
+        for axis in 0..rh {
+            shape.push(self.array(ArrayOp::Shape { arr: hi, axis }, span)?);
+        }
+        let lo = self.array(
+            ArrayOp::Broadcast {
+                arr: lo,
+                shape,
+                axes: (rh - rl..rh).collect(),
+            },
+            span,
+        )?;
+        Some(if ra > rb { (hi, lo, rh) } else { (lo, hi, rh) })
+    }
+
     /// Same-rank operands of elementwise arithmetic, with ndarray's
     /// co-broadcasting of a length-1 axis made by `insert_axis`: such an
     /// operand is rebuilt from the array it was made from, repeated along
     /// that axis to the other operand's size (unless the other has the
-    /// axis from `insert_axis` too). Other same-rank operands must have
-    /// equal shapes, as before (checked when the arithmetic runs).
-    fn co_broadcast(
+    /// axis from `insert_axis` too).
+    fn unit_co_broadcast(
         &mut self,
         a: Atom,
         b: Atom,

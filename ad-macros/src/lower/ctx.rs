@@ -42,6 +42,11 @@ pub struct Lowerer<'p> {
     /// stretches that axis to the other operand's size, as ndarray's
     /// co-broadcasting does (`e / &s.insert_axis(Axis(1))`).
     pub unit_axis: std::collections::HashMap<Var, (Atom, usize)>,
+    /// Elementwise arithmetic of same-rank arrays needs equal shapes (no
+    /// stretching of length-1 axes not made by `insert_axis`): in the
+    /// bodies of linear functions and custom rules, whose transposes size
+    /// a linear parameter's cotangent from the arrays it meets.
+    pub exact_shapes: bool,
 }
 
 impl<'p> Lowerer<'p> {
@@ -69,6 +74,7 @@ impl<'p> Lowerer<'p> {
             closure_floor: 0,
             defaulted: std::collections::HashMap::new(),
             unit_axis: std::collections::HashMap::new(),
+            exact_shapes: false,
         }
     }
 

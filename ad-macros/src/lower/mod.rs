@@ -96,7 +96,7 @@ pub fn signature(
 
 /// Lowers the body to IR.
 pub fn lower(item: &syn::ItemFn, sig: &Signature) -> Result<Lowered, Vec<syn::Error>> {
-    lower_seeded(item, sig, &sig.all_mask())
+    lower_seeded(item, sig, &sig.all_mask(), false)
 }
 
 /// As [`lower`], where only the parameters flagged in `seeds` carry
@@ -107,10 +107,12 @@ pub fn lower_seeded(
     item: &syn::ItemFn,
     sig: &Signature,
     seed_mask: &[bool],
+    exact_shapes: bool,
 ) -> Result<Lowered, Vec<syn::Error>> {
     let name = sig.ident.to_string();
     let empty = Program::default();
     let mut lw = Lowerer::new(&empty, &name);
+    lw.exact_shapes = exact_shapes;
     let mut seeds = vec![];
     let inputs: Vec<&syn::PatType> = item
         .sig
