@@ -389,7 +389,8 @@ impl Emitter<'_> {
     /// the new axes bound just before the statement (views never leave the
     /// block they are bound in: block results are owned); so does an owned
     /// array whose last use comes after every use of the result `bind` (it
-    /// is moved, if at all, only at its last use, when the view is dead).
+    /// is moved, if at all, only at its last use, when the view is dead;
+    /// never so when this is its last use).
     /// An owned array used for the last time here and broadcast along all
     /// its axes is moved and stretched only if its shape differs. Otherwise
     /// the result is a copy.
@@ -432,7 +433,7 @@ impl Emitter<'_> {
         let borrow = self.repr(var) == Repr::View
             || !self.uses.local(var, site)
             || self.f.vars.is_linear(var)
-            || (!movable && dies_first);
+            || dies_first;
         if borrow {
             let t = self.fresh("t");
             self.before

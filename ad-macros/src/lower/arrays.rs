@@ -567,7 +567,8 @@ impl Lowerer<'_> {
     /// sizes are known to be the operand's own; the broadcast itself
     /// panics on sizes that differ and are not 1, as ndarray does). A
     /// length-1 axis made by `insert_axis` is known statically
-    /// ([`Self::unit_co_broadcast`]).
+    /// ([`Self::unit_co_broadcast`]: no run-time choice, the reverse sums
+    /// that axis directly, and it works in exact-shape bodies too).
     fn co_broadcast(
         &mut self,
         a: Atom,
@@ -584,13 +585,15 @@ impl Lowerer<'_> {
             let (a, b) = self.unit_co_broadcast(a, b, ra, span)?;
             return Some((a, b, ra));
         }
-        let rank = ra.max(rb);
         if self.exact_shapes {
             return self.exact_broadcast(a, b, ra, rb, span);
         }
+        let rank = ra.max(rb);
+        let hi = if ra >= rb { a } else { b };
         let mut shape = vec![];
         for axis in 0..rank {
-            // The axis of each operand aligned with output axis `axis`.
+            // The axis of each operand aligned with output axis `axis`; a
+            // leading axis only the higher-rank side has keeps its size.
             let of = |r: usize| (axis + r).checked_sub(rank);
             let size = match (of(ra), of(rb)) {
                 (Some(ka), Some(kb)) => {
@@ -599,9 +602,7 @@ impl Lowerer<'_> {
                     let one = self.prim(Prim::Eq, &[sa, Atom::I64(1)], span)?;
                     self.prim(Prim::Select, &[one, sb, sa], span)?
                 }
-                (Some(ka), None) => self.array(ArrayOp::Shape { arr: a, axis: ka }, span)?,
-                (None, Some(kb)) => self.array(ArrayOp::Shape { arr: b, axis: kb }, span)?,
-                (None, None) => return None,
+                _ => self.array(ArrayOp::Shape { arr: hi, axis }, span)?,
             };
             shape.push(size);
         }
