@@ -516,6 +516,41 @@ fn elementwise_operators() {
     );
 }
 
+/// ndarray's elementwise float maths on arrays (`a.cbrt()`, `a.exp2()`,
+/// `a.log(b)`, `a.hypot(s)`, `a.clamp(lo, hi)`, ...) and `mapv(f64::cbrt)`.
+#[differentiable]
+fn float_maths(a: &Array1<f64>, s: f64) -> Array1<f64> {
+    let p = a.mapv(|v| 1.5 + v * v);
+    let q = a.cbrt() + a.exp2() + p.log(3.0) + a.hypot(s) + a.clamp(-0.5, 0.5);
+    q + a.to_degrees() + a.to_radians() + a.mapv(f64::cbrt) * s.cbrt()
+}
+
+#[test]
+fn float_maths_methods() {
+    // away from 0, where cbrt has no derivative, and from the clamp's corners
+    let a = Array1::from(vec![-0.9, -0.3, 0.2, 0.7, 1.3]);
+    let x = (a, 1.7);
+    let y = float_maths(&x.0, x.1);
+    assert_eq!(y[0].to_bits(), {
+        let v: f64 = -0.9;
+        (v.cbrt()
+            + v.exp2()
+            + (1.5 + v * v).log(3.0)
+            + v.hypot(1.7)
+            + v.clamp(-0.5, 0.5)
+            + v.to_degrees()
+            + v.to_radians()
+            + v.cbrt() * 1.7f64.cbrt())
+        .to_bits()
+    });
+    check_derivatives(
+        &x,
+        |(a, s)| float_maths(a, *s),
+        |(a, s), (da, ds)| float_maths_jvp(a, *s, da, *ds),
+        |(a, s), ct| float_maths_vjp(a, *s, ct),
+    );
+}
+
 /// Element-wise arithmetic on matrices, with a 2-D output.
 #[differentiable]
 fn elementwise2(a: &Array2<f64>, b: &Array2<f64>) -> Array2<f64> {
@@ -787,4 +822,47 @@ fn rows_read_in_loops_as_f_reads_them() {
     assert!(panics(&|| {
         row_squares_vjp(t, 0, 5, 1.0);
     }));
+}
+
+/// `var(ddof)` / `std(ddof)` as ndarray computes them (Welford's update:
+/// the primal is bit-identical), of vectors and matrices, and
+/// `mapv_inplace` on a local array.
+#[differentiable(wrt(v, m))]
+fn spread(v: &Array1<f64>, m: &Array2<f64>, ddof: f64) -> f64 {
+    let mut w = v.to_owned();
+    w.mapv_inplace(|x| x * x + 0.5);
+    w.mapv_inplace(f64::ln);
+    v.var(ddof) + m.std(0.0) * w.std(ddof) + w.sum()
+}
+
+#[test]
+fn variance_std_and_mapv_inplace() {
+    let mut r = rng("variance_std_and_mapv_inplace");
+    for (n, ddof) in [(1, 0.0), (2, 1.0), (5, 1.0), (7, 0.5), (4, 4.0)] {
+        let x = (
+            Array1::from_shape_fn(n, |_| r.normal()),
+            Array2::from_shape_fn((3, 2), |_| r.normal()),
+        );
+        let mut w = x.0.clone();
+        w.mapv_inplace(|a| a * a + 0.5);
+        w.mapv_inplace(f64::ln);
+        let want = x.0.var(ddof) + x.1.std(0.0) * w.std(ddof) + w.sum();
+        assert_eq!(spread(&x.0, &x.1, ddof).to_bits(), want.to_bits());
+        // (std has no derivative at a zero variance: one element)
+        if n > 1 && ddof < n as f64 {
+            check_derivatives(
+                &x,
+                |(v, m)| spread(v, m, ddof),
+                |(v, m), (dv, dm)| spread_jvp(v, m, ddof, dv, dm),
+                |(v, m), ct| spread_vjp(v, m, ddof, *ct),
+            );
+        }
+    }
+}
+
+#[test]
+#[should_panic]
+fn variance_with_ddof_past_the_length_panics_in_the_companions() {
+    let (v, m) = (Array1::from(vec![1.0, 2.0]), Array2::zeros((2, 2)));
+    let _ = spread_vjp(&v, &m, 3.0, 1.0);
 }

@@ -847,3 +847,57 @@ fn break_and_continue_deep_in_a_loop_body() {
         }
     }
 }
+
+/// `(a..b).step_by(k)` in `for` loops (also reversed after the step, and
+/// stepped twice) and in iterator chains.
+#[differentiable]
+fn stepped(v: &Array1<f64>, k: usize) -> f64 {
+    let mut s = 0.0;
+    for i in (1..v.len()).step_by(k) {
+        s = s * 0.5 + v[i] * v[i - 1];
+    }
+    for i in (0..v.len()).step_by(2).rev() {
+        s = s * 0.9 + v[i].sin();
+    }
+    for i in (0..v.len()).step_by(2).step_by(2) {
+        s += v[i] * (i as f64);
+    }
+    let t: f64 = (0..v.len()).step_by(3).map(|i| v[i] * v[i]).sum();
+    s + t
+}
+
+#[test]
+fn step_by_ranges() {
+    let mut r = rng("step_by_ranges");
+    for n in [0, 1, 2, 5, 8] {
+        for k in [1, 2, 3, 7] {
+            let v = Array1::from_shape_fn(n, |_| r.normal());
+            // The primal against std's stepping.
+            let mut s = 0.0;
+            for i in (1..n).step_by(k) {
+                s = s * 0.5 + v[i] * v[i - 1];
+            }
+            for i in (0..n).step_by(2).rev() {
+                s = s * 0.9 + v[i].sin();
+            }
+            for i in (0..n).step_by(4) {
+                s += v[i] * (i as f64);
+            }
+            let t: f64 = (0..n).step_by(3).map(|i| v[i] * v[i]).sum();
+            assert_eq!(stepped(&v, k).to_bits(), (s + t).to_bits());
+            check_derivatives(
+                &v,
+                |v| stepped(v, k),
+                |v, d| stepped_jvp(v, k, d),
+                |v, ct| stepped_vjp(v, k, *ct),
+            );
+        }
+    }
+}
+
+#[test]
+#[should_panic]
+fn step_by_zero_panics_in_the_companions() {
+    let v = Array1::from(vec![1.0, 2.0]);
+    let _ = stepped_vjp(&v, 0, 1.0);
+}

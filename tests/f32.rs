@@ -348,3 +348,42 @@ fn owned_f32_arrays_and_tuple_outputs() {
     // d(b.sum() + x a.sum()) = db.sum() + dx a.sum() + x da.sum()
     assert_eq!(dy.0, 1.0 + 0.5 * 2.0 + 2.0 * 4.0);
 }
+
+/// A struct output with an `f32` `Vec` field.
+#[derive(linad::Differentiable, Clone, Debug, PartialEq)]
+pub struct Scaled32 {
+    pub v: Vec<f32>,
+    pub n: f32,
+}
+
+#[differentiable]
+fn scaled_vec32(x: &[f32], s: f32) -> Scaled32 {
+    let v: Vec<f32> = x.iter().map(|a| a * s).collect();
+    Scaled32 {
+        n: v.iter().map(|a| a * a).sum::<f32>(),
+        v,
+    }
+}
+
+#[test]
+fn f32_struct_outputs_with_vec_fields() {
+    let x = vec![1.0f32, -2.0, 0.5];
+    let s = 1.5f32;
+    let ct = Scaled32Tangent {
+        v: vec![1.0f32, 0.5, -1.0],
+        n: 2.0,
+    };
+    let (y, (gx, gs)) = scaled_vec32_vjp(&x, s, &ct);
+    assert_eq!(y, scaled_vec32(&x, s));
+    // d/dx_k: ct.v_k s + ct.n 2 x_k s^2; d/ds: sum ct.v_k x_k + ct.n 2 s |x|^2.
+    for k in 0..3 {
+        let want = ct.v[k] * s + ct.n * 2.0 * x[k] * s * s;
+        assert!((gx[k] - want).abs() < 1e-4, "{} vs {want}", gx[k]);
+    }
+    let xx: f32 = x.iter().map(|a| a * a).sum();
+    let dot: f32 = ct.v.iter().zip(&x).map(|(a, b)| a * b).sum();
+    assert!((gs - (dot + ct.n * 2.0 * s * xx)).abs() < 1e-4);
+    let (yj, t) = scaled_vec32_jvp(&x, s, &[0.0, 1.0, 0.0], 0.0);
+    assert_eq!(yj, y);
+    assert_eq!(t.v, vec![0.0, s, 0.0]);
+}

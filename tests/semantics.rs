@@ -115,6 +115,7 @@ fn unary_methods_bit_identical_on_edges() {
         same1("ln_1p", x, u_ln_1p, u_ln_1p_jvp, u_ln_1p_vjp);
         same1("recip", x, u_recip, u_recip_jvp, u_recip_vjp);
         same1("exp2", x, u_exp2, u_exp2_jvp, u_exp2_vjp);
+        same1("cbrt", x, u_cbrt, u_cbrt_jvp, u_cbrt_vjp);
         same1(
             "to_degrees",
             x,
@@ -189,6 +190,7 @@ unary! {
     u_ln_1p = |x| x.ln_1p();
     u_recip = |x| x.recip();
     u_exp2 = |x| x.exp2();
+    u_cbrt = |x| x.cbrt();
     u_to_degrees = |x| x.to_degrees();
     u_to_radians = |x| x.to_radians();
     u_powi3 = |x| x.powi(3);

@@ -693,3 +693,76 @@ fn raw_identifier_fields() {
     assert_eq!(g.r#type, 4.0);
     assert_eq!(g.r#in, Array1::from(vec![2.0, 2.0]));
 }
+
+/// A struct output with `Vec` fields (the flat function returns them as
+/// `Array1`s; the companions give `Vec`s back), one built by a `vec![..]`
+/// literal, one by `.collect()` and `Array1::from` of a collected `Vec`, and
+/// a caller reading them.
+#[derive(Differentiable, Clone, Debug, PartialEq)]
+pub struct Moments {
+    pub powers: Vec<f64>,
+    pub scaled: Vec<f64>,
+    pub total: f64,
+}
+
+#[differentiable]
+fn moments(v: &[f64], s: f64) -> Moments {
+    let m1 = v.iter().sum::<f64>();
+    let m2 = v.iter().map(|x| x * x).sum::<f64>();
+    let scaled: Vec<f64> = v.iter().map(|x| x * s).collect();
+    let a = Array1::from(scaled.clone());
+    Moments {
+        powers: vec![m1, m2 * s],
+        total: a.sum() + m2,
+        scaled,
+    }
+}
+
+#[differentiable]
+fn moments_loss(v: &[f64], s: f64) -> f64 {
+    let m = moments(v, s);
+    m.powers[0] * m.powers[1] + m.scaled[2] * m.total
+}
+
+#[test]
+fn struct_outputs_with_vec_fields() {
+    let v = vec![0.3, -1.2, 0.8, 2.0];
+    let dv = vec![1.0, 0.5, -0.25, 0.3];
+    let y = moments(&v, 0.7);
+    let (yj, t) = moments_jvp(&v, 0.7, &dv, 0.1);
+    assert_eq!(yj, y);
+    let ct = MomentsTangent {
+        powers: vec![0.2, -0.4],
+        scaled: vec![1.0, 0.5, -0.3, 0.7],
+        total: 0.6,
+    };
+    let (yv, (gv, gs)) = moments_vjp(&v, 0.7, &ct);
+    assert_eq!(yv, y);
+    let gdv: f64 = gv.iter().zip(&dv).map(|(a, b)| a * b).sum();
+    assert_close(ct.dot(&t), gdv + gs * 0.1, 1e-12);
+    let (yl, lin) = moments_linearize(&v, 0.7);
+    assert_eq!(yl, y);
+    assert_eq!(lin(&dv, 0.1), t);
+    let (yp, pb) = moments_pullback(&v, 0.7);
+    assert_eq!(yp, y);
+    assert_eq!(pb(&ct).0, gv);
+    let h = 1e-6;
+    let at = |k: f64| {
+        let vk: Vec<f64> = v.iter().zip(&dv).map(|(a, b)| a + b * k).collect();
+        moments(&vk, 0.7 + 0.1 * k)
+    };
+    let (p, m) = (at(h), at(-h));
+    assert_close(t.powers[1], (p.powers[1] - m.powers[1]) / (2.0 * h), 1e-6);
+    assert_close(t.scaled[3], (p.scaled[3] - m.scaled[3]) / (2.0 * h), 1e-6);
+    assert_close(t.total, (p.total - m.total) / (2.0 * h), 1e-6);
+    let (l, (glv, gls)) = moments_loss_vjp(&v, 0.7, 1.0);
+    assert_eq!(l.to_bits(), moments_loss(&v, 0.7).to_bits());
+    let (_, dl) = moments_loss_jvp(&v, 0.7, &dv, 0.1);
+    let gldv: f64 = glv.iter().zip(&dv).map(|(a, b)| a * b).sum();
+    assert_close(dl, gldv + gls * 0.1, 1e-12);
+    let fl = |k: f64| {
+        let vk: Vec<f64> = v.iter().zip(&dv).map(|(a, b)| a + b * k).collect();
+        moments_loss(&vk, 0.7 + 0.1 * k)
+    };
+    assert_close(dl, (fl(h) - fl(-h)) / (2.0 * h), 1e-6);
+}

@@ -278,6 +278,8 @@ pub enum Prim {
     MulAdd,
     /// `2^a` (Rust's `f64::exp2`)
     Exp2,
+    /// the cube root of `a` (Rust's `f64::cbrt`; defined for negative `a`)
+    Cbrt,
     /// `a.clamp(lo, hi)` as Rust's `f64::clamp`: `lo` if `a < lo`, `hi` if
     /// `a > hi`, else `a` (NaN stays NaN); an error (Rust panics) unless `lo <= hi`
     Clamp,
@@ -443,9 +445,9 @@ impl IntOp {
 impl Prim {
     /// Every primitive (each integer type and operator of the parameterised
     /// ones), for tables and tests.
-    pub const ALL: [Prim; 48 + 5 * 7 + 7 + 7 + 1] = Prim::all();
+    pub const ALL: [Prim; 49 + 5 * 7 + 7 + 7 + 1] = Prim::all();
 
-    const BASIC: [Prim; 48] = [
+    const BASIC: [Prim; 49] = [
         Prim::Add,
         Prim::Sub,
         Prim::Mul,
@@ -487,6 +489,7 @@ impl Prim {
         Prim::Select,
         Prim::MulAdd,
         Prim::Exp2,
+        Prim::Cbrt,
         Prim::Clamp,
         Prim::ULt,
         Prim::ULe,
@@ -496,10 +499,10 @@ impl Prim {
         Prim::UMin,
     ];
 
-    const fn all() -> [Prim; 48 + 5 * 7 + 7 + 7 + 1] {
-        let mut out = [Prim::Add; 48 + 5 * 7 + 7 + 7 + 1];
+    const fn all() -> [Prim; 49 + 5 * 7 + 7 + 7 + 1] {
+        let mut out = [Prim::Add; 49 + 5 * 7 + 7 + 7 + 1];
         let mut k = 0;
-        while k < 48 {
+        while k < 49 {
             out[k] = Prim::BASIC[k];
             k += 1;
         }
@@ -564,6 +567,7 @@ impl Prim {
             Prim::Select => "select",
             Prim::MulAdd => "mul_add",
             Prim::Exp2 => "exp2",
+            Prim::Cbrt => "cbrt",
             Prim::Clamp => "clamp",
             Prim::IntArith(op, t) => INT_ARITH_NAMES[op as usize][t as usize],
             Prim::IntCast(t) => INT_CAST_NAMES[t as usize],
@@ -601,6 +605,7 @@ impl Prim {
             | Prim::ToF64
             | Prim::ToI64
             | Prim::Exp2
+            | Prim::Cbrt
             | Prim::IntCast(_)
             | Prim::FloatToInt(_)
             | Prim::U64ToF64 => 1,
@@ -690,7 +695,8 @@ impl Prim {
             | Prim::Powf
             | Prim::Atan2
             | Prim::Hypot
-            | Prim::Exp2 => false,
+            | Prim::Exp2
+            | Prim::Cbrt => false,
         }
     }
 }

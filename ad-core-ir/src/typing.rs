@@ -261,7 +261,7 @@ pub fn prim_ty(p: Prim, args: &[Ty]) -> Result<Ty, String> {
             float(0)?;
             Ok(Ty::I64)
         }
-        Prim::Exp2 => {
+        Prim::Exp2 | Prim::Cbrt => {
             float(0)?;
             Ok(Ty::F64)
         }

@@ -248,6 +248,11 @@ fn prim_cases(p: Prim) -> Vec<(Vec<Value>, Value)> {
             f1(f64::exp2, -1074.0),
             f1(f64::exp2, 3.0),
         ],
+        Prim::Cbrt => vec![
+            f1(f64::cbrt, -27.0),
+            f1(f64::cbrt, 0.3),
+            f1(f64::cbrt, -0.0),
+        ],
         Prim::Clamp => vec![
             (vec![F(nan), F(0.0), F(1.0)], F(nan)),
             (vec![F(-0.0), F(0.0), F(1.0)], F(-0.0)),

@@ -79,6 +79,8 @@ fn every_differentiable_scalar_primitive() {
         (Hypot, &[0.7, -0.4]),
         (MulAdd, &[0.7, -0.4, 1.3]),
         (Exp2, &[0.7]),
+        (Cbrt, &[0.7]),
+        (Cbrt, &[-1.9]),
         // clamp(x, lo, hi): inside, below and above the interval
         (Clamp, &[0.3, -1.0, 1.0]),
         (Clamp, &[-1.5, -1.0, 1.0]),

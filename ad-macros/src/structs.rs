@@ -101,7 +101,7 @@ pub fn output_leaves(ty: &str) -> Option<Vec<OutputLeaf>> {
             .into_iter()
             .map(|l| OutputLeaf {
                 chain: l.chain.iter().map(|c| c.to_string()).collect(),
-                ty: l.ty,
+                ty: l.out_ty(),
                 diff: l.diff,
             })
             .collect(),
@@ -148,6 +148,27 @@ struct Leaf {
     by_ref: bool,
     /// A `Vec` (its shape is its length).
     is_vec: bool,
+}
+
+impl Leaf {
+    /// The leaf's type in a flat function's *output*: its owned type, but
+    /// a `Vec<T>` as `Array1<T>` (the IR's one-dimensional array; outputs
+    /// are arrays), turned back into a `Vec` by the companions.
+    fn out_ty(&self) -> syn::Type {
+        if !self.is_vec {
+            return self.ty.clone();
+        }
+        let syn::Type::Path(p) = &self.ty else {
+            return self.ty.clone();
+        };
+        match p.path.segments.last().map(|s| &s.arguments) {
+            Some(syn::PathArguments::AngleBracketed(a)) => {
+                let args = &a.args;
+                syn::parse_quote!(::linad::ndarray::Array1<#args>)
+            }
+            _ => self.ty.clone(),
+        }
+    }
 }
 
 /// A parameter of the user's function.
@@ -362,20 +383,11 @@ fn expand_flat(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::
                 let mut leaves = vec![];
                 let out_ident = format_ident!("__linad_out");
                 match flatten(&out_ident, st, quote!(#st), &[], &mut leaves, t.span()) {
-                    Ok(tree) => {
-                        if let Some(l) = leaves.iter().find(|l| l.diff && l.is_vec) {
-                            let path: Vec<String> = l.chain.iter().map(|c| c.to_string()).collect();
-                            errors.push(syn::Error::new(
-                                t.span(),
-                                format!("a struct output's fields with a derivative must be floats, their tuples or arrays: its field `{}` is a `Vec` (not supported yet in outputs)", path.join(".")),
-                            ));
-                        }
-                        Some(OutStruct {
-                            st: Box::new(st.clone()),
-                            tree,
-                            leaves,
-                        })
-                    }
+                    Ok(tree) => Some(OutStruct {
+                        st: Box::new(st.clone()),
+                        tree,
+                        leaves,
+                    }),
                     Err(e) => {
                         errors.push(e);
                         None
@@ -423,7 +435,12 @@ fn expand_flat(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::
     };
     rw.visit_block_mut(&mut flat.block);
     if let Some(o) = &out {
-        let tys: Vec<&syn::Type> = o.leaves.iter().filter(|l| l.diff).map(|l| &l.ty).collect();
+        let tys: Vec<syn::Type> = o
+            .leaves
+            .iter()
+            .filter(|l| l.diff)
+            .map(Leaf::out_ty)
+            .collect();
         flat.sig.output = match tys.as_slice() {
             [one] => syn::parse_quote!(-> #one),
             _ => syn::parse_quote!(-> (#(#tys),*)),
@@ -1071,14 +1088,28 @@ impl OutStruct {
     fn primal(&self, v: TokenStream) -> TokenStream {
         let (ts, pat) = self.temps("o");
         let b = build_primal(&self.tree, &ts);
-        quote!({ let #pat = #v; #b })
+        let vecs = self.vecs_back(&ts);
+        quote!({ let #pat = #v; #vecs #b })
     }
 
     /// The struct's tangent from a flat tangent `v`.
     fn tangent(&self, v: TokenStream) -> TokenStream {
         let (ts, pat) = self.temps("t");
         let b = build_tangent(&self.tree, &self.leaves, &mut ts.iter());
-        quote!({ let #pat = #v; #b })
+        let vecs = self.vecs_back(&ts);
+        quote!({ let #pat = #v; #vecs #b })
+    }
+
+    /// Rebinds the temporaries `ts` (one per leaf with a derivative) of
+    /// `Vec` leaves, which the flat function returns as `Array1`s, as
+    /// `Vec`s.
+    fn vecs_back(&self, ts: &[syn::Ident]) -> TokenStream {
+        let diff = self.leaves.iter().filter(|l| l.diff);
+        let back = diff
+            .zip(ts)
+            .filter(|(l, _)| l.is_vec)
+            .map(|(_, t)| quote!(let #t = #t.to_vec();));
+        quote!(#(#back)*)
     }
 
     /// The flat cotangent from the struct's tangent `ct` (a reference).
@@ -1089,7 +1120,10 @@ impl OutStruct {
             .filter(|l| l.diff)
             .map(|l| {
                 let chain = &l.chain;
-                if l.by_ref {
+                if l.is_vec {
+                    // The flat function's output is an `Array1`.
+                    quote!(&::linad::ndarray::Array1::from(#ct #(.#chain)*.clone()))
+                } else if l.by_ref {
                     quote!(&#ct #(.#chain)*)
                 } else {
                     quote!(#ct #(.#chain)*)
@@ -1140,9 +1174,15 @@ impl OutputRewrite<'_> {
     ) -> bool {
         match node {
             Node::Leaf(k) => {
-                if self.out.leaves[*k].diff {
+                let leaf = &self.out.leaves[*k];
+                if leaf.diff {
                     let t = format_ident!("__linad_field{}", held.len(), span = e.span());
-                    lets.push(syn::parse_quote_spanned!(e.span()=> let #t = #e;));
+                    lets.push(if leaf.is_vec {
+                        // The flat function returns a `Vec` field as an `Array1`.
+                        syn::parse_quote_spanned!(e.span()=> let #t = ::linad::ndarray::Array1::from(#e);)
+                    } else {
+                        syn::parse_quote_spanned!(e.span()=> let #t = #e;)
+                    });
                     held.push((*k, t));
                 }
                 true

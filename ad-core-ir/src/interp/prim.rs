@@ -112,6 +112,7 @@ fn float_unary(p: Prim) -> Option<fn(f64) -> f64> {
         Prim::ExpM1 => f64::exp_m1,
         Prim::Ln1p => f64::ln_1p,
         Prim::Exp2 => f64::exp2,
+        Prim::Cbrt => f64::cbrt,
         _ => return None,
     })
 }

@@ -48,7 +48,8 @@ fn rule(p: Prim) -> Rule {
         | Prim::Atan2
         | Prim::Hypot
         | Prim::MulAdd
-        | Prim::Exp2 => Rule::Partials,
+        | Prim::Exp2
+        | Prim::Cbrt => Rule::Partials,
         Prim::Rem
         | Prim::Lt
         | Prim::Le
@@ -267,6 +268,12 @@ impl<'p> Jvp<'p> {
             (MulAdd, _) => one,
             // exp2' = 2^x ln 2
             (Exp2, _) => self.nl(Mul, &[y, Atom::F64(std::f64::consts::LN_2)]),
+            // cbrt' = 1 / (3 cbrt(x)^2) (infinite at 0, as sqrt's)
+            (Cbrt, _) => {
+                let yy = self.nl(Mul, &[y, y]);
+                let d = self.nl(Mul, &[Atom::F64(3.0), yy]);
+                self.nl(Div, &[one, d])
+            }
             (
                 Add | Sub | Neg | Rem | Max | Min | Lt | Le | Gt | Ge | Eq | Ne | And | Or | Not
                 | ToF64 | ToI64 | Select | Clamp | IntArith(..) | IntCast(_) | FloatToInt(_)

@@ -154,6 +154,7 @@ fn prim_infallible(p: Prim, xs: &[Atom], vars: &VarTable) -> bool {
         Prim::Clamp | Prim::IntArith(..) => false,
         Prim::MulAdd
         | Prim::Exp2
+        | Prim::Cbrt
         | Prim::IntCast(_)
         | Prim::FloatToInt(_)
         | Prim::U64ToF64

@@ -1354,10 +1354,10 @@ impl<'s, 'd, 'p> Gen<'s, 'd, 'p> {
 
     fn st_scalar(&mut self, env: &mut Env) {
         use Prim::*;
-        const PS: [Prim; 30] = [
+        const PS: [Prim; 31] = [
             Add, Sub, Mul, Div, Neg, Abs, Max, Min, Sin, Cos, Tan, Exp, Ln, Log2, Log10, Sqrt,
             Tanh, Sinh, Cosh, Atan, ExpM1, Ln1p, Powi, Powf, Atan2, Hypot, Select, MulAdd, Exp2,
-            Clamp,
+            Cbrt, Clamp,
         ];
         let p = PS[self.src.below(PS.len())];
         let (v, iv) = match p {
@@ -1416,12 +1416,14 @@ impl<'s, 'd, 'p> Gen<'s, 'd, 'p> {
                 let (a, ia) = self.bounded(env, 3.0);
                 (self.prim(p, &[a]), Iv::new(1.0, ia.m().cosh()))
             }
-            Ln | Log2 | Log10 | Sqrt => {
+            Ln | Log2 | Log10 | Sqrt | Cbrt => {
+                // cbrt too: away from 0, where its derivative is infinite
                 let (a, ia) = self.positive(env);
                 let f: fn(f64) -> f64 = match p {
                     Ln => f64::ln,
                     Log2 => f64::log2,
                     Log10 => f64::log10,
+                    Cbrt => f64::cbrt,
                     _ => f64::sqrt,
                 };
                 (self.prim(p, &[a]), ia.mono(f))

@@ -80,6 +80,7 @@ impl Emitter<'_> {
                 quote!(f64::mul_add(#a, #b, #c))
             }
             Prim::Exp2 => un(quote!(f64::exp2)),
+            Prim::Cbrt => un(quote!(f64::cbrt)),
             Prim::Clamp => {
                 let c = &x[2];
                 quote!(f64::clamp(#a, #b, #c))

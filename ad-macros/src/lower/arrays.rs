@@ -14,11 +14,34 @@ use quote::ToTokens;
 
 /// `f64` methods that also exist elementwise on `f64` arrays.
 pub const ELEMENTWISE_METHODS: &[&str] = &[
-    "sin", "cos", "tan", "exp", "ln", "log2", "log10", "sqrt", "abs", "tanh", "sinh", "cosh",
-    "atan", "exp_m1", "ln_1p", "recip", "powi", "powf",
+    "sin",
+    "cos",
+    "tan",
+    "exp",
+    "ln",
+    "log2",
+    "log10",
+    "sqrt",
+    "abs",
+    "tanh",
+    "sinh",
+    "cosh",
+    "atan",
+    "exp_m1",
+    "ln_1p",
+    "recip",
+    "powi",
+    "powf",
+    "exp2",
+    "cbrt",
+    "to_degrees",
+    "to_radians",
+    "log",
+    "hypot",
+    "clamp",
 ];
 
-const ARRAY_METHODS: &str = "len, nrows, ncols, dim, shape()[k], len_of, is_empty, sum, product, sum_axis, dot, t, reversed_axes, row, column, rows, columns, outer_iter, axis_iter, lanes (of a matrix), mapv, map, fold, iter, to_owned, clone, view, into_owned, to_vec (rank 1), and elementwise sin, cos, exp, ln, sqrt, abs, tanh, powi, powf, ...";
+const ARRAY_METHODS: &str = "len, nrows, ncols, dim, shape()[k], len_of, is_empty, sum, product, mean, var, std, sum_axis, dot, t, reversed_axes, row, column, rows, columns, outer_iter, axis_iter, lanes (of a matrix), mapv, map, mapv_inplace (of a local array), fold, iter, to_owned, clone, view, into_owned, to_vec (rank 1), and elementwise sin, cos, exp, ln, sqrt, abs, tanh, powi, powf, ...";
 
 impl Lowerer<'_> {
     /// `a[i]`, `m[[i, j]]`, `m[(i, j)]`, `a.shape()[k]`.
@@ -265,7 +288,7 @@ impl Lowerer<'_> {
             | "mapv_inplace" | "slice_mut" | "get_mut" | "swap" | "zip_mut_with"
             | "scaled_add" => self.fail(
                 &m.method,
-                format!("mutating array methods (`{name}`) are not supported: assign elements with `a[i] = ..` in a `for` loop, or build a new array with `mapv` / `from_shape_fn`"),
+                format!("mutating array methods (`{name}`) are supported on local `let mut` arrays (`a.fill(x)`, `a.assign(&b)`, `a.mapv_inplace(f)`, `a.row_mut(i).assign(&v)`, `a.slice_mut(s![..]).fill(x)`); elsewhere assign elements with `a[i] = ..` in a `for` loop, or build a new array with `mapv` / `from_shape_fn`"),
             ),
             "select" | "windows" => self.fail(
                 &m.method,
@@ -1087,8 +1110,8 @@ mod tests {
             "no method `frobnicate` on `Array1<f64>` is supported",
         );
         refuses(
-            "fn f(w: &Array1<f64>) -> f64 { let mut v = w.to_owned(); v.mapv_inplace(|x| x * 2.0); v.sum() }",
-            "mutating array methods (`mapv_inplace`) are not supported",
+            "fn f(w: &Array1<f64>) -> f64 { let mut v = w.to_owned(); v.scaled_add(2.0, w); v.sum() }",
+            "mutating array methods (`scaled_add`) are supported on local `let mut` arrays",
         );
         refuses(
             "fn f(a: &Array1<f64>, w: &Array1<f64>) -> f64 { if a < w { 1.0 } else { 0.0 } }",

@@ -336,18 +336,23 @@ impl Lowerer<'_> {
             return self.fail(c, format!("`{name}` takes {want} argument(s)"));
         }
         let v = &c.args[want - 1];
-        let syn::Expr::Macro(m) = strip(v) else {
-            return self.fail(
-                v,
-                format!("`{name}` is supported with a `vec![..]` literal here"),
-            );
+        let m = match strip(v) {
+            syn::Expr::Macro(m) if m.mac.path.is_ident("vec") => m,
+            // Any other `Vec` value (a parameter, a `.collect()`, `to_vec()`):
+            // a `Vec` is a one-dimensional array in the IR already.
+            _ => {
+                return match self.expr(v)? {
+                    flat @ Val::Array(_, _, 1) => self.shaped(name, c, flat),
+                    other => self.fail(
+                        v,
+                        format!(
+                            "`{name}` takes a `Vec` (a `vec![..]` literal, a `Vec` parameter or a `.collect()`), found {}",
+                            other.ty()
+                        ),
+                    ),
+                };
+            }
         };
-        if !m.mac.path.is_ident("vec") {
-            return self.fail(
-                v,
-                format!("`{name}` is supported with a `vec![..]` literal here"),
-            );
-        }
         let tokens = m.mac.tokens.clone();
         // `vec![x; n]`
         if let Some((x, n)) = split_semicolon(tokens.clone()) {

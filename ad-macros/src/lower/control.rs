@@ -702,13 +702,17 @@ impl<'a> Visit<'a> for Assigned {
         self.place(&a.left);
     }
 
-    /// `a.assign(..)`, `a.fill(..)`, `a.row_mut(i).assign(..)`, ...: `a` is
-    /// assigned (see `methods.rs`, `assign_lane`).
+    /// `a.assign(..)`, `a.fill(..)`, `a.row_mut(i).assign(..)`,
+    /// `a.mapv_inplace(..)`, ...: `a` is assigned (see `methods.rs`,
+    /// `assign_lane`, `mapv_inplace`).
     fn visit_expr_method_call(&mut self, m: &'a syn::ExprMethodCall) {
         for a in &m.args {
             self.visit_expr(a);
         }
-        if matches!(m.method.to_string().as_str(), "assign" | "fill") {
+        if matches!(
+            m.method.to_string().as_str(),
+            "assign" | "fill" | "mapv_inplace"
+        ) {
             match strip(&m.receiver) {
                 syn::Expr::MethodCall(inner)
                     if matches!(

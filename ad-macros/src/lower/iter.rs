@@ -63,7 +63,8 @@ pub enum Source {
         /// Its rank (items have one less).
         rank: usize,
     },
-    /// The integers `start..start + n`.
+    /// The integers `start + k * step` for `k` in `0..n`: a range
+    /// `start..start + n` (`step` 1), or one `.step_by(..)`.
     Range {
         /// First value.
         start: Atom,
@@ -71,6 +72,8 @@ pub enum Source {
         n: Atom,
         /// Their type.
         ty: IntTy,
+        /// The distance between values (positive).
+        step: Atom,
     },
 }
 
@@ -126,14 +129,19 @@ impl IterVal {
 }
 
 const ITER_METHODS: &str =
-    "zip, enumerate, rev, cloned, copied, map, then sum, product, fold, count or collect";
+    "zip, enumerate, rev, cloned, copied, map, step_by (on ranges), then sum, product, fold, count or collect";
 
 impl Lowerer<'_> {
     /// `(a..b)` as the receiver of an iterator method.
     pub fn range_iter(&mut self, r: &syn::ExprRange) -> Option<Val> {
         let (start, n, ty) = self.range_bounds(r)?;
         Some(Val::Iter(Box::new(IterVal {
-            src: Source::Range { start, n, ty },
+            src: Source::Range {
+                start,
+                n,
+                ty,
+                step: Atom::I64(1),
+            },
             enumerate: false,
             rev: false,
             enum_after_rev: false,
@@ -268,7 +276,37 @@ impl Lowerer<'_> {
                 &m.method,
                 format!("`{name}` is not supported on iterators: use `.fold(f64::NEG_INFINITY, f64::max)` (or `.fold(f64::INFINITY, f64::min)`)"),
             ),
-            "filter" | "filter_map" | "take" | "skip" | "step_by" | "chain" | "flat_map" | "take_while" | "skip_while" => self.fail(
+            "step_by" => {
+                let args = self.nargs(m, 1)?;
+                let plain = !it.rev && !it.enumerate && it.maps.is_empty();
+                let Source::Range { n, step, .. } = &mut it.src else {
+                    return self.fail(&m.method, "`step_by` is supported on ranges (`(a..b).step_by(k)`): index arrays with the stepped index, or slice them with `s![..;k]`");
+                };
+                if !plain {
+                    return self.fail(&m.method, "call `step_by` directly on the range (`(a..b).step_by(k).rev()`, not after `rev`, `enumerate` or `map`)");
+                }
+                let (old_n, old_step) = (*n, *step);
+                let k = self.int_arg(args[0])?;
+                let span = span_of(m);
+                // `step_by(0)` panics in Rust: so do the companions.
+                let pos = self.prim(Prim::Gt, &[k, Atom::I64(0)], span)?;
+                let k = self.panic_unless(pos, k, span)?;
+                // ceil(n / k) items: (n - 1) / k + 1, or none.
+                let m1 = self.sub_i64(old_n, Atom::I64(1), span)?;
+                let q = self.prim(Prim::Div, &[m1, k], span)?;
+                let q1 = self.add_i64(q, Atom::I64(1), span)?;
+                let any = self.prim(Prim::Gt, &[old_n, Atom::I64(0)], span)?;
+                let new_n = self.prim(Prim::Select, &[any, q1, Atom::I64(0)], span)?;
+                let new_step = match old_step {
+                    Atom::I64(1) => k,
+                    _ => self.prim(Prim::Mul, &[old_step, k], span)?,
+                };
+                if let Source::Range { n, step, .. } = &mut it.src {
+                    (*n, *step) = (new_n, new_step);
+                }
+                Some(Val::Iter(Box::new(it)))
+            }
+            "filter" | "filter_map" | "take" | "skip" | "chain" | "flat_map" | "take_while" | "skip_while" => self.fail(
                 &m.method,
                 format!("`{name}` is not supported: iterate over the whole range and use `if` inside `map` (e.g. `.map(|x| if keep {{ x }} else {{ 0.0 }})`)"),
             ),
@@ -312,8 +350,14 @@ impl Lowerer<'_> {
     pub fn item_at(&mut self, it: &IterVal, pos: Atom, node: &dyn ToTokens) -> Option<Val> {
         let span = span_of(node);
         let base = match &it.src {
-            Source::Range { start, ty, .. } => {
-                let v = self.add_i64(*start, pos, span)?;
+            Source::Range {
+                start, ty, step, ..
+            } => {
+                let off = match step {
+                    Atom::I64(1) => pos,
+                    _ => self.prim(Prim::Mul, &[pos, *step], span)?,
+                };
+                let v = self.add_i64(*start, off, span)?;
                 Val::Scalar(v, Elem::Int(*ty))
             }
             Source::Lanes { arr, elem, rank } => {

@@ -11,7 +11,7 @@ use super::val::Val;
 use ad_core_ir::ir::{Atom, Prim};
 use proc_macro2::Span;
 
-const F64_METHODS: &str = "sin, cos, tan, exp, ln, log2, log10, sqrt, abs, tanh, sinh, cosh, atan, exp_m1, ln_1p, recip, powi, powf, atan2, hypot, max, min, mul_add, sin_cos, exp2, log, clamp, to_degrees, to_radians";
+const F64_METHODS: &str = "sin, cos, tan, exp, ln, log2, log10, sqrt, abs, tanh, sinh, cosh, atan, exp_m1, ln_1p, recip, powi, powf, atan2, hypot, max, min, mul_add, sin_cos, exp2, cbrt, log, clamp, to_degrees, to_radians";
 
 /// Array methods that return an `Option` or a `Result` in `ndarray` (the
 /// value is taken with `unwrap()` / `expect(..)`).
@@ -46,6 +46,7 @@ fn unary_prim(name: &str) -> Option<Prim> {
         "atan" => Prim::Atan,
         "exp_m1" => Prim::ExpM1,
         "ln_1p" => Prim::Ln1p,
+        "cbrt" => Prim::Cbrt,
         _ => return None,
     })
 }
@@ -74,6 +75,9 @@ impl Lowerer<'_> {
     /// `recv.method(args)`.
     pub fn method_call(&mut self, m: &syn::ExprMethodCall) -> Option<Val> {
         if let Some(v) = self.assign_lane(m) {
+            return v;
+        }
+        if let Some(v) = self.mapv_inplace(m) {
             return v;
         }
         if let Some(v) = self.zip_call(m) {
@@ -281,6 +285,32 @@ impl Lowerer<'_> {
                 None => new_lane,
             };
             self.env.set(id, Val::Array(new, elem, rank));
+            Some(Val::Unit)
+        })())
+    }
+
+    /// `a.mapv_inplace(f)` on a local `let mut` array: `a` is rebound to
+    /// `a.mapv(f)` (elementwise, so the same values as ndarray's in-place
+    /// update). `None` when `m` is not of this form.
+    fn mapv_inplace(&mut self, m: &syn::ExprMethodCall) -> Option<Option<Val>> {
+        if m.method != "mapv_inplace" || m.args.len() != 1 {
+            return None;
+        }
+        let syn::Expr::Path(p) = strip(&m.receiver) else {
+            return None;
+        };
+        let id = self.env.lookup(&p.path.get_ident()?.to_string())?;
+        Some((|| {
+            let Val::Array(arr, elem, rank) = self.env.get(id).val.clone() else {
+                return self.fail(&m.receiver, "`mapv_inplace` needs an array");
+            };
+            if !self.check_mutable(id, &m.receiver) {
+                return None;
+            }
+            let mut as_mapv = m.clone();
+            as_mapv.method = syn::Ident::new("mapv", m.method.span());
+            let new = self.array_method(&as_mapv, arr, elem, rank)?;
+            self.env.set(id, new);
             Some(Val::Unit)
         })())
     }
@@ -736,7 +766,7 @@ mod tests {
                 let b = x.abs() + x.tanh() + x.sinh() + x.cosh() + x.atan() + x.exp_m1() + y.ln_1p() + y.recip();
                 let c = x.powi(3) + y.powf(x) + x.atan2(y) + x.hypot(y) + x.max(y) + x.min(y) + x.mul_add(y, 2.0);
                 let (s, co) = x.sin_cos();
-                let d = s * co + x.exp2() + y.log(3.0) + x.clamp(-0.5, 0.5) + x.to_degrees() + y.to_radians();
+                let d = s * co + x.exp2() + y.log(3.0) + x.clamp(-0.5, 0.5) + x.to_degrees() + y.to_radians() + y.cbrt();
                 a + b + c + d
             }
         }

@@ -168,6 +168,30 @@ impl Lowerer<'_> {
                 let nf = self.prim(Prim::ToF64, &[n], span)?;
                 Some(Val::f64(self.prim(Prim::Div, &[s, nf], span)?))
             })(),
+            "var" | "std" => (|| {
+                let args = self.nargs(m, 1)?;
+                if elem != Elem::F64 {
+                    return self.fail(m, format!("`{name}` of integers is not supported"));
+                }
+                let ddof = match self.expr(args[0])? {
+                    Val::Scalar(d, Elem::F64) => d,
+                    Val::Poison => return None,
+                    other => {
+                        return self.fail(
+                            args[0],
+                            format!("`{name}` takes the delta degrees of freedom as an `f64` (`a.{name}(1.0)`), found `{}`", other.ty()),
+                        )
+                    }
+                };
+                let n = self.count(arr, rank, span)?;
+                let flat = self.reshape(arr, elem, rank, vec![n], m)?;
+                let var = self.welford_var(flat, ddof, span)?;
+                if name == "std" {
+                    let Val::Scalar(v, _) = var else { return None };
+                    return Some(Val::f64(self.prim(Prim::Sqrt, &[v], span)?));
+                }
+                Some(var)
+            })(),
             "mean_axis" => (|| {
                 let args = self.nargs(m, 1)?;
                 let axis = self.axis_arg(args[0], rank)?;
@@ -709,6 +733,44 @@ impl Lowerer<'_> {
         Some((axes, shape))
     }
 
+    /// ndarray's `var(ddof)` of the one-dimensional array `flat`, as
+    /// ndarray computes it (Welford's one-pass update in element order, so
+    /// the primal is bit-identical), panicking as ndarray does unless
+    /// `0 <= ddof <= n`:
+    ///
+    /// ```text
+    /// mean_k = mean_{k-1} + (x_k - mean_{k-1}) / k
+    /// ss_k   = (x_k - mean_k).mul_add(x_k - mean_{k-1}, ss_{k-1})
+    /// var    = ss_n / (n - ddof)
+    /// ```
+    fn welford_var(&mut self, flat: Val, ddof: Atom, span: Span) -> Option<Val> {
+        self.env.push_scope();
+        self.env.declare("__linad_var_x", flat, false);
+        self.env.declare("__linad_var_ddof", Val::f64(ddof), false);
+        let e: syn::Expr = syn::parse_quote_spanned!(span=> {
+            let __linad_var_n = __linad_var_x.len() as f64;
+            let __linad_var_ok: usize =
+                if __linad_var_ddof < 0.0 || __linad_var_ddof > __linad_var_n { 0 } else { 1 };
+            // `1 / 0` panics where ndarray's assertion does.
+            let __linad_var_dof =
+                (__linad_var_n - __linad_var_ddof) * ((1 / __linad_var_ok) as f64);
+            let mut __linad_var_mean = 0.0;
+            let mut __linad_var_ss = 0.0;
+            for __linad_var_i in 0..__linad_var_x.len() {
+                let __linad_var_xi = __linad_var_x[__linad_var_i];
+                let __linad_var_count = (__linad_var_i + 1) as f64;
+                let __linad_var_delta = __linad_var_xi - __linad_var_mean;
+                __linad_var_mean = __linad_var_mean + __linad_var_delta / __linad_var_count;
+                __linad_var_ss = (__linad_var_xi - __linad_var_mean)
+                    .mul_add(__linad_var_delta, __linad_var_ss);
+            }
+            __linad_var_ss / __linad_var_dof
+        });
+        let v = self.expr(&e);
+        self.env.pop_scope();
+        v
+    }
+
     /// `n` itself when it is positive; a panic otherwise. `mean()` and
     /// `mean_axis(..)` of an empty array are `None` in ndarray, and the only
     /// use linad accepts is `.unwrap()` / `.expect(..)`, which panics: so do
@@ -721,7 +783,7 @@ impl Lowerer<'_> {
     /// The integer `x` when `ok` holds; a panic otherwise, through an
     /// integer division by zero (`x * (1 / [ok])`), which the simplifier
     /// keeps because `x` is used through it.
-    fn panic_unless(&mut self, ok: Atom, x: Atom, span: Span) -> Option<Atom> {
+    pub(super) fn panic_unless(&mut self, ok: Atom, x: Atom, span: Span) -> Option<Atom> {
         let one = self.prim(Prim::Select, &[ok, Atom::I64(1), Atom::I64(0)], span)?;
         let guard = self.prim(Prim::Div, &[Atom::I64(1), one], span)?;
         self.prim(Prim::Mul, &[x, guard], span)

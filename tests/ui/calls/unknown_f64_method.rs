@@ -2,7 +2,7 @@ use linad::differentiable;
 
 #[differentiable]
 fn f(x: f64) -> f64 {
-    x.cbrt()
+    x.asinh()
 }
 
 fn main() {}
