@@ -208,6 +208,87 @@ fn callee_with_wrt_subset() {
     );
 }
 
+/// A layer differentiated with respect to its weights alone, called with
+/// constant data: the caller's derivatives call its derivatives with respect
+/// to the weights alone (`__linadw_layer_*`: no zero tangent of the data,
+/// no work for it); a caller differentiating through the data as well
+/// calls the derivatives with respect to everything. Both agree with a
+/// twin callee without `wrt`, in both modes.
+#[differentiable(wrt(w, b))]
+fn layer(w: &Array2<f64>, b: &Array1<f64>, x: &Array2<f64>, scale: f64) -> Array2<f64> {
+    (x.dot(&w.t()) + b).mapv(|v| (v * scale).tanh())
+}
+
+#[differentiable]
+fn layer_all(w: &Array2<f64>, b: &Array1<f64>, x: &Array2<f64>, scale: f64) -> Array2<f64> {
+    (x.dot(&w.t()) + b).mapv(|v| (v * scale).tanh())
+}
+
+#[differentiable(wrt(w, b), dump)]
+fn layer_loss(w: &Array2<f64>, b: &Array1<f64>, x: &Array2<f64>, y: &Array2<f64>) -> f64 {
+    let h = layer(w, b, x, 0.5);
+    let d = &h - y;
+    (&d * &d).sum()
+}
+
+#[differentiable(wrt(w, b))]
+fn layer_all_loss(w: &Array2<f64>, b: &Array1<f64>, x: &Array2<f64>, y: &Array2<f64>) -> f64 {
+    let h = layer_all(w, b, x, 0.5);
+    let d = &h - y;
+    (&d * &d).sum()
+}
+
+/// Through the data too (and the scale): the general derivatives.
+#[differentiable]
+fn layer_loss_everything(w: &Array2<f64>, b: &Array1<f64>, x: &Array2<f64>, s: f64) -> f64 {
+    layer(w, b, x, s).sum() * s
+}
+
+#[test]
+fn callee_with_wrt_called_with_constant_data() {
+    let mut r = rng("callee_with_wrt_called_with_constant_data");
+    let w = Array2::from_shape_fn((3, 4), |_| r.normal());
+    let b = Array1::from_shape_fn(3, |_| r.normal());
+    let x = Array2::from_shape_fn((5, 4), |_| r.normal());
+    let y = Array2::from_shape_fn((5, 3), |_| r.normal());
+    // The caller's derivatives (with respect to `w`, `b`) call `layer`'s
+    // with respect to `w`, `b` alone (its hidden blocks, for callers
+    // differentiating through `x` and `y` too, call the general ones).
+    let dump = layer_loss_linad_dump();
+    for block in [
+        "__linadw_layer_jvp",
+        "__linadw_layer_lin_t",
+        "__linad_layer_primal",
+    ] {
+        assert!(dump.contains(block), "{block} not called:\n{dump}");
+    }
+    let (l, (gw, gb)) = layer_loss_vjp(&w, &b, &x, &y, 1.0);
+    let (la, (gwa, gba)) = layer_all_loss_vjp(&w, &b, &x, &y, 1.0);
+    assert_eq!(l.to_bits(), layer_loss(&w, &b, &x, &y).to_bits());
+    assert_eq!(l.to_bits(), la.to_bits());
+    assert_eq!(la.to_bits(), layer_all_loss(&w, &b, &x, &y).to_bits());
+    for (p, q) in gw.iter().zip(&gwa).chain(gb.iter().zip(&gba)) {
+        assert_close(*p, *q, 1e-14);
+    }
+    let (dw, db) = (w.mapv(|v| v.cos()), b.mapv(|v| v.sin()));
+    let (_, t) = layer_loss_jvp(&w, &b, &x, &y, &dw, &db);
+    let (_, ta) = layer_all_loss_jvp(&w, &b, &x, &y, &dw, &db);
+    assert_close(t, ta, 1e-14);
+    assert_close(t, (&gw * &dw).sum() + gb.dot(&db), 1e-12);
+    check_derivatives(
+        &(w.clone(), b.clone()),
+        |(w, b)| layer_loss(w, b, &x, &y),
+        |(w, b), (dw, db)| layer_loss_jvp(w, b, &x, &y, dw, db),
+        |(w, b), ct| layer_loss_vjp(w, b, &x, &y, *ct),
+    );
+    check_derivatives(
+        &(w, b, x, 0.7),
+        |(w, b, x, s)| layer_loss_everything(w, b, x, *s),
+        |(w, b, x, s), (dw, db, dx, ds)| layer_loss_everything_jvp(w, b, x, *s, dw, db, dx, *ds),
+        |(w, b, x, s), ct| layer_loss_everything_vjp(w, b, x, *s, *ct),
+    );
+}
+
 /// A matrix callee with a matrix result, called by a function with a
 /// matrix parameter.
 #[differentiable]

@@ -323,6 +323,54 @@ fn add_extern(prog: &mut Program, f: Func) {
     prog.externs.push(f);
 }
 
+/// The extern that is `g` differentiated with respect to the parameters its
+/// [`Program::wrt_externs`] entry flags only: `g__w`.
+pub fn restricted_name(g: &str) -> String {
+    format!("{g}__w")
+}
+
+/// As [`declare_extern`], for an extern `g` whose derivatives also exist
+/// with respect to the parameters flagged in `wrt` alone (a callee
+/// declared `#[differentiable(wrt(..))]`): also declares `g__w` (`g`
+/// itself) and `g__w__jvp(x ; dx_w) -> (y ; dy)`, `g__w__lin(x ; dx_w) ->
+/// (; dy)` and `g__w__lin_t(x ; ȳ) -> (; x̄_w)`, where `dx_w` are the
+/// tangents of the flagged parameters. JVP calls `g__w__jvp` where every
+/// argument with a tangent is flagged:
+///
+/// ```text
+/// y = g(theta, data)            (g declared wrt(theta); data constant)
+/// ==>  y ; dy = g__w__jvp(theta, data ; dtheta)      (no zero tangent of data)
+/// ```
+pub fn declare_wrt_extern(
+    prog: &mut Program,
+    name: &str,
+    params: &[crate::types::Ty],
+    results: &[crate::types::Ty],
+    wrt: &[bool],
+) {
+    use crate::types::Ty;
+    declare_extern(prog, name, params, results);
+    let w = restricted_name(name);
+    let tp: Vec<Ty> = params
+        .iter()
+        .zip(wrt)
+        .filter(|(_, f)| **f)
+        .filter_map(|(t, _)| t.tangent())
+        .collect();
+    let tr: Vec<Ty> = results.iter().filter_map(Ty::tangent).collect();
+    let n = Names::of(&w);
+    for f in [
+        extern_decl(w.clone(), params, &[], results, &[]),
+        extern_decl(n.jvp, params, &tp, results, &tr),
+        extern_decl(n.lin, params, &tp, &[], &tr),
+        extern_decl(n.lin_t, params, &tr, &[], &tp),
+    ] {
+        add_extern(prog, f);
+    }
+    prog.wrt_externs.retain(|(g, _)| g != name);
+    prog.wrt_externs.push((name.to_string(), wrt.to_vec()));
+}
+
 /// As [`declare_extern`], for an extern linear in the parameters flagged in
 /// `linear` (`#[linear(..)]`), and also declares `name__linear(a ; x) -> (; y)`
 /// (the function itself: `a` the other parameters, `x` the linear ones,

@@ -1232,6 +1232,15 @@ pub struct Program {
     /// linear arguments carry tangents (see
     /// [`crate::driver::declare_linear_extern`]).
     pub linear_externs: Vec<(String, Vec<bool>)>,
+    /// Externs whose derivatives also exist with respect to some of their
+    /// parameters only (a `#[differentiable(wrt(..))]` callee), with a flag
+    /// per parameter: such a `g` also comes with the extern `g__w` (the
+    /// same function) and its derived `g__w__jvp(x ; dx_wrt)`,
+    /// `g__w__lin` and `g__w__lin_t`, which JVP calls where no argument
+    /// outside the flagged ones carries a tangent, so the callee computes
+    /// no derivative with respect to its constant arguments (see
+    /// [`crate::driver::declare_wrt_extern`]).
+    pub wrt_externs: Vec<(String, Vec<bool>)>,
 }
 
 impl Program {
@@ -1249,6 +1258,15 @@ impl Program {
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, l)| l.as_slice())
+    }
+
+    /// The flags of the parameters an extern also has derivatives with
+    /// respect to (alone), if declared so.
+    pub fn wrt_in(&self, name: &str) -> Option<&[bool]> {
+        self.wrt_externs
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, w)| w.as_slice())
     }
 
     /// Whether `name` is an extern declaration.

@@ -1490,6 +1490,7 @@ pub fn parse_program(s: &str) -> Result<Program, ParseError> {
         funcs,
         externs: vec![],
         linear_externs: vec![],
+        wrt_externs: vec![],
     })
 }
 

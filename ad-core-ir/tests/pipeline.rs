@@ -221,6 +221,50 @@ fn calls_of_linear_externs_apply_the_function_and_its_transpose() {
     assert!(!lin_t.contains("g__linear"), "{lin_t}");
 }
 
+/// `f(x, w, a) = g(w * x, a)` with `g` declared differentiable with respect
+/// to its first parameter alone: where `a` has no tangent, both modes call
+/// the restricted derivatives `g__w__*` with `x`'s tangent only (no zero
+/// tangent of `a`); when `a` has one, the general ones.
+#[test]
+fn calls_of_restricted_externs_pass_only_the_flagged_tangents() {
+    use ad_core_ir::driver::{declare_wrt_extern, differentiate, Options};
+    use ad_core_ir::pretty::func_to_string;
+    let mut p = Program::default();
+    declare_wrt_extern(
+        &mut p,
+        "g",
+        &[Ty::f64s(1), Ty::f64s(2)],
+        &[Ty::f64s(1)],
+        &[true, false],
+    );
+    let mut b = FuncBuilder::new(&p, "f");
+    let x = b.param("x", Ty::f64s(1));
+    let w = b.param("w", Ty::F64);
+    let a = b.param("a", Ty::f64s(2));
+    let wx = b.map(&[x.into()], |b, e| {
+        vec![b.prim(Prim::Mul, &[w.into(), e[0].into()]).into()]
+    })[0];
+    let y = b.call("g", &[wx.into(), a.into()])[0];
+    let f = b.finish(vec![y.into()], vec![]);
+    p.insert(f);
+    let show =
+        |d: &ad_core_ir::driver::Derivatives, f: &str| func_to_string(d.program.func(f).unwrap());
+    let d = differentiate(&p, "f", &[true, true, false], &Options::default()).unwrap();
+    let jvp = show(&d, &d.names.jvp);
+    assert!(jvp.contains("call g__w__jvp("), "{jvp}");
+    assert!(!jvp.contains("lzero"), "no zero tangent of `a`: {jvp}");
+    let (lin, lin_t) = (show(&d, &d.names.lin), show(&d, &d.names.lin_t));
+    assert!(lin.contains("call g__w__lin("), "{lin}");
+    assert!(lin_t.contains("call g__w__lin_t("), "{lin_t}");
+    let fwd = show(&d, &d.names.fwd);
+    assert!(fwd.contains("call g__w("), "{fwd}");
+    // `a` carries a tangent: the derivatives with respect to everything.
+    let d = differentiate(&p, "f", &[true, true, true], &Options::default()).unwrap();
+    let lin_t = show(&d, &d.names.lin_t);
+    assert!(lin_t.contains("call g__lin_t("), "{lin_t}");
+    assert!(!lin_t.contains("g__w"), "{lin_t}");
+}
+
 /// `let mut a = zeros(n); for i in 0..n { a[i] = sin(x[i]) * x[i] } sum(a)`:
 /// a loop writing one element of a local array per iteration.
 fn element_writes(n: usize) -> (Program, Vec<Value>) {

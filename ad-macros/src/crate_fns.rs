@@ -46,6 +46,13 @@ pub struct FnInfo {
     /// The positions of the parameters named by its `#[linear(..)]`
     /// (empty if it has none).
     pub linear: Vec<usize>,
+    /// The positions of the parameters its `#[differentiable(wrt(..))]`
+    /// names (empty without `wrt`): its expansion then also emits hidden
+    /// derivatives with respect to those alone (`__linadw_f_*`), which
+    /// callers use where its other arguments are constants. Empty for the
+    /// flat function of a struct-taking function, an `f64` shadow, a
+    /// `#[linear]` function and the target of a rule.
+    pub wrt: Vec<usize>,
     /// The function's source, when it is `#[differentiable]` (not `#[linear]`,
     /// not the target of a rule) and small enough to inline at its calls
     /// (`crate::inline`).
@@ -214,6 +221,7 @@ pub fn lookup(name: &str) -> Option<FnInfo> {
             }
             info.arity = params.len();
             info.params = params;
+            info.wrt = vec![];
             info.ret = info.ret.map(|r| crate::structs::flat_output_type(&r));
             Some(info)
         });
@@ -227,6 +235,7 @@ pub fn lookup(name: &str) -> Option<FnInfo> {
             info.params = info.params.iter().map(f64s).collect();
             info.ret = info.ret.as_ref().map(f64s);
             info.uses_f32 = false;
+            info.wrt = vec![];
             info
         });
         MEMO.with(|m| m.borrow_mut().insert(name.to_string(), found.clone()));
@@ -374,9 +383,40 @@ pub fn parse_fns(text: &str) -> Option<FileFns> {
             info.differentiable = true;
             // Its rule, not its body, defines its derivative.
             info.inline = None;
+            info.wrt = vec![];
         }
     }
     Some(fns)
+}
+
+/// The positions of the parameters `#[differentiable(.., wrt(x, y), ..)]`
+/// names (empty without `wrt(..)`, or if the attribute does not parse or
+/// names an unknown parameter: the function's own expansion reports that).
+fn wrt_positions(a: &syn::Attribute, sig: &syn::Signature) -> Vec<usize> {
+    let metas = syn::punctuated::Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated;
+    let Ok(metas) = a.parse_args_with(metas) else {
+        return vec![];
+    };
+    let Some(syn::Meta::List(list)) = metas.iter().find(|m| m.path().is_ident("wrt")) else {
+        return vec![];
+    };
+    let idents = syn::punctuated::Punctuated::<syn::Ident, syn::Token![,]>::parse_terminated;
+    let Ok(names) = list.parse_args_with(idents) else {
+        return vec![];
+    };
+    names
+        .iter()
+        .map(|n| param_position(sig, n))
+        .collect::<Option<Vec<_>>>()
+        .unwrap_or_default()
+}
+
+/// The position of the parameter named `n`.
+fn param_position(sig: &syn::Signature, n: &syn::Ident) -> Option<usize> {
+    sig.inputs.iter().position(|p| {
+        matches!(p, syn::FnArg::Typed(pt)
+            if matches!(&*pt.pat, syn::Pat::Ident(pi) if pi.ident == *n))
+    })
 }
 
 /// The positions of the parameters `#[linear(x, y)]` names (empty if the
@@ -387,15 +427,9 @@ fn linear_positions(a: &syn::Attribute, sig: &syn::Signature) -> Vec<usize> {
     let Ok(names) = a.parse_args_with(parser) else {
         return vec![];
     };
-    let param = |n: &syn::Ident| {
-        sig.inputs.iter().position(|p| {
-            matches!(p, syn::FnArg::Typed(pt)
-                if matches!(&*pt.pat, syn::Pat::Ident(pi) if pi.ident == *n))
-        })
-    };
     names
         .iter()
-        .map(param)
+        .map(|n| param_position(sig, n))
         .collect::<Option<Vec<_>>>()
         .unwrap_or_default()
 }
@@ -406,12 +440,14 @@ fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
             syn::Item::Fn(f) => {
                 let mut differentiable = false;
                 let mut linear = vec![];
+                let mut wrt = vec![];
                 let mut attributed = false;
                 for a in &f.attrs {
                     match attr_name(a).as_deref() {
                         Some("differentiable") => {
                             differentiable = true;
                             attributed = true;
+                            wrt = wrt_positions(a, &f.sig);
                         }
                         Some("linear") => {
                             differentiable = true;
@@ -451,6 +487,7 @@ fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
                         uses_f32: crate::f32s::mentions_f32(quote::ToTokens::to_token_stream(f)),
                         inline: (attributed && linear.is_empty() && crate::inline::inlinable(f))
                             .then(|| quote::ToTokens::to_token_stream(f).to_string()),
+                        wrt: if linear.is_empty() { wrt } else { vec![] },
                         linear,
                     },
                 ));

@@ -9,7 +9,11 @@
 //! - `__linad_f_primal(x..) -> y` — the primal;
 //! - `__linad_f_jvp(x.., dx..) -> (y, dy)`;
 //! - `__linad_f_lin(x.., dx..) -> dy` — recomputes the primal (checkpoint);
-//! - `__linad_f_lin_t(x.., ȳ..) -> x̄` — recomputes the primal, then reverse.
+//! - `__linad_f_lin_t(x.., ȳ..) -> x̄` — recomputes the primal, then reverse;
+//! - with `wrt(..)` naming fewer parameters, `__linadw_f_jvp`,
+//!   `__linadw_f_lin` and `__linadw_f_lin_t` too: the same with respect to
+//!   those alone (tangents and cotangents of them only), which callers use
+//!   where `f`'s other arguments are constants.
 //!
 //! In the IR of a caller, a callee `f` (or `path::f`) is an extern named by
 //! its path as written (`"f"`, `"m::f"`); the derived names are
@@ -71,8 +75,10 @@ pub fn hidden(f: &Ident, b: Block) -> Ident {
     derived(f, |f| format!("__linad_{f}_{}", b.suffix()))
 }
 
-/// The private block of `f`'s derivatives with respect to its `wrt`
-/// parameters only (when those are not all of them): `__linadw_f_fwd`. The
+/// The block of `f`'s derivatives with respect to its `wrt` parameters only
+/// (when those are not all of them): `__linadw_f_fwd`, and `__linadw_f_jvp`,
+/// `__linadw_f_lin`, `__linadw_f_lin_t`, which callers call where `f`'s
+/// other arguments are constants (hidden, with `f`'s visibility). The
 /// prefix differs from [`hidden`]'s, so the two never meet whatever `f` is.
 pub fn hidden_wrt(f: &Ident, b: Block) -> Ident {
     derived(f, |f| format!("__linadw_{f}_{}", b.suffix()))

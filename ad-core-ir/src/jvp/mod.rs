@@ -318,6 +318,9 @@ impl<'p> Jvp<'p> {
         if self.linear_call(s, c)? {
             return Ok(());
         }
+        if self.restricted_call(s, c)? {
+            return Ok(());
+        }
         let name = jvp_name(&c.func);
         if self.b.program().func(&name).is_none() {
             return Err(self.err(
@@ -386,6 +389,53 @@ impl<'p> Jvp<'p> {
             expr: Expr::Call(Call {
                 func: name,
                 args,
+                lin_args,
+                lin_shapes,
+            }),
+            src: s.src,
+        });
+        Ok(true)
+    }
+
+    /// A call `y = g(x)` of an extern that also has derivatives with
+    /// respect to some parameters alone (`Program::wrt_externs`), where no
+    /// other argument has a tangent: `y ; dy = g__w__jvp(x ; dx_w)`, the
+    /// tangents of the flagged arguments only, so `g`'s derivative does no
+    /// work for its constant arguments (and no zero tangents of them are
+    /// made). The same tangent as the general rule, whose contributions of
+    /// the other arguments are zero. Returns whether it applied.
+    fn restricted_call(&mut self, s: &Stmt, c: &Call) -> Result<bool, JvpError> {
+        let Some(wrt) = self.b.program().wrt_in(&c.func).map(<[bool]>::to_vec) else {
+            return Ok(false);
+        };
+        if wrt.len() != c.args.len()
+            || c.args
+                .iter()
+                .zip(&wrt)
+                .any(|(a, w)| !w && self.tan_of(a).is_some())
+        {
+            return Ok(false);
+        }
+        let name = jvp_name(&crate::driver::restricted_name(&c.func));
+        if self.b.program().func(&name).is_none() {
+            return Err(self.err(
+                format!("internal: `{name}` is not declared with the restricted extern"),
+                s.src,
+            ));
+        }
+        let mut lin_args = vec![];
+        for (a, w) in c.args.iter().zip(&wrt) {
+            if *w && self.b.atom_ty(a).is_differentiable() {
+                lin_args.push(self.tan_or_zero(a)?);
+            }
+        }
+        let (lin_binds, lin_shapes) = self.result_tangents(s)?;
+        self.b.push(Stmt {
+            binds: s.binds.clone(),
+            lin_binds,
+            expr: Expr::Call(Call {
+                func: name,
+                args: c.args.clone(),
                 lin_args,
                 lin_shapes,
             }),

@@ -11,16 +11,36 @@ use super::func::{Emitter, Out, R};
 use super::names;
 use super::types::{flat, owned_repr, Repr};
 use crate::lower::Callee;
-use crate::names::{hidden, Block as Hidden};
-use ad_core_ir::driver::Names;
+use crate::names::{hidden, hidden_wrt, Block as Hidden};
+use ad_core_ir::driver::{restricted_name, Names};
 use ad_core_ir::ir::{Atom, Call, Stmt, Var};
 use ad_core_ir::types::{Scalar, Ty};
 use proc_macro2::TokenStream;
 use quote::quote;
 
-/// Which function of an extern a call name denotes.
-pub fn resolve<'c>(callees: &'c [Callee], func: &str) -> Option<(&'c Callee, Hidden)> {
+/// Which function of an extern a call name denotes, and whether it is one
+/// of its derivatives with respect to its `wrt` parameters alone (`g__w__jvp`
+/// is `__linadw_g_jvp`; `g__w` is `g` itself).
+pub fn resolve<'c>(callees: &'c [Callee], func: &str) -> Option<(&'c Callee, Hidden, bool)> {
     callees.iter().find_map(|c| {
+        if c.wrt.is_some() {
+            let w = restricted_name(&c.ir_name);
+            let n = Names::of(&w);
+            let b = if func == w {
+                Some((Hidden::Primal, false))
+            } else if func == n.jvp {
+                Some((Hidden::Jvp, true))
+            } else if func == n.lin {
+                Some((Hidden::Lin, true))
+            } else if func == n.lin_t {
+                Some((Hidden::LinT, true))
+            } else {
+                None
+            };
+            if let Some((b, restricted)) = b {
+                return Some((c, b, restricted));
+            }
+        }
         let n = Names::of(&c.ir_name);
         let b = if func == c.ir_name {
             Hidden::Primal
@@ -37,15 +57,20 @@ pub fn resolve<'c>(callees: &'c [Callee], func: &str) -> Option<(&'c Callee, Hid
         } else {
             return None;
         };
-        Some((c, b))
+        Some((c, b, false))
     })
 }
 
-/// `path::to::__linad_g_<block>`.
-pub fn hidden_path(path: &syn::Path, b: Hidden) -> syn::Path {
+/// `path::to::__linad_g_<block>` (`__linadw_g_<block>` when `restricted`:
+/// the derivatives with respect to `g`'s `wrt` parameters alone).
+pub fn hidden_path(path: &syn::Path, b: Hidden, restricted: bool) -> syn::Path {
     let mut p = path.clone();
     if let Some(last) = p.segments.last_mut() {
-        last.ident = hidden(&last.ident, b);
+        last.ident = if restricted {
+            hidden_wrt(&last.ident, b)
+        } else {
+            hidden(&last.ident, b)
+        };
         last.arguments = syn::PathArguments::None;
     }
     p
@@ -110,11 +135,11 @@ impl Emitter<'_> {
                 reprs,
             });
         }
-        let Some((callee, block)) = resolve(self.cx.callees, &c.func) else {
+        let Some((callee, block, restricted)) = resolve(self.cx.callees, &c.func) else {
             return Err(format!("call of the undeclared extern `{}`", c.func));
         };
         if callee.differentiable {
-            let p = hidden_path(&callee.path, block);
+            let p = hidden_path(&callee.path, block, restricted);
             let args = self.canonical_args(c, site);
             return Ok(Out {
                 expr: quote!(#p(#(#args),*)),

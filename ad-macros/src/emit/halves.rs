@@ -3,7 +3,9 @@
 //!
 //! For one set of derivatives of `f` (with respect to every differentiable
 //! parameter: the hidden building blocks, `#vis` and `#[doc(hidden)]`; or,
-//! when `wrt(..)` names fewer, a private second set for the public items):
+//! when `wrt(..)` names fewer, a second set for the public items, hidden
+//! building blocks too: callers whose arguments of `f` outside `wrt` are
+//! constants call them):
 //!
 //! ```text
 //! fwd(x..)            -> (y.., r..)    the primal results, then the residuals
@@ -47,7 +49,8 @@ use quote::quote;
 pub enum Set {
     /// Every differentiable parameter: the hidden building blocks.
     All,
-    /// The `wrt` parameters, when they are fewer: private to the module.
+    /// The `wrt` parameters, when they are fewer (for the public items and
+    /// for callers whose other arguments are constants).
     Wrt,
 }
 
@@ -96,10 +99,9 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
         name(Block::Jvp),
     );
     let fname = &sig.ident;
-    let (hide, vis) = match set {
-        Set::All => (quote!(#[doc(hidden)]), sig.vis.clone()),
-        Set::Wrt => (quote!(), syn::Visibility::Inherited),
-    };
+    // Both sets are hidden building blocks: callers whose other arguments
+    // of `f` are constants call the `wrt` set's (`__linadw_f_jvp`).
+    let (hide, vis) = (quote!(#[doc(hidden)]), sig.vis.clone());
     let allows = allows();
     let item = |doc: String,
                 name: &Ident,

@@ -159,6 +159,7 @@ fn derive(c: &Case) -> Derived {
                 .map(|t| syn::parse_str(t).unwrap())
                 .collect(),
             linear: None,
+            wrt: None,
         })
         .collect();
     let opts = Options::default();

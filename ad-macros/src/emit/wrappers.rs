@@ -34,7 +34,10 @@ pub fn companions(input: &Input) -> R<TokenStream> {
     let hwrt = if sig.wrt_mask() == sig.all_mask() {
         None
     } else {
-        Some(halves(input, &user, Set::Wrt)?)
+        let h = halves(input, &user, Set::Wrt)?;
+        // For callers whose other arguments of `f` are constants.
+        out.extend(recomputing_blocks(input, &user, &h, Set::Wrt)?);
+        Some(h)
     };
     let h = hwrt.as_ref().unwrap_or(&hall);
     if input.modes.forward {
@@ -508,42 +511,40 @@ pub(super) fn hidden_fn(
 fn hidden_blocks(input: &Input, cx: &Ctx, h: &Halves) -> R<TokenStream> {
     let sig = input.sig;
     let (vis, fname) = (&sig.vis, &sig.ident);
-    let mut out = TokenStream::new();
-    let mut item = |b: Hidden,
-                    doc: String,
-                    decls: Vec<TokenStream>,
-                    ret: TokenStream,
-                    body: TokenStream,
-                    nested: TokenStream| {
-        out.extend(hidden_fn(
-            &doc,
-            vis,
-            &hidden(fname, b),
-            &decls,
-            ret,
-            quote!(#nested #body),
-        ));
-    };
     let elided = quote!('_);
-
-    // The primal.
     let primal = func(cx.prog, &input.lowered.name)?;
-    let ptys = primal.param_tys();
-    let (pdecls, pbinds) = canonical_params(&ptys, "x", &elided);
-    let (b, _) = body(cx, primal, pbinds.clone(), vec![], false)?;
+    let (pdecls, pbinds) = canonical_params(&primal.param_tys(), "x", &elided);
+    let (b, _) = body(cx, primal, pbinds, vec![], false)?;
     let nested = nested_fns(cx)?;
-    item(
-        Hidden::Primal,
-        format!(
+    let mut out = hidden_fn(
+        &format!(
             " [`{fname}`] with the canonical signature (building block for callers' derivatives)."
         ),
-        pdecls.clone(),
+        vis,
+        &hidden(fname, Hidden::Primal),
+        &pdecls,
         result_ty(primal),
-        b,
-        nested,
+        quote!(#nested #b),
     );
+    out.extend(recomputing_blocks(input, cx, h, Set::All)?);
+    Ok(out)
+}
 
-    // Linear and transposed linear maps, recomputing the primal.
+/// The linear and transposed linear maps of one set of derivatives at a
+/// point, recomputing the primal (the forward half, then a linear one):
+/// `__linad_f_lin` / `__linad_f_lin_t` for every differentiable parameter,
+/// `__linadw_f_lin` / `__linadw_f_lin_t` for the `wrt` ones alone (called
+/// by callers whose other arguments of `f` are constants).
+pub(super) fn recomputing_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) -> R<TokenStream> {
+    let sig = input.sig;
+    let (vis, fname) = (&sig.vis, &sig.ident);
+    let (names, name): (_, fn(&Ident, Hidden) -> Ident) = match set {
+        Set::All => (&input.all.names, hidden),
+        Set::Wrt => (&input.user.names, crate::names::hidden_wrt),
+    };
+    let elided = quote!('_);
+    let primal = func(cx.prog, &input.lowered.name)?;
+    let (pdecls, pbinds) = canonical_params(&primal.param_tys(), "x", &elided);
     let pargs: Vec<TokenStream> = pbinds.iter().map(|(t, _)| t.clone()).collect();
     let (ys, _) = temps("y", h.fwd_reprs.len());
     let pats: Vec<TokenStream> = ys
@@ -556,33 +557,39 @@ fn hidden_blocks(input: &Input, cx: &Ctx, h: &Halves) -> R<TokenStream> {
     let rargs = h.resid_args(&rs);
     let recycle = h.recycle_residuals(&rs);
     let fwd = &h.fwd;
+    let which = match set {
+        Set::All => "",
+        Set::Wrt => ", with respect to its `wrt` parameters alone",
+    };
+    let mut out = TokenStream::new();
     for (b, half, ir_name, what, doc) in [
         (
             Hidden::Lin,
             &h.lin_at,
-            &input.all.names.lin,
+            &names.lin,
             "dx",
-            format!(" The linear map (Jacobian-vector product) of [`{fname}`] at a point, recomputing the primal."),
+            format!(" The linear map (Jacobian-vector product) of [`{fname}`]{which} at a point, recomputing the primal."),
         ),
         (
             Hidden::LinT,
             &h.lin_t_at,
-            &input.all.names.lin_t,
+            &names.lin_t,
             "ct",
-            format!(" The transposed linear map (vector-Jacobian product) of [`{fname}`] at a point, recomputing the primal."),
+            format!(" The transposed linear map (vector-Jacobian product) of [`{fname}`]{which} at a point, recomputing the primal."),
         ),
     ] {
         let f = func(cx.prog, ir_name)?;
         let (ldecls, lbinds) = canonical_params(&param_tys(f, true), what, &elided);
         let largs = lbinds.iter().map(|(t, _)| t);
-        item(
-            b,
-            doc,
-            pdecls.iter().chain(&ldecls).cloned().collect(),
+        let decls: Vec<TokenStream> = pdecls.iter().chain(&ldecls).cloned().collect();
+        out.extend(hidden_fn(
+            &doc,
+            vis,
+            &name(fname, b),
+            &decls,
             result_ty(f),
             quote!(let #ypat = #fwd(#(#pargs),*); let __out = #half(#(#rargs,)* #(#largs),*); #recycle __out),
-            TokenStream::new(),
-        );
+        ));
     }
     Ok(out)
 }

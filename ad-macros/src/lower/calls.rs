@@ -470,6 +470,7 @@ pub fn finish(func: &Func, seeds: &[Var], sites: &[CallSite]) -> Finished {
                     differentiable: site_diff,
                     result_tys: s.result_rust.clone(),
                     linear: None,
+                    wrt: None,
                 });
             }
         }
@@ -478,6 +479,7 @@ pub fn finish(func: &Func, seeds: &[Var], sites: &[CallSite]) -> Finished {
         let f = firsts[k];
         if callee.differentiable {
             callee.linear = linear_flags(f);
+            callee.wrt = wrt_flags(f);
             if let Some(msg) = never_differentiable(&f.path) {
                 errors.push(syn::Error::new(f.span, msg));
                 continue;
@@ -538,6 +540,26 @@ fn linear_flags(site: &CallSite) -> Option<Vec<bool>> {
         return None;
     }
     Some((0..info.arity).map(|k| info.linear.contains(&k)).collect())
+}
+
+/// The `wrt(..)` flags of a callee of the crate declared
+/// `#[differentiable(wrt(..))]`, when its source is found, its arity matches
+/// the call and `wrt` leaves out a parameter with a derivative (only then
+/// does its expansion emit the derivatives with respect to the `wrt`
+/// parameters alone, `__linadw_g_*`; an `f32` callee goes through its `f64`
+/// shadow, which has none: `None`).
+fn wrt_flags(site: &CallSite) -> Option<Vec<bool>> {
+    let info = in_crate_name(&site.path).and_then(|n| crate_fns::lookup(&n))?;
+    if info.wrt.is_empty() || info.uses_f32 || info.arity != site.args.len() {
+        return None;
+    }
+    let flags: Vec<bool> = (0..info.arity).map(|k| info.wrt.contains(&k)).collect();
+    let fewer = site
+        .arg_tys
+        .iter()
+        .zip(&flags)
+        .any(|(t, w)| !w && t.is_differentiable());
+    fewer.then_some(flags)
 }
 
 fn show_sig(args: &[Ty], results: &[Ty]) -> String {

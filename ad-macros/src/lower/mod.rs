@@ -84,6 +84,12 @@ pub struct Callee {
     /// only then call the callee itself and its transpose
     /// (`ad_core_ir::driver::declare_linear_extern`).
     pub linear: Option<Vec<bool>>,
+    /// For a callee of the crate declared `#[differentiable(wrt(..))]` with
+    /// fewer parameters than it could be differentiated in, a flag per
+    /// parameter: named by `wrt`. Derivatives where only those arguments
+    /// carry tangents then call its derivatives with respect to them alone
+    /// (`ad_core_ir::driver::declare_wrt_extern`, `__linadw_g_*`).
+    pub wrt: Option<Vec<bool>>,
 }
 
 /// Reads the signature: parameter kinds, `wrt` selection and output type.
@@ -186,7 +192,16 @@ pub fn lower_seeded(
             Some(linear) => {
                 ad_core_ir::driver::declare_linear_extern(&mut program, n, params, results, linear)
             }
-            None => ad_core_ir::driver::declare_extern(&mut program, n, params, results),
+            None => match callees
+                .iter()
+                .find(|c| c.ir_name == *n)
+                .and_then(|c| c.wrt.as_ref())
+            {
+                Some(wrt) => {
+                    ad_core_ir::driver::declare_wrt_extern(&mut program, n, params, results, wrt)
+                }
+                None => ad_core_ir::driver::declare_extern(&mut program, n, params, results),
+            },
         }
     }
     program.funcs.push(func);
