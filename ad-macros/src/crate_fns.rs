@@ -29,6 +29,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
+use syn::punctuated::Punctuated;
 
 /// What the source says about one function.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -393,45 +394,40 @@ pub fn parse_fns(text: &str) -> Option<FileFns> {
 /// names (empty without `wrt(..)`, or if the attribute does not parse or
 /// names an unknown parameter: the function's own expansion reports that).
 fn wrt_positions(a: &syn::Attribute, sig: &syn::Signature) -> Vec<usize> {
-    let metas = syn::punctuated::Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated;
+    let metas = Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated;
     let Ok(metas) = a.parse_args_with(metas) else {
         return vec![];
     };
     let Some(syn::Meta::List(list)) = metas.iter().find(|m| m.path().is_ident("wrt")) else {
         return vec![];
     };
-    let idents = syn::punctuated::Punctuated::<syn::Ident, syn::Token![,]>::parse_terminated;
-    let Ok(names) = list.parse_args_with(idents) else {
-        return vec![];
+    let idents = Punctuated::<syn::Ident, syn::Token![,]>::parse_terminated;
+    list.parse_args_with(idents)
+        .map_or(vec![], |names| positions(sig, &names))
+}
+
+/// The positions of the parameters named `names` (empty if one is unknown).
+fn positions(sig: &syn::Signature, names: &Punctuated<syn::Ident, syn::Token![,]>) -> Vec<usize> {
+    let position = |n: &syn::Ident| {
+        sig.inputs.iter().position(|p| {
+            matches!(p, syn::FnArg::Typed(pt)
+                if matches!(&*pt.pat, syn::Pat::Ident(pi) if pi.ident == *n))
+        })
     };
     names
         .iter()
-        .map(|n| param_position(sig, n))
+        .map(position)
         .collect::<Option<Vec<_>>>()
         .unwrap_or_default()
-}
-
-/// The position of the parameter named `n`.
-fn param_position(sig: &syn::Signature, n: &syn::Ident) -> Option<usize> {
-    sig.inputs.iter().position(|p| {
-        matches!(p, syn::FnArg::Typed(pt)
-            if matches!(&*pt.pat, syn::Pat::Ident(pi) if pi.ident == *n))
-    })
 }
 
 /// The positions of the parameters `#[linear(x, y)]` names (empty if the
 /// attribute does not parse or names an unknown parameter: the function's
 /// own expansion reports that).
 fn linear_positions(a: &syn::Attribute, sig: &syn::Signature) -> Vec<usize> {
-    let parser = syn::punctuated::Punctuated::<syn::Ident, syn::Token![,]>::parse_terminated;
-    let Ok(names) = a.parse_args_with(parser) else {
-        return vec![];
-    };
-    names
-        .iter()
-        .map(|n| param_position(sig, n))
-        .collect::<Option<Vec<_>>>()
-        .unwrap_or_default()
+    let parser = Punctuated::<syn::Ident, syn::Token![,]>::parse_terminated;
+    a.parse_args_with(parser)
+        .map_or(vec![], |names| positions(sig, &names))
 }
 
 fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
@@ -630,6 +626,7 @@ mod tests {
              fn plain(a: f64) -> usize { 1 }
              #[differentiable] fn d(x: f64, w: &Array1<f64>) -> Array1<f64> { w * x }
              #[linad::linear(x)] fn l(x: f64) -> f64 { x }
+             #[differentiable(dump, wrt(w, b))] fn lay(x: f64, w: f64, b: f64) -> f64 { w * x + b }
              fn ruled(x: f64) -> f64 { x }
              #[custom_jvp(ruled)] fn rule(x: f64, d_x: f64) -> (f64, f64) { (x, d_x) }
              mod inner { pub fn nothing() {} }",
@@ -645,6 +642,8 @@ mod tests {
         assert_eq!(get("d").ret.as_deref(), Some("Array1 < f64 >"));
         assert!(get("l").differentiable);
         assert_eq!(get("l").linear, [0]);
+        assert!(get("l").wrt.is_empty() && get("d").wrt.is_empty());
+        assert_eq!(get("lay").wrt, [1, 2]);
         assert!(get("d").linear.is_empty());
         assert!(get("ruled").differentiable);
         assert_eq!(get("nothing").ret, None);

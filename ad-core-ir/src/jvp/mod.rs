@@ -321,16 +321,28 @@ impl<'p> Jvp<'p> {
         if self.restricted_call(s, c)? {
             return Ok(());
         }
-        let name = jvp_name(&c.func);
+        let mut lin_args = vec![];
+        for a in &diff_args {
+            lin_args.push(self.tan_or_zero(a)?);
+        }
+        self.derivative_call(s, c, jvp_name(&c.func), lin_args)
+    }
+
+    /// `y ; dy = name(x ; lin_args)` in place of the call `s` of `c`: the
+    /// derivative `name` (which must be declared) of the callee, with fresh
+    /// tangents of the differentiable results.
+    fn derivative_call(
+        &mut self,
+        s: &Stmt,
+        c: &Call,
+        name: String,
+        lin_args: Vec<Var>,
+    ) -> Result<(), JvpError> {
         if self.b.program().func(&name).is_none() {
             return Err(self.err(
                 format!("internal: `{name}` is not in the program (differentiate callees first)"),
                 s.src,
             ));
-        }
-        let mut lin_args = vec![];
-        for a in &diff_args {
-            lin_args.push(self.tan_or_zero(a)?);
         }
         let (lin_binds, lin_shapes) = self.result_tangents(s)?;
         self.b.push(Stmt {
@@ -416,31 +428,14 @@ impl<'p> Jvp<'p> {
         {
             return Ok(false);
         }
-        let name = jvp_name(&crate::driver::restricted_name(&c.func));
-        if self.b.program().func(&name).is_none() {
-            return Err(self.err(
-                format!("internal: `{name}` is not declared with the restricted extern"),
-                s.src,
-            ));
-        }
         let mut lin_args = vec![];
         for (a, w) in c.args.iter().zip(&wrt) {
             if *w && self.b.atom_ty(a).is_differentiable() {
                 lin_args.push(self.tan_or_zero(a)?);
             }
         }
-        let (lin_binds, lin_shapes) = self.result_tangents(s)?;
-        self.b.push(Stmt {
-            binds: s.binds.clone(),
-            lin_binds,
-            expr: Expr::Call(Call {
-                func: name,
-                args: c.args.clone(),
-                lin_args,
-                lin_shapes,
-            }),
-            src: s.src,
-        });
+        let name = jvp_name(&crate::driver::restricted_name(&c.func));
+        self.derivative_call(s, c, name, lin_args)?;
         Ok(true)
     }
 
