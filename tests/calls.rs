@@ -255,10 +255,12 @@ fn callee_with_wrt_called_with_constant_data() {
     // with respect to `w`, `b` alone (its hidden blocks, for callers
     // differentiating through `x` and `y` too, call the general ones).
     let dump = layer_loss_linad_dump();
+    // Its call at the top level keeps `layer`'s residuals: the reverse pass
+    // reads them (`linres_t`) instead of recomputing `layer` (`lin_t`).
     for block in [
         "__linadw_layer_jvp",
-        "__linadw_layer_lin_t",
-        "__linad_layer_primal",
+        "__linadw_layer_fwdres",
+        "__linadw_layer_linres_t",
     ] {
         assert!(dump.contains(block), "{block} not called:\n{dump}");
     }
@@ -347,4 +349,81 @@ fn calls_without_annotations() {
         |(a, v), (da, dv)| unannotated_calls_jvp(a, v, da, dv),
         |(a, v), ct| unannotated_calls_vjp(a, v, *ct),
     );
+}
+
+/// Calls at the top level of a body keep the callee's residuals (one
+/// `fwdres` in the forward half, `linres` / `linres_t` in the linear ones)
+/// instead of recomputing its primal: a private callee with an array result
+/// calling another callee at its own top level (residuals inside
+/// residuals), and a call in a loop, which still checkpoints, called from a
+/// public caller. All four companions agree with each other and with finite
+/// differences; the closures of `f_linearize` / `f_pullback` hold the
+/// residuals after the arguments are gone.
+mod kept {
+    use linad::differentiable;
+    use linad::ndarray::{Array1, Array2};
+
+    #[differentiable]
+    fn scale_rows(m: &Array2<f64>, v: &Array1<f64>) -> Array2<f64> {
+        let s = v.mapv(|x| x.tanh());
+        m * &s.insert_axis(linad::ndarray::Axis(1))
+    }
+
+    #[differentiable]
+    fn squash(m: &Array2<f64>, v: &Array1<f64>) -> Array1<f64> {
+        let r = scale_rows(m, v);
+        r.mapv(|x| (x * x + 1.0).ln())
+            .sum_axis(linad::ndarray::Axis(1))
+    }
+
+    #[differentiable(dump)]
+    pub fn model(m: &Array2<f64>, v: &Array1<f64>, a: f64) -> f64 {
+        let h = squash(m, v);
+        let mut acc = 0.0;
+        for k in 0..2 {
+            let w = v.mapv(|x| x * (k as f64 + a));
+            acc += squash(m, &w).sum();
+        }
+        (&h * &h).sum() * a + acc
+    }
+}
+
+#[test]
+fn top_level_calls_keep_residuals() {
+    let mut r = rng("top_level_calls_keep_residuals");
+    let m = Array2::from_shape_fn((3, 4), |_| r.normal());
+    let v = Array1::from_shape_fn(3, |_| r.normal());
+    let dump = kept::model_linad_dump();
+    for block in [
+        "__linad_squash_fwdres",
+        "__linad_squash_linres_t",
+        "__linad_squash_lin_t",
+    ] {
+        assert!(dump.contains(block), "{block} not called:\n{dump}");
+    }
+    let x = (m.clone(), v.clone(), 0.7);
+    check_derivatives(
+        &x,
+        |(m, v, a)| kept::model(m, v, *a),
+        |(m, v, a), (dm, dv, da)| kept::model_jvp(m, v, *a, dm, dv, *da),
+        |(m, v, a), ct| kept::model_vjp(m, v, *a, *ct),
+    );
+    let (dm, dv) = (m.mapv(|x| x.sin()), v.mapv(|x| x.cos()));
+    let (y, t) = kept::model_jvp(&m, &v, 0.7, &dm, &dv, 0.3);
+    let (yl, lin) = {
+        let (m2, v2) = (m.clone(), v.clone());
+        kept::model_linearize(&m2, &v2, 0.7)
+    };
+    let (yp, pb) = {
+        let (m2, v2) = (m.clone(), v.clone());
+        kept::model_pullback(&m2, &v2, 0.7)
+    };
+    assert_eq!(y.to_bits(), yl.to_bits());
+    assert_eq!(y.to_bits(), yp.to_bits());
+    assert_eq!(y.to_bits(), kept::model(&m, &v, 0.7).to_bits());
+    for _ in 0..2 {
+        assert_close(lin(&dm, &dv, 0.3), t, 1e-13);
+        let (gm, gv, ga) = pb(1.0);
+        assert_close((&gm * &dm).sum() + gv.dot(&dv) + ga * 0.3, t, 1e-12);
+    }
 }

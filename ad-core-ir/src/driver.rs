@@ -104,6 +104,13 @@ pub struct Names {
     pub linear: String,
     /// `f__linear_t`: its transpose.
     pub linear_t: String,
+    /// `f__fwdres`: an extern's forward half keeping its residuals as one
+    /// opaque value (see [`declare_extern_residuals`]).
+    pub fwdres: String,
+    /// `f__linres`: its linear map at those residuals.
+    pub linres: String,
+    /// `f__linres_t`: the transpose of that.
+    pub linres_t: String,
 }
 
 impl Names {
@@ -116,6 +123,9 @@ impl Names {
             lin_t: transpose_name(&lin_name(f)),
             linear: linear_name(f),
             linear_t: transpose_name(&linear_name(f)),
+            fwdres: format!("{f}__fwdres"),
+            linres: format!("{f}__linres"),
+            linres_t: transpose_name(&format!("{f}__linres")),
         }
     }
 }
@@ -369,6 +379,51 @@ pub fn declare_wrt_extern(
     }
     prog.wrt_externs.retain(|(g, _)| g != name);
     prog.wrt_externs.push((name.to_string(), wrt.to_vec()));
+}
+
+/// Declares, beside an extern `g` declared with [`declare_extern`] (or the
+/// restricted `g__w` of [`declare_wrt_extern`]), its forward half and linear
+/// maps at kept residuals: `g__fwdres(x) -> (y.., r)`, where `r` is one
+/// value of the host's type `res` ([`crate::types::Ty::Opaque`]), `g__linres(r ; dx) ->
+/// (; dy)` and `g__linres_t(r ; ȳ) -> (; x̄)` (the tangents of `tangents`,
+/// the parameters flagged, in order). Unzip calls these for a call at the top
+/// level of a function body, so the linear side reads `g`'s residuals instead
+/// of recomputing `g`'s primal (a linear map called again and again, as
+/// `f_linearize`'s is, then costs no primal of `g` per call):
+///
+/// ```text
+/// y = g(x)       ==>   fwd: y, r = g__fwdres(x)      lin: dy = g__linres(r ; dx)
+/// ```
+///
+/// Calls nested in loops, builds, maps and branches keep the checkpointing
+/// rule (their residuals would have to be stacked).
+pub fn declare_extern_residuals(
+    prog: &mut Program,
+    name: &str,
+    params: &[crate::types::Ty],
+    results: &[crate::types::Ty],
+    tangents: &[bool],
+    res: &str,
+) {
+    use crate::types::Ty;
+    let tp: Vec<Ty> = params
+        .iter()
+        .zip(tangents)
+        .filter(|(_, f)| **f)
+        .filter_map(|(t, _)| t.tangent())
+        .collect();
+    let tr: Vec<Ty> = results.iter().filter_map(Ty::tangent).collect();
+    let r = [Ty::Opaque(res.to_string())];
+    let mut outs = results.to_vec();
+    outs.push(r[0].clone());
+    let n = Names::of(name);
+    for f in [
+        extern_decl(n.fwdres, params, &[], &outs, &[]),
+        extern_decl(n.linres, &r, &tp, &[], &tr),
+        extern_decl(n.linres_t, &r, &tr, &[], &tp),
+    ] {
+        add_extern(prog, f);
+    }
 }
 
 /// As [`declare_extern`], for an extern linear in the parameters flagged in

@@ -1200,7 +1200,7 @@ fn split(vs: &[Var], mask: &[bool]) -> (Vec<Var>, Vec<Var>) {
 fn scalar_shape(ty: &Ty) -> Option<ShapeTree> {
     match ty {
         Ty::Scalar(_) => Some(ShapeTree::Scalar),
-        Ty::Array { .. } => None,
+        Ty::Array { .. } | Ty::Opaque(_) => None,
         Ty::Tuple(ts) => ts
             .iter()
             .map(scalar_shape)

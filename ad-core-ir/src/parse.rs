@@ -711,7 +711,9 @@ impl Parser<'_> {
                         elem,
                         rank: rank + 1,
                     }),
-                    Ty::Tuple(_) => self.err("arrays of tuples are not types"),
+                    Ty::Tuple(_) | Ty::Opaque(_) => {
+                        self.err("arrays of tuples or opaque values are not types")
+                    }
                 }
             }
             Tok::P("(") => {

@@ -33,6 +33,11 @@ pub enum Ty {
         /// Number of axes (1..=3 are supported by the runtime; the IR allows more).
         rank: usize,
     },
+    /// A value the IR does not look into, of a type the host names (the
+    /// residuals an extern callee's forward half keeps for its linear maps,
+    /// see [`crate::driver::declare_extern_residuals`]): produced and read
+    /// only by extern calls, never differentiable, never stacked.
+    Opaque(String),
 }
 
 impl Ty {
@@ -59,7 +64,7 @@ impl Ty {
         match self {
             Ty::Scalar(s) => Some(*s),
             Ty::Array { elem, .. } => Some(*elem),
-            Ty::Tuple(_) => None,
+            Ty::Tuple(_) | Ty::Opaque(_) => None,
         }
     }
 
@@ -68,7 +73,7 @@ impl Ty {
         match self {
             Ty::Scalar(_) => Some(0),
             Ty::Array { rank, .. } => Some(*rank),
-            Ty::Tuple(_) => None,
+            Ty::Tuple(_) | Ty::Opaque(_) => None,
         }
     }
 
@@ -86,7 +91,7 @@ impl Ty {
         match self {
             Ty::Scalar(s) => Some(Ty::array(*s, extra)),
             Ty::Array { elem, rank } => Some(Ty::array(*elem, rank + extra)),
-            Ty::Tuple(_) => None,
+            Ty::Tuple(_) | Ty::Opaque(_) => None,
         }
     }
 
@@ -112,7 +117,7 @@ impl Ty {
             | Ty::Array {
                 elem: Scalar::F64, ..
             } => Some(self.clone()),
-            Ty::Scalar(_) | Ty::Array { .. } => None,
+            Ty::Scalar(_) | Ty::Array { .. } | Ty::Opaque(_) => None,
             Ty::Tuple(ts) => {
                 let parts: Vec<Ty> = ts.iter().filter_map(Ty::tangent).collect();
                 if parts.is_empty() {
@@ -137,7 +142,7 @@ impl Ty {
             | Ty::Array {
                 elem: Scalar::F64, ..
             } => true,
-            Ty::Scalar(_) | Ty::Array { .. } => false,
+            Ty::Scalar(_) | Ty::Array { .. } | Ty::Opaque(_) => false,
             Ty::Tuple(ts) => ts.iter().all(Ty::is_linear_space),
         }
     }
@@ -181,6 +186,7 @@ impl fmt::Display for Ty {
                 }
                 f.write_str(")")
             }
+            Ty::Opaque(name) => write!(f, "opaque<{name}>"),
         }
     }
 }

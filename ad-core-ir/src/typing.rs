@@ -121,7 +121,7 @@ fn broadcast_ty(x: &Ty, shape: &[Ty], axes: &[usize]) -> Result<Ty, String> {
     let (elem, rank) = match x {
         Ty::Scalar(s) => (*s, 0),
         Ty::Array { elem, rank } => (*elem, *rank),
-        Ty::Tuple(_) => return Err(format!("cannot broadcast a tuple {x}")),
+        Ty::Tuple(_) | Ty::Opaque(_) => return Err(format!("cannot broadcast {x}")),
     };
     want(!shape.is_empty(), || {
         "broadcast to an empty shape".to_string()

@@ -101,9 +101,17 @@ pub struct Unzipped {
 /// `__lin` functions of every callee.
 pub fn unzip_func(prog: &Program, f: &Func) -> Result<Unzipped, UnzipError> {
     let base = base_name(&f.name).to_string();
+    let top: BTreeSet<Var> = f
+        .params
+        .iter()
+        .chain(f.body.stmts.iter().flat_map(|s| &s.binds))
+        .copied()
+        .collect();
     let mut u = Unzip {
         prog,
         vars: f.vars.clone(),
+        depth: 0,
+        top,
     };
     let mut prim = vec![];
     let mut lin = vec![];
@@ -174,6 +182,23 @@ fn shape_vars(s: &ShapeTree, out: &mut BTreeSet<Var>) {
 struct Unzip<'p> {
     prog: &'p Program,
     vars: VarTable,
+    /// How many blocks deep the statements being split are (0: the
+    /// function's body, where an extern call may keep its residuals).
+    depth: usize,
+    /// The values the linear side can read anywhere without a stack: the
+    /// function's parameters and what its body binds at the top level.
+    top: BTreeSet<Var>,
+}
+
+/// A loop, build or map body being split: its primal statements, which
+/// statement binds each variable, its parameters, and those of them the
+/// linear side has without a stack (loop index, build indices, map
+/// elements).
+struct Body<'a> {
+    prim: &'a [Stmt],
+    binder: &'a HashMap<Var, usize>,
+    params: &'a [Var],
+    free_params: &'a [Var],
 }
 
 /// A split nested block: primal statements, linear statements, residuals.
@@ -329,7 +354,10 @@ impl<'p> Unzip<'p> {
             let mut lin = vec![];
             let mut cache = ShapeCache::new();
             let stmts = std::mem::take(&mut blk.stmts);
-            self.split(&stmts, &mut prim, &mut lin, &mut cache)?;
+            self.depth += 1;
+            let split = self.split(&stmts, &mut prim, &mut lin, &mut cache);
+            self.depth -= 1;
+            split?;
             // Both halves now live in one function: the primal half gets
             // fresh binders (the split reuses binders across the two sides).
             blk.stmts = self.with_fresh_copy(prim, lin);
@@ -374,7 +402,10 @@ impl<'p> Unzip<'p> {
         let mut prim = vec![];
         let mut lin = vec![];
         let mut cache = ShapeCache::new();
-        self.split(&b.stmts, &mut prim, &mut lin, &mut cache)?;
+        self.depth += 1;
+        let split = self.split(&b.stmts, &mut prim, &mut lin, &mut cache);
+        self.depth -= 1;
+        split?;
         let lin_block = Block {
             stmts: lin.clone(),
             results: vec![],
@@ -452,8 +483,14 @@ impl<'p> Unzip<'p> {
             .into_iter()
             .partition(|v| is_cheap_stmt(&prim[binder[v]], &self.vars));
         stored.extend(dear);
+        let body = Body {
+            prim: &prim,
+            binder: &binder,
+            params,
+            free_params,
+        };
         for v in cheap {
-            if cheap_slice(v, &prim, &binder, &stored, params, free_params, &self.vars) {
+            if cheap_slice(v, &body, &stored, &self.top, &self.vars) {
                 todo.push(v);
             } else {
                 stored.insert(v);
@@ -470,7 +507,7 @@ impl<'p> Unzip<'p> {
             let sizes_cheap = shape.iter().filter_map(Atom::var).all(|u| {
                 !binder.contains_key(&u)
                     || stored.contains(&u)
-                    || cheap_slice(u, &prim, &binder, &stored, params, free_params, &self.vars)
+                    || cheap_slice(u, &body, &stored, &self.top, &self.vars)
             });
             if sizes_cheap && src.is_none_or(|u| fixed.contains(&u)) {
                 stored.extend(src);
@@ -526,7 +563,12 @@ impl<'p> Unzip<'p> {
                 });
                 Atom::Var(v)
             }
-            Ty::Tuple(_) => return Err(self.err("internal: a tuple residual in a branch", None)),
+            Ty::Tuple(_) | Ty::Opaque(_) => {
+                return Err(self.err(
+                    format!("internal: a residual of type {ty} in a branch"),
+                    None,
+                ))
+            }
         })
     }
 
@@ -920,7 +962,11 @@ impl<'p> Unzip<'p> {
 impl<'p> Unzip<'p> {
     /// A call of an extern `g`: the primal side calls `g`, the linear side
     /// calls `g__lin(args ; dargs)`, which recomputes what it needs from the
-    /// arguments (so the arguments are the residuals).
+    /// arguments (so the arguments are the residuals). At the top level of
+    /// the function, where `g` keeps its residuals
+    /// ([`crate::driver::declare_extern_residuals`]), the primal side calls
+    /// `y, r = g__fwdres(args)` and the linear side `g__linres(r ; dargs)`:
+    /// `g`'s primal is not recomputed.
     fn split_extern_call(
         &mut self,
         s: &Stmt,
@@ -930,11 +976,34 @@ impl<'p> Unzip<'p> {
         lin: &mut Vec<Stmt>,
         cache: &mut ShapeCache,
     ) -> Result<(), UnzipError> {
+        let names = crate::driver::Names::of(base);
+        // The type of the residuals `g__fwdres` keeps, where it is used.
+        let kept = match (self.depth, self.prog.func(&names.linres)) {
+            (0, Some(_)) => self
+                .prog
+                .func(&names.fwdres)
+                .and_then(|f| Some(crate::typing::atom_ty(f.body.results.last()?, &f.vars))),
+            _ => None,
+        };
+        let (prim_func, binds, lin_func, lin_args) = match kept {
+            Some(res_ty) => {
+                let r = self.vars.fresh("rcall", res_ty, false);
+                let mut binds = s.binds.clone();
+                binds.push(r);
+                (names.fwdres, binds, names.linres, vec![Atom::Var(r)])
+            }
+            _ => (
+                base.to_string(),
+                s.binds.clone(),
+                lin_name(base),
+                c.args.clone(),
+            ),
+        };
         prim.push(Stmt {
-            binds: s.binds.clone(),
+            binds,
             lin_binds: vec![],
             expr: Expr::Call(Call {
-                func: base.to_string(),
+                func: prim_func,
                 args: c.args.clone(),
                 lin_args: vec![],
                 lin_shapes: vec![],
@@ -945,8 +1014,8 @@ impl<'p> Unzip<'p> {
             binds: vec![],
             lin_binds: s.lin_binds.clone(),
             expr: Expr::Call(Call {
-                func: lin_name(base),
-                args: c.args.clone(),
+                func: lin_func,
+                args: lin_args,
                 lin_args: c.lin_args.clone(),
                 lin_shapes: c.lin_shapes.clone(),
             }),
@@ -1096,22 +1165,24 @@ fn is_cheap_stmt(s: &Stmt, vars: &VarTable) -> bool {
     s.is_scalar_step(vars) && !matches!(&s.expr, Expr::Prim(p, _) if !p.is_cheap())
 }
 
-/// Whether the scalar residual `v` (bound in the body `prim`) is recomputed
-/// on the linear side rather than stored: its backward slice, stopping at
-/// `stored` residuals, is at most [`MAX_RECOMPUTE`] cheap statements
-/// ([`is_cheap_stmt`]) and reads no parameter of the body other than
-/// `free_params` (the loop index, build indices, map elements: the linear
-/// side has them without a stack; loop state would need one).
+/// Whether the scalar residual `v` (bound in `body`) is recomputed on the
+/// linear side rather than stored: its backward slice, stopping at `stored`
+/// residuals, is at most [`MAX_RECOMPUTE`] cheap statements
+/// ([`is_cheap_stmt`]), reads no parameter of the body other than its free
+/// ones (the loop index, build indices, map elements: the linear side has
+/// them without a stack; loop state would need one), and reads no array from
+/// outside the body other than those in `top` (the function's parameters and
+/// top-level values): an array of an enclosing loop body, such as its loop
+/// state, would have to be stacked whole per enclosing iteration for the
+/// reload, where storing `v` costs one scalar.
 ///
 /// Invariant kept: recomputing never adds a stack, and the linear side's
 /// extra work per iteration is bounded by a constant.
 fn cheap_slice(
     v: Var,
-    prim: &[Stmt],
-    binder: &HashMap<Var, usize>,
+    body: &Body,
     stored: &BTreeSet<Var>,
-    params: &[Var],
-    free_params: &[Var],
+    top: &BTreeSet<Var>,
     vars: &VarTable,
 ) -> bool {
     let mut seen: BTreeSet<usize> = BTreeSet::new();
@@ -1120,15 +1191,19 @@ fn cheap_slice(
         if stored.contains(&u) && u != v {
             continue;
         }
-        if let Some(&k) = binder.get(&u) {
+        if let Some(&k) = body.binder.get(&u) {
             if !seen.insert(k) {
                 continue;
             }
-            if seen.len() > MAX_RECOMPUTE || !is_cheap_stmt(&prim[k], vars) {
+            if seen.len() > MAX_RECOMPUTE || !is_cheap_stmt(&body.prim[k], vars) {
                 return false;
             }
-            todo.extend(free_vars_stmt(&prim[k]).nl);
-        } else if params.contains(&u) && !free_params.contains(&u) {
+            todo.extend(free_vars_stmt(&body.prim[k]).nl);
+        } else if body.params.contains(&u) {
+            if !body.free_params.contains(&u) {
+                return false;
+            }
+        } else if vars.ty(u).rank().is_none_or(|r| r > 0) && !top.contains(&u) {
             return false;
         }
     }

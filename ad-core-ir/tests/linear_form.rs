@@ -57,7 +57,7 @@ fn forget(f: &Func) -> Option<Func> {
                 ));
                 Some(Atom::Var(s))
             }
-            Ty::Tuple(_) => None,
+            Ty::Tuple(_) | Ty::Opaque(_) => None,
         };
         if let Some(s) = s {
             let t = fg.vars.fresh("tzero", f64t, false);

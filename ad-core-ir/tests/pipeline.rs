@@ -265,6 +265,47 @@ fn calls_of_restricted_externs_pass_only_the_flagged_tangents() {
     assert!(!lin_t.contains("g__w"), "{lin_t}");
 }
 
+/// `f(x, a) = g(x, a) + sum_k g(x, a)` with `g` keeping its residuals: the
+/// call at the top level of `f` keeps them (`g__fwdres` on the primal side,
+/// `g__linres` / `g__linres_t` on the linear sides read them, no primal of
+/// `g` recomputed), the call in the loop checkpoints as before (`g__lin`).
+#[test]
+fn top_level_calls_of_externs_keep_their_residuals() {
+    use ad_core_ir::driver::{declare_extern, declare_extern_residuals, differentiate, Options};
+    use ad_core_ir::pretty::func_to_string;
+    let mut p = Program::default();
+    let (params, results) = ([Ty::F64, Ty::f64s(1)], [Ty::F64]);
+    declare_extern(&mut p, "g", &params, &results);
+    declare_extern_residuals(&mut p, "g", &params, &results, &[true, true], "GRes");
+    let mut b = FuncBuilder::new(&p, "f");
+    let x = b.param("x", Ty::F64);
+    let a = b.param("a", Ty::f64s(1));
+    let y = b.call("g", &[x.into(), a.into()])[0];
+    let n = b.shape(a.into(), 0);
+    let (st, _) = b.loop_(n.into(), false, &[y.into()], |b, _, s| {
+        let z = b.call("g", &[s[0].into(), a.into()])[0];
+        let t = b.prim(Prim::Add, &[s[0].into(), z.into()]);
+        (vec![t.into()], vec![])
+    });
+    let f = b.finish(vec![st[0].into()], vec![]);
+    p.insert(f);
+    let d = differentiate(&p, "f", &[true, true], &Options::default()).unwrap();
+    let show = |f: &str| func_to_string(d.program.func(f).unwrap());
+    let (fwd, lin, lin_t) = (show(&d.names.fwd), show(&d.names.lin), show(&d.names.lin_t));
+    assert!(
+        fwd.contains("call g__fwdres(") && fwd.contains("opaque<GRes>"),
+        "{fwd}"
+    );
+    assert!(
+        lin.contains("call g__linres(") && lin.contains("call g__lin("),
+        "{lin}"
+    );
+    assert!(
+        lin_t.contains("call g__linres_t(") && lin_t.contains("call g__lin_t("),
+        "{lin_t}"
+    );
+}
+
 /// `let mut a = zeros(n); for i in 0..n { a[i] = sin(x[i]) * x[i] } sum(a)`:
 /// a loop writing one element of a local array per iteration.
 fn element_writes(n: usize) -> (Program, Vec<Value>) {

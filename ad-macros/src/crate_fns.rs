@@ -54,6 +54,11 @@ pub struct FnInfo {
     /// flat function of a struct-taking function, an `f64` shadow, a
     /// `#[linear]` function and the target of a rule.
     pub wrt: Vec<usize>,
+    /// Its expansion emits the blocks that keep its residuals for callers
+    /// (`__linad_f_fwdres`, `emit/residuals.rs`): a `#[differentiable]`
+    /// function of the crate, not `#[linear]`, not the target of a rule,
+    /// not a flat function or an `f64` shadow, not mentioning `f32`.
+    pub residuals: bool,
     /// The function's source, when it is `#[differentiable]` (not `#[linear]`,
     /// not the target of a rule) and small enough to inline at its calls
     /// (`crate::inline`).
@@ -223,6 +228,7 @@ pub fn lookup(name: &str) -> Option<FnInfo> {
             info.arity = params.len();
             info.params = params;
             info.wrt = vec![];
+            info.residuals = false;
             info.ret = info.ret.map(|r| crate::structs::flat_output_type(&r));
             Some(info)
         });
@@ -237,6 +243,7 @@ pub fn lookup(name: &str) -> Option<FnInfo> {
             info.ret = info.ret.as_ref().map(f64s);
             info.uses_f32 = false;
             info.wrt = vec![];
+            info.residuals = false;
             info
         });
         MEMO.with(|m| m.borrow_mut().insert(name.to_string(), found.clone()));
@@ -385,6 +392,7 @@ pub fn parse_fns(text: &str) -> Option<FileFns> {
             // Its rule, not its body, defines its derivative.
             info.inline = None;
             info.wrt = vec![];
+            info.residuals = false;
         }
     }
     Some(fns)
@@ -484,6 +492,9 @@ fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
                         inline: (attributed && linear.is_empty() && crate::inline::inlinable(f))
                             .then(|| quote::ToTokens::to_token_stream(f).to_string()),
                         wrt: if linear.is_empty() { wrt } else { vec![] },
+                        residuals: attributed
+                            && linear.is_empty()
+                            && !crate::f32s::mentions_f32(quote::ToTokens::to_token_stream(f)),
                         linear,
                     },
                 ));

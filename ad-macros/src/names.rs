@@ -10,6 +10,11 @@
 //! - `__linad_f_jvp(x.., dx..) -> (y, dy)`;
 //! - `__linad_f_lin(x.., dx..) -> dy` — recomputes the primal (checkpoint);
 //! - `__linad_f_lin_t(x.., ȳ..) -> x̄` — recomputes the primal, then reverse;
+//! - `__linad_f_fwdres(x..) -> (y.., r)`, `__linad_f_linres(&r, dx..) -> dy`
+//!   and `__linad_f_linres_t(&r, ȳ..) -> x̄` with `type __linad_f_res`: the
+//!   forward half keeping its residuals `r` (owned) and the linear maps at
+//!   them, so a caller's top-level call of `f` stores `r` instead of
+//!   recomputing `f`'s primal in its linear maps;
 //! - with `wrt(..)` naming fewer parameters, `__linadw_f_jvp`,
 //!   `__linadw_f_lin` and `__linadw_f_lin_t` too: the same with respect to
 //!   those alone (tangents and cotangents of them only), which callers use
@@ -51,6 +56,15 @@ pub enum Block {
     Linear,
     /// Its transpose (the other parameters, then the output's cotangent).
     LinearT,
+    /// The forward half keeping its residuals as one owned value (of the
+    /// type [`Block::Res`]), for callers' top-level calls.
+    FwdRes,
+    /// The linear map at those residuals (taken by reference).
+    LinRes,
+    /// The transposed linear map at those residuals.
+    LinResT,
+    /// The type of those residuals (a tuple of owned values).
+    Res,
 }
 
 impl Block {
@@ -66,6 +80,10 @@ impl Block {
             Block::LinTAt => "lin_t_at",
             Block::Linear => "linear",
             Block::LinearT => "linear_t",
+            Block::FwdRes => "fwdres",
+            Block::LinRes => "linres",
+            Block::LinResT => "linres_t",
+            Block::Res => "res",
         }
     }
 }

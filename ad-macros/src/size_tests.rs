@@ -49,7 +49,9 @@ fn expansion_size() {
 }
 
 /// A typical function (a loop, a branch, libm calls) expands to a bounded
-/// multiple of its own tokens: every IR function's body is emitted once.
+/// multiple of its own tokens: every IR function's body is emitted once
+/// (the blocks keeping residuals for callers' top-level calls,
+/// `emit/residuals.rs`, added about 9% to this function's expansion).
 #[test]
 fn typical_expansion_is_compact() {
     let text = r#"
@@ -66,7 +68,7 @@ fn typical_expansion_is_compact() {
     let (src, out, _) = sizes(text);
     let ratio = out as f64 / src as f64;
     assert!(
-        ratio < 60.0,
+        ratio < 70.0,
         "expansion is {ratio:.1}x the source ({out} / {src} tokens)"
     );
 }

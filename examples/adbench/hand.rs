@@ -373,8 +373,11 @@ impl HandInput {
     }
 
     /// The dense Jacobian by forward mode, `3N x 26` (simple) or `3N x 28`
-    /// (complicated: first the two `u` columns, FORMATS.md §4.4), one
-    /// tangent per column; the `u` block is block-diagonal, so one tangent
+    /// (complicated: first the two `u` columns, FORMATS.md §4.4): one
+    /// linearisation (`f_linearize`: the forward pass, once, keeping the
+    /// residuals of `hand_vertices` too), then its linear map applied to one
+    /// tangent per column, as JAX's `jacfwd` applies its `jvp` to the columns
+    /// of the identity; the `u` block is block-diagonal, so one tangent
     /// moving every `u_ia` at once gives its whole first column.
     pub fn jacobian(&self) -> Array2<f64> {
         let m = &self.model;
@@ -384,20 +387,18 @@ impl HandInput {
         match &self.u {
             None => {
                 let mut jac = Array2::zeros((rows, nt));
+                let (_, lin) = hand_simple_linearize(
+                    &self.theta,
+                    &m.base_rel,
+                    &m.inv_base_abs,
+                    &m.parents,
+                    &m.weights,
+                    &m.rest,
+                    &self.corr,
+                    &self.points,
+                );
                 for q in 0..nt {
-                    let d_theta = unit(q);
-                    let (_, col) = hand_simple_jvp(
-                        &self.theta,
-                        &m.base_rel,
-                        &m.inv_base_abs,
-                        &m.parents,
-                        &m.weights,
-                        &m.rest,
-                        &self.corr,
-                        &self.points,
-                        &d_theta,
-                    );
-                    jac.column_mut(q).assign(&col);
+                    jac.column_mut(q).assign(&lin(&unit(q)));
                 }
                 jac
             }
@@ -405,6 +406,18 @@ impl HandInput {
                 let mut jac = Array2::zeros((rows, nt + 2));
                 let zero_theta = Array1::zeros(nt);
                 let zero_u = Array2::zeros(u.dim());
+                let (_, lin) = hand_complicated_linearize(
+                    &self.theta,
+                    u,
+                    &m.base_rel,
+                    &m.inv_base_abs,
+                    &m.parents,
+                    &m.weights,
+                    &m.rest,
+                    &m.triangles,
+                    &self.corr,
+                    &self.points,
+                );
                 for q in 0..nt + 2 {
                     let (d_theta, d_u) = if q < 2 {
                         (
@@ -414,21 +427,7 @@ impl HandInput {
                     } else {
                         (unit(q - 2), zero_u.clone())
                     };
-                    let (_, col) = hand_complicated_jvp(
-                        &self.theta,
-                        u,
-                        &m.base_rel,
-                        &m.inv_base_abs,
-                        &m.parents,
-                        &m.weights,
-                        &m.rest,
-                        &m.triangles,
-                        &self.corr,
-                        &self.points,
-                        &d_theta,
-                        &d_u,
-                    );
-                    jac.column_mut(q).assign(&col);
+                    jac.column_mut(q).assign(&lin(&d_theta, &d_u));
                 }
                 jac
             }

@@ -772,7 +772,9 @@ impl Stacker {
                 let (elem, rank) = match ty {
                     Ty::Scalar(e) => (*e, 0),
                     Ty::Array { elem, rank } => (*elem, *rank),
-                    Ty::Tuple(_) => return Err(format!("cannot stack a tuple of type {ty}")),
+                    Ty::Tuple(_) | Ty::Opaque(_) => {
+                        return Err(format!("cannot stack a value of type {ty}"))
+                    }
                 };
                 shape.extend(std::iter::repeat_n(0, rank));
                 ArrayData::zeros(elem, 0)

@@ -125,7 +125,7 @@ pub fn jvp_func(prog: &Program, f: &Func, wrt: &[bool]) -> Result<Func, JvpError
 /// The shape of a parameter's tangent, in terms of the parameter.
 fn param_shape(vars: &VarTable, p: Var) -> Result<ShapeTree, JvpError> {
     match vars.ty(p) {
-        Ty::Scalar(_) => Ok(ShapeTree::Scalar),
+        Ty::Scalar(_) | Ty::Opaque(_) => Ok(ShapeTree::Scalar),
         Ty::Array { rank, .. } => Ok(ShapeTree::Array(
             (0..*rank).map(|k| Dim::Of(p, k)).collect(),
         )),
@@ -461,7 +461,8 @@ impl<'p> Jvp<'p> {
     /// differentiated (a `Dim::Of(y, _)` tree; tuples of arrays unsupported).
     fn result_shape(&self, y: Var, src: Option<SrcId>) -> Result<ShapeTree, JvpError> {
         match self.b.ty(y) {
-            Ty::Scalar(_) => Ok(ShapeTree::Scalar),
+            // (an opaque value has no tangent: never asked)
+            Ty::Scalar(_) | Ty::Opaque(_) => Ok(ShapeTree::Scalar),
             Ty::Array { rank, .. } => Ok(ShapeTree::Array(
                 (0..*rank).map(|k| Dim::Of(y, k)).collect(),
             )),

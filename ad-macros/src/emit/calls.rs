@@ -34,6 +34,12 @@ pub fn resolve<'c>(callees: &'c [Callee], func: &str) -> Option<(&'c Callee, Hid
                 Some((Hidden::Lin, true))
             } else if func == n.lin_t {
                 Some((Hidden::LinT, true))
+            } else if func == n.fwdres {
+                Some((Hidden::FwdRes, true))
+            } else if func == n.linres {
+                Some((Hidden::LinRes, true))
+            } else if func == n.linres_t {
+                Some((Hidden::LinResT, true))
             } else {
                 None
             };
@@ -54,6 +60,12 @@ pub fn resolve<'c>(callees: &'c [Callee], func: &str) -> Option<(&'c Callee, Hid
             Hidden::Linear
         } else if func == n.linear_t {
             Hidden::LinearT
+        } else if func == n.fwdres {
+            Hidden::FwdRes
+        } else if func == n.linres {
+            Hidden::LinRes
+        } else if func == n.linres_t {
+            Hidden::LinResT
         } else {
             return None;
         };
@@ -98,6 +110,14 @@ impl Emitter<'_> {
     fn canon_arg(&self, a: &Atom, site: usize) -> TokenStream {
         match a {
             Atom::Var(v) if matches!(self.ty(*v), Ty::Array { .. }) => self.var_view(*v),
+            // A callee's kept residuals, by reference.
+            Atom::Var(v) if matches!(self.ty(*v), Ty::Opaque(_)) => {
+                let n = self.name(*v);
+                match self.repr(*v) {
+                    Repr::View => quote!(#n),
+                    Repr::Owned | Repr::Val => quote!(&#n),
+                }
+            }
             _ => self.own(a, site),
         }
     }

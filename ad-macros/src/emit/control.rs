@@ -397,7 +397,7 @@ impl Emitter<'_> {
                 quote!(#rt::stack_arrays(&[#n], #rank, #st.iter().map(|__a| __a.view().into_dyn()).collect())
                     .into_dimensionality::<#d>().expect("linad: rank"))
             }
-            Ty::Tuple(_) => return Err("a loop output of a tuple type".into()),
+            Ty::Tuple(_) | Ty::Opaque(_) => return Err(format!("a loop output of type {ty}")),
         })
     }
 
@@ -419,7 +419,7 @@ impl Emitter<'_> {
                     quote!(#rt::stack_arrays(#b.shape(), #rank, #b.iter().map(|__t| #get.view().into_dyn()).collect())
                         .into_dimensionality::<#d>().expect("linad: rank"))
                 }
-                Ty::Tuple(_) => return Err("a stacked tuple".into()),
+                Ty::Tuple(_) | Ty::Opaque(_) => return Err(format!("a stacked {ty}")),
             });
         }
         let _ = nd;
@@ -780,7 +780,7 @@ impl Emitter<'_> {
             let (e, r) = match ty {
                 Ty::Scalar(_) => (quote!(#b), Repr::Val),
                 Ty::Array { .. } => (quote!(#b.view()), Repr::View),
-                Ty::Tuple(_) => (quote!(#b.clone()), owned_repr(&ty)),
+                Ty::Tuple(_) | Ty::Opaque(_) => (quote!(#b.clone()), owned_repr(&ty)),
             };
             self.set_repr(*cp, r);
             see.extend(quote!(let #cb = #e;));

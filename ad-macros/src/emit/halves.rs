@@ -250,8 +250,9 @@ impl Halves {
             .zip(held)
             .zip(&self.resid_tys)
             .map(|((r, held), ty)| match (ty, held) {
-                (Ty::Array { .. }, Repr::View) => quote!(#r),
+                (Ty::Array { .. } | Ty::Opaque(_), Repr::View) => quote!(#r),
                 (Ty::Array { .. }, _) => quote!(#r.view()),
+                (Ty::Opaque(_), _) => quote!(&#r),
                 (_, Repr::Val) => quote!(#r),
                 _ if clone => quote!(#r.clone()),
                 _ => quote!(#r),

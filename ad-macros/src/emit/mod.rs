@@ -15,7 +15,8 @@
 //! once before a loop), `func.rs` (function bodies,
 //! blocks, statements), `scalar.rs`, `array.rs`, `linear.rs`, `control.rs`,
 //! `calls.rs` (statement forms), `wrappers.rs`, `halves.rs`, `closures.rs`,
-//! `transpose_fn.rs` (`f_transpose` of a `#[linear]` function).
+//! `residuals.rs` (the blocks keeping residuals for callers' top-level
+//! calls), `transpose_fn.rs` (`f_transpose` of a `#[linear]` function).
 
 mod array;
 mod calls;
@@ -26,6 +27,7 @@ mod halves;
 mod lanes;
 mod linear;
 mod names;
+mod residuals;
 mod scalar;
 mod transpose_fn;
 mod types;
@@ -38,6 +40,7 @@ mod tests;
 use crate::lower::Lowered;
 use crate::sig::Signature;
 use ad_core_ir::driver::Derivatives;
+pub(crate) use calls::hidden_path;
 use proc_macro2::TokenStream;
 pub use transpose_fn::{f_transpose, Sizes};
 pub(crate) use wrappers::{allows, ct_ty, tangent_ty};

@@ -160,6 +160,7 @@ fn derive(c: &Case) -> Derived {
                 .collect(),
             linear: None,
             wrt: None,
+            residuals: false,
         })
         .collect();
     let opts = Options::default();

@@ -7,6 +7,8 @@
 //! | array | `Owned` | `Array<E, IxR>` |
 //! | array | `View` | `ArrayView<'_, E, IxR>` (parameters, slices of them) |
 //! | tuple with arrays | `Owned` | a tuple of owned parts |
+//! | opaque (a callee's kept residuals) | `Owned` | the type the IR names (`m::__linad_g_res`) |
+//! | opaque | `View` | a reference to it (parameters of linear halves) |
 //!
 //! Generated code names ndarray and the runtime only through the facade:
 //! `::linad::ndarray` and `::linad::__private::ad_runtime`.
@@ -43,7 +45,7 @@ pub fn rt() -> TokenStream {
 pub fn is_copy(ty: &Ty) -> bool {
     match ty {
         Ty::Scalar(_) => true,
-        Ty::Array { .. } => false,
+        Ty::Array { .. } | Ty::Opaque(_) => false,
         Ty::Tuple(ts) => ts.iter().all(is_copy),
     }
 }
@@ -58,10 +60,11 @@ pub fn owned_repr(ty: &Ty) -> Repr {
 }
 
 /// The representation of a value of the type passed with the canonical
-/// convention (arrays as views, everything else owned).
+/// convention (arrays as views, opaque values by reference, everything else
+/// owned).
 pub fn canonical_repr(ty: &Ty) -> Repr {
     match ty {
-        Ty::Array { .. } => Repr::View,
+        Ty::Array { .. } | Ty::Opaque(_) => Repr::View,
         _ => owned_repr(ty),
     }
 }
@@ -108,6 +111,17 @@ pub fn owned_ty(ty: &Ty) -> TokenStream {
         Ty::Scalar(s) => elem_ty(*s),
         Ty::Array { elem, rank } => array_ty(*elem, *rank),
         Ty::Tuple(ts) => tuple_ty(ts.iter().map(owned_ty).collect()),
+        Ty::Opaque(path) => opaque_ty(path),
+    }
+}
+
+/// The Rust type an opaque IR type names (a path, as text).
+fn opaque_ty(path: &str) -> TokenStream {
+    match syn::parse_str::<syn::Type>(path) {
+        Ok(t) => quote!(#t),
+        Err(_) => quote!(::core::compile_error!(
+            "linad: an opaque type is not a Rust type"
+        )),
     }
 }
 
@@ -120,6 +134,10 @@ pub fn repr_ty(ty: &Ty, repr: Repr) -> TokenStream {
 pub fn repr_ty_in(ty: &Ty, repr: Repr, lt: &TokenStream) -> TokenStream {
     match (ty, repr) {
         (Ty::Array { elem, rank }, Repr::View) => view_ty_in(*elem, *rank, lt),
+        (Ty::Opaque(path), Repr::View) => {
+            let t = opaque_ty(path);
+            quote!(&#lt #t)
+        }
         _ => owned_ty(ty),
     }
 }
@@ -157,7 +175,7 @@ pub fn flat(parts: &[TokenStream]) -> TokenStream {
 /// Whether a type is an array of rank above [`MAX_RANK`] anywhere inside.
 pub fn too_deep(ty: &Ty) -> bool {
     match ty {
-        Ty::Scalar(_) => false,
+        Ty::Scalar(_) | Ty::Opaque(_) => false,
         Ty::Array { rank, .. } => *rank > MAX_RANK,
         Ty::Tuple(ts) => ts.iter().any(too_deep),
     }

@@ -37,6 +37,12 @@ pub fn companions(input: &Input) -> R<TokenStream> {
         let h = halves(input, &user, Set::Wrt)?;
         // For callers whose other arguments of `f` are constants.
         out.extend(recomputing_blocks(input, &user, &h, Set::Wrt)?);
+        out.extend(super::residuals::residual_blocks(
+            input,
+            &user,
+            &h,
+            Set::Wrt,
+        )?);
         Some(h)
     };
     let h = hwrt.as_ref().unwrap_or(&hall);
@@ -527,6 +533,7 @@ fn hidden_blocks(input: &Input, cx: &Ctx, h: &Halves) -> R<TokenStream> {
         quote!(#nested #b),
     );
     out.extend(recomputing_blocks(input, cx, h, Set::All)?);
+    out.extend(super::residuals::residual_blocks(input, cx, h, Set::All)?);
     Ok(out)
 }
 

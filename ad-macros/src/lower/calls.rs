@@ -471,6 +471,7 @@ pub fn finish(func: &Func, seeds: &[Var], sites: &[CallSite]) -> Finished {
                     result_tys: s.result_rust.clone(),
                     linear: None,
                     wrt: None,
+                    residuals: false,
                 });
             }
         }
@@ -480,6 +481,9 @@ pub fn finish(func: &Func, seeds: &[Var], sites: &[CallSite]) -> Finished {
         if callee.differentiable {
             callee.linear = linear_flags(f);
             callee.wrt = wrt_flags(f);
+            callee.residuals = in_crate_name(&f.path)
+                .and_then(|n| crate_fns::lookup(&n))
+                .is_some_and(|info| info.residuals && info.arity == f.args.len());
             if let Some(msg) = never_differentiable(&f.path) {
                 errors.push(syn::Error::new(f.span, msg));
                 continue;

@@ -90,6 +90,40 @@ pub struct Callee {
     /// carry tangents then call its derivatives with respect to them alone
     /// (`ad_core_ir::driver::declare_wrt_extern`, `__linadw_g_*`).
     pub wrt: Option<Vec<bool>>,
+    /// The callee keeps its residuals for callers (`crate_fns::FnInfo::
+    /// residuals`): a top-level call of it stores them
+    /// (`ad_core_ir::driver::declare_extern_residuals`, `__linad_g_fwdres`).
+    pub residuals: bool,
+}
+
+/// Declares the blocks keeping the residuals of the callee `c` (and of its
+/// derivatives with respect to its `wrt` parameters alone, if it has them):
+/// `g__fwdres` / `g__linres` / `g__linres_t`, whose residuals are the Rust
+/// type `path::__linad_g_res` (`__linadw_g_res`).
+fn declare_kept_residuals(
+    program: &mut Program,
+    c: &Callee,
+    params: &[ad_core_ir::types::Ty],
+    results: &[ad_core_ir::types::Ty],
+) {
+    use crate::names::Block;
+    let res = |restricted: bool| {
+        let p = crate::emit::hidden_path(&c.path, Block::Res, restricted);
+        quote::ToTokens::to_token_stream(&p).to_string()
+    };
+    let all = vec![true; params.len()];
+    ad_core_ir::driver::declare_extern_residuals(
+        program,
+        &c.ir_name,
+        params,
+        results,
+        &all,
+        &res(false),
+    );
+    if let Some(wrt) = &c.wrt {
+        let w = ad_core_ir::driver::restricted_name(&c.ir_name);
+        ad_core_ir::driver::declare_extern_residuals(program, &w, params, results, wrt, &res(true));
+    }
 }
 
 /// Reads the signature: parameter kinds, `wrt` selection and output type.
@@ -202,6 +236,9 @@ pub fn lower_seeded(
                 }
                 None => ad_core_ir::driver::declare_extern(&mut program, n, params, results),
             },
+        }
+        if let Some(c) = callees.iter().find(|c| c.ir_name == *n && c.residuals) {
+            declare_kept_residuals(&mut program, c, params, results);
         }
     }
     program.funcs.push(func);

@@ -1,0 +1,132 @@
+//! Kept residuals: the blocks a caller's top-level call of `f` uses so that
+//! the caller's linear maps read `f`'s residuals instead of recomputing `f`'s
+//! primal (`ad_core_ir::driver::declare_extern_residuals`).
+//!
+//! For one set of derivatives (every differentiable parameter, or the `wrt`
+//! ones: `__linadw_` names), on top of the halves of `halves.rs`:
+//!
+//! ```text
+//! type __linad_f_res = (R0, R1, ..);                  the residuals, owned
+//! __linad_f_fwdres(x..)         -> (y.., res)         fwd, views copied out
+//! __linad_f_linres(&res, dx..)  -> dy                 lin_at at the residuals
+//! __linad_f_linres_t(&res, ȳ..) -> x̄                  lin_t_at at the residuals
+//! ```
+//!
+//! A caller whose `y = f(x)` is at the top level of its body calls
+//! `fwdres` in its forward half and keeps `res` as one of its own residuals
+//! (an opaque IR value of the type `__linad_f_res`), then `linres` /
+//! `linres_t` in its linear halves: `f_linearize` and `f_pullback` of the
+//! caller run no primal of `f` per call. The residuals are owned (views of
+//! `f`'s arguments among them are copied), so the caller's closures may hold
+//! them after its arguments are gone.
+
+use super::func::{Ctx, R};
+use super::halves::{canonical_params, param_tys, Halves, Set};
+use super::types::{owned_repr, owned_ty, tuple_ty, Repr};
+use super::wrappers::{func, hidden_fn, result_ty, temps};
+use super::Input;
+use crate::names::{hidden, hidden_wrt, Block};
+use proc_macro2::{Ident, TokenStream};
+use quote::quote;
+
+/// The residual type and the three blocks of one set (see the module doc).
+pub(super) fn residual_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) -> R<TokenStream> {
+    let sig = input.sig;
+    let (vis, fname) = (&sig.vis, &sig.ident);
+    let (names, name): (_, fn(&Ident, Block) -> Ident) = match set {
+        Set::All => (&input.all.names, hidden),
+        Set::Wrt => (&input.user.names, hidden_wrt),
+    };
+    let res = name(fname, Block::Res);
+    let parts: Vec<TokenStream> = h.resid_tys.iter().map(owned_ty).collect();
+    let res_ty = tuple_ty(parts);
+    let mut out = quote! {
+        #[doc = " The residuals kept by the forward half (building block for callers' derivatives)."]
+        #[doc(hidden)]
+        #[allow(non_camel_case_types)]
+        #vis type #res = #res_ty;
+    };
+
+    // The forward half, its results and residuals owned.
+    let elided = quote!('_);
+    let primal = func(cx.prog, &input.lowered.name)?;
+    let (pdecls, pbinds) = canonical_params(&primal.param_tys(), "x", &elided);
+    let pargs = pbinds.iter().map(|(t, _)| t);
+    let (ys, ypat) = temps("y", h.fwd_reprs.len());
+    let owned: Vec<TokenStream> = ys
+        .iter()
+        .zip(&h.fwd_reprs)
+        .map(|(y, r)| match r {
+            Repr::View => quote!(#y.to_owned()),
+            Repr::Owned | Repr::Val => quote!(#y),
+        })
+        .collect();
+    let (results, kept) = owned.split_at(h.n_out);
+    let fwd = &h.fwd;
+    let rtys: Vec<TokenStream> = result_tys(cx, names)?
+        .into_iter()
+        .take(h.n_out)
+        .chain(std::iter::once(quote!(#res)))
+        .collect();
+    out.extend(hidden_fn(
+        &format!(" The forward half of [`{fname}`] keeping its residuals (owned)."),
+        vis,
+        &name(fname, Block::FwdRes),
+        &pdecls,
+        quote!((#(#rtys),*)),
+        quote!(let #ypat = #fwd(#(#pargs),*); (#(#results,)* (#(#kept,)*))),
+    ));
+
+    // The linear maps at the kept residuals (by reference).
+    let fields: Vec<TokenStream> = (0..h.resid_tys.len())
+        .map(|k| {
+            let k = syn::Index::from(k);
+            quote!(__res.#k)
+        })
+        .collect();
+    let held: Vec<Repr> = h.resid_tys.iter().map(owned_repr).collect();
+    let rargs = h.resid_args_as(&fields, &held, true);
+    for (b, half, ir_name, what, doc) in [
+        (
+            Block::LinRes,
+            &h.lin_at,
+            &names.lin,
+            "dx",
+            format!(" The linear map of [`{fname}`] at kept residuals."),
+        ),
+        (
+            Block::LinResT,
+            &h.lin_t_at,
+            &names.lin_t,
+            "ct",
+            format!(" The transposed linear map of [`{fname}`] at kept residuals."),
+        ),
+    ] {
+        let f = func(cx.prog, ir_name)?;
+        let (ldecls, lbinds) = canonical_params(&param_tys(f, true), what, &elided);
+        let largs = lbinds.iter().map(|(t, _)| t);
+        let decls: Vec<TokenStream> = std::iter::once(quote!(__res: &#res))
+            .chain(ldecls)
+            .collect();
+        out.extend(hidden_fn(
+            &doc,
+            vis,
+            &name(fname, b),
+            &decls,
+            result_ty(f),
+            quote!(#half(#(#rargs,)* #(#largs),*)),
+        ));
+    }
+    Ok(out)
+}
+
+/// The owned Rust types of the primal results of a set's forward half.
+fn result_tys(cx: &Ctx, names: &ad_core_ir::driver::Names) -> R<Vec<TokenStream>> {
+    let fwd = func(cx.prog, &names.fwd)?;
+    Ok(fwd
+        .body
+        .results
+        .iter()
+        .map(|a| owned_ty(&ad_core_ir::typing::atom_ty(a, &fwd.vars)))
+        .collect())
+}
