@@ -400,3 +400,42 @@ fn nested_loop_residual_stacks_are_stored_when_their_shape_is_fixed() {
         assert_eq!(!lin_t.contains("tanh"), stored, "{inner}:\n{lin_t}");
     }
 }
+
+/// A loop nest updating an array `a` (the outer loop's state) whose inner
+/// loop multiplies by two elements of `a`: the linear side needs those
+/// elements, and it stores them (two scalars per outer iteration) rather than
+/// recomputing them by a reload from `a`, which would stack all of `a` per
+/// outer iteration. The vjp work ratio stays bounded as `a` grows (it grew
+/// like `n` before).
+#[test]
+fn element_reads_of_an_enclosing_loops_array_are_stored() {
+    use ad_core_ir::parse::parse_program;
+    let text = "def f(x_0: [f64]) -> (f64) {
+  let m_1: i64 = shape x_0, 0
+  let lp_2: [f64] = loop m_1 (a_3: [f64] = x_0) |k_4: i64| {
+    let in_5: f64 = loop 2 (t_6: f64 = 0.5) |j_7: i64| {
+      let ix_8: f64 = index a_3[j_7]
+      let s_9: f64 = mul t_6, ix_8
+      let q_10: f64 = add s_9, 0.25
+      yield q_10
+    }
+    let u_11: [f64] = update a_3[k_4] = in_5
+    yield u_11
+  }
+  let r_12: f64 = reduce_sum lp_2
+  return r_12
+}";
+    let p = parse_program(text).unwrap();
+    let ratio = |n: usize| {
+        let xs: Vec<f64> = (0..n).map(|k| 0.1 + (k as f64 * 0.7).sin()).collect();
+        let r = check_derivatives(&p, "f", &[Value::f64s(&[n], xs)], &[true], 3, 1e-6).unwrap();
+        assert_good(&r);
+        r.vjp_work_ratio()
+    };
+    let (small, large) = (ratio(8), ratio(400));
+    eprintln!("vjp/primal work: {small:.2} at n = 8, {large:.2} at n = 400");
+    assert!(
+        large < 2.0 * small,
+        "{small:.2} at n = 8, {large:.2} at n = 400"
+    );
+}
