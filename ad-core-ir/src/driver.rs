@@ -333,6 +333,22 @@ fn add_extern(prog: &mut Program, f: Func) {
     prog.externs.push(f);
 }
 
+/// The tangent types of the parameters flagged in `flags` (those with a
+/// tangent), and of the results.
+fn flagged_tangents(
+    params: &[crate::types::Ty],
+    flags: &[bool],
+    results: &[crate::types::Ty],
+) -> (Vec<crate::types::Ty>, Vec<crate::types::Ty>) {
+    let tp = params
+        .iter()
+        .zip(flags)
+        .filter(|(_, f)| **f)
+        .filter_map(|(t, _)| t.tangent())
+        .collect();
+    (tp, results.iter().filter_map(|t| t.tangent()).collect())
+}
+
 /// The extern that is `g` differentiated with respect to the parameters its
 /// [`Program::wrt_externs`] entry flags only: `g__w`.
 pub fn restricted_name(g: &str) -> String {
@@ -358,16 +374,9 @@ pub fn declare_wrt_extern(
     results: &[crate::types::Ty],
     wrt: &[bool],
 ) {
-    use crate::types::Ty;
     declare_extern(prog, name, params, results);
     let w = restricted_name(name);
-    let tp: Vec<Ty> = params
-        .iter()
-        .zip(wrt)
-        .filter(|(_, f)| **f)
-        .filter_map(|(t, _)| t.tangent())
-        .collect();
-    let tr: Vec<Ty> = results.iter().filter_map(Ty::tangent).collect();
+    let (tp, tr) = flagged_tangents(params, wrt, results);
     let n = Names::of(&w);
     for f in [
         extern_decl(w.clone(), params, &[], results, &[]),
@@ -406,13 +415,7 @@ pub fn declare_extern_residuals(
     res: &str,
 ) {
     use crate::types::Ty;
-    let tp: Vec<Ty> = params
-        .iter()
-        .zip(tangents)
-        .filter(|(_, f)| **f)
-        .filter_map(|(t, _)| t.tangent())
-        .collect();
-    let tr: Vec<Ty> = results.iter().filter_map(Ty::tangent).collect();
+    let (tp, tr) = flagged_tangents(params, tangents, results);
     let r = [Ty::Opaque(res.to_string())];
     let mut outs = results.to_vec();
     outs.push(r[0].clone());
