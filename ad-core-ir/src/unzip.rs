@@ -344,6 +344,21 @@ impl<'p> Unzip<'p> {
         Ok(())
     }
 
+    /// [`Unzip::split`] of the statements of a nested block (one level
+    /// deeper: a call there keeps no residuals).
+    fn split_inner(
+        &mut self,
+        stmts: &[Stmt],
+        prim: &mut Vec<Stmt>,
+        lin: &mut Vec<Stmt>,
+        cache: &mut ShapeCache,
+    ) -> Result<(), UnzipError> {
+        self.depth += 1;
+        let split = self.split(stmts, prim, lin, cache);
+        self.depth -= 1;
+        split
+    }
+
     /// A compound statement moving to the linear side whole may still contain
     /// mixed statements (e.g. a call whose primal result became dead): split
     /// each nested block and keep both halves inside it, so the primal half is
@@ -354,10 +369,7 @@ impl<'p> Unzip<'p> {
             let mut lin = vec![];
             let mut cache = ShapeCache::new();
             let stmts = std::mem::take(&mut blk.stmts);
-            self.depth += 1;
-            let split = self.split(&stmts, &mut prim, &mut lin, &mut cache);
-            self.depth -= 1;
-            split?;
+            self.split_inner(&stmts, &mut prim, &mut lin, &mut cache)?;
             // Both halves now live in one function: the primal half gets
             // fresh binders (the split reuses binders across the two sides).
             blk.stmts = self.with_fresh_copy(prim, lin);
@@ -402,10 +414,7 @@ impl<'p> Unzip<'p> {
         let mut prim = vec![];
         let mut lin = vec![];
         let mut cache = ShapeCache::new();
-        self.depth += 1;
-        let split = self.split(&b.stmts, &mut prim, &mut lin, &mut cache);
-        self.depth -= 1;
-        split?;
+        self.split_inner(&b.stmts, &mut prim, &mut lin, &mut cache)?;
         let lin_block = Block {
             stmts: lin.clone(),
             results: vec![],
@@ -977,12 +986,10 @@ impl<'p> Unzip<'p> {
         cache: &mut ShapeCache,
     ) -> Result<(), UnzipError> {
         let names = crate::driver::Names::of(base);
-        // The type of the residuals `g__fwdres` keeps, where it is used.
+        // The type of the residuals `g__fwdres` keeps (`g__linres`'s one
+        // non-linear parameter), where they are used.
         let kept = match (self.depth, self.prog.func(&names.linres)) {
-            (0, Some(_)) => self
-                .prog
-                .func(&names.fwdres)
-                .and_then(|f| Some(crate::typing::atom_ty(f.body.results.last()?, &f.vars))),
+            (0, Some(f)) => f.params.first().map(|r| f.vars.ty(*r).clone()),
             _ => None,
         };
         let (prim_func, binds, lin_func, lin_args) = match kept {

@@ -465,6 +465,7 @@ fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
                         _ => {}
                     }
                 }
+                let uses_f32 = crate::f32s::mentions_f32(quote::ToTokens::to_token_stream(f));
                 let ret = match &f.sig.output {
                     syn::ReturnType::Default => None,
                     syn::ReturnType::Type(_, t) => {
@@ -488,13 +489,11 @@ fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
                                 syn::FnArg::Receiver(_) => "self".to_string(),
                             })
                             .collect(),
-                        uses_f32: crate::f32s::mentions_f32(quote::ToTokens::to_token_stream(f)),
+                        uses_f32,
                         inline: (attributed && linear.is_empty() && crate::inline::inlinable(f))
                             .then(|| quote::ToTokens::to_token_stream(f).to_string()),
                         wrt: if linear.is_empty() { wrt } else { vec![] },
-                        residuals: attributed
-                            && linear.is_empty()
-                            && !crate::f32s::mentions_f32(quote::ToTokens::to_token_stream(f)),
+                        residuals: attributed && linear.is_empty() && !uses_f32,
                         linear,
                     },
                 ));

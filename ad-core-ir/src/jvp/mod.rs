@@ -125,7 +125,11 @@ pub fn jvp_func(prog: &Program, f: &Func, wrt: &[bool]) -> Result<Func, JvpError
 /// The shape of a parameter's tangent, in terms of the parameter.
 fn param_shape(vars: &VarTable, p: Var) -> Result<ShapeTree, JvpError> {
     match vars.ty(p) {
-        Ty::Scalar(_) | Ty::Opaque(_) => Ok(ShapeTree::Scalar),
+        Ty::Scalar(_) => Ok(ShapeTree::Scalar),
+        Ty::Opaque(_) => Err(JvpError {
+            msg: "internal: the tangent of an opaque parameter".to_string(),
+            src: None,
+        }),
         Ty::Array { rank, .. } => Ok(ShapeTree::Array(
             (0..*rank).map(|k| Dim::Of(p, k)).collect(),
         )),
@@ -461,8 +465,8 @@ impl<'p> Jvp<'p> {
     /// differentiated (a `Dim::Of(y, _)` tree; tuples of arrays unsupported).
     fn result_shape(&self, y: Var, src: Option<SrcId>) -> Result<ShapeTree, JvpError> {
         match self.b.ty(y) {
-            // (an opaque value has no tangent: never asked)
-            Ty::Scalar(_) | Ty::Opaque(_) => Ok(ShapeTree::Scalar),
+            Ty::Scalar(_) => Ok(ShapeTree::Scalar),
+            Ty::Opaque(_) => Err(self.err("internal: the tangent of an opaque result", src)),
             Ty::Array { rank, .. } => Ok(ShapeTree::Array(
                 (0..*rank).map(|k| Dim::Of(y, k)).collect(),
             )),

@@ -23,54 +23,37 @@ use quote::quote;
 /// is `__linadw_g_jvp`; `g__w` is `g` itself).
 pub fn resolve<'c>(callees: &'c [Callee], func: &str) -> Option<(&'c Callee, Hidden, bool)> {
     callees.iter().find_map(|c| {
-        if c.wrt.is_some() {
-            let w = restricted_name(&c.ir_name);
-            let n = Names::of(&w);
-            let b = if func == w {
-                Some((Hidden::Primal, false))
-            } else if func == n.jvp {
-                Some((Hidden::Jvp, true))
-            } else if func == n.lin {
-                Some((Hidden::Lin, true))
-            } else if func == n.lin_t {
-                Some((Hidden::LinT, true))
-            } else if func == n.fwdres {
-                Some((Hidden::FwdRes, true))
-            } else if func == n.linres {
-                Some((Hidden::LinRes, true))
-            } else if func == n.linres_t {
-                Some((Hidden::LinResT, true))
-            } else {
-                None
-            };
-            if let Some((b, restricted)) = b {
-                return Some((c, b, restricted));
-            }
+        if func == c.ir_name {
+            return Some((c, Hidden::Primal, false));
         }
-        let n = Names::of(&c.ir_name);
-        let b = if func == c.ir_name {
-            Hidden::Primal
-        } else if func == n.jvp {
-            Hidden::Jvp
-        } else if func == n.lin {
-            Hidden::Lin
-        } else if func == n.lin_t {
-            Hidden::LinT
-        } else if func == n.linear {
-            Hidden::Linear
-        } else if func == n.linear_t {
-            Hidden::LinearT
-        } else if func == n.fwdres {
-            Hidden::FwdRes
-        } else if func == n.linres {
-            Hidden::LinRes
-        } else if func == n.linres_t {
-            Hidden::LinResT
-        } else {
-            return None;
-        };
-        Some((c, b, false))
+        if let Some(b) = derived_block(&Names::of(&c.ir_name), func) {
+            return Some((c, b, false));
+        }
+        let w = restricted_name(&c.ir_name);
+        match c.wrt {
+            Some(_) if func == w => Some((c, Hidden::Primal, false)),
+            Some(_) => derived_block(&Names::of(&w), func).map(|b| (c, b, true)),
+            None => None,
+        }
     })
+}
+
+/// The building block that the derived IR name `func` of an extern with
+/// the derived names `n` denotes.
+fn derived_block(n: &Names, func: &str) -> Option<Hidden> {
+    [
+        (&n.jvp, Hidden::Jvp),
+        (&n.lin, Hidden::Lin),
+        (&n.lin_t, Hidden::LinT),
+        (&n.linear, Hidden::Linear),
+        (&n.linear_t, Hidden::LinearT),
+        (&n.fwdres, Hidden::FwdRes),
+        (&n.linres, Hidden::LinRes),
+        (&n.linres_t, Hidden::LinResT),
+    ]
+    .into_iter()
+    .find(|(name, _)| *name == func)
+    .map(|(_, b)| b)
 }
 
 /// `path::to::__linad_g_<block>` (`__linadw_g_<block>` when `restricted`:

@@ -54,6 +54,42 @@ pub enum Set {
     Wrt,
 }
 
+impl Set {
+    /// The set's derivatives (their IR functions and names).
+    pub fn derivatives<'a>(self, input: &Input<'a>) -> &'a Derivatives {
+        match self {
+            Set::All => input.all,
+            Set::Wrt => input.user,
+        }
+    }
+
+    /// The Rust name of the set's block `b` of `f`: `__linad_f_..` or
+    /// `__linadw_f_..`.
+    pub fn block(self, f: &Ident, b: Block) -> Ident {
+        match self {
+            Set::All => hidden(f, b),
+            Set::Wrt => hidden_wrt(f, b),
+        }
+    }
+}
+
+/// One linear half of a set as the blocks calling it take it: the half's
+/// name, whether it is the transposed one, its linear parameters
+/// (declarations `__dx0: ..` or `__ct0: ..`, and their names) and its
+/// result type.
+pub struct LinearHalf<'h> {
+    /// `lin_at` or `lin_t_at`.
+    pub half: &'h Ident,
+    /// `lin_t_at`.
+    pub transposed: bool,
+    /// The declarations of its linear parameters.
+    pub decls: Vec<TokenStream>,
+    /// Their names, as arguments.
+    pub args: Vec<TokenStream>,
+    /// Its result type.
+    pub ret: TokenStream,
+}
+
 /// The emitted halves of one set of derivatives and how to call them.
 pub struct Halves {
     /// `fwd`.
@@ -84,14 +120,8 @@ pub struct Halves {
 /// read through `cx`).
 pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
     let sig = input.sig;
-    let d: &Derivatives = match set {
-        Set::All => input.all,
-        Set::Wrt => input.user,
-    };
-    let name = |b: Block| match set {
-        Set::All => hidden(&sig.ident, b),
-        Set::Wrt => hidden_wrt(&sig.ident, b),
-    };
+    let d = set.derivatives(input);
+    let name = |b: Block| set.block(&sig.ident, b);
     let (fwd_name, lin_name, lin_t_name, jvp_name) = (
         name(Block::Fwd),
         name(Block::LinAt),
@@ -216,6 +246,26 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
 }
 
 impl Halves {
+    /// `lin_at` and `lin_t_at` of the set whose derivatives are `d`, read
+    /// through `cx`.
+    pub fn linear_halves(&self, cx: &Ctx, d: &Derivatives) -> R<[LinearHalf<'_>; 2]> {
+        let half = |name: &String, what: &str, half, transposed| -> R<LinearHalf<'_>> {
+            let f = func(cx.prog, name)?;
+            let (decls, binds) = canonical_params(&param_tys(f, true), what, &quote!('_));
+            Ok(LinearHalf {
+                half,
+                transposed,
+                decls,
+                args: binds.into_iter().map(|(t, _)| t).collect(),
+                ret: result_ty(f),
+            })
+        };
+        Ok([
+            half(&d.names.lin, "dx", &self.lin_at, false)?,
+            half(&d.names.lin_t, "ct", &self.lin_t_at, true)?,
+        ])
+    }
+
     /// The residuals `rs` (as `fwd` returned them) as arguments of
     /// `lin_at` / `lin_t_at`.
     pub fn resid_args(&self, rs: &[TokenStream]) -> Vec<TokenStream> {

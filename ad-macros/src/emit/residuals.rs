@@ -21,23 +21,20 @@
 //! them after its arguments are gone.
 
 use super::func::{Ctx, R};
-use super::halves::{canonical_params, param_tys, Halves, Set};
+use super::halves::{canonical_params, Halves, Set};
 use super::types::{owned_repr, owned_ty, tuple_ty, Repr};
-use super::wrappers::{func, hidden_fn, result_ty, temps};
+use super::wrappers::{func, hidden_fn, temps};
 use super::Input;
-use crate::names::{hidden, hidden_wrt, Block};
-use proc_macro2::{Ident, TokenStream};
+use crate::names::Block;
+use proc_macro2::TokenStream;
 use quote::quote;
 
 /// The residual type and the three blocks of one set (see the module doc).
 pub(super) fn residual_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) -> R<TokenStream> {
     let sig = input.sig;
     let (vis, fname) = (&sig.vis, &sig.ident);
-    let (names, name): (_, fn(&Ident, Block) -> Ident) = match set {
-        Set::All => (&input.all.names, hidden),
-        Set::Wrt => (&input.user.names, hidden_wrt),
-    };
-    let res = name(fname, Block::Res);
+    let name = |b: Block| set.block(fname, b);
+    let res = name(Block::Res);
     let parts: Vec<TokenStream> = h.resid_tys.iter().map(owned_ty).collect();
     let res_ty = tuple_ty(parts);
     let mut out = quote! {
@@ -63,7 +60,7 @@ pub(super) fn residual_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) -> 
         .collect();
     let (results, kept) = owned.split_at(h.n_out);
     let fwd = &h.fwd;
-    let rtys: Vec<TokenStream> = result_tys(cx, names)?
+    let rtys: Vec<TokenStream> = result_tys(cx, set.derivatives(input))?
         .into_iter()
         .take(h.n_out)
         .chain(std::iter::once(quote!(#res)))
@@ -71,7 +68,7 @@ pub(super) fn residual_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) -> 
     out.extend(hidden_fn(
         &format!(" The forward half of [`{fname}`] keeping its residuals (owned)."),
         vis,
-        &name(fname, Block::FwdRes),
+        &name(Block::FwdRes),
         &pdecls,
         quote!((#(#rtys),*)),
         quote!(let #ypat = #fwd(#(#pargs),*); (#(#results,)* (#(#kept,)*))),
@@ -86,34 +83,22 @@ pub(super) fn residual_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) -> 
         .collect();
     let held: Vec<Repr> = h.resid_tys.iter().map(owned_repr).collect();
     let rargs = h.resid_args_as(&fields, &held, true);
-    for (b, half, ir_name, what, doc) in [
-        (
-            Block::LinRes,
-            &h.lin_at,
-            &names.lin,
-            "dx",
-            format!(" The linear map of [`{fname}`] at kept residuals."),
-        ),
-        (
-            Block::LinResT,
-            &h.lin_t_at,
-            &names.lin_t,
-            "ct",
-            format!(" The transposed linear map of [`{fname}`] at kept residuals."),
-        ),
-    ] {
-        let f = func(cx.prog, ir_name)?;
-        let (ldecls, lbinds) = canonical_params(&param_tys(f, true), what, &elided);
-        let largs = lbinds.iter().map(|(t, _)| t);
+    for lh in h.linear_halves(cx, set.derivatives(input))? {
+        let (b, what) = if lh.transposed {
+            (Block::LinResT, "transposed linear map")
+        } else {
+            (Block::LinRes, "linear map")
+        };
+        let (half, largs) = (lh.half, &lh.args);
         let decls: Vec<TokenStream> = std::iter::once(quote!(__res: &#res))
-            .chain(ldecls)
+            .chain(lh.decls)
             .collect();
         out.extend(hidden_fn(
-            &doc,
+            &format!(" The {what} of [`{fname}`] at kept residuals."),
             vis,
-            &name(fname, b),
+            &name(b),
             &decls,
-            result_ty(f),
+            lh.ret,
             quote!(#half(#(#rargs,)* #(#largs),*)),
         ));
     }
@@ -121,8 +106,8 @@ pub(super) fn residual_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) -> 
 }
 
 /// The owned Rust types of the primal results of a set's forward half.
-fn result_tys(cx: &Ctx, names: &ad_core_ir::driver::Names) -> R<Vec<TokenStream>> {
-    let fwd = func(cx.prog, &names.fwd)?;
+fn result_tys(cx: &Ctx, d: &ad_core_ir::driver::Derivatives) -> R<Vec<TokenStream>> {
+    let fwd = func(cx.prog, &d.names.fwd)?;
     Ok(fwd
         .body
         .results

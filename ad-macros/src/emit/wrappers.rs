@@ -545,10 +545,6 @@ fn hidden_blocks(input: &Input, cx: &Ctx, h: &Halves) -> R<TokenStream> {
 pub(super) fn recomputing_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) -> R<TokenStream> {
     let sig = input.sig;
     let (vis, fname) = (&sig.vis, &sig.ident);
-    let (names, name): (_, fn(&Ident, Hidden) -> Ident) = match set {
-        Set::All => (&input.all.names, hidden),
-        Set::Wrt => (&input.user.names, crate::names::hidden_wrt),
-    };
     let elided = quote!('_);
     let primal = func(cx.prog, &input.lowered.name)?;
     let (pdecls, pbinds) = canonical_params(&primal.param_tys(), "x", &elided);
@@ -569,32 +565,23 @@ pub(super) fn recomputing_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) 
         Set::Wrt => ", with respect to its `wrt` parameters alone",
     };
     let mut out = TokenStream::new();
-    for (b, half, ir_name, what, doc) in [
-        (
-            Hidden::Lin,
-            &h.lin_at,
-            &names.lin,
-            "dx",
-            format!(" The linear map (Jacobian-vector product) of [`{fname}`]{which} at a point, recomputing the primal."),
-        ),
-        (
-            Hidden::LinT,
-            &h.lin_t_at,
-            &names.lin_t,
-            "ct",
-            format!(" The transposed linear map (vector-Jacobian product) of [`{fname}`]{which} at a point, recomputing the primal."),
-        ),
-    ] {
-        let f = func(cx.prog, ir_name)?;
-        let (ldecls, lbinds) = canonical_params(&param_tys(f, true), what, &elided);
-        let largs = lbinds.iter().map(|(t, _)| t);
-        let decls: Vec<TokenStream> = pdecls.iter().chain(&ldecls).cloned().collect();
+    for lh in h.linear_halves(cx, set.derivatives(input))? {
+        let (b, what) = if lh.transposed {
+            (
+                Hidden::LinT,
+                "transposed linear map (vector-Jacobian product)",
+            )
+        } else {
+            (Hidden::Lin, "linear map (Jacobian-vector product)")
+        };
+        let (half, largs) = (lh.half, &lh.args);
+        let decls: Vec<TokenStream> = pdecls.iter().chain(&lh.decls).cloned().collect();
         out.extend(hidden_fn(
-            &doc,
+            &format!(" The {what} of [`{fname}`]{which} at a point, recomputing the primal."),
             vis,
-            &name(fname, b),
+            &set.block(fname, b),
             &decls,
-            result_ty(f),
+            lh.ret,
             quote!(let #ypat = #fwd(#(#pargs),*); let __out = #half(#(#rargs,)* #(#largs),*); #recycle __out),
         ));
     }

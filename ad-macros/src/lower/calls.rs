@@ -479,16 +479,17 @@ pub fn finish(func: &Func, seeds: &[Var], sites: &[CallSite]) -> Finished {
     for (k, callee) in callees.iter_mut().enumerate() {
         let f = firsts[k];
         if callee.differentiable {
-            callee.linear = linear_flags(f);
-            callee.wrt = wrt_flags(f);
-            callee.residuals = in_crate_name(&f.path)
-                .and_then(|n| crate_fns::lookup(&n))
-                .is_some_and(|info| info.residuals && info.arity == f.args.len());
+            let known = in_crate_name(&f.path).and_then(|n| crate_fns::lookup(&n));
+            // What the callee's own expansion emits, when its source is
+            // found and its arity matches the call.
+            let info = known.as_ref().filter(|i| i.arity == f.args.len());
+            callee.linear = info.and_then(linear_flags);
+            callee.wrt = info.and_then(|i| wrt_flags(i, f));
+            callee.residuals = info.is_some_and(|i| i.residuals);
             if let Some(msg) = never_differentiable(&f.path) {
                 errors.push(syn::Error::new(f.span, msg));
                 continue;
             }
-            let known = in_crate_name(&f.path).and_then(|n| crate_fns::lookup(&n));
             if known.is_some_and(|k| !k.differentiable) {
                 errors.push(syn::Error::new(
                     f.span,
@@ -535,26 +536,23 @@ pub fn finish(func: &Func, seeds: &[Var], sites: &[CallSite]) -> Finished {
     (decls, callees, errors)
 }
 
-/// The linear-parameter flags of a `#[linear(..)]` callee of the crate,
-/// when its source is found and its arity matches the call (an `f32`
-/// callee goes through its `f64` shadow, which is not linear: `None`).
-fn linear_flags(site: &CallSite) -> Option<Vec<bool>> {
-    let info = in_crate_name(&site.path).and_then(|n| crate_fns::lookup(&n))?;
-    if info.linear.is_empty() || info.uses_f32 || info.arity != site.args.len() {
+/// The linear-parameter flags of a `#[linear(..)]` callee of the crate
+/// (an `f32` callee goes through its `f64` shadow, which is not linear:
+/// `None`).
+fn linear_flags(info: &crate_fns::FnInfo) -> Option<Vec<bool>> {
+    if info.linear.is_empty() || info.uses_f32 {
         return None;
     }
     Some((0..info.arity).map(|k| info.linear.contains(&k)).collect())
 }
 
 /// The `wrt(..)` flags of a callee of the crate declared
-/// `#[differentiable(wrt(..))]`, when its source is found, its arity matches
-/// the call and `wrt` leaves out a parameter with a derivative (only then
-/// does its expansion emit the derivatives with respect to the `wrt`
-/// parameters alone, `__linadw_g_*`; an `f32` callee goes through its `f64`
-/// shadow, which has none: `None`).
-fn wrt_flags(site: &CallSite) -> Option<Vec<bool>> {
-    let info = in_crate_name(&site.path).and_then(|n| crate_fns::lookup(&n))?;
-    if info.wrt.is_empty() || info.uses_f32 || info.arity != site.args.len() {
+/// `#[differentiable(wrt(..))]` called at `site`, when `wrt` leaves out a
+/// parameter with a derivative (only then does its expansion emit the
+/// derivatives with respect to the `wrt` parameters alone, `__linadw_g_*`;
+/// an `f32` callee goes through its `f64` shadow, which has none: `None`).
+fn wrt_flags(info: &crate_fns::FnInfo, site: &CallSite) -> Option<Vec<bool>> {
+    if info.wrt.is_empty() || info.uses_f32 {
         return None;
     }
     let flags: Vec<bool> = (0..info.arity).map(|k| info.wrt.contains(&k)).collect();

@@ -278,14 +278,17 @@ impl Lowerer<'_> {
             ),
             "step_by" => {
                 let args = self.nargs(m, 1)?;
-                let plain = !it.rev && !it.enumerate && it.maps.is_empty();
-                let Source::Range { n, step, .. } = &mut it.src else {
+                let Source::Range {
+                    n: old_n,
+                    step: old_step,
+                    ..
+                } = it.src
+                else {
                     return self.fail(&m.method, "`step_by` is supported on ranges (`(a..b).step_by(k)`): index arrays with the stepped index, or slice them with `s![..;k]`");
                 };
-                if !plain {
+                if it.rev || it.enumerate || !it.maps.is_empty() {
                     return self.fail(&m.method, "call `step_by` directly on the range (`(a..b).step_by(k).rev()`, not after `rev`, `enumerate` or `map`)");
                 }
-                let (old_n, old_step) = (*n, *step);
                 let k = self.int_arg(args[0])?;
                 let span = span_of(m);
                 // `step_by(0)` panics in Rust: so do the companions.

@@ -218,26 +218,17 @@ pub fn lower_seeded(
     }
     let mut program = Program::default();
     for (n, params, results) in &decls {
-        match callees
-            .iter()
-            .find(|c| c.ir_name == *n)
-            .and_then(|c| c.linear.as_ref())
-        {
-            Some(linear) => {
+        let callee = callees.iter().find(|c| c.ir_name == *n);
+        match callee.map(|c| (&c.linear, &c.wrt)) {
+            Some((Some(linear), _)) => {
                 ad_core_ir::driver::declare_linear_extern(&mut program, n, params, results, linear)
             }
-            None => match callees
-                .iter()
-                .find(|c| c.ir_name == *n)
-                .and_then(|c| c.wrt.as_ref())
-            {
-                Some(wrt) => {
-                    ad_core_ir::driver::declare_wrt_extern(&mut program, n, params, results, wrt)
-                }
-                None => ad_core_ir::driver::declare_extern(&mut program, n, params, results),
-            },
+            Some((None, Some(wrt))) => {
+                ad_core_ir::driver::declare_wrt_extern(&mut program, n, params, results, wrt)
+            }
+            _ => ad_core_ir::driver::declare_extern(&mut program, n, params, results),
         }
-        if let Some(c) = callees.iter().find(|c| c.ir_name == *n && c.residuals) {
+        if let Some(c) = callee.filter(|c| c.residuals) {
             declare_kept_residuals(&mut program, c, params, results);
         }
     }
