@@ -248,13 +248,38 @@ impl Emitter<'_> {
         let (lanes, lane_keys) = self.take_lanes(lam);
         views.extend(lanes);
         let (stmts, results, _) = self.closed_block_parts(&lam.body, false)?;
+        let temps: Vec<Ident> = results.iter().map(|_| self.fresh("r")).collect();
+        // Blocks of LANES iterations strip-mined (`strip.rs`), then the
+        // remaining ones one by one.
+        let mut lo_scalar = quote!(#lo);
+        let mut lanes_loop = TokenStream::new();
+        if let Some(plan) = self.strip_accumulation_plan(lam).filter(|_| !l.rev) {
+            let p = super::strip::LANES;
+            self.hoist.push(None);
+            let body = self.strip_block(&lam.body, &plan);
+            self.hoist.pop();
+            let body = body?;
+            let res = self.strip_lin_results(&lam.body);
+            let s0 = self.fresh("s");
+            let lts: Vec<Ident> = res.iter().map(|_| self.fresh("r")).collect();
+            lanes_loop = quote!(
+                let mut #s0: usize = #lo;
+                while #s0 + #p <= #hi {
+                    let #ib: [i64; #p] = ::core::array::from_fn(|__l| (#s0 + __l) as i64);
+                    #body
+                    let (#(#lts,)*) = (#(#res,)*);
+                    #(#names = #lts;)*
+                    #s0 += #p;
+                }
+            );
+            lo_scalar = quote!(#s0);
+        }
         self.drop_lanes(lane_keys);
         self.restore_reprs(saved);
-        let temps: Vec<Ident> = results.iter().map(|_| self.fresh("r")).collect();
         let range = if l.rev {
             quote!((#lo..#hi).rev())
         } else {
-            quote!(#lo..#hi)
+            quote!(#lo_scalar..#hi)
         };
         let fields: Vec<syn::Index> = (0..tys.len()).map(syn::Index::from).collect();
         let mut dims = TokenStream::new();
@@ -293,6 +318,7 @@ impl Emitter<'_> {
                 |__state: (#(#owned,)*), #lo: usize, #hi: usize| {
                     #views
                     let (#(mut #names,)*) = __state;
+                    #lanes_loop
                     for #step in #range {
                         let #ib: i64 = #step as i64;
                         #stmts
@@ -473,13 +499,51 @@ impl Emitter<'_> {
         let out = self.fresh("b");
         let parts = self.unstack(&out, r, &tys)?;
         let fin = flat(&parts);
+        let scalar = quote!(|#closure_param| { #bind #stmts #res });
+        let call = match self.strip_plan(lam) {
+            Some(vs) => {
+                let lanes = self.strip_closure(lam, &vs, &closure_param, &ixs)?;
+                quote!(#rt::build_lanes([#(#sizes),*], #work, #scalar, #lanes))
+            }
+            None => quote!(#rt::build_weighted([#(#sizes),*], #work, #scalar)),
+        };
         Ok(Out {
             expr: quote!({
-                let #out = #rt::build_weighted([#(#sizes),*], #work, |#closure_param| { #bind #stmts #res });
+                let #out = #call;
                 #fin
             }),
             reprs: self.owned_reprs(s),
         })
+    }
+
+    /// The lane closure of a strip-mined build (`strip.rs`): the same
+    /// parameters as the scalar closure, the first index being the first of
+    /// [`super::strip::LANES`]; returns `[T; LANES]`.
+    fn strip_closure(
+        &mut self,
+        lam: &Lambda,
+        vs: &super::strip::Strip,
+        closure_param: &TokenStream,
+        ixs: &[Ident],
+    ) -> R<TokenStream> {
+        let lanes = super::strip::LANES;
+        let mut binds = vec![];
+        for (k, p) in lam.params.iter().enumerate() {
+            let (b, i) = (self.binder(*p), &ixs[k]);
+            binds.push(if k == 0 {
+                quote!(let #b: [i64; #lanes] = ::core::array::from_fn(|__l| (#i + __l) as i64);)
+            } else {
+                quote!(let #b: i64 = #i as i64;)
+            });
+        }
+        let (views, saved) = self.local_views(lam, true);
+        self.hoist.push(None);
+        let stmts = self.strip_block(&lam.body, vs);
+        self.hoist.pop();
+        self.restore_reprs(saved);
+        let stmts = stmts?;
+        let res = self.strip_result(&lam.body, vs)?;
+        Ok(quote!(|#closure_param| { #views #(#binds)* #stmts #res }))
     }
 
     /// Several scalar results of a build (no inputs) or a map (inputs

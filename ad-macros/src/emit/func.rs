@@ -81,6 +81,8 @@ pub struct Emitter<'a> {
     pub before: TokenStream,
     /// Lanes taken before the loops being emitted (see `lanes.rs`).
     pub lanes: HashMap<super::lanes::LaneKey, Ident>,
+    /// Lanes with one row per strip-mined index (see `strip.rs`).
+    pub strip_lanes: HashMap<super::lanes::LaneKey, Ident>,
     /// Where the declarations of per-thread scratch buffers go: one entry
     /// per enclosing body being emitted, `Some` for a sequential loop's
     /// (they move before the outermost such loop), `None` for a closure's
@@ -130,6 +132,7 @@ pub fn body(
         tmp: 0,
         before: TokenStream::new(),
         lanes: HashMap::new(),
+        strip_lanes: HashMap::new(),
         hoist: vec![],
         local_views: Default::default(),
     };

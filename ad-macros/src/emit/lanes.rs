@@ -47,7 +47,7 @@ pub type LaneKey = (Var, Vec<Lead>);
 impl Emitter<'_> {
     /// The lane key of the element read `arr[idx]`, if it is one of a rank
     /// 1-3 array.
-    fn lane_key(&self, arr: Var, idx: &[Atom]) -> Option<LaneKey> {
+    pub fn lane_key(&self, arr: Var, idx: &[Atom]) -> Option<LaneKey> {
         let rank = self.ty(self.uses.root(arr)).rank()?;
         if !(1..=3).contains(&rank) || idx.len() != rank {
             return None;
@@ -78,6 +78,17 @@ impl Emitter<'_> {
     /// the statements and the keys to drop with [`Emitter::drop_lanes`] once
     /// the loop is emitted.
     pub fn take_lanes(&mut self, lam: &Lambda) -> (TokenStream, Vec<LaneKey>) {
+        self.take_lanes_except(lam, &|_| false)
+    }
+
+    /// [`Emitter::take_lanes`] but for the reads whose key `skip` names (in
+    /// a strip-mined body: leading indices that vary, arrays held as lanes;
+    /// `strip.rs`).
+    pub fn take_lanes_except(
+        &mut self,
+        lam: &Lambda,
+        skip: &dyn Fn(&LaneKey) -> bool,
+    ) -> (TokenStream, Vec<LaneKey>) {
         let free = free_vars_lambda(lam);
         let outside: BTreeSet<Var> = free.nl.iter().map(|v| self.uses.root(*v)).collect();
         let mut reads = vec![];
@@ -97,7 +108,7 @@ impl Emitter<'_> {
                 Lead::Var(v) => outside.contains(v),
                 Lead::Lit(_) => true,
             });
-            if !bound_outside || !leads_outside || self.lanes.contains_key(&key) {
+            if !bound_outside || !leads_outside || skip(&key) || self.lanes.contains_key(&key) {
                 continue;
             }
             let Some(elem) = self.ty(key.0).elem() else {
@@ -137,7 +148,7 @@ impl Emitter<'_> {
 
 /// The element reads of `b` and its nested blocks: `(array, indices,
 /// linear)`.
-fn element_reads(b: &Block, out: &mut Vec<(Var, Vec<Atom>, bool)>) {
+pub(super) fn element_reads(b: &Block, out: &mut Vec<(Var, Vec<Atom>, bool)>) {
     for s in &b.stmts {
         match &s.expr {
             Expr::Array(ArrayOp::Index {

@@ -12,7 +12,8 @@
 //!
 //! Files: `names.rs` (variable names), `types.rs` (IR types to Rust types),
 //! `uses.rs` (which use may move a value), `lanes.rs` (array lanes taken
-//! once before a loop), `func.rs` (function bodies,
+//! once before a loop), `strip.rs` (builds computed 8 indices at a time),
+//! `func.rs` (function bodies,
 //! blocks, statements), `scalar.rs`, `array.rs`, `linear.rs`, `control.rs`,
 //! `calls.rs` (statement forms), `wrappers.rs`, `halves.rs`, `closures.rs`,
 //! `residuals.rs` (the blocks keeping residuals for callers' top-level
@@ -29,6 +30,7 @@ mod linear;
 mod names;
 mod residuals;
 mod scalar;
+mod strip;
 mod transpose_fn;
 mod types;
 mod uses;

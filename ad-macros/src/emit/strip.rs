@@ -1,0 +1,678 @@
+//! Strip-mining of builds: [`LANES`] consecutive indices of a build's first
+//! axis computed together, every value that depends on that index held as
+//! `[T; LANES]` (scalar expansion), so that the per-index dependency chains
+//! of the body's inner loops (a running sum `z += l * xc`) overlap instead of
+//! running one after the other.
+//!
+//! ```text
+//! build [n, k] |i, j| {                 build_lanes([n, k], f, |(i0, j)| {
+//!   loop d (0.0) |r, s| {                 let i: [i64; 8] = [i0, .., i0 + 7];
+//!     let v = index x[i, r]               let x_i = [lane2(&x, i[l]) for l];
+//!     let w = mul v, v                    let mut s: [f64; 8] = [0.0; 8];
+//!     add s, w                            for r in 0..d {
+//!   }                                       let v = [x_i[l][r] for l];
+//! }                                         let w = [v[l] * v[l] for l]; s = [s[l] + w[l] for l];
+//!                                         }
+//!                                         s })
+//! ```
+//!
+//! **Legality** ([`Emitter::strip_plan`]). A value *varies* when it depends
+//! on the build's first index. The build is strip-mined when it has one
+//! scalar result, it runs at least one loop whose state varies, and every
+//! statement whose inputs vary is a scalar primitive, a copy, an element
+//! read of an array bound outside the body, or a counted loop whose trip
+//! count does not vary, with only non-linear state and no per-iteration
+//! outputs, whose body obeys the same rule. Statements that do not vary
+//! (a table row taken once per `j`, a trip count, a loop over invariants)
+//! are emitted as in the scalar body. Anything else that varies (a branch
+//! on a varying condition, an array built per index, a call, a linear
+//! value) keeps the build scalar.
+//!
+//! **Exactness.** Each lane performs the operations of the scalar body at
+//! its index, in the same order: the result is the same bits as the scalar
+//! build (`ad_runtime::build_lanes`'s contract; rows past the last full block
+//! run the scalar body).
+
+use super::func::{Emitter, R};
+use super::lanes::{LaneKey, Lead};
+use super::scalar::prim_tokens;
+use super::types::{elem_ty, flat, owned_ty, rt};
+use ad_core_ir::ir::{ArrayOp, Atom, Block, Expr, Lambda, LinOp, Loop, Stmt, Var};
+use ad_core_ir::types::{Scalar, Ty};
+use ad_core_ir::visit::{free_vars_lambda, free_vars_stmt};
+use proc_macro2::{Ident, TokenStream};
+use quote::quote;
+use std::collections::BTreeSet;
+
+/// Indices of the first axis computed per call of a lane closure (the
+/// runtime's `LANES`).
+pub const LANES: usize = 8;
+
+/// What a strip-mined body holds as lanes: the plan of
+/// [`Emitter::strip_plan`] / [`Emitter::strip_accumulation_plan`]
+/// (variables by alias root).
+#[derive(Default)]
+pub struct Strip {
+    /// Scalars (non-linear and linear) that vary with the first index:
+    /// `[T; LANES]`.
+    vary: BTreeSet<Var>,
+    /// Varying per-iteration outputs of loops: `&[[T; LANES]]`, read by
+    /// element.
+    arrays: BTreeSet<Var>,
+    /// Linear arrays that accumulate (the accumulation loop's state and
+    /// what updates of it bind): invariant, each update adds every lane's
+    /// contribution.
+    sinks: BTreeSet<Var>,
+    /// Linear arrays captured by an accumulation body: read only, by
+    /// element at varying indices.
+    captured: BTreeSet<Var>,
+    /// A loop with varying state was seen.
+    loops: bool,
+}
+
+impl Emitter<'_> {
+    /// The plan of the build body `lam` if it may be strip-mined (module
+    /// doc: legality), else `None`.
+    pub fn strip_plan(&self, lam: &Lambda) -> Option<Strip> {
+        if lam.params.is_empty() || !lam.lin_params.is_empty() || !lam.body.lin_results.is_empty() {
+            return None;
+        }
+        let mut st = Strip::default();
+        st.vary.insert(self.uses.root(lam.params[0]));
+        if !self.vary_block(&lam.body, &mut st) || !st.loops {
+            return None;
+        }
+        match lam.body.results.as_slice() {
+            [a] if matches!(self.atom_ty(a), Ty::Scalar(Scalar::F64 | Scalar::I64)) => Some(st),
+            _ => None,
+        }
+    }
+
+    /// The plan of the body `lam` of an accumulation loop (state: linear
+    /// arrays only) if it may be strip-mined, else `None`: as for a build,
+    /// and every linear value is a varying scalar, an accumulator array
+    /// (only updated by `+=`, threaded through loops, returned), or a
+    /// captured array read by element at a varying index. So no linear
+    /// contribution is invariant (which one pass per block would count once
+    /// instead of `LANES` times): each comes from a varying read.
+    pub fn strip_accumulation_plan(&self, lam: &Lambda) -> Option<Strip> {
+        if lam.params.len() != 1 || !lam.body.results.is_empty() {
+            return None;
+        }
+        let mut st = Strip::default();
+        st.vary.insert(self.uses.root(lam.params[0]));
+        for p in &lam.lin_params {
+            if !matches!(self.ty(*p), Ty::Array { .. }) {
+                return None;
+            }
+            st.sinks.insert(self.uses.root(*p));
+        }
+        let fv = free_vars_lambda(lam);
+        st.captured = fv.lin.iter().map(|v| self.uses.root(*v)).collect();
+        if !self.vary_block(&lam.body, &mut st) || !st.loops {
+            return None;
+        }
+        let sinks_out = lam
+            .body
+            .lin_results
+            .iter()
+            .all(|v| st.sinks.contains(&self.uses.root(*v)));
+        sinks_out.then_some(st)
+    }
+
+    /// Adds the varying binders of `b` to the plan; `false` when a statement
+    /// is not one of the legal forms.
+    fn vary_block(&self, b: &Block, st: &mut Strip) -> bool {
+        b.stmts.iter().all(|s| self.vary_stmt(s, st))
+    }
+
+    fn vary_stmt(&self, s: &Stmt, st: &mut Strip) -> bool {
+        let root = |v: &Var| self.uses.root(*v);
+        let fv = free_vars_stmt(s);
+        // A captured linear array is only read by element at a varying index.
+        if !matches!(s.expr, Expr::Loop(_)) && fv.lin.iter().any(|v| st.captured.contains(&root(v)))
+        {
+            let read = matches!(&s.expr, Expr::Lin(LinOp::Index { x, idx })
+                if st.captured.contains(&root(x))
+                    && self.ty(*x).rank() == Some(idx.len())
+                    && idx.iter().any(|a| self.varying_atom(a, st)));
+            if !read {
+                return false;
+            }
+        }
+        if !self.varies(s, st) {
+            // Invariant: emitted as in the scalar body, once per block. Its
+            // linear values can only be zeros (module doc), but it must not
+            // touch an accumulator.
+            return !fv.lin.iter().any(|v| st.sinks.contains(&root(v)));
+        }
+        let scalar = |v: &Var| matches!(self.ty(*v), Ty::Scalar(_));
+        let legal = match &s.expr {
+            Expr::Atom(_) | Expr::Prim(..) => true,
+            Expr::Array(ArrayOp::Index {
+                arr: Atom::Var(a),
+                idx,
+            }) => {
+                let rank = self.ty(*a).rank();
+                !st.vary.contains(&root(a))
+                    && (rank == Some(idx.len()))
+                    && (!st.arrays.contains(&root(a)) || idx.len() == 1)
+            }
+            Expr::Lin(LinOp::Dup(x) | LinOp::Neg(x)) => scalar(x),
+            Expr::Lin(LinOp::Scale { s: a, x }) => {
+                scalar(x) && matches!(self.atom_ty(a), Ty::Scalar(_))
+            }
+            Expr::Lin(LinOp::Add(x, y)) => scalar(x) && scalar(y),
+            Expr::Lin(LinOp::Drop(x)) => scalar(x),
+            Expr::Lin(LinOp::Index { x, .. }) => st.captured.contains(&root(x)),
+            Expr::Lin(LinOp::Update { x, idx, val, add }) => {
+                if !(*add && st.sinks.contains(&root(x)) && scalar(val))
+                    || self.ty(*x).rank() != Some(idx.len())
+                {
+                    return false;
+                }
+                st.sinks.extend(s.lin_binds.iter().map(root));
+                return true;
+            }
+            Expr::Loop(l) => {
+                st.loops = true;
+                return self.vary_loop(l, s, st);
+            }
+            _ => false,
+        };
+        if !legal || !s.binds.iter().chain(&s.lin_binds).all(scalar) {
+            return false;
+        }
+        st.vary.extend(s.binds.iter().chain(&s.lin_binds).map(root));
+        true
+    }
+
+    /// A varying loop: counted by an invariant; its non-linear and linear
+    /// scalar state varies, its linear array state accumulates; non-linear
+    /// scalar per-iteration outputs become lane arrays; a legal body.
+    fn vary_loop(&self, l: &Loop, s: &Stmt, st: &mut Strip) -> bool {
+        let root = |v: &Var| self.uses.root(*v);
+        let lam = &l.body;
+        let (k, m) = (l.init.len(), l.lin_init.len());
+        let shape_ok = lam.params.len() == k + 1
+            && lam.lin_params.len() == m
+            && lam.body.results.len() >= k
+            && lam.body.lin_results.len() == m;
+        if !shape_ok || self.varying_atom(&l.n, st) {
+            return false;
+        }
+        if !lam.params[1..]
+            .iter()
+            .all(|p| matches!(self.ty(*p), Ty::Scalar(_)))
+        {
+            return false;
+        }
+        st.vary.extend(lam.params[1..].iter().map(root));
+        for (p, v) in lam.lin_params.iter().zip(&l.lin_init) {
+            match self.ty(*p) {
+                Ty::Scalar(_) => st.vary.insert(root(p)),
+                Ty::Array { .. } if st.sinks.contains(&root(v)) => st.sinks.insert(root(p)),
+                _ => return false,
+            };
+        }
+        if !self.vary_block(&lam.body, st) {
+            return false;
+        }
+        // Results: array state comes back as accumulators, outputs are
+        // scalars.
+        for (p, v) in lam.lin_params.iter().zip(&lam.body.lin_results) {
+            if matches!(self.ty(*p), Ty::Array { .. }) && !st.sinks.contains(&root(v)) {
+                return false;
+            }
+        }
+        let outs = &lam.body.results[k..];
+        if !outs
+            .iter()
+            .all(|a| matches!(self.atom_ty(a), Ty::Scalar(_)))
+        {
+            return false;
+        }
+        st.vary.extend(s.binds[..k].iter().map(root));
+        st.arrays.extend(s.binds[k..].iter().map(root));
+        for (b, p) in s.lin_binds.iter().zip(&lam.lin_params) {
+            if st.sinks.contains(&root(p)) {
+                st.sinks.insert(root(b));
+            } else {
+                st.vary.insert(root(b));
+            }
+        }
+        true
+    }
+
+    /// Whether a statement reads a varying variable (nested bodies included).
+    fn varies(&self, s: &Stmt, st: &Strip) -> bool {
+        let fv = free_vars_stmt(s);
+        let root = |v: &Var| self.uses.root(*v);
+        fv.nl
+            .iter()
+            .any(|v| st.vary.contains(&root(v)) || st.arrays.contains(&root(v)))
+            || fv.lin.iter().any(|v| st.vary.contains(&root(v)))
+    }
+
+    fn varying_atom(&self, a: &Atom, st: &Strip) -> bool {
+        matches!(a, Atom::Var(v) if st.vary.contains(&self.uses.root(*v)))
+    }
+
+    fn varying_var(&self, v: Var, st: &Strip) -> bool {
+        st.vary.contains(&self.uses.root(v))
+    }
+
+    /// An operand inside a per-lane expression (lane `__l`).
+    fn lane_operand(&self, a: &Atom, st: &Strip) -> TokenStream {
+        if self.varying_atom(a, st) {
+            let n = self.scalar(a);
+            quote!(#n[__l])
+        } else {
+            self.scalar(a)
+        }
+    }
+
+    /// An operand as a whole value: `[T; LANES]` when `lanes`, splatting an
+    /// invariant one.
+    fn whole(&self, a: &Atom, st: &Strip, lanes: bool) -> TokenStream {
+        let x = self.scalar(a);
+        if lanes && !self.varying_atom(a, st) {
+            quote!([#x; #LANES])
+        } else {
+            x
+        }
+    }
+
+    /// The type of a varying scalar variable: `[T; LANES]`.
+    fn lanes_ty(&self, v: Var) -> R<TokenStream> {
+        match self.ty(v) {
+            Ty::Scalar(e) => {
+                let t = elem_ty(*e);
+                Ok(quote!([#t; #LANES]))
+            }
+            t => Err(format!("a strip-mined value of type {t}")),
+        }
+    }
+
+    /// The Rust type a strip-mined statement binds `v` with.
+    fn strip_ty(&self, v: Var, st: &Strip) -> R<TokenStream> {
+        let r = self.uses.root(v);
+        if st.sinks.contains(&r) {
+            Ok(owned_ty(self.ty(v)))
+        } else if st.arrays.contains(&r) {
+            let t = self.lanes_ty_elem(v)?;
+            Ok(quote!(&[#t]))
+        } else {
+            self.lanes_ty(v)
+        }
+    }
+
+    /// `[T; LANES]` for a rank-1 array of `T`.
+    fn lanes_ty_elem(&self, v: Var) -> R<TokenStream> {
+        match self.ty(v) {
+            Ty::Array { elem, rank: 1 } => {
+                let t = elem_ty(*elem);
+                Ok(quote!([#t; #LANES]))
+            }
+            t => Err(format!("a strip-mined lane array of type {t}")),
+        }
+    }
+
+    /// The statements of a strip-mined block (varying values as lanes).
+    pub fn strip_block(&mut self, b: &Block, st: &Strip) -> R<TokenStream> {
+        let mut out = TokenStream::new();
+        for s in &b.stmts {
+            out.extend(self.strip_stmt(s, st)?);
+        }
+        Ok(out)
+    }
+
+    /// The result of a strip-mined build body: `[T; LANES]`.
+    pub fn strip_result(&self, b: &Block, st: &Strip) -> R<TokenStream> {
+        match b.results.as_slice() {
+            [a] => Ok(self.whole(a, st, true)),
+            _ => Err("a strip-mined build with several results".into()),
+        }
+    }
+
+    /// The linear results of a strip-mined accumulation body (its
+    /// accumulators, owned).
+    pub fn strip_lin_results(&self, b: &Block) -> Vec<TokenStream> {
+        let site = self.uses.results(b);
+        b.lin_results
+            .iter()
+            .map(|v| self.own_lin(*v, site))
+            .collect()
+    }
+
+    fn strip_stmt(&mut self, s: &Stmt, st: &Strip) -> R<TokenStream> {
+        if !self.varies(s, st) {
+            return self.stmt(s);
+        }
+        let site = self.uses.stmt(s);
+        let lane = |e: &Self, v: &Var| {
+            let n = e.name(*v);
+            quote!(#n[__l])
+        };
+        let per_lane = |e: TokenStream| quote!(::core::array::from_fn(|__l| #e));
+        let expr = match &s.expr {
+            Expr::Atom(Atom::Var(_)) if s.binds.len() == 1 && self.uses.is_alias(s.binds[0]) => {
+                return Ok(TokenStream::new())
+            }
+            Expr::Atom(a) => self.whole(a, st, true),
+            Expr::Prim(p, args) => {
+                let x: Vec<TokenStream> = args.iter().map(|a| self.lane_operand(a, st)).collect();
+                let int = self.atom_ty(&args[0]) == Ty::Scalar(Scalar::I64);
+                per_lane(prim_tokens(*p, &x, int))
+            }
+            Expr::Array(ArrayOp::Index {
+                arr: Atom::Var(a),
+                idx,
+            }) if st.arrays.contains(&self.uses.root(*a)) => {
+                let (n, k) = (self.name(*a), self.lane_operand(&idx[0], st));
+                per_lane(quote!(#n[(#k) as usize][__l]))
+            }
+            Expr::Array(ArrayOp::Index {
+                arr: Atom::Var(a),
+                idx,
+            }) => self.strip_index(*a, idx, st)?,
+            Expr::Lin(LinOp::Index { x, idx }) => self.strip_index(*x, idx, st)?,
+            Expr::Lin(LinOp::Dup(x)) => {
+                let n = self.name(*x);
+                quote!((#n, #n))
+            }
+            Expr::Lin(LinOp::Neg(x)) => {
+                let a = lane(self, x);
+                per_lane(quote!(-#a))
+            }
+            Expr::Lin(LinOp::Scale { s: f, x }) => {
+                let (f, a) = (self.lane_operand(f, st), lane(self, x));
+                per_lane(quote!(#f * #a))
+            }
+            Expr::Lin(LinOp::Add(x, y)) => {
+                let (a, b) = (
+                    self.lane_operand(&Atom::Var(*x), st),
+                    self.lane_operand(&Atom::Var(*y), st),
+                );
+                per_lane(quote!(#a + #b))
+            }
+            Expr::Lin(LinOp::Drop(x)) => {
+                let n = self.name(*x);
+                return Ok(quote!(let _ = #n;));
+            }
+            Expr::Lin(LinOp::Update { x, idx, val, .. }) => {
+                self.strip_update(*x, idx, *val, st, site)
+            }
+            Expr::Loop(l) => self.strip_loop(l, st, site)?,
+            _ => return Err("a varying statement outside the strip-mining plan".into()),
+        };
+        let before = std::mem::take(&mut self.before);
+        let vars: Vec<Var> = s.binds.iter().chain(&s.lin_binds).copied().collect();
+        for v in &vars {
+            let r = if st.sinks.contains(&self.uses.root(*v)) {
+                super::types::Repr::Owned
+            } else {
+                super::types::Repr::Val
+            };
+            self.set_repr(*v, r);
+        }
+        let pats: Vec<TokenStream> = vars.iter().map(|v| self.binder(*v)).collect();
+        let tys: Vec<TokenStream> = vars
+            .iter()
+            .map(|v| self.strip_ty(*v, st))
+            .collect::<R<_>>()?;
+        let bind = match (pats.as_slice(), tys.as_slice()) {
+            ([p], [t]) => quote!(let #p: #t = #expr;),
+            _ => quote!(let (#(#pats,)*): (#(#tys,)*) = #expr;),
+        };
+        Ok(quote!(#before #bind))
+    }
+
+    /// `acc[idx] += val` for every lane, on the owned accumulator: one add of
+    /// the lanes' pairwise sum at an invariant index, else lane by lane.
+    fn strip_update(&self, x: Var, idx: &[Atom], val: Var, st: &Strip, site: usize) -> TokenStream {
+        let acc = self.own_lin(x, site);
+        let v = self.name(val);
+        let varying_val = self.varying_var(val, st);
+        let rt = rt();
+        if idx.iter().any(|a| self.varying_atom(a, st)) {
+            let ix: Vec<TokenStream> = idx
+                .iter()
+                .map(|a| {
+                    let t = self.lane_operand(a, st);
+                    quote!((#t) as usize)
+                })
+                .collect();
+            let vl = if varying_val {
+                quote!(#v[__l])
+            } else {
+                quote!(#v)
+            };
+            quote!({ let mut __u = #acc; for __l in 0..#LANES { __u[[#(#ix),*]] += #vl; } __u })
+        } else {
+            let ix: Vec<TokenStream> = idx.iter().map(|a| self.usize_of(a)).collect();
+            let sum = if varying_val {
+                quote!(#rt::lanes_sum(#v))
+            } else {
+                quote!(#LANES as f64 * #v)
+            };
+            quote!({ let mut __u = #acc; __u[[#(#ix),*]] += #sum; __u })
+        }
+    }
+
+    /// A varying element read of `a` (non-linear, or a captured linear
+    /// array): through a lane taken before an enclosing loop (invariant
+    /// leading indices: one slice; varying ones: one slice per lane), else
+    /// an ndarray index per lane.
+    fn strip_index(&self, a: Var, idx: &[Atom], st: &Strip) -> R<TokenStream> {
+        let last = idx.last().ok_or("an element read without indices")?;
+        let k = self.lane_operand(last, st);
+        if let Some(key) = self.lane_key(a, idx) {
+            if let Some(lane) = self.lanes.get(&key) {
+                return Ok(quote!(::core::array::from_fn(|__l| #lane[(#k) as usize])));
+            }
+            if let Some(lane) = self.strip_lanes.get(&key) {
+                return Ok(quote!(::core::array::from_fn(|__l| #lane[__l][(#k) as usize])));
+            }
+        }
+        let x = self.name(a);
+        let ix: Vec<TokenStream> = idx
+            .iter()
+            .map(|i| {
+                let t = self.lane_operand(i, st);
+                quote!((#t) as usize)
+            })
+            .collect();
+        Ok(quote!(::core::array::from_fn(|__l| #x[[#(#ix),*]])))
+    }
+
+    /// A varying counted loop: scalar state as lane arrays, accumulators
+    /// owned, per-iteration outputs into a reused `Vec<[T; LANES]>` declared
+    /// before the enclosing sequential loop (or closure).
+    fn strip_loop(&mut self, l: &Loop, st: &Strip, site: usize) -> R<TokenStream> {
+        let lam = &l.body;
+        let k = l.init.len();
+        let n = self.fresh("n");
+        let step = self.fresh("step");
+        let trip = self.scalar(&l.n);
+        let mut pre = quote!(let #n: usize = usize::try_from(#trip).unwrap_or(0););
+        let mut names = vec![];
+        for (p, a) in lam.params[1..].iter().zip(&l.init) {
+            let (name, t, init) = (self.name(*p), self.lanes_ty(*p)?, self.whole(a, st, true));
+            pre.extend(quote!(let mut #name: #t = #init;));
+            self.set_repr(*p, super::types::Repr::Val);
+            names.push(name);
+        }
+        let mut lin_names = vec![];
+        for (p, v) in lam.lin_params.iter().zip(&l.lin_init) {
+            let name = self.name(*p);
+            if st.sinks.contains(&self.uses.root(*p)) {
+                let (t, init) = (owned_ty(self.ty(*p)), self.own_lin(*v, site));
+                pre.extend(quote!(let mut #name: #t = #init;));
+                self.set_repr(*p, super::types::Repr::Owned);
+            } else {
+                let (t, init) = (self.lanes_ty(*p)?, self.whole(&Atom::Var(*v), st, true));
+                pre.extend(quote!(let mut #name: #t = #init;));
+                self.set_repr(*p, super::types::Repr::Val);
+            }
+            lin_names.push(name);
+        }
+        // Per-iteration outputs: one lane vector each.
+        let mut before = TokenStream::new();
+        let mut outs = vec![];
+        for a in &lam.body.results[k..] {
+            let Ty::Scalar(e) = self.atom_ty(a) else {
+                return Err("a strip-mined loop output that is not a scalar".into());
+            };
+            let (ys, t, z) = (self.fresh("ys"), elem_ty(e), zero_lit(e));
+            before.extend(
+                quote!(let mut #ys: ::std::vec::Vec<[#t; #LANES]> = ::std::vec::Vec::new();),
+            );
+            pre.extend(quote!(#ys.clear(); #ys.resize(#n, [#z; #LANES]);));
+            outs.push(ys);
+        }
+        let skip = |key: &LaneKey| {
+            st.arrays.contains(&key.0)
+                || key
+                    .1
+                    .iter()
+                    .any(|l| matches!(l, Lead::Var(v) if st.vary.contains(v)))
+        };
+        let (lanes, keys) = self.take_lanes_except(lam, &skip);
+        pre.extend(lanes);
+        let (per_lane, strip_keys) = self.take_strip_lanes(lam, st);
+        pre.extend(per_lane);
+        let i = lam.params[0];
+        self.set_repr(i, super::types::Repr::Val);
+        let ib = self.binder(i);
+        self.hoist.push(Some(TokenStream::new()));
+        let body = self.strip_block(&lam.body, st);
+        let inner = self.hoist.pop().flatten().unwrap_or_default();
+        let stmts = body?;
+        self.drop_lanes(keys);
+        for key in strip_keys {
+            self.strip_lanes.remove(&key);
+        }
+        let res_site = self.uses.results(&lam.body);
+        let mut results: Vec<TokenStream> = lam
+            .body
+            .results
+            .iter()
+            .map(|a| self.whole(a, st, true))
+            .collect();
+        for v in &lam.body.lin_results {
+            results.push(if st.sinks.contains(&self.uses.root(*v)) {
+                self.own_lin(*v, res_site)
+            } else {
+                self.whole(&Atom::Var(*v), st, true)
+            });
+        }
+        let temps: Vec<Ident> = results.iter().map(|_| self.fresh("r")).collect();
+        let assign_state = names.iter().zip(&temps[..k]).map(|(n, t)| quote!(#n = #t;));
+        let push = outs
+            .iter()
+            .zip(&temps[k..lam.body.results.len()])
+            .map(|(ys, t)| quote!(#ys[#step] = #t;));
+        let assign_lin = lin_names
+            .iter()
+            .zip(&temps[lam.body.results.len()..])
+            .map(|(n, t)| quote!(#n = #t;));
+        let range = if l.rev {
+            quote!((0..#n).rev())
+        } else {
+            quote!(0..#n)
+        };
+        before.extend(inner);
+        self.declare_scratch(before);
+        let mut finals: Vec<TokenStream> = names.iter().map(|n| quote!(#n)).collect();
+        finals.extend(outs.iter().map(|ys| quote!(&#ys[..])));
+        finals.extend(lin_names.iter().map(|n| quote!(#n)));
+        let fin = flat(&finals);
+        Ok(quote!({
+            #pre
+            for #step in #range {
+                let #ib: i64 = #step as i64;
+                #stmts
+                let (#(#temps,)*) = (#(#results,)*);
+                #(#assign_state)*
+                #(#push)*
+                #(#assign_lin)*
+            }
+            #fin
+        }))
+    }
+
+    /// Lanes with a varying leading index, taken before the loop `lam` for
+    /// the element reads in it whose array and leading indices are bound
+    /// outside it: `[&[T]; LANES]`, one row per lane.
+    fn take_strip_lanes(&mut self, lam: &Lambda, st: &Strip) -> (TokenStream, Vec<LaneKey>) {
+        let free = free_vars_lambda(lam);
+        let outside: BTreeSet<Var> = free.nl.iter().map(|v| self.uses.root(*v)).collect();
+        let lin_outside: BTreeSet<Var> = free.lin.iter().map(|v| self.uses.root(*v)).collect();
+        let mut reads = vec![];
+        super::lanes::element_reads(&lam.body, &mut reads);
+        let mut out = TokenStream::new();
+        let mut keys = vec![];
+        for (arr, idx, linear) in reads {
+            let Some(key) = self.lane_key(arr, &idx) else {
+                continue;
+            };
+            let bound_outside = if linear {
+                lin_outside.contains(&key.0) && st.captured.contains(&key.0)
+            } else {
+                outside.contains(&key.0) && !st.arrays.contains(&key.0)
+            };
+            let leads_outside = key.1.iter().all(|l| match l {
+                Lead::Var(v) => outside.contains(v),
+                Lead::Lit(_) => true,
+            });
+            let varying_lead = key
+                .1
+                .iter()
+                .any(|l| matches!(l, Lead::Var(v) if st.vary.contains(v)));
+            if !bound_outside
+                || !leads_outside
+                || !varying_lead
+                || self.strip_lanes.contains_key(&key)
+            {
+                continue;
+            }
+            let Some(elem) = self.ty(key.0).elem() else {
+                continue;
+            };
+            let t = elem_ty(elem);
+            let (rows, lane) = (self.fresh("rows"), self.fresh("lane"));
+            let a = self.var_ref(key.0);
+            let ix: Vec<TokenStream> = idx[..idx.len() - 1]
+                .iter()
+                .map(|i| {
+                    let t = self.lane_operand(i, st);
+                    quote!((#t) as usize)
+                })
+                .collect();
+            let f = match ix.len() {
+                0 => quote!(lane1),
+                1 => quote!(lane2),
+                _ => quote!(lane3),
+            };
+            let rt = rt();
+            out.extend(quote!(
+                let #rows: [::std::borrow::Cow<'_, [#t]>; #LANES] =
+                    ::core::array::from_fn(|__l| #rt::#f(#a #(, #ix)*));
+                let #lane: [&[#t]; #LANES] = ::core::array::from_fn(|__l| &*#rows[__l]);
+            ));
+            self.strip_lanes.insert(key.clone(), lane);
+            keys.push(key);
+        }
+        (out, keys)
+    }
+}
+
+/// The zero of a scalar type, as a literal.
+fn zero_lit(e: Scalar) -> TokenStream {
+    match e {
+        Scalar::F64 => quote!(0.0f64),
+        Scalar::I64 => quote!(0i64),
+        Scalar::Bool => quote!(false),
+    }
+}

@@ -1,0 +1,152 @@
+//! Strip-mined builds: blocks of [`LANES`] consecutive indices of axis 0
+//! computed by one call of a lane closure.
+//!
+//! The macro emits a build whose body runs inner loops with trip counts
+//! independent of its first index twice: once as the scalar closure `f(idx)`
+//! and once as a lane closure `g(idx)` that computes the elements at
+//! `idx[0] + l` for `l` in `0..LANES` together, every per-index scalar held
+//! as `[T; LANES]` (`ad-macros/src/emit/strip.rs`). The lanes are independent
+//! dependency chains the processor overlaps (and that LLVM may put in vector
+//! registers); each lane performs exactly the operations of `f` at its
+//! index, in the same order, so the result is the same bits as
+//! `build(shape, f)`.
+//!
+//! ```text
+//! build [n, m] |i, j| body   =>   for i0 in (0..n).step_by(LANES): for j: out[i0 + l, j] = g(i0, j)[l]
+//!                                 remainder rows (n % LANES): out[i, j] = f(i, j)
+//! ```
+
+use crate::par;
+use ndarray::{Array, Dimension, IntoDimension};
+
+/// How many indices of axis 0 one call of a lane closure computes.
+pub const LANES: usize = 8;
+
+/// `out[idx] = f(idx)` for every index of `shape`, computed for blocks of
+/// [`LANES`] rows by `g`: `g(idx)[l] == f(idx with idx[0] + l)` for every
+/// `l`, bit for bit (the emitter's invariant). Rows past the last full block
+/// go through `f`. Parallel over blocks of rows (a multiple of [`LANES`] per
+/// task) when `size · work_per_elem` reaches the threshold; the blocks
+/// change who computes an element, never its value.
+pub fn build_lanes<T, Sh, D, F, G>(shape: Sh, work_per_elem: usize, f: F, g: G) -> Array<T, D>
+where
+    T: Copy + Default + Send + Sync,
+    Sh: IntoDimension<Dim = D>,
+    D: Dimension + Copy,
+    D::Pattern: Send,
+    F: Fn(D::Pattern) -> T + Sync + Send,
+    G: Fn(D::Pattern) -> [T; LANES] + Sync + Send,
+{
+    let dim = shape.into_dimension();
+    let size = dim.size();
+    let mut out = vec![T::default(); size];
+    let rows = if dim.ndim() == 0 { 0 } else { dim[0] };
+    if size == 0 || rows == 0 {
+        return Array::from_shape_vec(dim, out).expect("row-major shape");
+    }
+    let row_len = size / rows;
+    // Rows `r0..` of the output, `chunk` holding whole rows; `r0` is a
+    // multiple of LANES.
+    let fill = |chunk: &mut [T], r0: usize| {
+        let nr = chunk.len() / row_len;
+        let full = nr / LANES * LANES;
+        for b in (0..full).step_by(LANES) {
+            for q in 0..row_len {
+                let v = g(unravel(&dim, (r0 + b) * row_len + q));
+                for (l, x) in v.into_iter().enumerate() {
+                    chunk[(b + l) * row_len + q] = x;
+                }
+            }
+        }
+        for r in full..nr {
+            for q in 0..row_len {
+                chunk[r * row_len + q] = f(unravel(&dim, (r0 + r) * row_len + q));
+            }
+        }
+    };
+    if par::go_parallel(size.saturating_mul(work_per_elem.max(1))) {
+        let per_task = par::rows_per_task(rows).div_ceil(LANES) * LANES;
+        let items: Vec<(usize, &mut [T])> = out
+            .chunks_mut(per_task * row_len)
+            .enumerate()
+            .map(|(t, c)| (t * per_task, c))
+            .collect();
+        par::for_each_item(items, true, |(r0, chunk)| fill(chunk, r0));
+    } else {
+        fill(&mut out, 0);
+    }
+    Array::from_shape_vec(dim, out).expect("row-major shape")
+}
+
+/// The sum of the lanes of a strip-mined value, pairwise in a fixed order:
+/// `((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7))`. Generated reverse
+/// passes add it to an accumulator once per block of [`LANES`] iterations.
+#[inline]
+pub fn lanes_sum(x: [f64; LANES]) -> f64 {
+    ((x[0] + x[1]) + (x[2] + x[3])) + ((x[4] + x[5]) + (x[6] + x[7]))
+}
+
+/// The index pattern of row-major position `k` in `dim` (`k < dim.size()`).
+fn unravel<D: Dimension>(dim: &D, mut k: usize) -> D::Pattern {
+    let mut ix = D::zeros(dim.ndim());
+    for ax in (0..dim.ndim()).rev() {
+        let n = dim[ax];
+        ix[ax] = k % n;
+        k /= n;
+    }
+    ix.into_pattern()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::build;
+
+    fn lanes2(f: impl Fn((usize, usize)) -> f64) -> impl Fn((usize, usize)) -> [f64; LANES] {
+        move |(i0, j)| std::array::from_fn(|l| f((i0 + l, j)))
+    }
+
+    /// Every element comes from the lane closure at its block's first row
+    /// (or from `f` in the remainder), in any shape and with or without
+    /// threads.
+    #[test]
+    fn equals_the_scalar_build() {
+        let f = |(i, j): (usize, usize)| (i * 31 + j) as f64 * 0.5;
+        for (n, m) in [(0, 3), (3, 0), (1, 1), (7, 2), (8, 3), (17, 5), (100, 1)] {
+            let want = build((n, m), f);
+            for threshold in [usize::MAX, 1] {
+                let old = par::par_threshold();
+                par::set_par_threshold(threshold);
+                let got = build_lanes((n, m), 1, f, lanes2(f));
+                par::set_par_threshold(old);
+                assert_eq!(got, want, "{n}x{m}");
+            }
+        }
+        let f1 = |i: usize| i as f64;
+        let got = build_lanes(19, 1, f1, |i0: usize| {
+            std::array::from_fn(|l| (i0 + l) as f64)
+        });
+        assert_eq!(got, build(19, f1));
+    }
+
+    /// The remainder rows go through `f`, full blocks through `g`.
+    #[test]
+    fn full_blocks_use_the_lane_closure() {
+        let got = build_lanes(
+            (LANES + 2, 2),
+            1,
+            |_: (usize, usize)| 1.0,
+            |_: (usize, usize)| [2.0; LANES],
+        );
+        assert!(got
+            .rows()
+            .into_iter()
+            .take(LANES)
+            .all(|r| r.iter().all(|&x| x == 2.0)));
+        assert!(got
+            .rows()
+            .into_iter()
+            .skip(LANES)
+            .all(|r| r.iter().all(|&x| x == 1.0)));
+    }
+}
