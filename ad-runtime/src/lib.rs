@@ -9,7 +9,7 @@
 //!
 //! | group | kernels |
 //! |---|---|
-//! | elementwise | [`build`], [`build_weighted`], [`build_lanes`] (strip-mined: [`LANES`] rows per call), [`map`], [`zip_map`], [`zip3_map`] |
+//! | elementwise | [`build`], [`build_weighted`], [`build_lanes`] (strip-mined: [`LANES`] rows per call; [`LaneRows`], [`lanes_sum`]), [`map`], [`zip_map`], [`zip3_map`] |
 //! | reductions | [`sum`], [`sum_axis`], [`product`], [`product_axis`], [`max_arg`], [`min_arg`], [`max_arg_axis`], [`min_arg_axis`], [`logsumexp`], [`logsumexp_axis`], [`unravel_index`] |
 //! | arg-reductions (floats and integers, NaNs skipped) | [`arg_index`], [`arg_index_axis`] |
 //! | scans | [`scan_inclusive`], [`scan_exclusive`], [`scan_reverse`], [`scan_axis`], [`scan_i64`] |
@@ -75,4 +75,4 @@ pub use scratch::{
     POOL_MAX_TOTAL_BYTES,
 };
 pub use stack::{stack_arrays, ArrayResidualStack, ResidualStack};
-pub use strip::{build_lanes, lanes_sum, LANES};
+pub use strip::{build_lanes, lanes_sum, LaneRows, LANES};

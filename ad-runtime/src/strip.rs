@@ -17,7 +17,9 @@
 //! ```
 
 use crate::par;
+use crate::scratch::{Pooled, Scratch};
 use ndarray::{Array, Dimension, IntoDimension};
+use std::borrow::Cow;
 
 /// How many indices of axis 0 one call of a lane closure computes.
 pub const LANES: usize = 8;
@@ -78,6 +80,54 @@ where
     Array::from_shape_vec(dim, out).expect("row-major shape")
 }
 
+/// The rows a strip-mined loop reads in each of its [`LANES`] lanes (row
+/// `i0 + l` of `x` for lane `l`, say), read one column at a time.
+///
+/// When the rows are short next to the work of the loop reading them (at
+/// most `4 · max(trip, 16)` elements, `trip` being that loop's trip count)
+/// they are copied once into a column-major tile (`tile[k · LANES + l]`), so
+/// that a column of all lanes is one contiguous load; otherwise they are
+/// read in place. The tile is a per-thread reused buffer ([`Scratch`]).
+/// A read past the shortest row panics, as the element read it replaces
+/// would in that lane.
+pub enum LaneRows<'a, T: Pooled> {
+    /// Column-major copy of the rows' first `w` elements (`w` the shortest
+    /// row's length).
+    Tile(Scratch<T>),
+    /// The rows as they are.
+    Rows([Cow<'a, [T]>; LANES]),
+}
+
+impl<'a, T: Pooled> LaneRows<'a, T> {
+    /// The rows of the lanes, read by a loop of `trip` iterations.
+    pub fn new(rows: [Cow<'a, [T]>; LANES], trip: usize) -> Self {
+        let w = rows.iter().map(|r| r.len()).min().unwrap_or(0);
+        if w > 4 * trip.max(16) {
+            return LaneRows::Rows(rows);
+        }
+        let mut tile = Scratch::<T>::new();
+        tile.reset(w * LANES);
+        for (l, row) in rows.iter().enumerate() {
+            for (k, v) in row[..w].iter().enumerate() {
+                tile[k * LANES + l] = *v;
+            }
+        }
+        LaneRows::Tile(tile)
+    }
+
+    /// Column `k` of every lane: `[rows[0][k], .., rows[LANES - 1][k]]`.
+    #[inline(always)]
+    pub fn at(&self, k: usize) -> [T; LANES] {
+        match self {
+            LaneRows::Tile(t) => {
+                let c = &t[k * LANES..][..LANES];
+                std::array::from_fn(|l| c[l])
+            }
+            LaneRows::Rows(r) => std::array::from_fn(|l| r[l][k]),
+        }
+    }
+}
+
 /// The sum of the lanes of a strip-mined value, pairwise in a fixed order:
 /// `((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7))`. Generated reverse
 /// passes add it to an accumulator once per block of [`LANES`] iterations.
@@ -127,6 +177,25 @@ mod tests {
             std::array::from_fn(|l| (i0 + l) as f64)
         });
         assert_eq!(got, build(19, f1));
+    }
+
+    /// A tile and rows read in place give the same columns.
+    #[test]
+    fn lane_rows_read_columns() {
+        let x: Vec<Vec<f64>> = (0..LANES)
+            .map(|l| (0..100).map(|k| (l * 1000 + k) as f64).collect())
+            .collect();
+        let rows = || std::array::from_fn(|l| Cow::Borrowed(&x[l][..]));
+        let tile = LaneRows::new(rows(), 30);
+        let inplace = LaneRows::new(rows(), 1);
+        assert!(matches!(tile, LaneRows::Tile(_)) && matches!(inplace, LaneRows::Rows(_)));
+        for k in 0..100 {
+            let want: [f64; LANES] = std::array::from_fn(|l| x[l][k]);
+            assert_eq!(tile.at(k), want);
+            assert_eq!(inplace.at(k), want);
+        }
+        assert!(std::panic::catch_unwind(|| tile.at(100)).is_err());
+        assert!(std::panic::catch_unwind(|| inplace.at(100)).is_err());
     }
 
     /// The remainder rows go through `f`, full blocks through `g`.

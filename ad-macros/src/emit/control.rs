@@ -255,14 +255,16 @@ impl Emitter<'_> {
         let mut lanes_loop = TokenStream::new();
         if let Some(plan) = self.strip_accumulation_plan(lam).filter(|_| !l.rev) {
             let p = super::strip::LANES;
-            self.hoist.push(None);
+            // Lane buffers of the body's loops go before the blocks' loop.
+            self.hoist.push(Some(TokenStream::new()));
             let body = self.strip_block(&lam.body, &plan);
-            self.hoist.pop();
+            let buffers = self.hoist.pop().flatten().unwrap_or_default();
             let body = body?;
             let res = self.strip_lin_results(&lam.body);
             let s0 = self.fresh("s");
             let lts: Vec<Ident> = res.iter().map(|_| self.fresh("r")).collect();
             lanes_loop = quote!(
+                #buffers
                 let mut #s0: usize = #lo;
                 while #s0 + #p <= #hi {
                     let #ib: [i64; #p] = ::core::array::from_fn(|__l| (#s0 + __l) as i64);

@@ -42,7 +42,7 @@ use ad_core_ir::types::{Scalar, Ty};
 use ad_core_ir::visit::{free_vars_lambda, free_vars_stmt};
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 /// Indices of the first axis computed per call of a lane closure (the
 /// runtime's `LANES`).
@@ -56,8 +56,8 @@ pub struct Strip {
     /// Scalars (non-linear and linear) that vary with the first index:
     /// `[T; LANES]`.
     vary: BTreeSet<Var>,
-    /// Varying per-iteration outputs of loops: `&[[T; LANES]]`, read by
-    /// element.
+    /// Varying per-iteration outputs of loops: `&[T]` holding iteration
+    /// `k`'s lanes at `k * LANES..`, read by element.
     arrays: BTreeSet<Var>,
     /// Linear arrays that accumulate (the accumulation loop's state and
     /// what updates of it bind): invariant, each update adds every lane's
@@ -68,6 +68,19 @@ pub struct Strip {
     captured: BTreeSet<Var>,
     /// A loop with varying state was seen.
     loops: bool,
+    /// Varying linear scalars that are invariant factors times a varying
+    /// base: `v = ±(s_1 · (s_2 · .. base))`. An accumulator update of `v`
+    /// adds `±(s_1 · (s_2 · .. lanes_sum(base)))` (sum_l a·b_l = a·sum_l
+    /// b_l, the factor moved out of the sum over the block's lanes).
+    factors: HashMap<Var, Factor>,
+}
+
+/// `±(scales[0] · (scales[1] · .. base))` (see [`Strip::factors`]).
+#[derive(Clone)]
+struct Factor {
+    scales: Vec<Atom>,
+    base: Var,
+    neg: bool,
 }
 
 impl Emitter<'_> {
@@ -184,7 +197,40 @@ impl Emitter<'_> {
             return false;
         }
         st.vary.extend(s.binds.iter().chain(&s.lin_binds).map(root));
+        self.record_factor(s, st);
         true
+    }
+
+    /// Records the factored form of a varying linear scalar (see
+    /// [`Strip::factors`]).
+    fn record_factor(&self, s: &Stmt, st: &mut Strip) {
+        let root = |v: &Var| self.uses.root(*v);
+        let of = |st: &Strip, x: &Var| {
+            st.factors.get(&root(x)).cloned().unwrap_or(Factor {
+                scales: vec![],
+                base: *x,
+                neg: false,
+            })
+        };
+        match &s.expr {
+            Expr::Lin(LinOp::Scale { s: a, x }) if !self.varying_atom(a, st) => {
+                let mut f = of(st, x);
+                f.scales.insert(0, a.clone());
+                st.factors.insert(root(&s.lin_binds[0]), f);
+            }
+            Expr::Lin(LinOp::Neg(x)) => {
+                let mut f = of(st, x);
+                f.neg = !f.neg;
+                st.factors.insert(root(&s.lin_binds[0]), f);
+            }
+            Expr::Lin(LinOp::Dup(x)) if st.factors.contains_key(&root(x)) => {
+                let f = of(st, x);
+                for b in &s.lin_binds {
+                    st.factors.insert(root(b), f.clone());
+                }
+            }
+            _ => {}
+        }
     }
 
     /// A varying loop: counted by an invariant; its non-linear and linear
@@ -300,21 +346,15 @@ impl Emitter<'_> {
         if st.sinks.contains(&r) {
             Ok(owned_ty(self.ty(v)))
         } else if st.arrays.contains(&r) {
-            let t = self.lanes_ty_elem(v)?;
-            Ok(quote!(&[#t]))
+            match self.ty(v) {
+                Ty::Array { elem, rank: 1 } => {
+                    let t = elem_ty(*elem);
+                    Ok(quote!(&[#t]))
+                }
+                t => Err(format!("a strip-mined lane array of type {t}")),
+            }
         } else {
             self.lanes_ty(v)
-        }
-    }
-
-    /// `[T; LANES]` for a rank-1 array of `T`.
-    fn lanes_ty_elem(&self, v: Var) -> R<TokenStream> {
-        match self.ty(v) {
-            Ty::Array { elem, rank: 1 } => {
-                let t = elem_ty(*elem);
-                Ok(quote!([#t; #LANES]))
-            }
-            t => Err(format!("a strip-mined lane array of type {t}")),
         }
     }
 
@@ -370,7 +410,7 @@ impl Emitter<'_> {
                 idx,
             }) if st.arrays.contains(&self.uses.root(*a)) => {
                 let (n, k) = (self.name(*a), self.lane_operand(&idx[0], st));
-                per_lane(quote!(#n[(#k) as usize][__l]))
+                per_lane(quote!(#n[(#k) as usize * #LANES + __l]))
             }
             Expr::Array(ArrayOp::Index {
                 arr: Atom::Var(a),
@@ -451,7 +491,19 @@ impl Emitter<'_> {
             quote!({ let mut __u = #acc; for __l in 0..#LANES { __u[[#(#ix),*]] += #vl; } __u })
         } else {
             let ix: Vec<TokenStream> = idx.iter().map(|a| self.usize_of(a)).collect();
-            let sum = if varying_val {
+            let sum = if let Some(f) = st.factors.get(&self.uses.root(val)) {
+                let base = self.name(f.base);
+                let mut e = quote!(#rt::lanes_sum(#base));
+                for a in f.scales.iter().rev() {
+                    let a = self.scalar(a);
+                    e = quote!((#a * #e));
+                }
+                if f.neg {
+                    quote!(-#e)
+                } else {
+                    e
+                }
+            } else if varying_val {
                 quote!(#rt::lanes_sum(#v))
             } else {
                 quote!(#LANES as f64 * #v)
@@ -472,7 +524,13 @@ impl Emitter<'_> {
                 return Ok(quote!(::core::array::from_fn(|__l| #lane[(#k) as usize])));
             }
             if let Some(lane) = self.strip_lanes.get(&key) {
-                return Ok(quote!(::core::array::from_fn(|__l| #lane[__l][(#k) as usize])));
+                // One column of every lane; a column that varies is read
+                // lane by lane.
+                if self.varying_atom(last, st) {
+                    return Ok(quote!(::core::array::from_fn(|__l| #lane.at((#k) as usize)[__l])));
+                }
+                let k = self.usize_of(last);
+                return Ok(quote!(#lane.at(#k)));
             }
         }
         let x = self.name(a);
@@ -487,8 +545,9 @@ impl Emitter<'_> {
     }
 
     /// A varying counted loop: scalar state as lane arrays, accumulators
-    /// owned, per-iteration outputs into a reused `Vec<[T; LANES]>` declared
-    /// before the enclosing sequential loop (or closure).
+    /// owned, per-iteration outputs into an `ad_runtime::Scratch` (a
+    /// per-thread reused buffer, iteration `k`'s lanes at `k * LANES..`)
+    /// declared before the enclosing sequential loop (or closure).
     fn strip_loop(&mut self, l: &Loop, st: &Strip, site: usize) -> R<TokenStream> {
         let lam = &l.body;
         let k = l.init.len();
@@ -524,11 +583,9 @@ impl Emitter<'_> {
             let Ty::Scalar(e) = self.atom_ty(a) else {
                 return Err("a strip-mined loop output that is not a scalar".into());
             };
-            let (ys, t, z) = (self.fresh("ys"), elem_ty(e), zero_lit(e));
-            before.extend(
-                quote!(let mut #ys: ::std::vec::Vec<[#t; #LANES]> = ::std::vec::Vec::new();),
-            );
-            pre.extend(quote!(#ys.clear(); #ys.resize(#n, [#z; #LANES]);));
+            let (ys, t, rt) = (self.fresh("ys"), elem_ty(e), rt());
+            before.extend(quote!(let mut #ys = #rt::Scratch::<#t>::new();));
+            pre.extend(quote!(#ys.reset(#n * #LANES);));
             outs.push(ys);
         }
         let skip = |key: &LaneKey| {
@@ -540,7 +597,7 @@ impl Emitter<'_> {
         };
         let (lanes, keys) = self.take_lanes_except(lam, &skip);
         pre.extend(lanes);
-        let (per_lane, strip_keys) = self.take_strip_lanes(lam, st);
+        let (per_lane, strip_keys) = self.take_strip_lanes(lam, st, &n);
         pre.extend(per_lane);
         let i = lam.params[0];
         self.set_repr(i, super::types::Repr::Val);
@@ -572,7 +629,7 @@ impl Emitter<'_> {
         let push = outs
             .iter()
             .zip(&temps[k..lam.body.results.len()])
-            .map(|(ys, t)| quote!(#ys[#step] = #t;));
+            .map(|(ys, t)| quote!(#ys[#step * #LANES..(#step + 1) * #LANES].copy_from_slice(&#t);));
         let assign_lin = lin_names
             .iter()
             .zip(&temps[lam.body.results.len()..])
@@ -602,10 +659,16 @@ impl Emitter<'_> {
         }))
     }
 
-    /// Lanes with a varying leading index, taken before the loop `lam` for
-    /// the element reads in it whose array and leading indices are bound
-    /// outside it: `[&[T]; LANES]`, one row per lane.
-    fn take_strip_lanes(&mut self, lam: &Lambda, st: &Strip) -> (TokenStream, Vec<LaneKey>) {
+    /// Lanes with a varying leading index, taken before the loop `lam` (of
+    /// `trip` iterations) for the element reads in it whose array and
+    /// leading indices are bound outside it: an `ad_runtime::LaneRows`, one
+    /// row per lane, read a column of all lanes at a time.
+    fn take_strip_lanes(
+        &mut self,
+        lam: &Lambda,
+        st: &Strip,
+        trip: &Ident,
+    ) -> (TokenStream, Vec<LaneKey>) {
         let free = free_vars_lambda(lam);
         let outside: BTreeSet<Var> = free.nl.iter().map(|v| self.uses.root(*v)).collect();
         let lin_outside: BTreeSet<Var> = free.lin.iter().map(|v| self.uses.root(*v)).collect();
@@ -641,7 +704,7 @@ impl Emitter<'_> {
                 continue;
             };
             let t = elem_ty(elem);
-            let (rows, lane) = (self.fresh("rows"), self.fresh("lane"));
+            let lane = self.fresh("lane");
             let a = self.var_ref(key.0);
             let ix: Vec<TokenStream> = idx[..idx.len() - 1]
                 .iter()
@@ -657,22 +720,14 @@ impl Emitter<'_> {
             };
             let rt = rt();
             out.extend(quote!(
-                let #rows: [::std::borrow::Cow<'_, [#t]>; #LANES] =
-                    ::core::array::from_fn(|__l| #rt::#f(#a #(, #ix)*));
-                let #lane: [&[#t]; #LANES] = ::core::array::from_fn(|__l| &*#rows[__l]);
+                let #lane = #rt::LaneRows::<#t>::new(
+                    ::core::array::from_fn(|__l| #rt::#f(#a #(, #ix)*)),
+                    #trip,
+                );
             ));
             self.strip_lanes.insert(key.clone(), lane);
             keys.push(key);
         }
         (out, keys)
-    }
-}
-
-/// The zero of a scalar type, as a literal.
-fn zero_lit(e: Scalar) -> TokenStream {
-    match e {
-        Scalar::F64 => quote!(0.0f64),
-        Scalar::I64 => quote!(0i64),
-        Scalar::Bool => quote!(false),
     }
 }
