@@ -215,7 +215,7 @@ impl Emitter<'_> {
         match &s.expr {
             Expr::Lin(LinOp::Scale { s: a, x }) if !self.varying_atom(a, st) => {
                 let mut f = of(st, x);
-                f.scales.insert(0, a.clone());
+                f.scales.insert(0, *a);
                 st.factors.insert(root(&s.lin_binds[0]), f);
             }
             Expr::Lin(LinOp::Neg(x)) => {
@@ -729,5 +729,70 @@ impl Emitter<'_> {
             keys.push(key);
         }
         (out, keys)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_crate::TestCrate;
+    use quote::quote;
+
+    /// A build with an inner loop over invariant bounds is strip-mined, and
+    /// so is its reverse (lane sums into the accumulators); a branch on a
+    /// value of the index or a trip count depending on it keeps the scalar
+    /// code.
+    #[test]
+    fn legal_bodies_are_strip_mined_and_others_not() {
+        let krate = TestCrate::new(
+            "strip",
+            "#[differentiable] fn rows(w: &Array1<f64>, x: &Array2<f64>) -> Array1<f64> { x }\n\
+             #[differentiable] fn branch(w: &Array1<f64>, x: &Array2<f64>) -> Array1<f64> { x }\n\
+             #[differentiable] fn tri(x: &Array1<f64>) -> Array1<f64> { x }",
+        );
+        let rows = krate.expand_idents(quote! {
+            fn rows(w: &Array1<f64>, x: &Array2<f64>) -> Array1<f64> {
+                Array1::from_shape_fn(x.nrows(), |i| {
+                    let mut s = 0.0;
+                    for r in 0..x.ncols() {
+                        s += x[[i, r]] * w[r];
+                    }
+                    s * s
+                })
+            }
+        });
+        assert!(rows.iter().any(|t| t == "build_lanes"), "{rows:?}");
+        assert!(rows.iter().any(|t| t == "lanes_sum"), "{rows:?}");
+        let branch = krate.expand_idents(quote! {
+            fn branch(w: &Array1<f64>, x: &Array2<f64>) -> Array1<f64> {
+                Array1::from_shape_fn(x.nrows(), |i| {
+                    let mut s = 0.0;
+                    for r in 0..x.ncols() {
+                        if x[[i, r]] > 0.0 { s += w[r]; }
+                    }
+                    s
+                })
+            }
+        });
+        assert!(
+            !branch
+                .iter()
+                .any(|t| t == "build_lanes" || t == "lanes_sum"),
+            "{branch:?}"
+        );
+        let tri = krate.expand_idents(quote! {
+            fn tri(x: &Array1<f64>) -> Array1<f64> {
+                Array1::from_shape_fn(x.len(), |i| {
+                    let mut s = 0.0;
+                    for q in 0..i {
+                        s += x[q] * x[i];
+                    }
+                    s
+                })
+            }
+        });
+        assert!(
+            !tri.iter().any(|t| t == "build_lanes" || t == "lanes_sum"),
+            "{tri:?}"
+        );
     }
 }
