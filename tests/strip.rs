@@ -137,8 +137,8 @@ fn illegal_bodies_stay_scalar_and_right() {
         check_derivatives(
             &x,
             varying_trip,
-            |x, dx| varying_trip_jvp(x, dx),
-            |x, ct| varying_trip_vjp(x, ct),
+            varying_trip_jvp,
+            varying_trip_vjp,
         );
     }
 }
