@@ -61,8 +61,10 @@ where
     Array::from_elem(x.raw_dim(), T::ZERO)
 }
 
-/// Chunks of an accumulation loop are at least this many iterations long.
-pub const MIN_CHUNK_ITERS: usize = 4;
+/// Chunks of an accumulation loop are at least this many iterations long,
+/// and all but the last start and end at multiples of it: a strip-mined
+/// body (blocks of [`crate::LANES`] iterations) runs whole blocks.
+pub const MIN_CHUNK_ITERS: usize = crate::LANES;
 
 /// An accumulation loop is cut into at most this many chunks.
 pub const MAX_CHUNKS: usize = 16;
@@ -87,7 +89,8 @@ pub fn accumulate_chunks(n: usize, acc_len: usize, work: usize) -> usize {
 /// Runs an *accumulation loop* (iterations `0..n` that only add into the
 /// accumulator state `S`; `body(s, lo, hi)` runs iterations `lo..hi` on
 /// state `s` and returns it) as `c = accumulate_chunks(n, acc_len, work)` chunks
-/// of consecutive iterations: chunk 0 starts from `init`, the others from
+/// of consecutive iterations (boundaries at multiples of [`MIN_CHUNK_ITERS`]
+/// but the last): chunk 0 starts from `init`, the others from
 /// `zero()`, and the chunk results are added left to right with `add`:
 /// `((init + Σ chunk 0) + Σ chunk 1) + ..`.
 ///
@@ -114,7 +117,13 @@ where
     if c <= 1 {
         return body(init, 0, n);
     }
-    let bounds = |t: usize| (t * n / c, (t + 1) * n / c);
+    // Multiples of MIN_CHUNK_ITERS (chunks of at least that many iterations
+    // stay non-empty), the last chunk ending at `n`.
+    let align = |i: usize| i - i % MIN_CHUNK_ITERS;
+    let bounds = |t: usize| {
+        let hi = if t + 1 == c { n } else { align((t + 1) * n / c) };
+        (align(t * n / c), hi)
+    };
     let rest_chunk = |t: usize| {
         let (lo, hi) = bounds(t);
         body(zero(), lo, hi)
@@ -155,6 +164,34 @@ mod chunk_tests {
             },
             |a, b| a.iter_mut().zip(b).for_each(|(x, y)| *x += y),
         )
+    }
+
+    /// Chunks cover `0..n` in order, each boundary but the last a multiple
+    /// of `MIN_CHUNK_ITERS`, none empty.
+    #[test]
+    fn chunks_are_whole_blocks() {
+        for n in [8, 9, 63, 1000, 1001] {
+            let seen = std::sync::Mutex::new(vec![]);
+            let _ = accumulate_chunked(
+                n,
+                1,
+                0,
+                (),
+                || (),
+                |(), lo, hi| seen.lock().unwrap().push((lo, hi)),
+                |_, _| {},
+            );
+            let mut seen = seen.into_inner().unwrap();
+            seen.sort();
+            assert_eq!(seen.first().map(|c| c.0), Some(0));
+            assert_eq!(seen.last().map(|c| c.1), Some(n));
+            for w in seen.windows(2) {
+                assert_eq!(w[0].1, w[1].0);
+            }
+            for (lo, hi) in seen {
+                assert!(lo < hi && lo % MIN_CHUNK_ITERS == 0, "{n}: {lo}..{hi}");
+            }
+        }
     }
 
     #[test]
