@@ -172,7 +172,7 @@ mod chunk_tests {
     fn chunks_are_whole_blocks() {
         for n in [8, 9, 63, 1000, 1001] {
             let seen = std::sync::Mutex::new(vec![]);
-            let _ = accumulate_chunked(
+            accumulate_chunked(
                 n,
                 1,
                 0,

@@ -189,8 +189,8 @@ mod tests {
         let tile = LaneRows::new(rows(), 30);
         let inplace = LaneRows::new(rows(), 1);
         assert!(matches!(tile, LaneRows::Tile(_)) && matches!(inplace, LaneRows::Rows(_)));
-        for k in 0..100 {
-            let want: [f64; LANES] = std::array::from_fn(|l| x[l][k]);
+        for k in 0..100usize {
+            let want: [f64; LANES] = std::array::from_fn(|l| (l * 1000 + k) as f64);
             assert_eq!(tile.at(k), want);
             assert_eq!(inplace.at(k), want);
         }
