@@ -59,6 +59,23 @@ fn mixture(c: &Array2<f64>, l: &Array2<f64>, x: &Array2<f64>, scale: f64) -> f64
     total
 }
 
+/// A loop reducing into a scalar, with an inner loop: its reverse threads
+/// the output's cotangent through every iteration, which the simplifier
+/// makes a capture, so the reverse is a (reversed) accumulation loop,
+/// strip-mined.
+#[differentiable]
+fn nested_sum(w: &Array1<f64>, x: &Array2<f64>) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.nrows() {
+        let mut t = 0.0;
+        for r in 0..x.ncols() {
+            t += x[[i, r]] * w[r];
+        }
+        s += t.tanh() * x[[i, 0]];
+    }
+    s
+}
+
 /// A branch on a value read at the build's index: not strip-mined.
 #[differentiable]
 fn varying_branch(w: &Array1<f64>, x: &Array2<f64>) -> Array1<f64> {
@@ -123,6 +140,20 @@ fn mixture_every_size() {
 }
 
 #[test]
+fn nested_sum_every_size() {
+    let mut rng = rng("strip_nested_sum");
+    for n in SIZES {
+        let p = (rng.array1(3, 0.5, 1.5), rng.array2(n, 3, -1.0, 1.0));
+        check_derivatives(
+            &p,
+            |(w, x)| nested_sum(w, x),
+            |(w, x), (dw, dx)| nested_sum_jvp(w, x, dw, dx),
+            |(w, x), ct| nested_sum_vjp(w, x, *ct),
+        );
+    }
+}
+
+#[test]
 fn illegal_bodies_stay_scalar_and_right() {
     let mut rng = rng("strip_illegal");
     for n in SIZES {
@@ -134,12 +165,7 @@ fn illegal_bodies_stay_scalar_and_right() {
             |(w, x), ct| varying_branch_vjp(w, x, ct),
         );
         let x = rng.array1(n, -1.0, 1.0);
-        check_derivatives(
-            &x,
-            varying_trip,
-            varying_trip_jvp,
-            varying_trip_vjp,
-        );
+        check_derivatives(&x, varying_trip, varying_trip_jvp, varying_trip_vjp);
     }
 }
 
@@ -170,7 +196,9 @@ fn strip_mined_results_are_bit_identical_for_1_2_and_4_threads() {
     let run = || {
         let (f, (gc, gl, gx)) = mixture_vjp(&c, &l, &x, 0.7, 1.0);
         let (y, (gw, gx2, ga)) = row_norms_vjp(&w, &x, a, &ct);
-        let mut v = vec![f, ga];
+        let (s, (gw2, gx3)) = nested_sum_vjp(&w, &x, 1.0);
+        let mut v = vec![f, ga, s];
+        v.extend(gw2.iter().chain(&gx3));
         v.extend(
             gc.iter()
                 .chain(&gl)

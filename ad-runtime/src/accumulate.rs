@@ -69,11 +69,14 @@ pub const MIN_CHUNK_ITERS: usize = crate::LANES;
 /// An accumulation loop is cut into at most this many chunks.
 pub const MAX_CHUNKS: usize = 16;
 
-/// The private accumulators of all chunks together hold at most this many
-/// elements per iteration of the loop, or a quarter of its estimated work
-/// if that is more (zeroing and adding them must stay small next to the
-/// loop's own work).
-pub const ACC_ELEMS_PER_ITER: usize = 32;
+/// The private accumulators of all chunks together hold at most the loop's
+/// estimated work divided by this: zeroing and adding them (two operations
+/// per element) then costs at most a quarter of the loop's own work, also
+/// when the chunks run one after the other. (A loop touching a few elements
+/// of a large accumulator per iteration, like the reverse of an elementwise
+/// build, gets one chunk: 16 private copies of an `n`-element gradient cost
+/// 60 times such a loop's work.)
+pub const ACC_WORK_DIVISOR: usize = 8;
 
 /// How many chunks [`accumulate_chunked`] cuts `n` iterations into, for
 /// accumulators of `acc_len` elements in all and an estimated `work` (element
@@ -81,7 +84,7 @@ pub const ACC_ELEMS_PER_ITER: usize = 32;
 /// number of threads, so the result is the same for every thread count.
 pub fn accumulate_chunks(n: usize, acc_len: usize, work: usize) -> usize {
     let by_iters = (n / MIN_CHUNK_ITERS).clamp(1, MAX_CHUNKS);
-    let budget = n.saturating_mul(ACC_ELEMS_PER_ITER).max(work / 4);
+    let budget = work / ACC_WORK_DIVISOR;
     let by_memory = (budget / acc_len.max(1)).max(1);
     by_iters.min(by_memory)
 }
@@ -121,7 +124,11 @@ where
     // stay non-empty), the last chunk ending at `n`.
     let align = |i: usize| i - i % MIN_CHUNK_ITERS;
     let bounds = |t: usize| {
-        let hi = if t + 1 == c { n } else { align((t + 1) * n / c) };
+        let hi = if t + 1 == c {
+            n
+        } else {
+            align((t + 1) * n / c)
+        };
         (align(t * n / c), hi)
     };
     let rest_chunk = |t: usize| {
@@ -198,10 +205,12 @@ mod chunk_tests {
     fn chunking_depends_on_sizes_only() {
         assert_eq!(accumulate_chunks(0, 10, 0), 1);
         assert_eq!(accumulate_chunks(7, 10, 1000), 1);
-        assert_eq!(accumulate_chunks(1000, 10, 1000), MAX_CHUNKS);
-        assert_eq!(accumulate_chunks(1000, 1000 * ACC_ELEMS_PER_ITER, 1000), 1);
+        assert_eq!(accumulate_chunks(1000, 10, 1000), 12);
+        assert_eq!(accumulate_chunks(1000, 1, 1_000_000), MAX_CHUNKS);
+        // An accumulator as large as the loop's work: one chunk.
+        assert_eq!(accumulate_chunks(50_000, 100_000, 1_300_000), 1);
         // Much work per iteration pays for larger private accumulators.
-        assert_eq!(accumulate_chunks(1000, 200_000, 8_000_000), 10);
+        assert_eq!(accumulate_chunks(1000, 200_000, 8_000_000), 5);
     }
 
     #[test]

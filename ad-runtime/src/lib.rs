@@ -48,7 +48,7 @@ mod stack;
 mod strip;
 
 pub use accumulate::{
-    accumulate_chunked, accumulate_chunks, add_assign, add_scaled, zeros_like, ACC_ELEMS_PER_ITER,
+    accumulate_chunked, accumulate_chunks, add_assign, add_scaled, zeros_like, ACC_WORK_DIVISOR,
     MAX_CHUNKS, MIN_CHUNK_ITERS,
 };
 pub use arg::{arg_index, arg_index_axis, Ordered, ARG_MAX_RANK};

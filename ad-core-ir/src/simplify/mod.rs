@@ -10,7 +10,10 @@
 //!    ([`shape`]), build-of-index and map identity ([`fusion::build_of_index`],
 //!    [`fusion::map_identity`]) — chosen per statement by the exhaustive
 //!    dispatch [`rules_for`];
-//! 2. linear DCE through explicit drops ([`dce::drop_dead_linear`]);
+//! 2. linear DCE through explicit drops ([`dce::drop_dead_linear`]), dead
+//!    linear loop state ([`dead_state`]), invariant linear loop state made a
+//!    capture ([`invariant_state`]: the reverse of a reducing loop becomes an
+//!    accumulation loop);
 //! 3. CSE ([`cse`]); 4. fusion ([`fusion`], [`fuse_into_loop`]); 5. loop-invariant code motion
 //!    ([`licm`]) and tabulation of partially invariant expensive scalars
 //!    ([`tabulate`]); 6. DCE ([`dce::dce`]).
@@ -45,6 +48,7 @@ pub mod facts;
 pub mod fold_const;
 pub mod fuse_into_loop;
 pub mod fusion;
+pub mod invariant_state;
 pub mod licm;
 pub mod shape;
 pub mod tabulate;
@@ -104,6 +108,7 @@ pub fn sweep(f: &mut Func, prog: &Program, opts: &Options) -> bool {
     let mut changed = rewrite(f, prog, opts).total() > 0;
     changed |= dce::drop_dead_linear(f);
     changed |= dead_state::dead_lin_state(f);
+    changed |= invariant_state::invariant_lin_state(f);
     if opts.cse {
         changed |= cse::cse(f);
     }

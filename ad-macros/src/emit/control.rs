@@ -250,10 +250,11 @@ impl Emitter<'_> {
         let (stmts, results, _) = self.closed_block_parts(&lam.body, false)?;
         let temps: Vec<Ident> = results.iter().map(|_| self.fresh("r")).collect();
         // Blocks of LANES iterations strip-mined (`strip.rs`), then the
-        // remaining ones one by one.
+        // remaining ones one by one (ascending blocks also for a reversed
+        // loop: its iterations only add into the state, in any order).
         let mut lo_scalar = quote!(#lo);
         let mut lanes_loop = TokenStream::new();
-        if let Some(plan) = self.strip_accumulation_plan(lam).filter(|_| !l.rev) {
+        if let Some(plan) = self.strip_accumulation_plan(lam) {
             let p = super::strip::LANES;
             // Lane buffers of the body's loops go before the blocks' loop.
             self.hoist.push(Some(TokenStream::new()));
@@ -279,7 +280,7 @@ impl Emitter<'_> {
         self.drop_lanes(lane_keys);
         self.restore_reprs(saved);
         let range = if l.rev {
-            quote!((#lo..#hi).rev())
+            quote!((#lo_scalar..#hi).rev())
         } else {
             quote!(#lo_scalar..#hi)
         };

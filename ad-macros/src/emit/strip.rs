@@ -66,6 +66,11 @@ pub struct Strip {
     /// Linear arrays captured by an accumulation body: read only, by
     /// element at varying indices.
     captured: BTreeSet<Var>,
+    /// Invariant linear scalars of an accumulation body (captured ones, say
+    /// the output's cotangent, and their copies, negations and invariant
+    /// multiples): they reach an accumulator only multiplied by a varying
+    /// factor, never as they are.
+    ulin: BTreeSet<Var>,
     /// A loop with varying state was seen.
     loops: bool,
     /// Varying linear scalars that are invariant factors times a varying
@@ -121,7 +126,12 @@ impl Emitter<'_> {
             st.sinks.insert(self.uses.root(*p));
         }
         let fv = free_vars_lambda(lam);
-        st.captured = fv.lin.iter().map(|v| self.uses.root(*v)).collect();
+        for v in &fv.lin {
+            match self.ty(*v) {
+                Ty::Scalar(_) => st.ulin.insert(self.uses.root(*v)),
+                _ => st.captured.insert(self.uses.root(*v)),
+            };
+        }
         if !self.vary_block(&lam.body, &mut st) || !st.loops {
             return None;
         }
@@ -142,6 +152,25 @@ impl Emitter<'_> {
     fn vary_stmt(&self, s: &Stmt, st: &mut Strip) -> bool {
         let root = |v: &Var| self.uses.root(*v);
         let fv = free_vars_stmt(s);
+        // An invariant linear scalar is copied, negated, scaled (by a varying
+        // factor it becomes varying) or dropped.
+        if !matches!(s.expr, Expr::Loop(_)) && fv.lin.iter().any(|v| st.ulin.contains(&root(v))) {
+            let ulin = |x: &Var| st.ulin.contains(&root(x));
+            match &s.expr {
+                Expr::Lin(LinOp::Drop(_)) => return true,
+                Expr::Lin(LinOp::Dup(x) | LinOp::Neg(x)) if ulin(x) => {
+                    st.ulin.extend(s.lin_binds.iter().map(root));
+                    return true;
+                }
+                Expr::Lin(LinOp::Scale { s: a, x }) if ulin(x) => {
+                    if !self.varying_atom(a, st) {
+                        st.ulin.extend(s.lin_binds.iter().map(root));
+                        return true;
+                    }
+                }
+                _ => return false,
+            }
+        }
         // A captured linear array is only read by element at a varying index.
         if !matches!(s.expr, Expr::Loop(_)) && fv.lin.iter().any(|v| st.captured.contains(&root(v)))
         {
@@ -426,7 +455,10 @@ impl Emitter<'_> {
                 per_lane(quote!(-#a))
             }
             Expr::Lin(LinOp::Scale { s: f, x }) => {
-                let (f, a) = (self.lane_operand(f, st), lane(self, x));
+                let (f, a) = (
+                    self.lane_operand(f, st),
+                    self.lane_operand(&Atom::Var(*x), st),
+                );
                 per_lane(quote!(#f * #a))
             }
             Expr::Lin(LinOp::Add(x, y)) => {
@@ -747,7 +779,8 @@ mod tests {
             "strip",
             "#[differentiable] fn rows(w: &Array1<f64>, x: &Array2<f64>) -> Array1<f64> { x }\n\
              #[differentiable] fn branch(w: &Array1<f64>, x: &Array2<f64>) -> Array1<f64> { x }\n\
-             #[differentiable] fn tri(x: &Array1<f64>) -> Array1<f64> { x }",
+             #[differentiable] fn tri(x: &Array1<f64>) -> Array1<f64> { x }\n\
+             #[differentiable] fn sum(w: &Array1<f64>, x: &Array2<f64>) -> f64 { 0.0 }",
         );
         let rows = krate.expand_idents(quote! {
             fn rows(w: &Array1<f64>, x: &Array2<f64>) -> Array1<f64> {
@@ -794,5 +827,21 @@ mod tests {
             !tri.iter().any(|t| t == "build_lanes" || t == "lanes_sum"),
             "{tri:?}"
         );
+        // The reverse of a loop reducing into a scalar (its cotangent made a
+        // capture by the simplifier) with an inner loop.
+        let sum = krate.expand_idents(quote! {
+            fn sum(w: &Array1<f64>, x: &Array2<f64>) -> f64 {
+                let mut s = 0.0;
+                for i in 0..x.nrows() {
+                    let mut t = 0.0;
+                    for r in 0..x.ncols() {
+                        t += x[[i, r]] * w[r];
+                    }
+                    s += t.tanh();
+                }
+                s
+            }
+        });
+        assert!(sum.iter().any(|t| t == "lanes_sum"), "{sum:?}");
     }
 }
