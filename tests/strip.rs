@@ -169,20 +169,6 @@ fn illegal_bodies_stay_scalar_and_right() {
     }
 }
 
-/// `f` in a rayon pool of `threads` threads with every kernel parallel.
-fn in_pool<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
-    linad::__private::ad_runtime::set_par_threshold(1);
-    let r = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .unwrap()
-        .install(f);
-    linad::__private::ad_runtime::set_par_threshold(
-        linad::__private::ad_runtime::par::DEFAULT_PAR_THRESHOLD,
-    );
-    r
-}
-
 #[test]
 fn strip_mined_results_are_bit_identical_for_1_2_and_4_threads() {
     let mut rng = rng("strip_threads");

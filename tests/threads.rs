@@ -12,21 +12,6 @@ use linad::ndarray::{Array1, Array2};
 #[allow(dead_code)]
 mod gmm;
 
-/// `f` run in a rayon pool of `threads` threads, with the runtime's
-/// parallel threshold at 1 (every kernel that can split does).
-fn in_pool<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
-    linad::__private::ad_runtime::set_par_threshold(1);
-    let r = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .unwrap()
-        .install(f);
-    linad::__private::ad_runtime::set_par_threshold(
-        linad::__private::ad_runtime::par::DEFAULT_PAR_THRESHOLD,
-    );
-    r
-}
-
 fn bits(xs: impl IntoIterator<Item = f64>) -> Vec<u64> {
     xs.into_iter().map(f64::to_bits).collect()
 }

@@ -56,7 +56,7 @@ where
 }
 
 /// The index pattern of row-major position `k` in `dim` (`k < dim.size()`).
-fn unravel<D: Dimension>(dim: &D, mut k: usize) -> D::Pattern {
+pub(crate) fn unravel<D: Dimension>(dim: &D, mut k: usize) -> D::Pattern {
     let mut ix = D::zeros(dim.ndim());
     for ax in (0..dim.ndim()).rev() {
         let n = dim[ax];

@@ -16,6 +16,7 @@
 //!                                 remainder rows (n % LANES): out[i, j] = f(i, j)
 //! ```
 
+use crate::map::unravel;
 use crate::par;
 use crate::scratch::{Pooled, Scratch};
 use ndarray::{Array, Dimension, IntoDimension};
@@ -134,17 +135,6 @@ impl<'a, T: Pooled> LaneRows<'a, T> {
 #[inline]
 pub fn lanes_sum(x: [f64; LANES]) -> f64 {
     ((x[0] + x[1]) + (x[2] + x[3])) + ((x[4] + x[5]) + (x[6] + x[7]))
-}
-
-/// The index pattern of row-major position `k` in `dim` (`k < dim.size()`).
-fn unravel<D: Dimension>(dim: &D, mut k: usize) -> D::Pattern {
-    let mut ix = D::zeros(dim.ndim());
-    for ax in (0..dim.ndim()).rev() {
-        let n = dim[ax];
-        ix[ax] = k % n;
-        k /= n;
-    }
-    ix.into_pattern()
 }
 
 #[cfg(test)]

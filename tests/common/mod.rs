@@ -24,3 +24,18 @@ pub fn assert_same_bits<T: Flatten>(a: &T, b: &T) {
         assert_eq!(x.to_bits(), y.to_bits(), "leaf {i}: {x:e} vs {y:e}");
     }
 }
+
+/// `f` run in a rayon pool of `threads` threads, with the runtime's
+/// parallel threshold at 1 (every kernel that can split does).
+pub fn in_pool<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
+    linad::__private::ad_runtime::set_par_threshold(1);
+    let r = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+        .install(f);
+    linad::__private::ad_runtime::set_par_threshold(
+        linad::__private::ad_runtime::par::DEFAULT_PAR_THRESHOLD,
+    );
+    r
+}

@@ -174,7 +174,13 @@ mod tests {
             data: ArrayData::F64(vec![1.5, -2.0, 0.25]),
         });
         let ct = Value::F64(0.75);
-        let a = crate::interp::run(&before, "f", std::slice::from_ref(&x), std::slice::from_ref(&ct)).unwrap();
+        let a = crate::interp::run(
+            &before,
+            "f",
+            std::slice::from_ref(&x),
+            std::slice::from_ref(&ct),
+        )
+        .unwrap();
         let b = crate::interp::run(&prog, "f", &[x], &[ct]).unwrap();
         assert_eq!(a, b);
     }

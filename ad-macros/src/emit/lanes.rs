@@ -104,11 +104,11 @@ impl Emitter<'_> {
             } else {
                 outside.contains(&key.0)
             };
-            let leads_outside = key.1.iter().all(|l| match l {
-                Lead::Var(v) => outside.contains(v),
-                Lead::Lit(_) => true,
-            });
-            if !bound_outside || !leads_outside || skip(&key) || self.lanes.contains_key(&key) {
+            if !bound_outside
+                || !leads_in(&key, &outside)
+                || skip(&key)
+                || self.lanes.contains_key(&key)
+            {
                 continue;
             }
             let Some(elem) = self.ty(key.0).elem() else {
@@ -121,11 +121,7 @@ impl Emitter<'_> {
                 .iter()
                 .map(|a| self.usize_of(a))
                 .collect();
-            let f = match ix.len() {
-                0 => quote!(lane1),
-                1 => quote!(lane2),
-                _ => quote!(lane3),
-            };
+            let f = lane_fn(ix.len());
             let rt = rt();
             out.extend(quote!(
                 let #lane = #rt::#f(#a #(, #ix)*);
@@ -143,6 +139,25 @@ impl Emitter<'_> {
         for k in keys {
             self.lanes.remove(&k);
         }
+    }
+}
+
+/// Whether every leading index of `key` is a literal or a variable of
+/// `outside`.
+pub(super) fn leads_in(key: &LaneKey, outside: &BTreeSet<Var>) -> bool {
+    key.1.iter().all(|l| match l {
+        Lead::Var(v) => outside.contains(v),
+        Lead::Lit(_) => true,
+    })
+}
+
+/// The runtime function taking the lane of an array read with `leads`
+/// leading indices (`ad_runtime::lane1/2/3`).
+pub(super) fn lane_fn(leads: usize) -> TokenStream {
+    match leads {
+        0 => quote!(lane1),
+        1 => quote!(lane2),
+        _ => quote!(lane3),
     }
 }
 

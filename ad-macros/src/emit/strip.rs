@@ -34,7 +34,7 @@
 //! run the scalar body).
 
 use super::func::{Emitter, R};
-use super::lanes::{LaneKey, Lead};
+use super::lanes::{lane_fn, leads_in, LaneKey, Lead};
 use super::scalar::prim_tokens;
 use super::types::{elem_ty, flat, owned_ty, rt};
 use ad_core_ir::ir::{ArrayOp, Atom, Block, Expr, Lambda, LinOp, Loop, Stmt, Var};
@@ -717,16 +717,12 @@ impl Emitter<'_> {
             } else {
                 outside.contains(&key.0) && !st.arrays.contains(&key.0)
             };
-            let leads_outside = key.1.iter().all(|l| match l {
-                Lead::Var(v) => outside.contains(v),
-                Lead::Lit(_) => true,
-            });
             let varying_lead = key
                 .1
                 .iter()
                 .any(|l| matches!(l, Lead::Var(v) if st.vary.contains(v)));
             if !bound_outside
-                || !leads_outside
+                || !leads_in(&key, &outside)
                 || !varying_lead
                 || self.strip_lanes.contains_key(&key)
             {
@@ -745,11 +741,7 @@ impl Emitter<'_> {
                     quote!((#t) as usize)
                 })
                 .collect();
-            let f = match ix.len() {
-                0 => quote!(lane1),
-                1 => quote!(lane2),
-                _ => quote!(lane3),
-            };
+            let f = lane_fn(ix.len());
             let rt = rt();
             out.extend(quote!(
                 let #lane = #rt::LaneRows::<#t>::new(
