@@ -198,3 +198,38 @@ fn gmm_allocations_in_one_thread() {
         "allocations per call (n, k, d): {counts:?}"
     );
 }
+
+/// An elementwise objective written as a build (the reverse adds into one
+/// gradient entry per element).
+#[differentiable]
+fn elementwise(x: &Array1<f64>) -> f64 {
+    let y = Array1::from_shape_fn(x.len() / 2, |i| {
+        let a = x[2 * i];
+        let t = a * a - x[2 * i + 1];
+        100.0 * t * t + (a - 1.0) * (a - 1.0)
+    });
+    y.sum()
+}
+
+/// The reverse of an elementwise build over 100,000 elements makes a few
+/// arrays of the input's size, not one private gradient per chunk (the
+/// chunks' private accumulators hold at most 1/8 of the loop's work: here
+/// one chunk; it was 16, 66 times the primal's time).
+#[test]
+fn elementwise_reverse_allocates_a_few_gradients_not_one_per_chunk() {
+    let x = Array1::from_shape_fn(100_000, |i| (i as f64 * 1e-3).sin());
+    // In a pool of one thread (every kernel sequential, on the thread that
+    // counts), leaving the global parallel threshold alone: the other tests
+    // of this file run concurrently.
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let (_, bytes) = one.install(|| {
+        allocations(|| {
+            let _ = elementwise_vjp(&x, 1.0);
+        })
+    });
+    let grad = 8 * x.len();
+    assert!(bytes < 6 * grad, "{bytes} bytes for a gradient of {grad}");
+}
