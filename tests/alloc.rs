@@ -232,4 +232,6 @@ fn elementwise_reverse_allocates_a_few_gradients_not_one_per_chunk() {
     });
     let grad = 8 * x.len();
     assert!(bytes < 6 * grad, "{bytes} bytes for a gradient of {grad}");
+    let (f, _) = elementwise_vjp(&x, 1.0);
+    assert_eq!(f.to_bits(), elementwise(&x).to_bits());
 }
