@@ -76,6 +76,23 @@ fn nested_sum(w: &Array1<f64>, x: &Array2<f64>) -> f64 {
     s
 }
 
+/// A loss over data points with scalar parameters: the reverse accumulates
+/// `a`'s and `b`'s cotangents in scalar state (`ladd`), strip-mined with
+/// the rest.
+#[differentiable]
+fn fit(a: f64, b: f64, w: &Array1<f64>, x: &Array2<f64>) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.nrows() {
+        let mut t = b;
+        for r in 0..x.ncols() {
+            t += w[r] * x[[i, r]];
+        }
+        let e = (a * t).tanh() - x[[i, 0]];
+        s += e * e;
+    }
+    s
+}
+
 /// A branch on a value read at the build's index: not strip-mined.
 #[differentiable]
 fn varying_branch(w: &Array1<f64>, x: &Array2<f64>) -> Array1<f64> {
@@ -154,6 +171,25 @@ fn nested_sum_every_size() {
 }
 
 #[test]
+fn fit_every_size() {
+    let mut rng = rng("strip_fit");
+    for n in SIZES {
+        let p = (
+            0.7,
+            -0.2,
+            rng.array1(3, 0.5, 1.5),
+            rng.array2(n, 3, -1.0, 1.0),
+        );
+        check_derivatives(
+            &p,
+            |(a, b, w, x)| fit(*a, *b, w, x),
+            |(a, b, w, x), (da, db, dw, dx)| fit_jvp(*a, *b, w, x, *da, *db, dw, dx),
+            |(a, b, w, x), ct| fit_vjp(*a, *b, w, x, *ct),
+        );
+    }
+}
+
+#[test]
 fn illegal_bodies_stay_scalar_and_right() {
     let mut rng = rng("strip_illegal");
     for n in SIZES {
@@ -183,8 +219,9 @@ fn strip_mined_results_are_bit_identical_for_1_2_and_4_threads() {
         let (f, (gc, gl, gx)) = mixture_vjp(&c, &l, &x, 0.7, 1.0);
         let (y, (gw, gx2, ga)) = row_norms_vjp(&w, &x, a, &ct);
         let (s, (gw2, gx3)) = nested_sum_vjp(&w, &x, 1.0);
-        let mut v = vec![f, ga, s];
-        v.extend(gw2.iter().chain(&gx3));
+        let (e, (fa, fb, fw, fx)) = fit_vjp(0.7, -0.2, &w, &x, 1.0);
+        let mut v = vec![f, ga, s, e, fa, fb];
+        v.extend(gw2.iter().chain(&gx3).chain(&fw).chain(&fx));
         v.extend(
             gc.iter()
                 .chain(&gl)

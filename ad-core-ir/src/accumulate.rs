@@ -4,6 +4,9 @@
 //! Transposing a `build` gives such a loop: each element's cotangent
 //! contributions are added into the cotangent arrays of what the element read.
 //!
+//! A scalar accumulator flows through `ladd` instead (`s1 = ladd s, u`: the
+//! reverse of a loop reducing into scalar parameters).
+//!
 //! ```text
 //! loop n (; a = a0, b = b0) |i| {        a, b only flow through `+=` updates
 //!   let ; a1 = lupdate a[j] += u         (at any index, of any value) and
@@ -26,8 +29,8 @@ use crate::visit::{blocks, free_vars_stmt};
 /// Whether `l` is an accumulation loop: no non-linear state, no stacked
 /// outputs, at least one linear state variable, and every state variable
 /// flows from its parameter to the body's result at its own position only
-/// through `lupdate .. += ..` (add, not set) and through the same position
-/// of nested accumulating loops (see the module doc).
+/// through `lupdate .. += ..` (add, not set), `ladd` with another value, and
+/// the same position of nested accumulating loops (see the module doc).
 pub fn is_accumulation(l: &Loop) -> bool {
     let lam = &l.body;
     let b = &lam.body;
@@ -60,6 +63,8 @@ fn flows_to(b: &Block, v: Var, k: usize) -> bool {
             Expr::Lin(LinOp::Update {
                 x, val, add: true, ..
             }) if *x == cur && *val != cur => s.lin_binds[0],
+            // A scalar (or array) accumulator: `acc + v`.
+            Expr::Lin(LinOp::Add(x, y)) if (*x == cur) != (*y == cur) => s.lin_binds[0],
             Expr::Loop(inner) => {
                 let Some(m) = inner.lin_init.iter().position(|x| *x == cur) else {
                     return false;
@@ -134,6 +139,32 @@ mod tests {
     #[test]
     fn updates_and_nested_accumulations_accumulate() {
         assert!(first_loop(NESTED));
+    }
+
+    const SCALAR: &str = "def f(x_0: [f64] ; ct_1: f64) -> (; f64) {
+  let ; z_2: f64 = lzero ()
+  let ; a_3: f64 = loop 3 (; s_4: f64 = z_2) |i_5: i64| {
+    let x_6: f64 = index x_0[i_5]
+    let ; ct_7: f64 = lzero ()
+    let ; d_8: f64 = lscale x_6, ct_7
+    let ; s_9: f64 = ladd s_4, d_8
+    yield ; s_9
+  }
+  drop ct_1
+  return ; a_3
+}
+";
+
+    /// A scalar accumulator added to (`ladd`) accumulates; one scaled does
+    /// not.
+    #[test]
+    fn scalar_accumulators_accumulate() {
+        assert!(first_loop(SCALAR));
+        let scaled = SCALAR.replace(
+            "let ; s_9: f64 = ladd s_4, d_8",
+            "let ; s_9: f64 = lscale x_6, s_4\n    drop d_8",
+        );
+        assert!(!first_loop(&scaled), "{scaled}");
     }
 
     #[test]

@@ -36,7 +36,7 @@
 use super::func::{Emitter, R};
 use super::lanes::{lane_fn, leads_in, LaneKey, Lead};
 use super::scalar::prim_tokens;
-use super::types::{elem_ty, flat, owned_ty, rt};
+use super::types::{elem_ty, flat, owned_repr, owned_ty, rt};
 use ad_core_ir::ir::{ArrayOp, Atom, Block, Expr, Lambda, LinOp, Loop, Stmt, Var};
 use ad_core_ir::types::{Scalar, Ty};
 use ad_core_ir::visit::{free_vars_lambda, free_vars_stmt};
@@ -120,7 +120,7 @@ impl Emitter<'_> {
         let mut st = Strip::default();
         st.vary.insert(self.uses.root(lam.params[0]));
         for p in &lam.lin_params {
-            if !matches!(self.ty(*p), Ty::Array { .. }) {
+            if !matches!(self.ty(*p), Ty::Array { .. } | Ty::Scalar(_)) {
                 return None;
             }
             st.sinks.insert(self.uses.root(*p));
@@ -204,6 +204,16 @@ impl Emitter<'_> {
             Expr::Lin(LinOp::Scale { s: a, x }) => {
                 scalar(x) && matches!(self.atom_ty(a), Ty::Scalar(_))
             }
+            // A scalar accumulator: `acc + v` adds every lane's `v`.
+            Expr::Lin(LinOp::Add(x, y))
+                if st.sinks.contains(&root(x)) != st.sinks.contains(&root(y)) =>
+            {
+                if !scalar(x) || !scalar(y) {
+                    return false;
+                }
+                st.sinks.extend(s.lin_binds.iter().map(root));
+                return true;
+            }
             Expr::Lin(LinOp::Add(x, y)) => scalar(x) && scalar(y),
             Expr::Lin(LinOp::Drop(x)) => scalar(x),
             Expr::Lin(LinOp::Index { x, .. }) => st.captured.contains(&root(x)),
@@ -285,8 +295,8 @@ impl Emitter<'_> {
         st.vary.extend(lam.params[1..].iter().map(root));
         for (p, v) in lam.lin_params.iter().zip(&l.lin_init) {
             match self.ty(*p) {
+                _ if st.sinks.contains(&root(v)) => st.sinks.insert(root(p)),
                 Ty::Scalar(_) => st.vary.insert(root(p)),
-                Ty::Array { .. } if st.sinks.contains(&root(v)) => st.sinks.insert(root(p)),
                 _ => return false,
             };
         }
@@ -296,7 +306,7 @@ impl Emitter<'_> {
         // Results: array state comes back as accumulators, outputs are
         // scalars.
         for (p, v) in lam.lin_params.iter().zip(&lam.body.lin_results) {
-            if matches!(self.ty(*p), Ty::Array { .. }) && !st.sinks.contains(&root(v)) {
+            if st.sinks.contains(&root(p)) != st.sinks.contains(&root(v)) {
                 return false;
             }
         }
@@ -461,6 +471,18 @@ impl Emitter<'_> {
                 );
                 per_lane(quote!(#f * #a))
             }
+            Expr::Lin(LinOp::Add(x, y))
+                if st.sinks.contains(&self.uses.root(*x))
+                    || st.sinks.contains(&self.uses.root(*y)) =>
+            {
+                let (acc, v) = if st.sinks.contains(&self.uses.root(*x)) {
+                    (x, y)
+                } else {
+                    (y, x)
+                };
+                let (acc, total) = (self.name(*acc), self.lane_total(*v, st));
+                quote!(#acc + #total)
+            }
             Expr::Lin(LinOp::Add(x, y)) => {
                 let (a, b) = (
                     self.lane_operand(&Atom::Var(*x), st),
@@ -482,7 +504,7 @@ impl Emitter<'_> {
         let vars: Vec<Var> = s.binds.iter().chain(&s.lin_binds).copied().collect();
         for v in &vars {
             let r = if st.sinks.contains(&self.uses.root(*v)) {
-                super::types::Repr::Owned
+                owned_repr(self.ty(*v))
             } else {
                 super::types::Repr::Val
             };
@@ -506,7 +528,6 @@ impl Emitter<'_> {
         let acc = self.own_lin(x, site);
         let v = self.name(val);
         let varying_val = self.varying_var(val, st);
-        let rt = rt();
         if idx.iter().any(|a| self.varying_atom(a, st)) {
             let ix: Vec<TokenStream> = idx
                 .iter()
@@ -523,24 +544,34 @@ impl Emitter<'_> {
             quote!({ let mut __u = #acc; for __l in 0..#LANES { __u[[#(#ix),*]] += #vl; } __u })
         } else {
             let ix: Vec<TokenStream> = idx.iter().map(|a| self.usize_of(a)).collect();
-            let sum = if let Some(f) = st.factors.get(&self.uses.root(val)) {
-                let base = self.name(f.base);
-                let mut e = quote!(#rt::lanes_sum(#base));
-                for a in f.scales.iter().rev() {
-                    let a = self.scalar(a);
-                    e = quote!((#a * #e));
-                }
-                if f.neg {
-                    quote!(-#e)
-                } else {
-                    e
-                }
-            } else if varying_val {
-                quote!(#rt::lanes_sum(#v))
-            } else {
-                quote!(#LANES as f64 * #v)
-            };
+            let sum = self.lane_total(val, st);
             quote!({ let mut __u = #acc; __u[[#(#ix),*]] += #sum; __u })
+        }
+    }
+
+    /// The sum over the block's lanes of the linear scalar `val`, in a fixed
+    /// order: `lanes_sum(val)`, with the invariant factors of a factored
+    /// value applied to the sum of its base ([`Strip::factors`]), and
+    /// `LANES · val` for an invariant one.
+    fn lane_total(&self, val: Var, st: &Strip) -> TokenStream {
+        let rt = rt();
+        let v = self.name(val);
+        if let Some(f) = st.factors.get(&self.uses.root(val)) {
+            let base = self.name(f.base);
+            let mut e = quote!(#rt::lanes_sum(#base));
+            for a in f.scales.iter().rev() {
+                let a = self.scalar(a);
+                e = quote!((#a * #e));
+            }
+            if f.neg {
+                quote!(-#e)
+            } else {
+                e
+            }
+        } else if self.varying_var(val, st) {
+            quote!(#rt::lanes_sum(#v))
+        } else {
+            quote!(#LANES as f64 * #v)
         }
     }
 
@@ -600,7 +631,7 @@ impl Emitter<'_> {
             if st.sinks.contains(&self.uses.root(*p)) {
                 let (t, init) = (owned_ty(self.ty(*p)), self.own_lin(*v, site));
                 pre.extend(quote!(let mut #name: #t = #init;));
-                self.set_repr(*p, super::types::Repr::Owned);
+                self.set_repr(*p, owned_repr(self.ty(*p)));
             } else {
                 let (t, init) = (self.lanes_ty(*p)?, self.whole(&Atom::Var(*v), st, true));
                 pre.extend(quote!(let mut #name: #t = #init;));
@@ -772,7 +803,8 @@ mod tests {
             "#[differentiable] fn rows(w: &Array1<f64>, x: &Array2<f64>) -> Array1<f64> { x }\n\
              #[differentiable] fn branch(w: &Array1<f64>, x: &Array2<f64>) -> Array1<f64> { x }\n\
              #[differentiable] fn tri(x: &Array1<f64>) -> Array1<f64> { x }\n\
-             #[differentiable] fn sum(w: &Array1<f64>, x: &Array2<f64>) -> f64 { 0.0 }",
+             #[differentiable] fn sum(w: &Array1<f64>, x: &Array2<f64>) -> f64 { 0.0 }\n\
+             #[differentiable(wrt(a))] fn scale(a: f64, x: &Array2<f64>) -> f64 { 0.0 }",
         );
         let rows = krate.expand_idents(quote! {
             fn rows(w: &Array1<f64>, x: &Array2<f64>) -> Array1<f64> {
@@ -835,5 +867,21 @@ mod tests {
             }
         });
         assert!(sum.iter().any(|t| t == "lanes_sum"), "{sum:?}");
+        // Only a scalar parameter differentiated: its cotangent is a scalar
+        // accumulator of the reverse.
+        let scale = krate.expand_idents(quote! {
+            fn scale(a: f64, x: &Array2<f64>) -> f64 {
+                let mut s = 0.0;
+                for i in 0..x.nrows() {
+                    let mut t = 0.0;
+                    for r in 0..x.ncols() {
+                        t += x[[i, r]];
+                    }
+                    s += (a * t).tanh();
+                }
+                s
+            }
+        });
+        assert!(scale.iter().any(|t| t == "lanes_sum"), "{scale:?}");
     }
 }
