@@ -3,7 +3,9 @@
 //! - `If` is a Rust `if` whose branches are blocks ending in their results.
 //! - An accumulation loop ([`ad_core_ir::accumulate`], the transpose of a
 //!   build) runs its body as a closure over ranges of iterations through
-//!   `ad_runtime::accumulate_chunked`: fixed chunks, in parallel when large.
+//!   `ad_runtime::accumulate_chunked`: fixed chunks, in parallel when large;
+//!   within a chunk, blocks of 8 iterations strip-mined when legal
+//!   (`strip.rs`), then the rest one by one.
 //! - Another `Loop` is a `for` loop over `0..n` (or reversed) with the state in
 //!   `let mut` variables named after the body's state parameters; each
 //!   iteration's results are evaluated into temporaries, then assigned (so
@@ -14,6 +16,8 @@
 //!   (a per-thread reused buffer) declared before the statement, and is
 //!   bound as a view of it: a loop nested in a loop or kernel allocates
 //!   nothing after its first run.
+//! - A `Build` whose body may be strip-mined (`strip.rs`) calls
+//!   `ad_runtime::build_lanes` with the scalar body and the lane body.
 //! - `Build` and `Map` call the runtime's `build`/`map`/`zip_map`/`zip3_map`
 //!   (parallel above its threshold, sequential when nested in another
 //!   kernel) with the body as a closure returning all its results; several

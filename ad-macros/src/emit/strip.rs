@@ -1,8 +1,10 @@
-//! Strip-mining of builds: [`LANES`] consecutive indices of a build's first
-//! axis computed together, every value that depends on that index held as
-//! `[T; LANES]` (scalar expansion), so that the per-index dependency chains
-//! of the body's inner loops (a running sum `z += l * xc`) overlap instead of
-//! running one after the other.
+//! Strip-mining of builds and accumulation loops: [`LANES`] consecutive
+//! indices of a build's first axis (or iterations of an accumulation loop,
+//! the reverse of a build or of a reducing loop) computed together, every
+//! value that depends on that index held as `[T; LANES]` (scalar
+//! expansion), so that the per-index dependency chains of the body's inner
+//! loops (a running sum `z += l * xc`) overlap instead of running one after
+//! the other, and LLVM can put the lanes in vector registers.
 //!
 //! ```text
 //! build [n, k] |i, j| {                 build_lanes([n, k], f, |(i0, j)| {
@@ -28,10 +30,30 @@
 //! on a varying condition, an array built per index, a call, a linear
 //! value) keeps the build scalar.
 //!
-//! **Exactness.** Each lane performs the operations of the scalar body at
-//! its index, in the same order: the result is the same bits as the scalar
-//! build (`ad_runtime::build_lanes`'s contract; rows past the last full block
-//! run the scalar body).
+//! An accumulation loop ([`Emitter::strip_accumulation_plan`]) obeys the
+//! same rule, and its linear values are varying scalars, accumulators
+//! (arrays updated by `+=`, scalars by `ladd`: one update per block adds the
+//! lanes' sum), reads of captured linear arrays at a varying index, or
+//! invariant linear scalars (a captured cotangent) that reach an
+//! accumulator only through a varying factor.
+//!
+//! ```text
+//! loop n (; g = g0) |i| {              while i0 + 8 <= hi {           (chunk lo..hi)
+//!   let x = index x[i, 0]                let x: [f64; 8] = ..
+//!   let ; d = lscale x, ct               let d: [f64; 8] = [x[l] * ct for l]
+//!   let ; g1 = lupdate g[0] += d  =>     g[0] += ct * lanes_sum(x)    (factor moved out)
+//!   yield ; g1                           i0 += 8
+//! }                                    }
+//!                                      for i in i0..hi { scalar body }
+//! ```
+//!
+//! **Exactness.** In a build each lane performs the operations of the
+//! scalar body at its index, in the same order: the result is the same bits
+//! as the scalar build (`ad_runtime::build_lanes`'s contract; rows past the
+//! last full block run the scalar body). An accumulator receives a block's
+//! lanes summed in a fixed pairwise order (`ad_runtime::lanes_sum`), and
+//! `accumulate_chunked` starts every chunk at a multiple of 8: another
+//! rounding than the scalar loop's, the same for any number of threads.
 
 use super::func::{Emitter, R};
 use super::lanes::{lane_fn, leads_in, LaneKey, Lead};
@@ -59,9 +81,9 @@ pub struct Strip {
     /// Varying per-iteration outputs of loops: `&[T]` holding iteration
     /// `k`'s lanes at `k * LANES..`, read by element.
     arrays: BTreeSet<Var>,
-    /// Linear arrays that accumulate (the accumulation loop's state and
-    /// what updates of it bind): invariant, each update adds every lane's
-    /// contribution.
+    /// Accumulators (the accumulation loop's linear state, arrays or
+    /// scalars, and what updates of them bind): invariant, each update adds
+    /// every lane's contribution.
     sinks: BTreeSet<Var>,
     /// Linear arrays captured by an accumulation body: read only, by
     /// element at varying indices.
@@ -106,13 +128,15 @@ impl Emitter<'_> {
         }
     }
 
-    /// The plan of the body `lam` of an accumulation loop (state: linear
-    /// arrays only) if it may be strip-mined, else `None`: as for a build,
-    /// and every linear value is a varying scalar, an accumulator array
-    /// (only updated by `+=`, threaded through loops, returned), or a
-    /// captured array read by element at a varying index. So no linear
-    /// contribution is invariant (which one pass per block would count once
-    /// instead of `LANES` times): each comes from a varying read.
+    /// The plan of the body `lam` of an accumulation loop (linear state
+    /// only) if it may be strip-mined, else `None`: as for a build, and
+    /// every linear value is a varying scalar, an accumulator (an array
+    /// updated by `+=`, a scalar by `ladd`, threaded through loops,
+    /// returned), a captured array read by element at a varying index, or an
+    /// invariant scalar that becomes varying when scaled by a varying factor
+    /// before it reaches an accumulator. So no linear contribution is
+    /// invariant (which one pass per block would count once instead of
+    /// `LANES` times).
     pub fn strip_accumulation_plan(&self, lam: &Lambda) -> Option<Strip> {
         if lam.params.len() != 1 || !lam.body.results.is_empty() {
             return None;
