@@ -14,30 +14,12 @@
 //! primal was already found dead.
 
 use crate::ir::*;
-use crate::visit::{blocks_mut, free_vars_stmt, map_operands};
+use crate::visit::{free_vars_stmt, map_operands};
 use std::collections::BTreeSet;
 
 /// Removes dead linear loop state everywhere in `f`. Returns whether anything changed.
 pub fn dead_lin_state(f: &mut Func) -> bool {
-    block(&mut f.body)
-}
-
-fn block(b: &mut Block) -> bool {
-    let mut changed = false;
-    for s in &mut b.stmts {
-        for blk in blocks_mut(&mut s.expr) {
-            changed |= block(blk);
-        }
-    }
-    let mut j = 0;
-    while j < b.stmts.len() {
-        if let Some(new) = try_loop(b, j) {
-            changed = true;
-            j = new;
-        }
-        j += 1;
-    }
-    changed
+    super::rewrite_stmts(&mut f.body, &mut try_loop)
 }
 
 /// The linear variables a statement reads (operands and captures).

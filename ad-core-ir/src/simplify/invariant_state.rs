@@ -28,32 +28,18 @@
 //! `dup` before the loop), so no variable is created.
 
 use crate::ir::*;
-use crate::visit::{blocks_mut, free_vars_stmt};
+use crate::visit::free_vars_stmt;
 
 /// Turns invariant linear loop state into captures everywhere in `f`.
 /// Returns whether anything changed.
 pub fn invariant_lin_state(f: &mut Func) -> bool {
-    block(&mut f.body)
-}
-
-fn block(b: &mut Block) -> bool {
-    let mut changed = false;
-    for s in &mut b.stmts {
-        for blk in blocks_mut(&mut s.expr) {
-            changed |= block(blk);
-        }
-    }
-    let mut j = 0;
-    while j < b.stmts.len() {
-        if let Some(k) = invariant_slot(&b.stmts[j]) {
-            rewrite(b, j, k);
-            changed = true;
-            j += 1; // the loop moved one down, after its `dup`
-        } else {
-            j += 1;
-        }
-    }
-    changed
+    super::rewrite_stmts(&mut f.body, &mut |b, j| {
+        let k = invariant_slot(&b.stmts[j])?;
+        rewrite(b, j, k);
+        // The loop moved to `j + 1`, after its `dup`: visit it again for
+        // its other slots.
+        Some(j)
+    })
 }
 
 /// The first invariant linear state slot of the loop statement `s`, if any.

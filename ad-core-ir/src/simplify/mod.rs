@@ -132,6 +132,33 @@ pub fn sweep(f: &mut Func, prog: &Program, opts: &Options) -> bool {
     changed
 }
 
+/// Applies `at(b, j)` to every statement `j` of `b` and of its nested
+/// blocks, inner blocks first. `at` returns `Some(k)` when it rewrote the
+/// block, `k` being the index after which the walk goes on (statements up
+/// to `k` are not visited again), or `None`. Returns whether anything
+/// changed. The walk of the passes that rewrite a loop statement in its
+/// block (`dead_state`, `invariant_state`).
+pub(crate) fn rewrite_stmts(
+    b: &mut Block,
+    at: &mut dyn FnMut(&mut Block, usize) -> Option<usize>,
+) -> bool {
+    let mut changed = false;
+    for s in &mut b.stmts {
+        for blk in crate::visit::blocks_mut(&mut s.expr) {
+            changed |= rewrite_stmts(blk, at);
+        }
+    }
+    let mut j = 0;
+    while j < b.stmts.len() {
+        if let Some(k) = at(b, j) {
+            changed = true;
+            j = k;
+        }
+        j += 1;
+    }
+    changed
+}
+
 /// The rules that keep every value bit for bit (no reassociation), run on a
 /// primal before JVP so that it differentiates fused loops and tables:
 /// [`fuse_into_loop`], [`tabulate`], then DCE, repeated (at most

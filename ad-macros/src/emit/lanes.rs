@@ -44,6 +44,27 @@ pub enum Lead {
 /// indices.
 pub type LaneKey = (Var, Vec<Lead>);
 
+/// An element read a loop may take a lane for ([`Emitter::lane_reads`]).
+pub struct LaneRead {
+    /// The lane: the array's alias root and the leading indices.
+    pub key: LaneKey,
+    /// The array as read.
+    pub arr: Var,
+    /// All the indices of the read.
+    pub idx: Vec<Atom>,
+    /// Whether the array is linear.
+    pub linear: bool,
+    /// The element's Rust type.
+    pub elem: TokenStream,
+}
+
+impl LaneRead {
+    /// The leading indices (all but the last).
+    pub fn leads(&self) -> &[Atom] {
+        &self.idx[..self.idx.len() - 1]
+    }
+}
+
 impl Emitter<'_> {
     /// The lane key of the element read `arr[idx]`, if it is one of a rank
     /// 1-3 array.
@@ -89,48 +110,55 @@ impl Emitter<'_> {
         lam: &Lambda,
         skip: &dyn Fn(&LaneKey) -> bool,
     ) -> (TokenStream, Vec<LaneKey>) {
-        let free = free_vars_lambda(lam);
-        let outside: BTreeSet<Var> = free.nl.iter().map(|v| self.uses.root(*v)).collect();
-        let mut reads = vec![];
-        element_reads(&lam.body, &mut reads);
         let mut out = TokenStream::new();
         let mut keys = vec![];
-        for (arr, idx, linear) in reads {
-            let Some(key) = self.lane_key(arr, &idx) else {
-                continue;
-            };
-            let bound_outside = if linear {
-                free.lin.contains(&arr) && self.uses.lin_read_only(arr)
-            } else {
-                outside.contains(&key.0)
-            };
-            if !bound_outside
-                || !leads_in(&key, &outside)
-                || skip(&key)
-                || self.lanes.contains_key(&key)
-            {
+        for r in self.lane_reads(lam) {
+            let read_only = !r.linear || self.uses.lin_read_only(r.arr);
+            if !read_only || skip(&r.key) || self.lanes.contains_key(&r.key) {
                 continue;
             }
-            let Some(elem) = self.ty(key.0).elem() else {
-                continue;
-            };
-            let t = elem_ty(elem);
-            let lane = self.fresh("lane");
-            let a = self.var_ref(key.0);
-            let ix: Vec<TokenStream> = idx[..idx.len() - 1]
-                .iter()
-                .map(|a| self.usize_of(a))
-                .collect();
+            let (t, lane, a) = (&r.elem, self.fresh("lane"), self.var_ref(r.key.0));
+            let ix: Vec<TokenStream> = r.leads().iter().map(|a| self.usize_of(a)).collect();
             let f = lane_fn(ix.len());
             let rt = rt();
             out.extend(quote!(
                 let #lane = #rt::#f(#a #(, #ix)*);
                 let #lane: &[#t] = &#lane;
             ));
-            self.lanes.insert(key.clone(), lane);
-            keys.push(key);
+            self.lanes.insert(r.key.clone(), lane);
+            keys.push(r.key);
         }
         (out, keys)
+    }
+
+    /// The element reads in the loop body `lam` (nested blocks included)
+    /// of rank 1-3 arrays whose array and leading indices are bound outside
+    /// it: the lanes the loop may take before it (`take_lanes_except`, and
+    /// per strip-mined lane in `strip.rs`).
+    pub(super) fn lane_reads(&self, lam: &Lambda) -> Vec<LaneRead> {
+        let free = free_vars_lambda(lam);
+        let outside: BTreeSet<Var> = free.nl.iter().map(|v| self.uses.root(*v)).collect();
+        let lin_outside: BTreeSet<Var> = free.lin.iter().map(|v| self.uses.root(*v)).collect();
+        let mut reads = vec![];
+        element_reads(&lam.body, &mut reads);
+        reads
+            .into_iter()
+            .filter_map(|(arr, idx, linear)| {
+                let key = self.lane_key(arr, &idx)?;
+                let bound = if linear { &lin_outside } else { &outside };
+                if !bound.contains(&key.0) || !leads_in(&key, &outside) {
+                    return None;
+                }
+                let elem = elem_ty(self.ty(key.0).elem()?);
+                Some(LaneRead {
+                    key,
+                    arr,
+                    idx,
+                    linear,
+                    elem,
+                })
+            })
+            .collect()
     }
 
     /// Forgets lanes taken by [`Emitter::take_lanes`] (their loop is

@@ -56,7 +56,7 @@
 //! rounding than the scalar loop's, the same for any number of threads.
 
 use super::func::{Emitter, R};
-use super::lanes::{lane_fn, leads_in, LaneKey, Lead};
+use super::lanes::{lane_fn, LaneKey, Lead};
 use super::scalar::prim_tokens;
 use super::types::{elem_ty, flat, owned_repr, owned_ty, rt};
 use ad_core_ir::ir::{ArrayOp, Atom, Block, Expr, Lambda, LinOp, Loop, Stmt, Var};
@@ -296,8 +296,9 @@ impl Emitter<'_> {
         }
     }
 
-    /// A varying loop: counted by an invariant; its non-linear and linear
-    /// scalar state varies, its linear array state accumulates; non-linear
+    /// A varying loop: counted by an invariant; its state initialised from
+    /// an accumulator accumulates, its other scalar state (non-linear and
+    /// linear) varies; non-linear
     /// scalar per-iteration outputs become lane arrays; a legal body.
     fn vary_loop(&self, l: &Loop, s: &Stmt, st: &mut Strip) -> bool {
         let root = |v: &Var| self.uses.root(*v);
@@ -756,40 +757,25 @@ impl Emitter<'_> {
         st: &Strip,
         trip: &Ident,
     ) -> (TokenStream, Vec<LaneKey>) {
-        let free = free_vars_lambda(lam);
-        let outside: BTreeSet<Var> = free.nl.iter().map(|v| self.uses.root(*v)).collect();
-        let lin_outside: BTreeSet<Var> = free.lin.iter().map(|v| self.uses.root(*v)).collect();
-        let mut reads = vec![];
-        super::lanes::element_reads(&lam.body, &mut reads);
         let mut out = TokenStream::new();
         let mut keys = vec![];
-        for (arr, idx, linear) in reads {
-            let Some(key) = self.lane_key(arr, &idx) else {
-                continue;
-            };
-            let bound_outside = if linear {
-                lin_outside.contains(&key.0) && st.captured.contains(&key.0)
+        for r in self.lane_reads(lam) {
+            let held = if r.linear {
+                st.captured.contains(&r.key.0)
             } else {
-                outside.contains(&key.0) && !st.arrays.contains(&key.0)
+                !st.arrays.contains(&r.key.0)
             };
-            let varying_lead = key
+            let varying_lead = r
+                .key
                 .1
                 .iter()
                 .any(|l| matches!(l, Lead::Var(v) if st.vary.contains(v)));
-            if !bound_outside
-                || !leads_in(&key, &outside)
-                || !varying_lead
-                || self.strip_lanes.contains_key(&key)
-            {
+            if !held || !varying_lead || self.strip_lanes.contains_key(&r.key) {
                 continue;
             }
-            let Some(elem) = self.ty(key.0).elem() else {
-                continue;
-            };
-            let t = elem_ty(elem);
-            let lane = self.fresh("lane");
-            let a = self.var_ref(key.0);
-            let ix: Vec<TokenStream> = idx[..idx.len() - 1]
+            let (t, lane, a) = (&r.elem, self.fresh("lane"), self.var_ref(r.key.0));
+            let ix: Vec<TokenStream> = r
+                .leads()
                 .iter()
                 .map(|i| {
                     let t = self.lane_operand(i, st);
@@ -804,8 +790,8 @@ impl Emitter<'_> {
                     #trip,
                 );
             ));
-            self.strip_lanes.insert(key.clone(), lane);
-            keys.push(key);
+            self.strip_lanes.insert(r.key.clone(), lane);
+            keys.push(r.key);
         }
         (out, keys)
     }
