@@ -50,18 +50,26 @@ fn forward(input: &Input, h: &Halves) -> R<Forward> {
         format!("`{}` does not return the signature's results", h.fwd)
     })?;
     let (pstmts, pargs) = primal_args(sig);
-    let (ys, ypat) = temps("y", h.fwd_reprs.len());
+    let (ys, _) = temps("y", h.fwd_reprs.len());
     let fwd = &h.fwd;
-    let mut stmts = quote!(#pstmts let #ypat = #fwd(#(#pargs),*););
+    // Residuals the closure owns as they come are bound as `__rk` at once;
+    // views are copied.
+    let mut pats: Vec<TokenStream> = ys[..n_out].iter().map(|y| quote!(#y)).collect();
+    let mut copies = TokenStream::new();
     let mut rs = vec![];
     for (k, (y, r)) in ys[n_out..].iter().zip(&h.fwd_reprs[n_out..]).enumerate() {
         let rk = ident(&format!("__r{k}"));
-        stmts.extend(match r {
-            Repr::View => quote!(let #rk = #y.to_owned();),
-            Repr::Owned | Repr::Val => quote!(let #rk = #y;),
-        });
+        match r {
+            Repr::View => {
+                pats.push(quote!(#y));
+                copies.extend(quote!(let #rk = #y.to_owned();));
+            }
+            Repr::Owned | Repr::Val => pats.push(quote!(#rk)),
+        }
         rs.push(quote!(#rk));
     }
+    let ypat = flat(&pats);
+    let stmts = quote!(#pstmts let #ypat = #fwd(#(#pargs),*); #copies);
     // The copies are owned: the closure passes views of them, and clones of
     // tuples holding arrays (it may be called more than once).
     let owned_reprs: Vec<Repr> = h.fwd_reprs[n_out..]

@@ -146,6 +146,11 @@ pub fn body(
         .chain(f.lin_params.iter().zip(lin_params))
     {
         e.repr.insert(*v, r);
+        // A parameter of the emitted function with the variable's own name
+        // (`halves::ir_params`) needs no binding.
+        if x.to_string() == e.names[v.0 as usize].to_string() {
+            continue;
+        }
         pats.push(e.binder(*v));
         tys.push(repr_ty(f.vars.ty(*v), r));
         vals.push(x);
@@ -425,13 +430,39 @@ impl<'a> Emitter<'a> {
         Ok(quote!({ #stmts #r }))
     }
 
-    /// Binds variables to a value: `let (a, b): (A, B) = expr;`.
-    pub fn let_(&mut self, vars: &[Var], reprs: &[Repr], expr: TokenStream) -> TokenStream {
+    /// Binds variables to a value: `let (a, b): (A, B) = expr;`, or
+    /// `let (a, b) = expr;` when every value is a `Copy` scalar (or tuple
+    /// of scalars) and `self_typed`: the expression has one type of its own
+    /// (every one the emitter writes does, suffixed literals and typed
+    /// operands, except a call, which may be the user's generic
+    /// `Default::default()`), and the type would only add tokens for rustc
+    /// to read (issue 12).
+    pub fn let_(
+        &mut self,
+        vars: &[Var],
+        reprs: &[Repr],
+        expr: TokenStream,
+        self_typed: bool,
+    ) -> TokenStream {
         for (v, r) in vars.iter().zip(reprs) {
             self.repr.insert(*v, *r);
         }
+        let scalars = self_typed
+            && vars
+                .iter()
+                .zip(reprs)
+                .all(|(v, r)| *r == Repr::Val && types::is_copy(self.ty(*v)));
         match vars {
             [] => quote!(let _ = #expr;),
+            [v] if scalars => {
+                let p = self.binder(*v);
+                quote!(let #p = #expr;)
+            }
+            _ if scalars => {
+                let pats: Vec<_> = vars.iter().map(|v| self.binder(*v)).collect();
+                let p = types::tuple(&pats);
+                quote!(let #p = #expr;)
+            }
             [v] => {
                 let (p, t) = (self.binder(*v), repr_ty(self.ty(*v), reprs[0]));
                 quote!(let #p: #t = #expr;)
@@ -453,9 +484,7 @@ impl<'a> Emitter<'a> {
     pub fn stmt(&mut self, s: &Stmt) -> R<TokenStream> {
         let site = self.uses.stmt(s);
         let out = match &s.expr {
-            Expr::Atom(Atom::Var(_)) if s.binds.len() == 1 && self.uses.is_alias(s.binds[0]) => {
-                return Ok(TokenStream::new())
-            }
+            _ if self.uses.aliases_only(s) => return Ok(TokenStream::new()),
             Expr::Atom(a) => Out::one(Self::lit(a), Repr::Val),
             Expr::Prim(p, args) => self.prim(*p, args)?,
             Expr::Tuple(xs) => self.tuple_expr(xs, site),
@@ -486,7 +515,8 @@ impl<'a> Emitter<'a> {
             self.local_views.extend(vars.iter().copied());
         }
         let before = std::mem::take(&mut self.before);
-        let bind = self.let_(&vars, &out.reprs, out.expr);
+        let self_typed = !matches!(s.expr, Expr::Call(_));
+        let bind = self.let_(&vars, &out.reprs, out.expr, self_typed);
         Ok(quote!(#before #bind))
     }
 }

@@ -156,7 +156,7 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
     // The forward half, views of parameters returned as views.
     let fwd = func(cx.prog, &d.names.fwd)?;
     let lt = quote!('__a);
-    let (decls, binds) = canonical_params(&param_tys(fwd, false), "x", &lt);
+    let (decls, binds) = ir_params(fwd, false, &lt);
     let (b, fwd_reprs) = body(cx, fwd, binds, vec![], true)?;
     let nested = nested_fns(cx)?;
     let rtys: Vec<TokenStream> = result_tys(fwd)
@@ -176,36 +176,32 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
 
     // The linear maps at given residuals.
     let elided = quote!('_);
-    // A function of non-linear parameters `__{nl}k` and linear ones
-    // `__{what}k`, returning owned results.
-    let mut owned_half =
-        |f: &Func, (nl, what): (&str, &str), doc: String, name: &Ident| -> R<Vec<Repr>> {
-            let (rdecls, rbinds) = canonical_params(&param_tys(f, false), nl, &elided);
-            let (ldecls, lbinds) = canonical_params(&param_tys(f, true), what, &elided);
-            let (b, _) = body(cx, f, rbinds, lbinds, false)?;
-            let nested = nested_fns(cx)?;
-            items.extend(item(
-                doc,
-                name,
-                quote!(),
-                rdecls.into_iter().chain(ldecls).collect(),
-                result_ty(f),
-                b,
-                nested,
-            ));
-            Ok(result_tys(f).iter().map(owned_repr).collect())
-        };
+    // A function of the IR function's parameters, returning owned results.
+    let mut owned_half = |f: &Func, doc: String, name: &Ident| -> R<Vec<Repr>> {
+        let (rdecls, rbinds) = ir_params(f, false, &elided);
+        let (ldecls, lbinds) = ir_params(f, true, &elided);
+        let (b, _) = body(cx, f, rbinds, lbinds, false)?;
+        let nested = nested_fns(cx)?;
+        items.extend(item(
+            doc,
+            name,
+            quote!(),
+            rdecls.into_iter().chain(ldecls).collect(),
+            result_ty(f),
+            b,
+            nested,
+        ));
+        Ok(result_tys(f).iter().map(owned_repr).collect())
+    };
     let lin = func(cx.prog, &d.names.lin)?;
     let lin_reprs = owned_half(
         lin,
-        ("r", "dx"),
         format!(" The linear map of [`{fname}`] at the residuals of its forward half."),
         &lin_name,
     )?;
     let lin_t = func(cx.prog, &d.names.lin_t)?;
     let lin_t_reprs = owned_half(
         lin_t,
-        ("r", "ct"),
         format!(" The transposed linear map of [`{fname}`] at the residuals of its forward half."),
         &lin_t_name,
     )?;
@@ -214,7 +210,6 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
     let jvp = func(cx.prog, &d.names.jvp)?;
     let jvp_reprs = owned_half(
         jvp,
-        ("x", "dx"),
         format!(" Forward mode of [`{fname}`] (canonical signature)."),
         &jvp_name,
     )?;
@@ -325,6 +320,26 @@ fn result_tys(f: &Func) -> Vec<Ty> {
         .map(|a| ad_core_ir::typing::atom_ty(a, &f.vars))
         .chain(f.body.lin_results.iter().map(|v| f.vars.ty(*v).clone()))
         .collect()
+}
+
+/// Parameter declarations of a function emitted for the IR function `f`,
+/// named as its body names them (so that [`body`] binds nothing), with the
+/// canonical convention; its non-linear parameters, or its linear ones.
+pub fn ir_params(
+    f: &Func,
+    lin: bool,
+    lt: &TokenStream,
+) -> (Vec<TokenStream>, Vec<(TokenStream, Repr)>) {
+    let names = super::names::var_names(f);
+    let ps = if lin { &f.lin_params } else { &f.params };
+    ps.iter()
+        .map(|v| {
+            let (n, ty) = (&names[v.0 as usize], f.vars.ty(*v));
+            let repr = canonical_repr(ty);
+            let t = repr_ty_in(ty, repr, lt);
+            (quote!(#n: #t), (quote!(#n), repr))
+        })
+        .unzip()
 }
 
 /// Parameter declarations `__{what}k: T` (views borrowing for `lt`) and their

@@ -460,9 +460,7 @@ impl Emitter<'_> {
         };
         let per_lane = |e: TokenStream| quote!(::core::array::from_fn(|__l| #e));
         let expr = match &s.expr {
-            Expr::Atom(Atom::Var(_)) if s.binds.len() == 1 && self.uses.is_alias(s.binds[0]) => {
-                return Ok(TokenStream::new())
-            }
+            _ if self.uses.aliases_only(s) => return Ok(TokenStream::new()),
             Expr::Atom(a) => self.whole(a, st, true),
             Expr::Prim(p, args) => {
                 let x: Vec<TokenStream> = args.iter().map(|a| self.lane_operand(a, st)).collect();

@@ -1002,7 +1002,7 @@ fn public_signatures() {
     );
     assert_eq!(
         sig_of("f_vjp"),
-        quote!(fn f_vjp(x: f64, w: &Array1<f64>, n: usize, ct: f64) -> (f64, (f64, ::linad::ndarray::Array<f64, ::linad::ndarray::Ix1>))).to_string()
+        quote!(fn f_vjp(x: f64, w: &Array1<f64>, n: usize, ct: f64) -> (f64, (f64, ::linad::ndarray::Array1<f64>))).to_string()
     );
 }
 

@@ -4,8 +4,8 @@
 //! |---|---|---|
 //! | `f64`, `i64`, `bool` | `Val` | `f64`, `i64`, `bool` |
 //! | tuple of scalars | `Val` | a tuple (`Copy`) |
-//! | array | `Owned` | `Array<E, IxR>` |
-//! | array | `View` | `ArrayView<'_, E, IxR>` (parameters, slices of them) |
+//! | array | `Owned` | `ArrayR<E>` (`Array<E, IxR>`) |
+//! | array | `View` | `ArrayViewR<'_, E>` (parameters, slices of them) |
 //! | tuple with arrays | `Owned` | a tuple of owned parts |
 //! | opaque (a callee's kept residuals) | `Owned` | the type the IR names (`m::__linad_g_res`) |
 //! | opaque | `View` | a reference to it (parameters of linear halves) |
@@ -93,16 +93,35 @@ pub fn dim_ty(rank: usize) -> TokenStream {
     }
 }
 
-/// `Array<E, IxR>`.
+/// `ArrayR<E>` (ndarray's alias of `Array<E, IxR>`: the short spelling
+/// keeps the emitted tokens few, issue 12).
 pub fn array_ty(elem: Scalar, rank: usize) -> TokenStream {
-    let (nd, e, d) = (nd(), elem_ty(elem), dim_ty(rank));
-    quote!(#nd::Array<#e, #d>)
+    let (nd, e) = (nd(), elem_ty(elem));
+    match rank {
+        0 => quote!(#nd::Array0<#e>),
+        1 => quote!(#nd::Array1<#e>),
+        2 => quote!(#nd::Array2<#e>),
+        3 => quote!(#nd::Array3<#e>),
+        4 => quote!(#nd::Array4<#e>),
+        5 => quote!(#nd::Array5<#e>),
+        6 => quote!(#nd::Array6<#e>),
+        _ => quote!(#nd::ArrayD<#e>),
+    }
 }
 
-/// `ArrayView<'a, E, IxR>` for the lifetime `lt`.
+/// `ArrayViewR<'a, E>` (`ArrayView<'a, E, IxR>`) for the lifetime `lt`.
 pub fn view_ty_in(elem: Scalar, rank: usize, lt: &TokenStream) -> TokenStream {
-    let (nd, e, d) = (nd(), elem_ty(elem), dim_ty(rank));
-    quote!(#nd::ArrayView<#lt, #e, #d>)
+    let (nd, e) = (nd(), elem_ty(elem));
+    match rank {
+        0 => quote!(#nd::ArrayView0<#lt, #e>),
+        1 => quote!(#nd::ArrayView1<#lt, #e>),
+        2 => quote!(#nd::ArrayView2<#lt, #e>),
+        3 => quote!(#nd::ArrayView3<#lt, #e>),
+        4 => quote!(#nd::ArrayView4<#lt, #e>),
+        5 => quote!(#nd::ArrayView5<#lt, #e>),
+        6 => quote!(#nd::ArrayView6<#lt, #e>),
+        _ => quote!(#nd::ArrayViewD<#lt, #e>),
+    }
 }
 
 /// The Rust type of an owned value of the IR type.

@@ -11,8 +11,9 @@
 //! - A linear variable is used exactly once (the checker's rule); it may be
 //!   moved unless the use is inside a lambda its binder is outside of.
 //!
-//! Copies (`let y = x`, `Expr::Atom` of a variable) are not emitted: `y` is
-//! an alias of `x` (both are immutable), and uses of `y` count as uses of `x`.
+//! Copies (`let y = x`, `Expr::Atom` of a variable, and both results of a
+//! linear scalar's `dup`) are not emitted: `y` is an alias of `x` (both are
+//! immutable `Copy` values), and uses of `y` count as uses of `x`.
 //!
 //! The analysis also finds the arrays that are only *read element by
 //! element* (every use is an element `Index` or a `Shape`): such an array
@@ -79,9 +80,11 @@ impl Uses {
         self.last.contains_key(&self.root(v))
     }
 
-    /// Whether `v` is an alias (its binder emits no code).
-    pub fn is_alias(&self, v: Var) -> bool {
-        self.alias.contains_key(&v)
+    /// Whether a statement only binds aliases (a copy, a scalar `dup`): it
+    /// emits no code.
+    pub fn aliases_only(&self, s: &Stmt) -> bool {
+        let binds = || s.binds.iter().chain(&s.lin_binds);
+        binds().next().is_some() && binds().all(|v| self.alias.contains_key(v))
     }
 
     /// The site of a statement.
@@ -155,6 +158,16 @@ impl Uses {
             let r = self.root(*x);
             self.alias.insert(*y, r);
             return;
+        }
+        // A `dup` of a linear scalar: both results are the one `Copy` value.
+        if let Expr::Lin(LinOp::Dup(x)) = &s.expr {
+            if matches!(vars.ty(*x), Ty::Scalar(_)) {
+                let r = self.root(*x);
+                for y in &s.lin_binds {
+                    self.alias.insert(*y, r);
+                }
+                return;
+            }
         }
         let mut nl: Vec<Var> = vec![];
         let mut lin: Vec<Var> = vec![];

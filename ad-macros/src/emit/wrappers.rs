@@ -6,7 +6,7 @@
 //! meet), and an epilogue nesting the flat results as the signature says.
 
 use super::func::{body, Ctx, R};
-use super::halves::{canonical_params, halves, param_tys, Halves, Set};
+use super::halves::{canonical_params, halves, ir_params, Halves, Set};
 use super::names::{self, ident};
 use super::types::{array_ty, flat, owned_ty, rt, tuple, tuple_ty, Repr};
 use super::Input;
@@ -76,8 +76,8 @@ pub(super) fn nested_fns(cx: &Ctx) -> R<TokenStream> {
         done += 1;
         let f = func(cx.prog, &name)?;
         let elided = quote!('_);
-        let (decls, params) = canonical_params(&param_tys(f, false), "x", &elided);
-        let (ldecls, lparams) = canonical_params(&param_tys(f, true), "dx", &elided);
+        let (decls, params) = ir_params(f, false, &elided);
+        let (ldecls, lparams) = ir_params(f, true, &elided);
         let (b, _) = body(cx, f, params, lparams, false)?;
         let ret = result_ty(f);
         let n = names::internal_fn(&name);
@@ -300,8 +300,10 @@ pub(super) fn check(cond: bool, msg: impl FnOnce() -> String) -> R<()> {
     }
 }
 
-/// The user's parameters converted to the canonical convention and bound to
-/// `__{what}0..`: the binding statements and the arguments of a half.
+/// The user's parameters converted to the canonical convention: the
+/// statements binding the conversions that make an owned array to
+/// `__{what}k` (the half borrows it), and the arguments of a half (the
+/// other conversions, a view or a scalar, written in place).
 pub(super) fn canonical_args<'p>(
     params: impl Iterator<Item = (&'p Ident, &'p ParamKind)>,
     what: &str,
@@ -309,12 +311,14 @@ pub(super) fn canonical_args<'p>(
     let mut stmts = TokenStream::new();
     let mut args = vec![];
     for (k, (id, kind)) in params.enumerate() {
-        let n = ident(&format!("__{what}{k}"));
         let (x, r) = convert_param(id, kind);
-        stmts.extend(quote!(let #n = #x;));
         args.push(match r {
-            Repr::Owned => quote!(#n.view()),
-            Repr::View | Repr::Val => quote!(#n),
+            Repr::Owned => {
+                let n = ident(&format!("__{what}{k}"));
+                stmts.extend(quote!(let #n = #x;));
+                quote!(#n.view())
+            }
+            Repr::View | Repr::Val => x,
         });
     }
     (stmts, args)
@@ -519,7 +523,7 @@ fn hidden_blocks(input: &Input, cx: &Ctx, h: &Halves) -> R<TokenStream> {
     let (vis, fname) = (&sig.vis, &sig.ident);
     let elided = quote!('_);
     let primal = func(cx.prog, &input.lowered.name)?;
-    let (pdecls, pbinds) = canonical_params(&primal.param_tys(), "x", &elided);
+    let (pdecls, pbinds) = ir_params(primal, false, &elided);
     let (b, _) = body(cx, primal, pbinds, vec![], false)?;
     let nested = nested_fns(cx)?;
     let mut out = hidden_fn(
