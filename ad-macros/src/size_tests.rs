@@ -6,11 +6,19 @@ use crate::inline::count;
 use proc_macro2::TokenStream;
 use std::time::Instant;
 
-/// Expands every `#[differentiable]` function of a file: (source tokens,
-/// expanded tokens, seconds spent expanding).
-fn sizes(file: &str) -> (usize, usize, f64) {
+/// One `#[differentiable]` function of a file: its name, its tokens, its
+/// expansion, and the seconds spent expanding it.
+struct Expansion {
+    name: String,
+    source: TokenStream,
+    expanded: TokenStream,
+    secs: f64,
+}
+
+/// Expands every `#[differentiable]` function of a file.
+fn expansions(file: &str) -> Vec<Expansion> {
     let file: syn::File = syn::parse_str(file).expect("the file parses");
-    let (mut src, mut out, mut secs) = (0, 0, 0.0);
+    let mut out = vec![];
     for item in file.items {
         let syn::Item::Fn(mut f) = item else { continue };
         let Some(k) = f
@@ -25,23 +33,40 @@ fn sizes(file: &str) -> (usize, usize, f64) {
             syn::Meta::List(l) => l.tokens,
             _ => TokenStream::new(),
         };
-        let item = quote::quote!(#f);
-        src += count(item.clone());
+        let source = quote::quote!(#f);
         let t = Instant::now();
-        let expanded = expand(args, item);
-        secs += t.elapsed().as_secs_f64();
-        out += count(expanded);
+        let expanded = expand(args, source.clone());
+        out.push(Expansion {
+            name: f.sig.ident.to_string(),
+            source,
+            expanded,
+            secs: t.elapsed().as_secs_f64(),
+        });
     }
-    (src, out, secs)
+    out
+}
+
+/// Expands every `#[differentiable]` function of a file: (source tokens,
+/// expanded tokens, seconds spent expanding).
+fn sizes(file: &str) -> (usize, usize, f64) {
+    expansions(file)
+        .into_iter()
+        .fold((0, 0, 0.0), |(s, o, t), e| {
+            (s + count(e.source), o + count(e.expanded), t + e.secs)
+        })
+}
+
+/// The text of the file `LINAD_EXPANSION_FILE`.
+fn expansion_file() -> String {
+    let path = std::env::var("LINAD_EXPANSION_FILE").expect("LINAD_EXPANSION_FILE is set");
+    std::fs::read_to_string(&path).expect("the file is readable")
 }
 
 /// The expansion of the file `LINAD_EXPANSION_FILE` (bench/compile-time).
 #[test]
 #[ignore]
 fn expansion_size() {
-    let path = std::env::var("LINAD_EXPANSION_FILE").expect("LINAD_EXPANSION_FILE is set");
-    let text = std::fs::read_to_string(&path).expect("the file is readable");
-    let (src, out, secs) = sizes(&text);
+    let (src, out, secs) = sizes(&expansion_file());
     println!(
         "source tokens {src}, expanded tokens {out}, expansion {:.1} ms",
         secs * 1e3
@@ -71,4 +96,42 @@ fn typical_expansion_is_compact() {
         ratio < 70.0,
         "expansion is {ratio:.1}x the source ({out} / {src} tokens)"
     );
+}
+
+/// Tokens of the expansion of `LINAD_EXPANSION_FILE` by generated item,
+/// the function's name replaced by `f` (`__linad_f_jvp`): where the tokens
+/// go. `LINAD_EXPANSION_FILE=$PWD/target/compile-time/linad/src/lib.rs
+/// cargo test --release -p ad-macros --lib expansion_breakdown -- --ignored
+/// --nocapture` after `bench/compile-time`.
+#[test]
+#[ignore]
+fn expansion_breakdown() {
+    let mut by: std::collections::BTreeMap<String, usize> = Default::default();
+    for e in expansions(&expansion_file()) {
+        let out: syn::File = syn::parse2(e.expanded).expect("the expansion parses");
+        for it in out.items {
+            let key = match &it {
+                syn::Item::Fn(g) => g.sig.ident.to_string(),
+                syn::Item::Type(t) => format!("type {}", t.ident),
+                syn::Item::Struct(t) => format!("struct {}", t.ident),
+                _ => "other items".to_string(),
+            };
+            *by.entry(key.replace(&e.name, "f")).or_default() += count(quote::quote!(#it));
+        }
+    }
+    let mut v: Vec<_> = by.into_iter().collect();
+    v.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    for (k, n) in v {
+        println!("{n:>8} {k}");
+    }
+}
+
+/// Prints the expansion of every function of `LINAD_EXPANSION_FILE` (pipe
+/// it through `rustfmt` to read it).
+#[test]
+#[ignore]
+fn expansion_print() {
+    for e in expansions(&expansion_file()) {
+        println!("{}", e.expanded);
+    }
 }

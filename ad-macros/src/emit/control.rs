@@ -149,25 +149,44 @@ impl Emitter<'_> {
         let (stmts, results, _) = body?;
         self.drop_lanes(lane_keys);
         before.extend(inner);
-        let temps: Vec<Ident> = results.iter().map(|_| self.fresh("r")).collect();
-        let tpat: Vec<TokenStream> = temps.iter().map(|t| quote!(#t)).collect();
-        let (tpat, rv) = (tuple(&tpat), tuple(&results));
         // results = [s'.., y.., ls'.., ly..]
         let (p, q) = (nr - k, nlr - m);
         let order: Vec<usize> = (0..k).chain(nr..nr + m).collect();
         let outs: Vec<usize> = (k..nr).chain(nr + m..nr + m + q).collect();
         debug_assert_eq!(outs.len(), p + q);
-        let assign_state = state.iter().zip(&order).map(|(v, j)| {
-            let (n, t) = (self.name(*v), &temps[*j]);
-            quote!(#n = #t;)
-        });
-        let push = stacks.iter().zip(&outs).zip(&out_tys).map(|((st, j), ty)| {
-            let t = &temps[*j];
-            match ty {
-                Ty::Scalar(_) => quote!(#st[#step] = #t;),
-                _ => quote!(#st.push(#t);),
-            }
-        });
+        let assign = if out_tys.iter().all(|t| matches!(t, Ty::Scalar(_))) {
+            // Every result goes to a place: the state, or a slot of a stack.
+            let places: Vec<TokenStream> = state
+                .iter()
+                .map(|v| {
+                    let n = self.name(*v);
+                    quote!(#n)
+                })
+                .chain(stacks.iter().map(|st| quote!(#st[#step])))
+                .collect();
+            let rs: Vec<TokenStream> = order
+                .iter()
+                .chain(&outs)
+                .map(|j| results[*j].clone())
+                .collect();
+            assign_all(&places, &rs)
+        } else {
+            let temps: Vec<Ident> = results.iter().map(|_| self.fresh("r")).collect();
+            let tpat: Vec<TokenStream> = temps.iter().map(|t| quote!(#t)).collect();
+            let (tpat, rv) = (tuple(&tpat), tuple(&results));
+            let assign_state = state.iter().zip(&order).map(|(v, j)| {
+                let (n, t) = (self.name(*v), &temps[*j]);
+                quote!(#n = #t;)
+            });
+            let push = stacks.iter().zip(&outs).zip(&out_tys).map(|((st, j), ty)| {
+                let t = &temps[*j];
+                match ty {
+                    Ty::Scalar(_) => quote!(#st[#step] = #t;),
+                    _ => quote!(#st.push(#t);),
+                }
+            });
+            quote!(let #tpat = #rv; #(#assign_state)* #(#push)*)
+        };
         let range = if l.rev {
             quote!((0..#n).rev())
         } else {
@@ -177,9 +196,7 @@ impl Emitter<'_> {
             for #step in #range {
                 let #ib: i64 = #step as i64;
                 #stmts
-                let #tpat = #rv;
-                #(#assign_state)*
-                #(#push)*
+                #assign
             }
         );
         // Final values: state, then stacked outputs (non-linear before linear).
@@ -252,7 +269,7 @@ impl Emitter<'_> {
         let (lanes, lane_keys) = self.take_lanes(lam);
         views.extend(lanes);
         let (stmts, results, _) = self.closed_block_parts(&lam.body, false)?;
-        let temps: Vec<Ident> = results.iter().map(|_| self.fresh("r")).collect();
+        let assign = assign_all(&names, &results);
         // Blocks of LANES iterations strip-mined (`strip.rs`), then the
         // remaining ones one by one (ascending blocks also for a reversed
         // loop: its iterations only add into the state, in any order).
@@ -267,15 +284,14 @@ impl Emitter<'_> {
             let body = body?;
             let res = self.strip_lin_results(&lam.body);
             let s0 = self.fresh("s");
-            let lts: Vec<Ident> = res.iter().map(|_| self.fresh("r")).collect();
+            let lassign = assign_all(&names, &res);
             lanes_loop = quote!(
                 #buffers
                 let mut #s0: usize = #lo;
                 while #s0 + #p <= #hi {
                     let #ib: [i64; #p] = ::core::array::from_fn(|__l| (#s0 + __l) as i64);
                     #body
-                    let (#(#lts,)*) = (#(#res,)*);
-                    #(#names = #lts;)*
+                    #lassign
                     #s0 += #p;
                 }
             );
@@ -322,19 +338,18 @@ impl Emitter<'_> {
                 #n.saturating_mul(#work),
                 #init,
                 || (#(#zeros,)*),
-                |__state: (#(#owned,)*), #lo: usize, #hi: usize| {
+                |__state, #lo, #hi| {
                     #views
                     let (#(mut #names,)*) = __state;
                     #lanes_loop
                     for #step in #range {
                         let #ib: i64 = #step as i64;
                         #stmts
-                        let (#(#temps,)*) = (#(#results,)*);
-                        #(#names = #temps;)*
+                        #assign
                     }
                     (#(#names,)*)
                 },
-                |#a: &mut (#(#owned,)*), #b: (#(#owned,)*)| { #(#adds)* },
+                |#a, #b| { #(#adds)* },
             );
             #r
         });
@@ -800,10 +815,8 @@ impl Emitter<'_> {
         self.set_repr(x, xrepr);
         let xb = self.binder(x);
         let (stmts, results, _) = self.closed_block_parts(&lam.body, false)?;
-        let temps: Vec<Ident> = results.iter().map(|_| self.fresh("r")).collect();
-        let tpat: Vec<TokenStream> = temps.iter().map(|t| quote!(#t)).collect();
-        let (tpat, rv) = (tuple(&tpat), tuple(&results));
         let accs: Vec<Ident> = lam.params[..k].iter().map(|p| self.name(*p)).collect();
+        let assign = assign_all(&accs, &results);
         let fin: Vec<TokenStream> = accs.iter().map(|a| quote!(#a)).collect();
         let fin = flat(&fin);
         Ok(Out {
@@ -812,8 +825,7 @@ impl Emitter<'_> {
                 for #row in 0..#arr.shape()[0] {
                     let #xb = #fetch;
                     #stmts
-                    let #tpat = #rv;
-                    #(#accs = #temps;)*
+                    #assign
                 }
                 #fin
             }),
@@ -827,7 +839,7 @@ impl Emitter<'_> {
     /// ```text
     /// { let mut s = init; let mut trips: i64 = 0;
     ///   loop { let c = { let cs = s.view(); ..; cond }; if !c { break; }
-    ///          ..; let (r,) = (s',); s = r; trips += 1; }
+    ///          ..; s = s'; trips += 1; }
     ///   trips }
     /// ```
     pub fn while_(&mut self, w: &While, s: &Stmt, site: usize) -> R<Out> {
@@ -859,10 +871,8 @@ impl Emitter<'_> {
         let (cstmts, _, _) = self.closed_block_parts(&w.cond.body, false)?;
         let c = self.scalar(cres);
         let (stmts, results, _) = self.closed_block_parts(&w.body.body, false)?;
-        let temps: Vec<Ident> = results.iter().map(|_| self.fresh("r")).collect();
-        let tpat: Vec<TokenStream> = temps.iter().map(|t| quote!(#t)).collect();
-        let (tpat, rv) = (tuple(&tpat), tuple(&results));
         let state: Vec<Ident> = w.body.params.iter().map(|p| self.name(*p)).collect();
+        let assign = assign_all(&state, &results);
         let (trips, go) = (self.fresh("trips"), self.fresh("go"));
         Ok(Out {
             expr: quote!({
@@ -872,8 +882,7 @@ impl Emitter<'_> {
                     let #go: bool = { #see #cstmts #c };
                     if !#go { break; }
                     #stmts
-                    let #tpat = #rv;
-                    #(#state = #temps;)*
+                    #assign
                     #trips += 1;
                 }
                 #trips
@@ -926,5 +935,15 @@ fn zero_of(e: Scalar) -> TokenStream {
         Scalar::F64 => quote!(0.0f64),
         Scalar::I64 => quote!(0i64),
         Scalar::Bool => quote!(false),
+    }
+}
+
+/// `(a, b) = (x, y);` (`a = x;` for one): the state takes the body's
+/// results at once (a destructuring assignment evaluates every right-hand
+/// side before it assigns).
+fn assign_all<N: quote::ToTokens>(names: &[N], results: &[TokenStream]) -> TokenStream {
+    match (names, results) {
+        ([n], [r]) => quote!(#n = #r;),
+        _ => quote!((#(#names,)*) = (#(#results,)*);),
     }
 }
