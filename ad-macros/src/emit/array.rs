@@ -83,13 +83,26 @@ impl Emitter<'_> {
                 idx.len()
             ));
         }
-        let s = self.slice_info(idx, rank);
         let var = arr.var().expect("an array operand is a variable");
+        let sub = |first: TokenStream| self.leading_axes(first, idx);
         Ok(match self.repr(var) {
-            Repr::View => Out::one(quote!(#x.slice_move(#s)), Repr::View),
-            _ if !self.uses.local(var, site) => Out::one(quote!(#x.slice(#s)), Repr::View),
-            _ => Out::one(quote!(#x.slice(#s).to_owned()), Repr::Owned),
+            Repr::View => Out::one(sub(quote!(#x)), Repr::View),
+            _ if !self.uses.local(var, site) => Out::one(sub(quote!(#x.view())), Repr::View),
+            _ => {
+                let v = sub(quote!(#x.view()));
+                Out::one(quote!(#v.to_owned()), Repr::Owned)
+            }
         })
+    }
+
+    /// The view `view` with its leading axes fixed at `idx`:
+    /// `view.index_axis_move(Axis(0), i0).index_axis_move(Axis(0), i1)..`
+    /// (ndarray's cheapest sub-view: no slice descriptor to interpret, the
+    /// same panic on an index out of range).
+    fn leading_axes(&self, view: TokenStream, idx: &[Atom]) -> TokenStream {
+        let nd = nd();
+        let ix = idx.iter().map(|a| self.usize_of(a));
+        quote!(#view #(.index_axis_move(#nd::Axis(0), #ix))*)
     }
 
     /// `target with [idx] = val` (`+=` when `add`), in place on the owned

@@ -483,6 +483,11 @@ impl<'a> Emitter<'a> {
     /// One statement.
     pub fn stmt(&mut self, s: &Stmt) -> R<TokenStream> {
         let site = self.uses.stmt(s);
+        if let Expr::Lin(LinOp::Dup(x)) = &s.expr {
+            if let Some(t) = self.dup_view_then_move(*x, &s.lin_binds, site) {
+                return Ok(t);
+            }
+        }
         let out = match &s.expr {
             _ if self.uses.aliases_only(s) => return Ok(TokenStream::new()),
             Expr::Atom(a) => Out::one(Self::lit(a), Repr::Val),

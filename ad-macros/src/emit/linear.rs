@@ -37,6 +37,45 @@ impl Opnd {
 }
 
 impl Emitter<'_> {
+    /// A `dup` of a local owned array one of whose copies is only read by
+    /// element, all before the other copy's one use (the linear
+    /// read-then-update of an array, `a[p, k]` read, then `a[b, r] = ..`):
+    /// the other copy takes the array (moved, not cloned) and the read copy
+    /// is a view of it, dead before that use (the borrow ends at its last
+    /// read).
+    ///
+    /// ```text
+    /// let ; r, a2 = dup a    =>    let a2 = a; let r = a2.view();
+    /// ```
+    pub fn dup_view_then_move(
+        &mut self,
+        x: Var,
+        binds: &[Var],
+        site: usize,
+    ) -> Option<TokenStream> {
+        let [b0, b1] = *binds else { return None };
+        let local_owned = matches!(self.ty(x), Ty::Array { .. })
+            && self.repr(x) == Repr::Owned
+            && self.uses.local(x, site);
+        if !local_owned {
+            return None;
+        }
+        let (read, other) = if self.uses.lin_element_read(b0) {
+            (b0, b1)
+        } else if self.uses.lin_element_read(b1) {
+            (b1, b0)
+        } else {
+            return None;
+        };
+        if self.uses.last_use(read)? >= self.uses.last_use(other)? {
+            return None;
+        }
+        let (n, o, r) = (self.name(x), self.binder(other), self.binder(read));
+        self.set_repr(other, Repr::Owned);
+        self.set_repr(read, Repr::View);
+        Some(quote!(let #o = #n; let #r = #o.view();))
+    }
+
     fn opnd(&self, v: Var, site: usize) -> Opnd {
         Opnd {
             name: self.name(v),

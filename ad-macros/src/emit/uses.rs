@@ -41,6 +41,8 @@ pub struct Uses {
     escaping: HashSet<Var>,
     /// Linear variables that are only read.
     lin_read: HashSet<Var>,
+    /// Linear arrays whose one use reads one element (or drops them).
+    lin_elem_read: HashSet<Var>,
 }
 
 impl Uses {
@@ -52,7 +54,15 @@ impl Uses {
         }
         u.block(&f.body, 0, &f.vars);
         u.lin_read = lin_read_only(&f.body);
+        u.lin_elem_read = lin_element_reads(&f.body, &f.vars);
         u
+    }
+
+    /// Whether the one use of the linear variable `v` reads one element of
+    /// it (a full-rank `Index`, a scalar: nothing borrows `v` after that
+    /// statement) or drops it.
+    pub fn lin_element_read(&self, v: Var) -> bool {
+        self.lin_elem_read.contains(&v)
     }
 
     /// Whether the linear variable `v` is only read (see the module doc).
@@ -221,14 +231,6 @@ impl Uses {
 /// comes after its binder in pre-order, so one walk over the statements in
 /// reverse pre-order decides each `dup`'s results before the `dup` itself.
 fn lin_read_only(b: &Block) -> HashSet<Var> {
-    fn pre_order<'a>(b: &'a Block, out: &mut Vec<&'a Stmt>) {
-        for s in &b.stmts {
-            out.push(s);
-            for nb in ad_core_ir::visit::blocks(&s.expr) {
-                pre_order(nb, out);
-            }
-        }
-    }
     let mut stmts = vec![];
     pre_order(b, &mut stmts);
     let mut read = HashSet::new();
@@ -244,4 +246,35 @@ fn lin_read_only(b: &Block) -> HashSet<Var> {
         }
     }
     read
+}
+
+/// The linear variables of `b` (at any depth) whose one use is an element
+/// read (a full-rank `Index`) or a `Drop`.
+fn lin_element_reads(b: &Block, vars: &VarTable) -> HashSet<Var> {
+    let mut stmts = vec![];
+    pre_order(b, &mut stmts);
+    let mut out = HashSet::new();
+    for s in stmts {
+        match &s.expr {
+            Expr::Lin(LinOp::Index { x, idx }) if vars.ty(*x).rank() == Some(idx.len()) => {
+                out.insert(*x);
+            }
+            Expr::Lin(LinOp::Drop(x)) => {
+                out.insert(*x);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The statements of `b` at any depth, in pre-order (a statement before the
+/// statements of its nested blocks).
+fn pre_order<'a>(b: &'a Block, out: &mut Vec<&'a Stmt>) {
+    for s in &b.stmts {
+        out.push(s);
+        for nb in ad_core_ir::visit::blocks(&s.expr) {
+            pre_order(nb, out);
+        }
+    }
 }
