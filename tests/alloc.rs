@@ -1,7 +1,8 @@
 //! Reverse mode of element writes `a[i] = ..` / `a[i] += ..` in a loop makes
 //! a number of allocations independent of the loop length (issue 8,
-//! defect 10: the cotangent array was copied on every write). Counted with a
-//! global allocator, per thread.
+//! defect 10: the cotangent array was copied on every write), and so does
+//! forward mode of a loop reading one row of an array and writing the next.
+//! Counted with a global allocator, per thread.
 #![allow(clippy::needless_range_loop)]
 
 mod common;
@@ -234,4 +235,43 @@ fn elementwise_reverse_allocates_a_few_gradients_not_one_per_chunk() {
     assert!(bytes < 6 * grad, "{bytes} bytes for a gradient of {grad}");
     let (f, _) = elementwise_vjp(&x, 1.0);
     assert_eq!(f.to_bits(), elementwise(&x).to_bits());
+}
+
+/// A loop reading one row of an array and writing the next (a chain of
+/// transforms, like HAND's bones): its tangent reads and updates one tangent
+/// array (`dup` of a linear array, one copy only read by element before the
+/// other is updated), never a copy of it per iteration.
+#[differentiable]
+fn chained(rel: &Array2<f64>) -> Array2<f64> {
+    let n = rel.nrows();
+    let mut acc: Array2<f64> = Array2::zeros((n, 2));
+    acc[[0, 0]] = rel[[0, 0]];
+    acc[[0, 1]] = rel[[0, 1]];
+    for b in 1..n {
+        for c in 0..2 {
+            acc[[b, c]] = acc[[b - 1, c]] * rel[[b, c]] + rel[[b, 1 - c]].sin();
+        }
+    }
+    acc
+}
+
+#[test]
+fn chained_tangent_allocates_independently_of_n() {
+    let mut rng = rng("chained");
+    let r = rng.array2(6, 2, -1.0, 1.0);
+    check_derivatives(&r, chained, chained_jvp, |r, ct| chained_vjp(r, ct));
+    let measure = |n: usize| {
+        let r = Array2::from_shape_fn((n, 2), |(i, j)| {
+            0.9 + 0.01 * (i as f64 * 0.37 + j as f64).sin()
+        });
+        allocations(|| {
+            chained_jvp(&r, &r);
+        })
+        .0
+    };
+    assert_eq!(
+        measure(20),
+        measure(2_000),
+        "allocations of one chained_jvp call at n = 20 and n = 2000"
+    );
 }
