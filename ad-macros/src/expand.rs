@@ -243,7 +243,7 @@ fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Err
             }
         }
         text.push_str("// generated Rust\n");
-        text.push_str(&companions.to_string());
+        text.push_str(&formatted(&companions));
         let dump_fn = names::dump(&sig.ident);
         let vis = &sig.vis;
         quote! {
@@ -257,6 +257,15 @@ fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Err
         #companions
         #dump
     })
+}
+
+/// Generated items as Rust source formatted by `prettyplease` (the tokens
+/// as one line if they do not parse as items, which would be a bug).
+fn formatted(items: &TokenStream) -> String {
+    match syn::parse2::<syn::File>(items.clone()) {
+        Ok(file) => prettyplease::unparse(&file),
+        Err(_) => items.to_string(),
+    }
 }
 
 #[cfg(test)]
