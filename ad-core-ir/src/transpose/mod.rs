@@ -38,7 +38,11 @@
 //!
 //! The output uses cotangents freely; [`crate::dupdrop`] makes sharing explicit.
 
-mod control;
+mod branch;
+mod build;
+mod captures;
+mod loops;
+mod map;
 pub(crate) mod shapes;
 
 use crate::build::FuncBuilder;
