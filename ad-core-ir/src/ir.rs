@@ -1223,14 +1223,14 @@ pub struct Program {
     /// `g__jvp(x ; dx) -> (y ; dy)`, `g__lin(x ; dx) -> (; dy)` and
     /// `g__lin_t(x ; ȳ) -> (; x̄)`, which take the primal arguments (not
     /// residuals) and recompute what they need: derivatives checkpoint at
-    /// extern calls (see [`crate::driver::declare_extern`]).
+    /// extern calls (see [`crate::externs::declare_extern`]).
     pub externs: Vec<Func>,
     /// Externs declared linear in some parameters, with a flag per
     /// parameter: such a `g` also comes with `g__linear(a ; x) -> (; y)` (g
     /// itself, its other parameters `a` non-linear) and its transpose
     /// `g__linear_t(a ; ȳ) -> (; x̄)`, which JVP calls directly where only
     /// linear arguments carry tangents (see
-    /// [`crate::driver::declare_linear_extern`]).
+    /// [`crate::externs::declare_linear_extern`]).
     pub linear_externs: Vec<(String, Vec<bool>)>,
     /// Externs whose derivatives also exist with respect to some of their
     /// parameters only (a `#[differentiable(wrt(..))]` callee), with a flag
@@ -1239,7 +1239,7 @@ pub struct Program {
     /// `g__w__lin` and `g__w__lin_t`, which JVP calls where no argument
     /// outside the flagged ones carries a tangent, so the callee computes
     /// no derivative with respect to its constant arguments (see
-    /// [`crate::driver::declare_wrt_extern`]).
+    /// [`crate::externs::declare_wrt_extern`]).
     pub wrt_externs: Vec<(String, Vec<bool>)>,
 }
 

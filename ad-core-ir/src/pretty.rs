@@ -688,27 +688,10 @@ fn referenced(f: &Func) -> BTreeSet<Var> {
     }
     let mut out = BTreeSet::new();
     for s in &f.lin_param_shapes {
-        shape_vars(s, &mut out);
+        visit::shape_vars(s, &mut out);
     }
     block(&f.body, &mut out);
     out
-}
-
-fn shape_vars(s: &ShapeTree, out: &mut BTreeSet<Var>) {
-    match s {
-        ShapeTree::Scalar => {}
-        ShapeTree::Array(ds) => {
-            for d in ds {
-                match d {
-                    Dim::Atom(a) => out.extend(a.var()),
-                    Dim::Of(v, _) => {
-                        out.insert(*v);
-                    }
-                }
-            }
-        }
-        ShapeTree::Tuple(ts) => ts.iter().for_each(|t| shape_vars(t, out)),
-    }
 }
 
 fn write_func(out: &mut String, f: &Func, exact: bool) {

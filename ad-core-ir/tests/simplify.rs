@@ -1822,8 +1822,8 @@ mod pipeline {
 /// checker after every step. Returns the program and `n_results` of `name`.
 mod driver_like {
     use super::*;
-    use ad_core_ir::driver::prune_residuals;
     use ad_core_ir::jvp::jvp_func;
+    use ad_core_ir::prune::prune_residuals;
     use ad_core_ir::transpose::transpose_func;
     use ad_core_ir::unzip::unzip_func;
 

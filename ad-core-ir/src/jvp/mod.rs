@@ -438,7 +438,7 @@ impl<'p> Jvp<'p> {
                 lin_args.push(self.tan_or_zero(a)?);
             }
         }
-        let name = jvp_name(&crate::driver::restricted_name(&c.func));
+        let name = jvp_name(&crate::externs::restricted_name(&c.func));
         self.derivative_call(s, c, name, lin_args)?;
         Ok(true)
     }

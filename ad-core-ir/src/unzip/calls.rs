@@ -80,7 +80,7 @@ impl<'p> Unzip<'p> {
     /// calls `g__lin(args ; dargs)`, which recomputes what it needs from the
     /// arguments (so the arguments are the residuals). At the top level of
     /// the function, where `g` keeps its residuals
-    /// ([`crate::driver::declare_extern_residuals`]), the primal side calls
+    /// ([`crate::externs::declare_extern_residuals`]), the primal side calls
     /// `y, r = g__fwdres(args)` and the linear side `g__linres(r ; dargs)`:
     /// `g`'s primal is not recomputed.
     fn split_extern_call(

@@ -66,9 +66,10 @@ pub use fixed_shape::fixed_shape_vars;
 
 use crate::ir::*;
 use crate::visit::{
-    binders, blocks_mut, free_vars_block, free_vars_stmt, lambdas, rename_stmt, substitute_block,
+    binders, blocks_mut, free_vars_block, free_vars_stmt, lambdas, rename_stmt, shape_vars,
+    substitute_block,
 };
-use shape_residuals::{shape_vars, ShapeCache};
+use shape_residuals::ShapeCache;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 

@@ -18,24 +18,6 @@ use std::collections::{BTreeSet, HashMap};
 /// `(v, axis) -> i64 residual` computed on the primal side of the current block.
 pub(super) type ShapeCache = HashMap<(Var, usize), Var>;
 
-/// Adds the variables a shape reads to `out`.
-pub(super) fn shape_vars(s: &ShapeTree, out: &mut BTreeSet<Var>) {
-    match s {
-        ShapeTree::Scalar => {}
-        ShapeTree::Array(ds) => {
-            for d in ds {
-                match d {
-                    Dim::Atom(Atom::Var(v)) | Dim::Of(v, _) => {
-                        out.insert(*v);
-                    }
-                    Dim::Atom(_) => {}
-                }
-            }
-        }
-        ShapeTree::Tuple(ts) => ts.iter().for_each(|t| shape_vars(t, out)),
-    }
-}
-
 impl<'p> Unzip<'p> {
     /// Rewrites `Dim::Of(v, k)` into an `i64` variable computed by a `shape`
     /// statement appended to `prim`.
