@@ -7,16 +7,38 @@
 //! - `f__lin(r.. ; dx) -> (; dy)` — the linear (forward tangent) function;
 //! - `f__lin_t(r.. ; ȳ) -> (; x̄)` — its transpose (reverse mode).
 //!
-//! Between passes the simplifier runs, residuals the linear function does not
-//! read are removed from both sides, and (with [`Options::check`]) the checker
-//! verifies every output — a checker failure is a compiler bug, reported as
-//! [`DriverError::Internal`].
+//! The pipeline, for each function (callees first), one named step each:
+//!
+//! ```text
+//! normalize     folds lowered to counted loops           crate::normalize
+//! exact         value-exact rules on the primal          crate::simplify::exact
+//! jvp           f__jvp, tangents read freely             crate::jvp::jvp_func_raw
+//! dupdrop       sharing made explicit (Linear A)         crate::dupdrop
+//! simplify      f__jvp
+//! unzip         f__fwd and f__lin (Linear B)             crate::unzip
+//! simplify lin  f__lin
+//! prune         residuals f__lin does not read           crate::prune
+//! simplify fwd  f__fwd
+//! transpose     f__lin_t, cotangents read freely         crate::transpose::transpose_func_raw
+//! dupdrop       sharing made explicit (Linear B)         crate::dupdrop
+//! simplify      f__lin_t
+//! ```
+//!
+//! The `exact` and `simplify` steps run with [`Options::simplify`]. After
+//! every step (with [`Options::check`]) the checker verifies the step's
+//! output — a checker failure is a compiler bug, reported as
+//! [`DriverError::Internal`] — except after `jvp` and `transpose`, whose
+//! outputs read linear variables any number of times until `dupdrop` has
+//! run. With [`Options::trace`], [`Derivatives::trace`] records every step's
+//! output. [`differentiate_rule`] starts at `simplify` from a given `f__jvp`.
 
 use crate::check::{check_func, Mode};
+use crate::dupdrop::insert_dup_drop;
 use crate::ir::*;
-use crate::jvp::{jvp_func, jvp_name, linear_name, JvpError};
+use crate::jvp::{jvp_func_raw, jvp_name, linear_name, JvpError};
+use crate::normalize::lower_folds;
 use crate::prune::prune_residuals;
-use crate::transpose::{transpose_func, transpose_name, TransposeError};
+use crate::transpose::{transpose_func_raw, transpose_name, TransposeError};
 use crate::unzip::{fwd_name, lin_name, unzip_func, UnzipError};
 use std::collections::{BTreeSet, HashSet};
 use std::fmt;
@@ -35,6 +57,9 @@ pub struct Options {
     pub simplify: bool,
     /// Run the checker on every output.
     pub check: bool,
+    /// Record every pass's output in [`Derivatives::trace`] (a debug dump;
+    /// off by default, and nothing is printed when off).
+    pub trace: bool,
 }
 
 impl Default for Options {
@@ -42,6 +67,7 @@ impl Default for Options {
         Options {
             simplify: true,
             check: true,
+            trace: false,
         }
     }
 }
@@ -146,6 +172,10 @@ pub struct Derivatives {
     pub names: Names,
     /// Number of primal results of `fwd` (residuals follow).
     pub n_results: usize,
+    /// With [`Options::trace`], `(pass, output)` for every pass in the order
+    /// they ran (callees first): the pass's name and the function(s) it
+    /// produced, pretty-printed. Empty without it.
+    pub trace: Vec<(String, String)>,
 }
 
 /// The functions `name` calls, transitively, callees first (then `name`).
@@ -211,10 +241,108 @@ fn verify(prog: &Program, f: &Func, mode: Mode, opts: &Options) -> Result<(), Dr
     })
 }
 
-/// Applies the simplifier (when enabled) to one function.
-fn simplify(f: &mut Func, prog: &Program, opts: &Options) {
-    if opts.simplify {
+/// One run of the driver: its options and, with [`Options::trace`], the
+/// record of every pass's output.
+struct Pipeline<'o> {
+    opts: &'o Options,
+    trace: Vec<(String, String)>,
+}
+
+impl<'o> Pipeline<'o> {
+    fn new(opts: &'o Options) -> Self {
+        Pipeline {
+            opts,
+            trace: vec![],
+        }
+    }
+
+    /// Ends step `pass`, whose outputs are `fs`: records them (with
+    /// [`Options::trace`]) and runs the checker on each in `mode` (with
+    /// [`Options::check`]). `mode` is `None` for an output that reads linear
+    /// variables freely (before `dupdrop`), which the checker would refuse.
+    fn after(
+        &mut self,
+        pass: &str,
+        prog: &Program,
+        fs: &[&Func],
+        mode: Option<Mode>,
+    ) -> Result<(), DriverError> {
+        if self.opts.trace {
+            let printed: Vec<String> = fs
+                .iter()
+                .map(|f| crate::pretty::func_to_string(f))
+                .collect();
+            self.trace.push((pass.to_string(), printed.join("\n")));
+        }
+        match mode {
+            Some(mode) => fs.iter().try_for_each(|f| verify(prog, f, mode, self.opts)),
+            None => Ok(()),
+        }
+    }
+
+    /// The step `pass` that runs the simplifier on `f` (only with
+    /// [`Options::simplify`]).
+    fn simplify(
+        &mut self,
+        pass: &str,
+        prog: &Program,
+        f: &mut Func,
+        mode: Mode,
+    ) -> Result<(), DriverError> {
+        if !self.opts.simplify {
+            return Ok(());
+        }
         crate::simplify::simplify_func(f, prog, &crate::simplify::Options::default());
+        self.after(pass, prog, &[f], Some(mode))
+    }
+
+    /// Differentiates `fname` of `out` with respect to the parameters
+    /// flagged in `wrt` and adds `__jvp`, `__fwd`, `__lin` and `__lin_t` to
+    /// `out`. Returns the number of primal results of `fwd`.
+    fn derive(
+        &mut self,
+        out: &mut Program,
+        fname: &str,
+        wrt: &[bool],
+    ) -> Result<usize, DriverError> {
+        let mut f = lower_folds(out.func(fname).expect("in the program"));
+        self.after("normalize", out, &[&f], Some(Mode::LinearA))?;
+        // The value-exact rules first (fusion into loops, tabulation): JVP
+        // then differentiates the fused loops rather than the arrays
+        // between them.
+        if self.opts.simplify {
+            crate::simplify::exact(&mut f, &crate::simplify::Options::default());
+            self.after("exact", out, &[&f], Some(Mode::LinearA))?;
+        }
+        let mut j = jvp_func_raw(out, &f, wrt)?;
+        self.after("jvp", out, &[&j], None)?;
+        insert_dup_drop(&mut j);
+        self.after("dupdrop", out, &[&j], Some(Mode::LinearA))?;
+        self.simplify("simplify", out, &mut j, Mode::LinearA)?;
+        out.insert(j.clone());
+        self.unzip_and_transpose(out, &j)
+    }
+
+    /// Unzips the JVP-form function `j` of `out` into `fwd` and `lin`,
+    /// transposes `lin`, and adds the three to `out`. Returns the number of
+    /// primal results of `fwd` (its residuals follow).
+    fn unzip_and_transpose(&mut self, out: &mut Program, j: &Func) -> Result<usize, DriverError> {
+        let u = unzip_func(out, j)?;
+        let (mut fwd, mut lin) = (u.fwd, u.lin);
+        self.after("unzip", out, &[&fwd, &lin], Some(Mode::LinearB))?;
+        self.simplify("simplify lin", out, &mut lin, Mode::LinearB)?;
+        prune_residuals(&mut fwd, &mut lin, u.n_results);
+        self.after("prune", out, &[&fwd, &lin], Some(Mode::LinearB))?;
+        self.simplify("simplify fwd", out, &mut fwd, Mode::LinearB)?;
+        out.insert(fwd);
+        out.insert(lin.clone());
+        let mut t = transpose_func_raw(out, &lin)?;
+        self.after("transpose", out, &[&t], None)?;
+        insert_dup_drop(&mut t);
+        self.after("dupdrop", out, &[&t], Some(Mode::LinearB))?;
+        self.simplify("simplify", out, &mut t, Mode::LinearB)?;
+        out.insert(t);
+        Ok(u.n_results)
     }
 }
 
@@ -227,25 +355,13 @@ pub fn differentiate(
     opts: &Options,
 ) -> Result<Derivatives, DriverError> {
     let order = call_order(prog, name)?;
+    let mut pipeline = Pipeline::new(opts);
     let mut out = prog.clone();
     let mut n_results = 0;
     for fname in &order {
-        // The primal, folds lowered to loops, with the value-exact rules
-        // first (fusion into loops, tabulation): JVP then differentiates the
-        // fused loops rather than the arrays between them.
-        let mut f = crate::normalize::lower_folds(out.func(fname).expect("in the program"));
-        if opts.simplify {
-            crate::simplify::exact(&mut f, &crate::simplify::Options::default());
-        }
-        verify(&out, &f, Mode::LinearA, opts)?;
-        let all = vec![true; f.params.len()];
+        let all = vec![true; out.func(fname).expect("in the program").params.len()];
         let mask = if fname == name { wrt } else { &all[..] };
-        let mut j = jvp_func(&out, &f, mask)?;
-        verify(&out, &j, Mode::LinearA, opts)?;
-        simplify(&mut j, &out, opts);
-        verify(&out, &j, Mode::LinearA, opts)?;
-        out.insert(j.clone());
-        let n = unzip_and_transpose(&mut out, &j, opts)?;
+        let n = pipeline.derive(&mut out, fname, mask)?;
         if fname == name {
             n_results = n;
         }
@@ -254,30 +370,8 @@ pub fn differentiate(
         program: out,
         names: Names::of(name),
         n_results,
+        trace: pipeline.trace,
     })
-}
-
-/// Unzips the JVP-form function `j` of `out` into `fwd` and `lin`, transposes
-/// `lin`, and adds the three to `out`. Returns the number of primal results
-/// of `fwd` (its residuals follow).
-fn unzip_and_transpose(out: &mut Program, j: &Func, opts: &Options) -> Result<usize, DriverError> {
-    let u = unzip_func(out, j)?;
-    let (mut fwd, mut lin) = (u.fwd, u.lin);
-    verify(out, &fwd, Mode::LinearB, opts)?;
-    verify(out, &lin, Mode::LinearB, opts)?;
-    simplify(&mut lin, out, opts);
-    prune_residuals(&mut fwd, &mut lin, u.n_results);
-    simplify(&mut fwd, out, opts);
-    verify(out, &fwd, Mode::LinearB, opts)?;
-    verify(out, &lin, Mode::LinearB, opts)?;
-    out.insert(fwd);
-    out.insert(lin.clone());
-    let mut t = transpose_func(out, &lin)?;
-    verify(out, &t, Mode::LinearB, opts)?;
-    simplify(&mut t, out, opts);
-    verify(out, &t, Mode::LinearB, opts)?;
-    out.insert(t);
-    Ok(u.n_results)
 }
 
 /// The derivatives of `name` given its forward rule instead of its body:
@@ -285,7 +379,8 @@ fn unzip_and_transpose(out: &mut Program, j: &Func, opts: &Options) -> Result<us
 /// (e.g. a user's rule through [`crate::linear_form::linear_form`]). It is
 /// checked, simplified, unzipped and transposed as the JVP pass's output
 /// would be; the primal `name` is the rule's non-linear part (`fwd` without
-/// its residuals), so every derived function agrees with the rule.
+/// its residuals, simplified whatever [`Options::simplify`] says), so every
+/// derived function agrees with the rule.
 pub fn differentiate_rule(
     prog: &Program,
     name: &str,
@@ -293,13 +388,13 @@ pub fn differentiate_rule(
     opts: &Options,
 ) -> Result<Derivatives, DriverError> {
     let names = Names::of(name);
+    let mut pipeline = Pipeline::new(opts);
     let mut out = prog.clone();
     jvp.name = names.jvp.clone();
-    verify(&out, &jvp, Mode::LinearA, opts)?;
-    simplify(&mut jvp, &out, opts);
-    verify(&out, &jvp, Mode::LinearA, opts)?;
+    pipeline.after("rule", &out, &[&jvp], Some(Mode::LinearA))?;
+    pipeline.simplify("simplify", &out, &mut jvp, Mode::LinearA)?;
     out.insert(jvp.clone());
-    let n_results = unzip_and_transpose(&mut out, &jvp, opts)?;
+    let n_results = pipeline.unzip_and_transpose(&mut out, &jvp)?;
     let mut primal = out
         .func(&names.fwd)
         .cloned()
@@ -307,11 +402,12 @@ pub fn differentiate_rule(
     primal.name = name.to_string();
     primal.body.results.truncate(n_results);
     crate::simplify::simplify_func(&mut primal, &out, &crate::simplify::Options::default());
-    verify(&out, &primal, Mode::LinearA, opts)?;
+    pipeline.after("primal", &out, &[&primal], Some(Mode::LinearA))?;
     out.insert(primal);
     Ok(Derivatives {
         program: out,
         names,
         n_results,
+        trace: pipeline.trace,
     })
 }

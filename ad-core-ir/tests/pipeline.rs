@@ -43,6 +43,51 @@ fn x_times_y_plus_sin_x() {
     assert_good(&r);
 }
 
+/// With `Options::trace` the driver records every pass's output, in order,
+/// the last one being the final `f__lin_t`; without it, nothing, and the
+/// derived program is the same either way.
+#[test]
+fn the_trace_records_every_pass_in_order() {
+    use ad_core_ir::driver::{differentiate, Options};
+    use ad_core_ir::pretty::func_to_string;
+    let p0 = Program::default();
+    let mut b = FuncBuilder::new(&p0, "f");
+    let x = b.param("x", Ty::F64);
+    let y = b.param("y", Ty::F64);
+    let xy = b.prim(Prim::Mul, &[x.into(), y.into()]);
+    let s = b.prim(Prim::Sin, &[x.into()]);
+    let r = b.prim(Prim::Add, &[xy.into(), s.into()]);
+    let p = one(b.finish(vec![r.into()], vec![]));
+    let traced = Options {
+        trace: true,
+        ..Options::default()
+    };
+    let d = differentiate(&p, "f", &[true, true], &traced).unwrap();
+    let passes: Vec<&str> = d.trace.iter().map(|(pass, _)| pass.as_str()).collect();
+    assert_eq!(
+        passes,
+        [
+            "normalize",
+            "exact",
+            "jvp",
+            "dupdrop",
+            "simplify",
+            "unzip",
+            "simplify lin",
+            "prune",
+            "simplify fwd",
+            "transpose",
+            "dupdrop",
+            "simplify"
+        ]
+    );
+    let lin_t = d.program.func(&d.names.lin_t).unwrap();
+    assert_eq!(d.trace.last().unwrap().1, func_to_string(lin_t));
+    let quiet = differentiate(&p, "f", &[true, true], &Options::default()).unwrap();
+    assert!(quiet.trace.is_empty());
+    assert_eq!(quiet.program, d.program);
+}
+
 /// `while x > 1 { x = x / 2 }` as the front end lowers it: the trip count,
 /// then a counted loop of the same body.
 #[test]

@@ -1690,6 +1690,7 @@ mod pipeline {
         let raw = DriverOptions {
             simplify: false,
             check: true,
+            ..DriverOptions::default()
         };
         let wrt = vec![true; args.len()];
         let d = if strict {

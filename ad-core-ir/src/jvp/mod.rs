@@ -88,8 +88,22 @@ pub fn jvp_program(prog: &Program) -> Result<Program, JvpError> {
 /// `f__jvp(params ; tangents of the wrt params) -> (results ; tangents of the
 /// differentiable results)` is Linear A. Callees must already have their
 /// `__jvp` versions (differentiated with respect to all parameters) in `prog`.
+///
+/// This is three steps, which the driver runs (and checks) one by one:
+/// folds lowered to loops ([`lower_folds`]), the JVP rules
+/// ([`jvp_func_raw`]) and sharing made explicit ([`insert_dup_drop`]).
 pub fn jvp_func(prog: &Program, f: &Func, wrt: &[bool]) -> Result<Func, JvpError> {
-    let f = lower_folds(f);
+    let mut out = jvp_func_raw(prog, &lower_folds(f), wrt)?;
+    insert_dup_drop(&mut out);
+    Ok(out)
+}
+
+/// The JVP rules of [`jvp_func`] on a function without folds
+/// ([`crate::normalize`]; a fold is an internal error). The output reads
+/// tangents freely: a linear variable may be read several times or never,
+/// so it is Linear A only after [`crate::dupdrop`] has made sharing
+/// explicit.
+pub fn jvp_func_raw(prog: &Program, f: &Func, wrt: &[bool]) -> Result<Func, JvpError> {
     let mut j = Jvp {
         b: FuncBuilder::with_vars(prog, jvp_name(&f.name), f.vars.clone()),
         tan: HashMap::new(),
@@ -117,9 +131,7 @@ pub fn jvp_func(prog: &Program, f: &Func, wrt: &[bool]) -> Result<Func, JvpError
             lin_results.push(j.tan_or_zero(a)?);
         }
     }
-    let mut out = j.b.finish(f.body.results.clone(), lin_results);
-    insert_dup_drop(&mut out);
-    Ok(out)
+    Ok(j.b.finish(f.body.results.clone(), lin_results))
 }
 
 /// The shape of a parameter's tangent, in terms of the parameter.

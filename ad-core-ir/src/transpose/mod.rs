@@ -86,7 +86,21 @@ pub(crate) enum Contrib {
 /// Transposes a Linear B function `L(r ; dx) -> (; dy)` into
 /// `L_t(r ; ct_dy) -> (; ct_dx)`. `L` must have `lin_param_shapes`; callees'
 /// transposes must be in `prog`.
+///
+/// This is two steps, which the driver runs (and checks) one by one: the
+/// transposition rules ([`transpose_func_raw`]) and sharing made explicit
+/// ([`insert_dup_drop`]).
 pub fn transpose_func(prog: &Program, f: &Func) -> Result<Func, TransposeError> {
+    let mut out = transpose_func_raw(prog, f)?;
+    insert_dup_drop(&mut out);
+    Ok(out)
+}
+
+/// The transposition rules of [`transpose_func`]. The output uses
+/// cotangents freely: a linear variable may be read several times or
+/// never, so it is Linear B only after [`crate::dupdrop`] has made sharing
+/// explicit.
+pub fn transpose_func_raw(prog: &Program, f: &Func) -> Result<Func, TransposeError> {
     if f.lin_param_shapes.len() != f.lin_params.len() {
         return Err(TransposeError {
             msg: format!("`{}` has no shapes for its linear parameters", f.name),
@@ -120,7 +134,6 @@ pub fn transpose_func(prog: &Program, f: &Func) -> Result<Func, TransposeError> 
     // A transposed function is never transposed again; its parameters'
     // shapes may name variables of the original body, so it declares none.
     out.lin_param_shapes.clear();
-    insert_dup_drop(&mut out);
     Ok(out)
 }
 
