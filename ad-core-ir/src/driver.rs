@@ -35,20 +35,21 @@
 use crate::check::{check_func, Mode};
 use crate::dupdrop::insert_dup_drop;
 use crate::ir::*;
-use crate::jvp::{jvp_func_raw, jvp_name, linear_name, JvpError};
+use crate::jvp::{jvp_func_raw, JvpError};
 use crate::normalize::lower_folds;
 use crate::prune::prune_residuals;
-use crate::transpose::{transpose_func_raw, transpose_name, TransposeError};
-use crate::unzip::{fwd_name, lin_name, unzip_func, UnzipError};
+use crate::transpose::{transpose_func_raw, TransposeError};
+use crate::unzip::{unzip_func, UnzipError};
 use std::collections::{BTreeSet, HashSet};
 use std::fmt;
 
-// The extern declarations the macro makes before differentiating, under the
-// driver's name (their home is [`crate::externs`]).
+// The extern declarations the macro makes before differentiating and the
+// derived names it looks calls up by, under the driver's name (their homes
+// are [`crate::externs`] and [`crate::names`]).
 pub use crate::externs::{
     declare_extern, declare_extern_residuals, declare_linear_extern, declare_wrt_extern,
-    restricted_name,
 };
+pub use crate::names::{restricted_name, Names};
 
 /// Driver options.
 #[derive(Clone, Debug)]
@@ -118,47 +119,6 @@ impl From<TransposeError> for DriverError {
                 src: e.src,
             },
             None => DriverError::Internal(e.msg),
-        }
-    }
-}
-
-/// The names of the derived functions of one function.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Names {
-    /// `f__jvp`.
-    pub jvp: String,
-    /// `f__fwd`.
-    pub fwd: String,
-    /// `f__lin`.
-    pub lin: String,
-    /// `f__lin_t`.
-    pub lin_t: String,
-    /// `f__linear`: an extern declared linear, as a linear function.
-    pub linear: String,
-    /// `f__linear_t`: its transpose.
-    pub linear_t: String,
-    /// `f__fwdres`: an extern's forward half keeping its residuals as one
-    /// opaque value (see [`declare_extern_residuals`]).
-    pub fwdres: String,
-    /// `f__linres`: its linear map at those residuals.
-    pub linres: String,
-    /// `f__linres_t`: the transpose of that.
-    pub linres_t: String,
-}
-
-impl Names {
-    /// The derived names of `f`.
-    pub fn of(f: &str) -> Names {
-        Names {
-            jvp: jvp_name(f),
-            fwd: fwd_name(f),
-            lin: lin_name(f),
-            lin_t: transpose_name(&lin_name(f)),
-            linear: linear_name(f),
-            linear_t: transpose_name(&linear_name(f)),
-            fwdres: format!("{f}__fwdres"),
-            linres: format!("{f}__linres"),
-            linres_t: transpose_name(&format!("{f}__linres")),
         }
     }
 }

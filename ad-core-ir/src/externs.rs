@@ -17,8 +17,8 @@
 //! ([`declare_wrt_extern`]), kept residuals ([`declare_extern_residuals`])
 //! and declared linearity ([`declare_linear_extern`]).
 
-use crate::driver::Names;
 use crate::ir::*;
+use crate::names::{restricted_name, Names};
 
 /// Declares an extern function `name(params) -> results` of `prog` together
 /// with its derivative building blocks (all differentiable parameters):
@@ -106,12 +106,6 @@ fn flagged_tangents(
         .filter_map(|(t, _)| t.tangent())
         .collect();
     (tp, results.iter().filter_map(|t| t.tangent()).collect())
-}
-
-/// The extern that is `g` differentiated with respect to the parameters its
-/// [`Program::wrt_externs`] entry flags only: `g__w`.
-pub fn restricted_name(g: &str) -> String {
-    format!("{g}__w")
 }
 
 /// As [`declare_extern`], for an extern `g` whose derivatives also exist

@@ -19,6 +19,7 @@ pub mod ir;
 pub mod jvp;
 pub mod linear_form;
 pub mod linear_shapes;
+pub mod names;
 pub mod normalize;
 pub mod parse;
 pub mod pretty;

@@ -37,6 +37,7 @@ mod scalar;
 use crate::build::FuncBuilder;
 use crate::dupdrop::insert_dup_drop;
 use crate::ir::*;
+use crate::names::Derived;
 use crate::normalize::lower_folds;
 use crate::types::Ty;
 use std::collections::HashMap;
@@ -58,17 +59,6 @@ impl fmt::Display for JvpError {
 }
 
 impl std::error::Error for JvpError {}
-
-/// The name of the JVP of function `f`.
-pub fn jvp_name(f: &str) -> String {
-    format!("{f}__jvp")
-}
-
-/// The name of an extern `g` declared linear, as a linear function of its
-/// linear parameters: `g__linear(a ; x) -> (; y)` is `g` itself.
-pub fn linear_name(g: &str) -> String {
-    format!("{g}__linear")
-}
 
 /// Differentiates every function of `prog` with respect to all its
 /// differentiable parameters, callees first; returns `prog` plus the
@@ -105,7 +95,7 @@ pub fn jvp_func(prog: &Program, f: &Func, wrt: &[bool]) -> Result<Func, JvpError
 /// explicit.
 pub fn jvp_func_raw(prog: &Program, f: &Func, wrt: &[bool]) -> Result<Func, JvpError> {
     let mut j = Jvp {
-        b: FuncBuilder::with_vars(prog, jvp_name(&f.name), f.vars.clone()),
+        b: FuncBuilder::with_vars(prog, Derived::Jvp.of(&f.name), f.vars.clone()),
         tan: HashMap::new(),
     };
     for (k, &p) in f.params.iter().enumerate() {
@@ -341,7 +331,7 @@ impl<'p> Jvp<'p> {
         for a in &diff_args {
             lin_args.push(self.tan_or_zero(a)?);
         }
-        self.derivative_call(s, c, jvp_name(&c.func), lin_args)
+        self.derivative_call(s, c, Derived::Jvp.of(&c.func), lin_args)
     }
 
     /// `y ; dy = name(x ; lin_args)` in place of the call `s` of `c`: the
@@ -393,7 +383,7 @@ impl<'p> Jvp<'p> {
         {
             return Ok(false);
         }
-        let name = linear_name(&c.func);
+        let name = Derived::Linear.of(&c.func);
         if self.b.program().func(&name).is_none() {
             return Err(self.err(
                 format!("internal: `{name}` is not declared with the linear extern"),
@@ -450,7 +440,7 @@ impl<'p> Jvp<'p> {
                 lin_args.push(self.tan_or_zero(a)?);
             }
         }
-        let name = jvp_name(&crate::externs::restricted_name(&c.func));
+        let name = Derived::Jvp.of(&Derived::Restricted.of(&c.func));
         self.derivative_call(s, c, name, lin_args)?;
         Ok(true)
     }

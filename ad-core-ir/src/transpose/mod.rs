@@ -48,6 +48,7 @@ pub(crate) mod shapes;
 use crate::build::FuncBuilder;
 use crate::dupdrop::insert_dup_drop;
 use crate::ir::*;
+use crate::names::transpose_name;
 use shapes::Binders;
 use std::collections::HashMap;
 use std::fmt;
@@ -68,11 +69,6 @@ impl fmt::Display for TransposeError {
 }
 
 impl std::error::Error for TransposeError {}
-
-/// The name of the transpose of linear function `f`.
-pub fn transpose_name(f: &str) -> String {
-    format!("{f}_t")
-}
 
 /// One contribution to a cotangent.
 #[derive(Clone, Debug)]

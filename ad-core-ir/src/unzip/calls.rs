@@ -14,8 +14,9 @@
 //! `g__linres` ([`Unzip::split_extern_call`]).
 
 use super::shape_residuals::ShapeCache;
-use super::{base_name, fwd_name, lin_name, Unzip, UnzipError};
+use super::{jvp_base, Unzip, UnzipError};
 use crate::ir::*;
+use crate::names::{Derived, Names};
 use crate::typing::func_sig;
 use crate::visit::free_vars_stmt;
 use std::collections::BTreeSet;
@@ -29,11 +30,11 @@ impl<'p> Unzip<'p> {
         lin: &mut Vec<Stmt>,
         cache: &mut ShapeCache,
     ) -> Result<(), UnzipError> {
-        let base = base_name(&c.func).to_string();
+        let base = jvp_base(&c.func);
         if self.prog.is_extern(&base) {
             return self.split_extern_call(s, c, &base, prim, lin, cache);
         }
-        let fwd = self.prog.func(&fwd_name(&base)).ok_or_else(|| {
+        let fwd = self.prog.func(&Derived::Fwd.of(&base)).ok_or_else(|| {
             self.err(
                 format!("internal: `{}` not unzipped before its caller", c.func),
                 s.src,
@@ -51,7 +52,7 @@ impl<'p> Unzip<'p> {
             binds,
             lin_binds: vec![],
             expr: Expr::Call(Call {
-                func: fwd_name(&base),
+                func: Derived::Fwd.of(&base),
                 args: c.args.clone(),
                 lin_args: vec![],
                 lin_shapes: vec![],
@@ -62,7 +63,7 @@ impl<'p> Unzip<'p> {
             binds: vec![],
             lin_binds: s.lin_binds.clone(),
             expr: Expr::Call(Call {
-                func: lin_name(&base),
+                func: Derived::Lin.of(&base),
                 args: rs.iter().map(|v| Atom::Var(*v)).collect(),
                 lin_args: c.lin_args.clone(),
                 lin_shapes: c.lin_shapes.clone(),
@@ -92,7 +93,7 @@ impl<'p> Unzip<'p> {
         lin: &mut Vec<Stmt>,
         cache: &mut ShapeCache,
     ) -> Result<(), UnzipError> {
-        let names = crate::driver::Names::of(base);
+        let names = Names::of(base);
         // The type of the residuals `g__fwdres` keeps (`g__linres`'s one
         // non-linear parameter), where they are used.
         let kept = match (self.depth, self.prog.func(&names.linres)) {
@@ -109,7 +110,7 @@ impl<'p> Unzip<'p> {
             _ => (
                 base.to_string(),
                 s.binds.clone(),
-                lin_name(base),
+                Derived::Lin.of(base),
                 c.args.clone(),
             ),
         };

@@ -65,6 +65,7 @@ mod stacked;
 pub use fixed_shape::fixed_shape_vars;
 
 use crate::ir::*;
+use crate::names::{Derived, DerivedName};
 use crate::visit::{
     binders, blocks_mut, free_vars_block, free_vars_stmt, lambdas, rename_stmt, shape_vars,
     substitute_block,
@@ -90,19 +91,15 @@ impl fmt::Display for UnzipError {
 
 impl std::error::Error for UnzipError {}
 
-/// The base name of a `f__jvp` function (`f`).
-pub fn base_name(jvp_name: &str) -> &str {
-    jvp_name.strip_suffix("__jvp").unwrap_or(jvp_name)
-}
-
-/// Name of the primal-with-residuals function of `f`.
-pub fn fwd_name(f: &str) -> String {
-    format!("{f}__fwd")
-}
-
-/// Name of the linear function of `f`.
-pub fn lin_name(f: &str) -> String {
-    format!("{f}__lin")
+/// The base of `f__jvp` (`f`); any other name is its own base.
+fn jvp_base(name: &str) -> String {
+    match DerivedName::parse(name) {
+        Some(DerivedName {
+            base,
+            kind: Derived::Jvp,
+        }) => base,
+        _ => name.to_string(),
+    }
 }
 
 /// The result of unzipping one function.
@@ -119,7 +116,7 @@ pub struct Unzipped {
 /// Unzips a Linear A function `f__jvp`. `prog` must contain the `__fwd` and
 /// `__lin` functions of every callee.
 pub fn unzip_func(prog: &Program, f: &Func) -> Result<Unzipped, UnzipError> {
-    let base = base_name(&f.name).to_string();
+    let base = jvp_base(&f.name);
     let top: BTreeSet<Var> = f
         .params
         .iter()
@@ -155,7 +152,7 @@ pub fn unzip_func(prog: &Program, f: &Func) -> Result<Unzipped, UnzipError> {
     let mut results = f.body.results.clone();
     results.extend(residuals.iter().map(|v| Atom::Var(*v)));
     let fwd = Func {
-        name: fwd_name(&base),
+        name: Derived::Fwd.of(&base),
         params: f.params.clone(),
         lin_params: vec![],
         lin_param_shapes: vec![],
@@ -167,7 +164,7 @@ pub fn unzip_func(prog: &Program, f: &Func) -> Result<Unzipped, UnzipError> {
         vars: u.vars.clone(),
     };
     let lin = Func {
-        name: lin_name(&base),
+        name: Derived::Lin.of(&base),
         params: residuals,
         lin_params: f.lin_params.clone(),
         lin_param_shapes,
