@@ -34,12 +34,13 @@
 
 use crate::check::{check_func, Mode};
 use crate::dupdrop::insert_dup_drop;
+use crate::error::{ErrorKind, PassError};
 use crate::ir::*;
-use crate::jvp::{jvp_func_raw, JvpError};
+use crate::jvp::jvp_func_raw;
 use crate::normalize::lower_folds;
 use crate::prune::prune_residuals;
-use crate::transpose::{transpose_func_raw, TransposeError};
-use crate::unzip::{unzip_func, UnzipError};
+use crate::transpose::transpose_func_raw;
+use crate::unzip::unzip_func;
 use std::collections::{BTreeSet, HashSet};
 use std::fmt;
 
@@ -98,27 +99,15 @@ impl fmt::Display for DriverError {
 
 impl std::error::Error for DriverError {}
 
-impl From<JvpError> for DriverError {
-    fn from(e: JvpError) -> Self {
-        DriverError::Unsupported {
-            msg: e.msg,
-            src: e.src,
-        }
-    }
-}
-impl From<UnzipError> for DriverError {
-    fn from(e: UnzipError) -> Self {
-        DriverError::Internal(e.msg)
-    }
-}
-impl From<TransposeError> for DriverError {
-    fn from(e: TransposeError) -> Self {
-        match e.msg.strip_prefix("unsupported: ") {
-            Some(msg) => DriverError::Unsupported {
-                msg: msg.to_string(),
+/// A pass's error by its kind ([`crate::error`]), the message as raised.
+impl From<PassError> for DriverError {
+    fn from(e: PassError) -> Self {
+        match e.kind {
+            ErrorKind::Unsupported => DriverError::Unsupported {
+                msg: e.msg,
                 src: e.src,
             },
-            None => DriverError::Internal(e.msg),
+            ErrorKind::Internal => DriverError::Internal(e.msg),
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod build;
 pub mod check;
 pub mod driver;
 pub mod dupdrop;
+pub mod error;
 pub mod externs;
 pub mod interp;
 pub mod ir;

@@ -88,6 +88,33 @@ fn the_trace_records_every_pass_in_order() {
     assert_eq!(quiet.program, d.program);
 }
 
+/// Errors reach the driver's caller by their kind: a construct reverse
+/// mode cannot handle (raised by transposition's shapes) is the user's
+/// `Unsupported`, with its message as raised.
+#[test]
+fn an_unsupported_construct_is_the_users_error() {
+    use ad_core_ir::driver::{differentiate, DriverError, Options};
+    let p = ad_core_ir::parse::parse_program(
+        "def f(x_0: f64, n_1: i64) -> ([[f64]]) {
+  let b_2: [[f64]] = build [n_1] |i_3: i64| {
+    let s_4: f64 = mul x_0, x_0
+    let r_5: [f64] = broadcast s_4, [3]
+    yield r_5
+  }
+  return b_2
+}",
+    )
+    .unwrap();
+    let e = differentiate(&p, "f", &[true, false], &Options::default()).unwrap_err();
+    assert_eq!(
+        e,
+        DriverError::Unsupported {
+            msg: "reverse mode of a loop, build or map whose differentiable per-iteration (or per-element) result is an array; return scalars per element".into(),
+            src: None,
+        }
+    );
+}
+
 /// `while x > 1 { x = x / 2 }` as the front end lowers it: the trip count,
 /// then a counted loop of the same body.
 #[test]

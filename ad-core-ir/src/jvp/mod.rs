@@ -36,29 +36,16 @@ mod scalar;
 
 use crate::build::FuncBuilder;
 use crate::dupdrop::insert_dup_drop;
+use crate::error::PassError;
 use crate::ir::*;
 use crate::names::Derived;
 use crate::normalize::lower_folds;
 use crate::types::Ty;
 use std::collections::HashMap;
-use std::fmt;
 
-/// A construct JVP cannot differentiate.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JvpError {
-    /// What is not supported.
-    pub msg: String,
-    /// The statement's source id.
-    pub src: Option<SrcId>,
-}
-
-impl fmt::Display for JvpError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.msg)
-    }
-}
-
-impl std::error::Error for JvpError {}
+/// A JVP failure: a construct it cannot differentiate, or an input its
+/// contract rules out (a non-linear function without folds).
+pub type JvpError = PassError;
 
 /// Differentiates every function of `prog` with respect to all its
 /// differentiable parameters, callees first; returns `prog` plus the
@@ -128,10 +115,10 @@ pub fn jvp_func_raw(prog: &Program, f: &Func, wrt: &[bool]) -> Result<Func, JvpE
 fn param_shape(vars: &VarTable, p: Var) -> Result<ShapeTree, JvpError> {
     match vars.ty(p) {
         Ty::Scalar(_) => Ok(ShapeTree::Scalar),
-        Ty::Opaque(_) => Err(JvpError {
-            msg: "internal: the tangent of an opaque parameter".to_string(),
-            src: None,
-        }),
+        Ty::Opaque(_) => Err(JvpError::internal(
+            "internal: the tangent of an opaque parameter",
+            None,
+        )),
         Ty::Array { rank, .. } => Ok(ShapeTree::Array(
             (0..*rank).map(|k| Dim::Of(p, k)).collect(),
         )),
@@ -141,10 +128,10 @@ fn param_shape(vars: &VarTable, p: Var) -> Result<ShapeTree, JvpError> {
                 match t {
                     Ty::Scalar(_) => parts.push(ShapeTree::Scalar),
                     _ => {
-                        return Err(JvpError {
-                            msg: format!("a tuple parameter containing {t} cannot be differentiated yet: pass the array as its own parameter"),
-                            src: None,
-                        })
+                        return Err(JvpError::unsupported(
+                            format!("a tuple parameter containing {t} cannot be differentiated yet: pass the array as its own parameter"),
+                            None,
+                        ))
                     }
                 }
             }
@@ -162,13 +149,6 @@ pub(crate) struct Jvp<'p> {
 }
 
 impl<'p> Jvp<'p> {
-    fn err(&self, msg: impl Into<String>, src: Option<SrcId>) -> JvpError {
-        JvpError {
-            msg: msg.into(),
-            src,
-        }
-    }
-
     /// The tangent of an atom, `None` when it is zero.
     pub(crate) fn tan_of(&self, a: &Atom) -> Option<Var> {
         a.var().and_then(|v| self.tan.get(&v).copied())
@@ -193,7 +173,7 @@ impl<'p> Jvp<'p> {
                 }
                 Ok(ShapeTree::Tuple(shapes))
             }
-            _ => Err(self.err(format!("no shape for {a:?}"), None)),
+            _ => Err(JvpError::internal(format!("no shape for {a:?}"), None)),
         }
     }
 
@@ -289,12 +269,17 @@ impl<'p> Jvp<'p> {
                 }
             }
             Expr::Lin(_) => {
-                return Err(self.err(
+                return Err(JvpError::internal(
                     "jvp of a linear statement: the input must be non-linear",
                     s.src,
                 ))
             }
-            Expr::Fold(_) => return Err(self.err("internal: fold not lowered before jvp", s.src)),
+            Expr::Fold(_) => {
+                return Err(JvpError::internal(
+                    "internal: fold not lowered before jvp",
+                    s.src,
+                ))
+            }
             // A trip count (an i64, no tangent): the primal statement as is.
             Expr::While(_) => self.b.push(s.clone()),
             Expr::Call(c) => self.call(s, c)?,
@@ -309,7 +294,10 @@ impl<'p> Jvp<'p> {
     /// `call f(x)` becomes `call f__jvp(x ; dx)` when any argument has a tangent.
     fn call(&mut self, s: &Stmt, c: &Call) -> Result<(), JvpError> {
         if !c.lin_args.is_empty() {
-            return Err(self.err("jvp of a call with linear arguments", s.src));
+            return Err(JvpError::internal(
+                "jvp of a call with linear arguments",
+                s.src,
+            ));
         }
         let diff_args: Vec<Atom> = c
             .args
@@ -345,7 +333,7 @@ impl<'p> Jvp<'p> {
         lin_args: Vec<Var>,
     ) -> Result<(), JvpError> {
         if self.b.program().func(&name).is_none() {
-            return Err(self.err(
+            return Err(JvpError::internal(
                 format!("internal: `{name}` is not in the program (differentiate callees first)"),
                 s.src,
             ));
@@ -385,7 +373,7 @@ impl<'p> Jvp<'p> {
         }
         let name = Derived::Linear.of(&c.func);
         if self.b.program().func(&name).is_none() {
-            return Err(self.err(
+            return Err(JvpError::internal(
                 format!("internal: `{name}` is not declared with the linear extern"),
                 s.src,
             ));
@@ -468,7 +456,10 @@ impl<'p> Jvp<'p> {
     fn result_shape(&self, y: Var, src: Option<SrcId>) -> Result<ShapeTree, JvpError> {
         match self.b.ty(y) {
             Ty::Scalar(_) => Ok(ShapeTree::Scalar),
-            Ty::Opaque(_) => Err(self.err("internal: the tangent of an opaque result", src)),
+            Ty::Opaque(_) => Err(JvpError::internal(
+                "internal: the tangent of an opaque result",
+                src,
+            )),
             Ty::Array { rank, .. } => Ok(ShapeTree::Array(
                 (0..*rank).map(|k| Dim::Of(y, k)).collect(),
             )),
@@ -476,7 +467,7 @@ impl<'p> Jvp<'p> {
                 let mut parts = vec![];
                 for t in ts.iter().filter(|t| t.is_differentiable()) {
                     if t.rank() != Some(0) {
-                        return Err(self.err("a tuple result containing arrays cannot be differentiated yet: return the arrays separately", src));
+                        return Err(JvpError::unsupported("a tuple result containing arrays cannot be differentiated yet: return the arrays separately", src));
                     }
                     parts.push(ShapeTree::Scalar);
                 }
@@ -558,7 +549,7 @@ impl<'p> Jvp<'p> {
     /// one, repeat; then the body is differentiated once.
     fn loop_(&mut self, s: &Stmt, l: &Loop) -> Result<(), JvpError> {
         if !l.lin_init.is_empty() || !l.body.lin_params.is_empty() {
-            return Err(self.err("jvp of a loop with linear state", s.src));
+            return Err(JvpError::internal("jvp of a loop with linear state", s.src));
         }
         let k = l.init.len();
         let state = &l.body.params[1..];
@@ -689,7 +680,7 @@ impl<'p> Jvp<'p> {
     /// `map(f, xs)` becomes `map(f', xs ; dxs)` over the arrays with tangents.
     fn map(&mut self, s: &Stmt, m: &Map) -> Result<(), JvpError> {
         if !m.lin_arrs.is_empty() {
-            return Err(self.err("jvp of a map over linear arrays", s.src));
+            return Err(JvpError::internal("jvp of a map over linear arrays", s.src));
         }
         let mut lin_arrs = vec![];
         let mut lin_params = vec![];

@@ -88,14 +88,24 @@ impl<'p> Transposer<'p> {
         let first = match (m.arrs.first(), m.lin_arrs.first()) {
             (Some(a), _) => Ok(*a),
             (None, Some(x)) => Err(*x),
-            (None, None) => return Err(self.err("internal: map over no arrays", s.src)),
+            (None, None) => {
+                return Err(TransposeError::internal(
+                    "internal: map over no arrays",
+                    s.src,
+                ))
+            }
         };
         let dims: Vec<Dim> = match first {
             Ok(Atom::Var(a)) => {
                 let r = self.b.ty(a).rank().unwrap_or(0);
                 (0..r).map(|k| Dim::Of(a, k)).collect()
             }
-            Ok(_) => return Err(self.err("internal: map over a literal", s.src)),
+            Ok(_) => {
+                return Err(TransposeError::internal(
+                    "internal: map over a literal",
+                    s.src,
+                ))
+            }
             Err(x) => self.dims_of(x)?,
         };
         let shape: Vec<Atom> = dims.iter().map(|d| self.dim_atom(d)).collect();

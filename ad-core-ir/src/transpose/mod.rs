@@ -51,24 +51,10 @@ use crate::ir::*;
 use crate::names::transpose_name;
 use shapes::Binders;
 use std::collections::HashMap;
-use std::fmt;
 
-/// A transposition failure (an unsupported linear construct).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TransposeError {
-    /// What went wrong.
-    pub msg: String,
-    /// The statement's source id.
-    pub src: Option<SrcId>,
-}
-
-impl fmt::Display for TransposeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.msg)
-    }
-}
-
-impl std::error::Error for TransposeError {}
+/// A transposition failure: an unsupported linear construct (from the
+/// shapes of linear values, `shapes.rs`) or an input its contract rules out.
+pub type TransposeError = crate::error::PassError;
 
 /// One contribution to a cotangent.
 #[derive(Clone, Debug)]
@@ -98,10 +84,10 @@ pub fn transpose_func(prog: &Program, f: &Func) -> Result<Func, TransposeError> 
 /// explicit.
 pub fn transpose_func_raw(prog: &Program, f: &Func) -> Result<Func, TransposeError> {
     if f.lin_param_shapes.len() != f.lin_params.len() {
-        return Err(TransposeError {
-            msg: format!("`{}` has no shapes for its linear parameters", f.name),
-            src: None,
-        });
+        return Err(TransposeError::internal(
+            format!("`{}` has no shapes for its linear parameters", f.name),
+            None,
+        ));
     }
     let binders = Binders::of(f);
     let mut t = Transposer {
@@ -147,13 +133,6 @@ pub(crate) struct Transposer<'p> {
 }
 
 impl<'p> Transposer<'p> {
-    pub(crate) fn err(&self, msg: impl Into<String>, src: Option<SrcId>) -> TransposeError {
-        TransposeError {
-            msg: msg.into(),
-            src,
-        }
-    }
-
     /// The variable whose cotangent list holds `v`'s contributions.
     pub(crate) fn root(&self, mut v: Var) -> Var {
         while let Some(x) = self.alias.get(&v) {
@@ -280,16 +259,14 @@ impl<'p> Transposer<'p> {
 
     /// The shape of forward linear variable `v` (see [`shapes`]).
     pub(crate) fn shape_of(&self, v: Var) -> Result<ShapeTree, TransposeError> {
-        self.binders
-            .shape_of(&self.b.vars, v)
-            .map_err(|m| self.err(m, None))
+        self.binders.shape_of(&self.b.vars, v)
     }
 
     /// The sizes of an array-shaped forward linear variable.
     pub(crate) fn dims_of(&self, v: Var) -> Result<Vec<Dim>, TransposeError> {
         match self.shape_of(v)? {
             ShapeTree::Array(ds) => Ok(ds),
-            other => Err(self.err(
+            other => Err(TransposeError::internal(
                 format!("internal: expected an array shape, found {other:?}"),
                 None,
             )),
@@ -311,9 +288,10 @@ impl<'p> Transposer<'p> {
             | Expr::Tuple(_)
             | Expr::Untuple(_)
             | Expr::Fold(_)
-            | Expr::While(_) => {
-                Err(self.err("internal: a non-linear statement among linear ones", s.src))
-            }
+            | Expr::While(_) => Err(TransposeError::internal(
+                "internal: a non-linear statement among linear ones",
+                s.src,
+            )),
         }
     }
 
@@ -568,7 +546,7 @@ impl<'p> Transposer<'p> {
         }
         let name = transpose_name(&c.func);
         if self.b.program().func(&name).is_none() {
-            return Err(self.err(
+            return Err(TransposeError::internal(
                 format!("internal: `{name}` is not in the program (transpose callees first)"),
                 s.src,
             ));

@@ -45,7 +45,7 @@ impl<'p> Unzip<'p> {
                 Atom::Var(v)
             }
             Ty::Tuple(_) | Ty::Opaque(_) => {
-                return Err(self.err(
+                return Err(UnzipError::internal(
                     format!("internal: a residual of type {ty} in a branch"),
                     None,
                 ))

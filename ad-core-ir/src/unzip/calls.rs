@@ -35,7 +35,7 @@ impl<'p> Unzip<'p> {
             return self.split_extern_call(s, c, &base, prim, lin, cache);
         }
         let fwd = self.prog.func(&Derived::Fwd.of(&base)).ok_or_else(|| {
-            self.err(
+            UnzipError::internal(
                 format!("internal: `{}` not unzipped before its caller", c.func),
                 s.src,
             )

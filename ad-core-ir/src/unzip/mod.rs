@@ -72,24 +72,10 @@ use crate::visit::{
 };
 use shape_residuals::ShapeCache;
 use std::collections::{BTreeSet, HashMap};
-use std::fmt;
 
-/// An unzip failure (an internal error: every JVP output can be unzipped).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UnzipError {
-    /// What went wrong.
-    pub msg: String,
-    /// The statement's source id.
-    pub src: Option<SrcId>,
-}
-
-impl fmt::Display for UnzipError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.msg)
-    }
-}
-
-impl std::error::Error for UnzipError {}
+/// An unzip failure: always [`crate::error::ErrorKind::Internal`] (every
+/// JVP output can be unzipped).
+pub type UnzipError = crate::error::PassError;
 
 /// The base of `f__jvp` (`f`); any other name is its own base.
 fn jvp_base(name: &str) -> String {
@@ -196,13 +182,6 @@ struct Unzip<'p> {
 type Split = (Vec<Stmt>, Vec<Stmt>, Vec<Var>);
 
 impl<'p> Unzip<'p> {
-    fn err(&self, msg: impl Into<String>, src: Option<SrcId>) -> UnzipError {
-        UnzipError {
-            msg: msg.into(),
-            src,
-        }
-    }
-
     /// Splits statements into the primal side and the linear side, trying
     /// the simple cases first: a statement without linear values goes to
     /// `prim` unchanged; one binding no non-linear value goes to `lin` whole
@@ -242,7 +221,7 @@ impl<'p> Unzip<'p> {
                     | Expr::Lin(_)
                     | Expr::Fold(_)
                     | Expr::While(_) => {
-                        return Err(self.err(
+                        return Err(UnzipError::internal(
                             "internal: a simple statement mixes non-linear and linear values",
                             s.src,
                         ))

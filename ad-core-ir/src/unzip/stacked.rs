@@ -49,7 +49,7 @@ impl<'p> Unzip<'p> {
             .map(|v| {
                 let info = self.vars.info(*v).clone();
                 let t = info.ty.stacked(extra).ok_or_else(|| {
-                    self.err(
+                    UnzipError::internal(
                         format!(
                             "internal: residual {} of tuple type {} cannot be stacked",
                             info.name, info.ty
