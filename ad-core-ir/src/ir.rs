@@ -851,6 +851,37 @@ pub enum ArrayOp {
     },
 }
 
+impl ArrayOp {
+    /// The operation's name in printed IR, the keyword [`crate::pretty`]
+    /// prints and [`crate::parse`] reads (`index`, `reduce_sum`, `argmax`,
+    /// ..). Each name is spelled here only.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ArrayOp::Index { .. } => "index",
+            ArrayOp::Update { .. } => "update",
+            ArrayOp::Gather { .. } => "gather",
+            ArrayOp::ScatterAdd { .. } => "scatter_add",
+            ArrayOp::Reduce { op, .. } => match op {
+                ReduceOp::Sum => "reduce_sum",
+                ReduceOp::Prod => "reduce_prod",
+                ReduceOp::Max => "reduce_max",
+                ReduceOp::Min => "reduce_min",
+            },
+            ArrayOp::ArgReduce { op, .. } => match op {
+                ReduceOp::Sum => "argsum",
+                ReduceOp::Prod => "argprod",
+                ReduceOp::Max => "argmax",
+                ReduceOp::Min => "argmin",
+            },
+            ArrayOp::Scan { .. } => "scan",
+            ArrayOp::MatMul { .. } => "matmul",
+            ArrayOp::Transpose { .. } => "transpose",
+            ArrayOp::Broadcast { .. } => "broadcast",
+            ArrayOp::Shape { .. } => "shape",
+        }
+    }
+}
+
 /// Linear operations: every operand in a `Var` position is linear, every `Atom`
 /// non-linear. Each is linear in its linear operands jointly.
 #[derive(Clone, Debug, PartialEq)]
@@ -983,6 +1014,36 @@ pub enum LinOp {
         /// Suffix instead of prefix.
         reverse: bool,
     },
+}
+
+impl LinOp {
+    /// The operation's name in printed IR, the keyword [`crate::pretty`]
+    /// prints and [`crate::parse`] reads (`lzero`, `ladd`, `dup`, ..). Each
+    /// name is spelled here only.
+    pub fn name(&self) -> &'static str {
+        match self {
+            LinOp::Zero(_) => "lzero",
+            LinOp::Add(..) => "ladd",
+            LinOp::Neg(_) => "lneg",
+            LinOp::Scale { .. } => "lscale",
+            LinOp::Dup(_) => "dup",
+            LinOp::Drop(_) => "drop",
+            LinOp::Tuple(_) => "ltuple",
+            LinOp::Untuple(_) => "luntuple",
+            LinOp::Index { .. } => "lindex",
+            LinOp::Update { .. } => "lupdate",
+            LinOp::Take { .. } => "ltake",
+            LinOp::Gather { .. } => "lgather",
+            LinOp::ScatterAdd { .. } => "lscatter_add",
+            LinOp::Sum { .. } => "lsum",
+            LinOp::Broadcast { .. } => "lbroadcast",
+            LinOp::SumTo { .. } => "lsum_to",
+            LinOp::Transpose(_) => "ltranspose",
+            LinOp::MatMul { .. } => "lmatmul",
+            LinOp::Outer { .. } => "louter",
+            LinOp::Scan { .. } => "lscan",
+        }
+    }
 }
 
 /// A function of the program, called by name.
