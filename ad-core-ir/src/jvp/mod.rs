@@ -18,10 +18,8 @@
 //! ```
 //!
 //! *Symbolic zeros.* A variable whose tangent is identically zero has no
-//! tangent variable at all; rules skip zero operands, and a zero is
-//! materialised (`lzero`) only where a value is required: a branch result
-//! whose other branch is non-zero, loop state, a call argument, a function
-//! result.
+//! tangent variable, and `lzero` is materialised only where a value is
+//! required (the note in [`crate::simplify::zeros`]).
 //!
 //! Tangents are used freely while generating; [`crate::dupdrop`] then makes
 //! sharing explicit. Folds are first lowered to loops ([`crate::normalize`]).

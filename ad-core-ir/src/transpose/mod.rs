@@ -21,9 +21,7 @@
 //! *sparse* `(index, value)` pair applied as an in-place `lupdate +=` onto the
 //! dense sum (or onto a zero), so reading one element of an array costs one
 //! element in reverse, never a one-hot array. A variable with no contribution
-//! has a symbolic zero cotangent: statements whose results all have zero
-//! cotangents are skipped, and zeros are materialised only as loop state,
-//! branch results and function results.
+//! has a symbolic zero cotangent (the note in [`crate::simplify::zeros`]).
 //!
 //! *Rules.* `ladd ↔ dup`, `drop ↔ zero`, `lneg`, `lscale(s) ↔ lscale(s)`,
 //! `lindex/lgather ↔ lupdate+=/lscatter_add`, `lupdate ↔ ltake` (an element
