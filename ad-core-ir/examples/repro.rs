@@ -21,6 +21,7 @@ fn main() {
     let opts = Options {
         simplify,
         check: true,
+        ..Options::default()
     };
     match differentiate(&prog, &args[2], &wrt, &opts) {
         Ok(d) => {
@@ -33,6 +34,7 @@ fn main() {
             let opts = Options {
                 simplify,
                 check: false,
+                ..Options::default()
             };
             if let Ok(d) = differentiate(&prog, &args[2], &wrt, &opts) {
                 for n in [&d.names.jvp, &d.names.fwd, &d.names.lin, &d.names.lin_t] {

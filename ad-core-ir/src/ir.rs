@@ -851,6 +851,37 @@ pub enum ArrayOp {
     },
 }
 
+impl ArrayOp {
+    /// The operation's name in printed IR, the keyword [`crate::pretty`]
+    /// prints and [`crate::parse`] reads (`index`, `reduce_sum`, `argmax`,
+    /// ..). Each name is spelled here only.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ArrayOp::Index { .. } => "index",
+            ArrayOp::Update { .. } => "update",
+            ArrayOp::Gather { .. } => "gather",
+            ArrayOp::ScatterAdd { .. } => "scatter_add",
+            ArrayOp::Reduce { op, .. } => match op {
+                ReduceOp::Sum => "reduce_sum",
+                ReduceOp::Prod => "reduce_prod",
+                ReduceOp::Max => "reduce_max",
+                ReduceOp::Min => "reduce_min",
+            },
+            ArrayOp::ArgReduce { op, .. } => match op {
+                ReduceOp::Sum => "argsum",
+                ReduceOp::Prod => "argprod",
+                ReduceOp::Max => "argmax",
+                ReduceOp::Min => "argmin",
+            },
+            ArrayOp::Scan { .. } => "scan",
+            ArrayOp::MatMul { .. } => "matmul",
+            ArrayOp::Transpose { .. } => "transpose",
+            ArrayOp::Broadcast { .. } => "broadcast",
+            ArrayOp::Shape { .. } => "shape",
+        }
+    }
+}
+
 /// Linear operations: every operand in a `Var` position is linear, every `Atom`
 /// non-linear. Each is linear in its linear operands jointly.
 #[derive(Clone, Debug, PartialEq)]
@@ -983,6 +1014,36 @@ pub enum LinOp {
         /// Suffix instead of prefix.
         reverse: bool,
     },
+}
+
+impl LinOp {
+    /// The operation's name in printed IR, the keyword [`crate::pretty`]
+    /// prints and [`crate::parse`] reads (`lzero`, `ladd`, `dup`, ..). Each
+    /// name is spelled here only.
+    pub fn name(&self) -> &'static str {
+        match self {
+            LinOp::Zero(_) => "lzero",
+            LinOp::Add(..) => "ladd",
+            LinOp::Neg(_) => "lneg",
+            LinOp::Scale { .. } => "lscale",
+            LinOp::Dup(_) => "dup",
+            LinOp::Drop(_) => "drop",
+            LinOp::Tuple(_) => "ltuple",
+            LinOp::Untuple(_) => "luntuple",
+            LinOp::Index { .. } => "lindex",
+            LinOp::Update { .. } => "lupdate",
+            LinOp::Take { .. } => "ltake",
+            LinOp::Gather { .. } => "lgather",
+            LinOp::ScatterAdd { .. } => "lscatter_add",
+            LinOp::Sum { .. } => "lsum",
+            LinOp::Broadcast { .. } => "lbroadcast",
+            LinOp::SumTo { .. } => "lsum_to",
+            LinOp::Transpose(_) => "ltranspose",
+            LinOp::MatMul { .. } => "lmatmul",
+            LinOp::Outer { .. } => "louter",
+            LinOp::Scan { .. } => "lscan",
+        }
+    }
 }
 
 /// A function of the program, called by name.
@@ -1223,14 +1284,14 @@ pub struct Program {
     /// `g__jvp(x ; dx) -> (y ; dy)`, `g__lin(x ; dx) -> (; dy)` and
     /// `g__lin_t(x ; ȳ) -> (; x̄)`, which take the primal arguments (not
     /// residuals) and recompute what they need: derivatives checkpoint at
-    /// extern calls (see [`crate::driver::declare_extern`]).
+    /// extern calls (see [`crate::externs::declare_extern`]).
     pub externs: Vec<Func>,
     /// Externs declared linear in some parameters, with a flag per
     /// parameter: such a `g` also comes with `g__linear(a ; x) -> (; y)` (g
     /// itself, its other parameters `a` non-linear) and its transpose
     /// `g__linear_t(a ; ȳ) -> (; x̄)`, which JVP calls directly where only
     /// linear arguments carry tangents (see
-    /// [`crate::driver::declare_linear_extern`]).
+    /// [`crate::externs::declare_linear_extern`]).
     pub linear_externs: Vec<(String, Vec<bool>)>,
     /// Externs whose derivatives also exist with respect to some of their
     /// parameters only (a `#[differentiable(wrt(..))]` callee), with a flag
@@ -1239,7 +1300,7 @@ pub struct Program {
     /// `g__w__lin` and `g__w__lin_t`, which JVP calls where no argument
     /// outside the flagged ones carries a tangent, so the callee computes
     /// no derivative with respect to its constant arguments (see
-    /// [`crate::driver::declare_wrt_extern`]).
+    /// [`crate::externs::declare_wrt_extern`]).
     pub wrt_externs: Vec<(String, Vec<bool>)>,
 }
 

@@ -613,7 +613,7 @@ impl Conv {
             binds: primal,
             lin_binds: s.binds.clone(),
             expr: Expr::Call(Call {
-                func: crate::jvp::jvp_name(&c.func),
+                func: crate::names::Derived::Jvp.of(&c.func),
                 args,
                 lin_args,
                 lin_shapes,
@@ -794,7 +794,7 @@ impl Conv {
             binds: vec![],
             lin_binds: s.binds.clone(),
             expr: Expr::Call(Call {
-                func: crate::jvp::linear_name(&c.func),
+                func: crate::names::Derived::Linear.of(&c.func),
                 args: consts,
                 lin_args,
                 lin_shapes,

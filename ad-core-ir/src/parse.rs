@@ -355,15 +355,137 @@ fn prim_by_name(s: &str) -> Option<Prim> {
     Prim::ALL.iter().copied().find(|p| p.name() == s)
 }
 
-fn reduce_by_name(s: &str) -> Option<ReduceOp> {
-    Some(match s {
-        "sum" => ReduceOp::Sum,
-        "prod" => ReduceOp::Prod,
-        "max" => ReduceOp::Max,
-        "min" => ReduceOp::Min,
-        _ => return None,
-    })
-}
+/// One array operation of each kind (and each reduction operator), with
+/// placeholder operands: the parser finds the kind a keyword names by
+/// [`ArrayOp::name`], then reads that kind's operands (`Parser::array_op`,
+/// an exhaustive match: a new kind is a compile error there, and must be
+/// added here to be parsed).
+const ARRAY_OPS: [ArrayOp; 17] = {
+    let a = Atom::I64(0);
+    [
+        ArrayOp::Index {
+            arr: a,
+            idx: Vec::new(),
+        },
+        ArrayOp::Update {
+            arr: a,
+            idx: Vec::new(),
+            val: a,
+            add: false,
+        },
+        ArrayOp::Gather { arr: a, idx: a },
+        ArrayOp::ScatterAdd {
+            len: a,
+            idx: a,
+            vals: a,
+        },
+        ArrayOp::Reduce {
+            op: ReduceOp::Sum,
+            arr: a,
+            axis: None,
+        },
+        ArrayOp::Reduce {
+            op: ReduceOp::Prod,
+            arr: a,
+            axis: None,
+        },
+        ArrayOp::Reduce {
+            op: ReduceOp::Max,
+            arr: a,
+            axis: None,
+        },
+        ArrayOp::Reduce {
+            op: ReduceOp::Min,
+            arr: a,
+            axis: None,
+        },
+        ArrayOp::ArgReduce {
+            op: ReduceOp::Sum,
+            arr: a,
+            axis: None,
+        },
+        ArrayOp::ArgReduce {
+            op: ReduceOp::Prod,
+            arr: a,
+            axis: None,
+        },
+        ArrayOp::ArgReduce {
+            op: ReduceOp::Max,
+            arr: a,
+            axis: None,
+        },
+        ArrayOp::ArgReduce {
+            op: ReduceOp::Min,
+            arr: a,
+            axis: None,
+        },
+        ArrayOp::Scan {
+            arr: a,
+            reverse: false,
+        },
+        ArrayOp::MatMul { a, b: a },
+        ArrayOp::Transpose { arr: a },
+        ArrayOp::Broadcast {
+            arr: a,
+            shape: Vec::new(),
+            axes: Vec::new(),
+        },
+        ArrayOp::Shape { arr: a, axis: 0 },
+    ]
+};
+
+/// One linear operation of each kind, with placeholder operands: the parser
+/// finds the kind a keyword names by [`LinOp::name`], then reads its
+/// operands (`Parser::lin_op`, as for [`ARRAY_OPS`]).
+const LIN_OPS: [LinOp; 20] = {
+    let (a, x) = (Atom::I64(0), Var(0));
+    [
+        LinOp::Zero(ShapeTree::Scalar),
+        LinOp::Add(x, x),
+        LinOp::Neg(x),
+        LinOp::Scale { s: a, x },
+        LinOp::Dup(x),
+        LinOp::Drop(x),
+        LinOp::Tuple(Vec::new()),
+        LinOp::Untuple(x),
+        LinOp::Index { x, idx: Vec::new() },
+        LinOp::Update {
+            x,
+            idx: Vec::new(),
+            val: x,
+            add: false,
+        },
+        LinOp::Take {
+            x,
+            idx: Vec::new(),
+            zero: false,
+        },
+        LinOp::Gather { x, idx: a },
+        LinOp::ScatterAdd { len: a, idx: a, x },
+        LinOp::Sum { x, axis: None },
+        LinOp::Broadcast {
+            x,
+            shape: Vec::new(),
+            axes: Vec::new(),
+        },
+        LinOp::SumTo {
+            x,
+            shape: Vec::new(),
+        },
+        LinOp::Transpose(x),
+        LinOp::MatMul {
+            a,
+            x,
+            lin_left: false,
+        },
+        LinOp::Outer {
+            x,
+            b: a,
+            lin_left: false,
+        },
+        LinOp::Scan { x, reverse: false },
+    ]
+};
 
 // ---------------------------------------------------------------------------
 // Parser
@@ -861,6 +983,190 @@ impl Parser<'_> {
         }
     }
 
+    /// The operands of an array operation of `kind`'s kind (its keyword
+    /// read).
+    fn array_op(&mut self, kind: &ArrayOp) -> PResult<ArrayOp> {
+        Ok(match kind {
+            ArrayOp::Reduce { op, .. } => {
+                let arr = self.atom()?;
+                let axis = self.axis_suffix()?;
+                ArrayOp::Reduce { op: *op, arr, axis }
+            }
+            ArrayOp::ArgReduce { op, .. } => {
+                let arr = self.atom()?;
+                let axis = self.axis_suffix()?;
+                ArrayOp::ArgReduce { op: *op, arr, axis }
+            }
+            ArrayOp::Index { .. } => {
+                let a = self.atom()?;
+                let idx = self.bracket_list(Self::atom)?;
+                ArrayOp::Index { arr: a, idx }
+            }
+            ArrayOp::Update { .. } => {
+                let a = self.atom()?;
+                let idx = self.bracket_list(Self::atom)?;
+                let add = self.update_op()?;
+                let val = self.atom()?;
+                ArrayOp::Update {
+                    arr: a,
+                    idx,
+                    val,
+                    add,
+                }
+            }
+            ArrayOp::Gather { .. } => {
+                let a = self.atom()?;
+                self.expect_p(",")?;
+                ArrayOp::Gather {
+                    arr: a,
+                    idx: self.atom()?,
+                }
+            }
+            ArrayOp::ScatterAdd { .. } => {
+                let len = self.atom()?;
+                self.expect_p(",")?;
+                let idx = self.atom()?;
+                self.expect_p(",")?;
+                ArrayOp::ScatterAdd {
+                    len,
+                    idx,
+                    vals: self.atom()?,
+                }
+            }
+            ArrayOp::Scan { .. } => {
+                let a = self.atom()?;
+                ArrayOp::Scan {
+                    arr: a,
+                    reverse: self.eat_kw("rev"),
+                }
+            }
+            ArrayOp::MatMul { .. } => {
+                let a = self.atom()?;
+                self.expect_p(",")?;
+                ArrayOp::MatMul { a, b: self.atom()? }
+            }
+            ArrayOp::Transpose { .. } => ArrayOp::Transpose { arr: self.atom()? },
+            ArrayOp::Broadcast { .. } => {
+                let a = self.atom()?;
+                self.expect_p(",")?;
+                let shape = self.bracket_list(Self::atom)?;
+                let axes = self.axes_suffix()?;
+                ArrayOp::Broadcast {
+                    arr: a,
+                    shape,
+                    axes,
+                }
+            }
+            ArrayOp::Shape { .. } => {
+                let a = self.atom()?;
+                self.expect_p(",")?;
+                ArrayOp::Shape {
+                    arr: a,
+                    axis: self.usize_lit()?,
+                }
+            }
+        })
+    }
+
+    /// The operands of a linear operation of `kind`'s kind (its keyword
+    /// read).
+    fn lin_op(&mut self, kind: &LinOp) -> PResult<LinOp> {
+        Ok(match kind {
+            LinOp::Zero(_) => LinOp::Zero(self.shape()?),
+            LinOp::Add(..) => {
+                let x = self.var_ref()?;
+                self.expect_p(",")?;
+                LinOp::Add(x, self.var_ref()?)
+            }
+            LinOp::Neg(_) => LinOp::Neg(self.var_ref()?),
+            LinOp::Scale { .. } => {
+                let s = self.atom()?;
+                self.expect_p(",")?;
+                LinOp::Scale {
+                    s,
+                    x: self.var_ref()?,
+                }
+            }
+            LinOp::Dup(_) => LinOp::Dup(self.var_ref()?),
+            LinOp::Drop(_) => LinOp::Drop(self.var_ref()?),
+            LinOp::Tuple(_) => LinOp::Tuple(self.list_to_eol(Self::var_ref)?),
+            LinOp::Untuple(_) => LinOp::Untuple(self.var_ref()?),
+            LinOp::Index { .. } => {
+                let x = self.var_ref()?;
+                let idx = self.bracket_list(Self::atom)?;
+                LinOp::Index { x, idx }
+            }
+            LinOp::Update { .. } => {
+                let x = self.var_ref()?;
+                let idx = self.bracket_list(Self::atom)?;
+                let add = self.update_op()?;
+                let val = self.var_ref()?;
+                LinOp::Update { x, idx, val, add }
+            }
+            LinOp::Take { .. } => {
+                let x = self.var_ref()?;
+                let idx = self.bracket_list(Self::atom)?;
+                let zero = !self.eat_kw("keep");
+                LinOp::Take { x, idx, zero }
+            }
+            LinOp::Gather { .. } => {
+                let x = self.var_ref()?;
+                self.expect_p(",")?;
+                LinOp::Gather {
+                    x,
+                    idx: self.atom()?,
+                }
+            }
+            LinOp::ScatterAdd { .. } => {
+                let len = self.atom()?;
+                self.expect_p(",")?;
+                let idx = self.atom()?;
+                self.expect_p(",")?;
+                LinOp::ScatterAdd {
+                    len,
+                    idx,
+                    x: self.var_ref()?,
+                }
+            }
+            LinOp::Sum { .. } => {
+                let x = self.var_ref()?;
+                LinOp::Sum {
+                    x,
+                    axis: self.axis_suffix()?,
+                }
+            }
+            LinOp::Broadcast { .. } => {
+                let x = self.var_ref()?;
+                self.expect_p(",")?;
+                let shape = self.bracket_list(Self::atom)?;
+                let axes = self.axes_suffix()?;
+                LinOp::Broadcast { x, shape, axes }
+            }
+            LinOp::SumTo { .. } => {
+                let x = self.var_ref()?;
+                self.expect_p(",")?;
+                let shape = self.bracket_list(Self::atom)?;
+                LinOp::SumTo { x, shape }
+            }
+            LinOp::Transpose(_) => LinOp::Transpose(self.var_ref()?),
+            LinOp::Scan { .. } => {
+                let x = self.var_ref()?;
+                LinOp::Scan {
+                    x,
+                    reverse: self.eat_kw("rev"),
+                }
+            }
+            LinOp::MatMul { .. } => {
+                let (a, x, lin_left) = self.lin_pair()?;
+                LinOp::MatMul { a, x, lin_left }
+            }
+            LinOp::Outer { .. } => {
+                let (b, x, lin_left) = self.lin_pair()?;
+                LinOp::Outer { x, b, lin_left }
+            }
+        })
+    }
+
     /// A one-line expression (after its keyword, for keyword forms).
     fn simple_expr(&mut self) -> PResult<Expr> {
         if is_var_tok(self.peek()) || matches!(self.peek(), Tok::Num(_)) {
@@ -881,184 +1187,18 @@ impl Parser<'_> {
             self.next();
             return Ok(Expr::Prim(p, self.list_to_eol(Self::atom)?));
         }
-        if let Some(op) = kw.strip_prefix("reduce_").and_then(reduce_by_name) {
+        if let Some(kind) = ARRAY_OPS.iter().find(|op| op.name() == kw) {
             self.next();
-            let arr = self.atom()?;
-            let axis = self.axis_suffix()?;
-            return Ok(Expr::Array(ArrayOp::Reduce { op, arr, axis }));
+            return Ok(Expr::Array(self.array_op(kind)?));
         }
-        if let Some(op) = kw.strip_prefix("arg").and_then(reduce_by_name) {
+        if let Some(kind) = LIN_OPS.iter().find(|op| op.name() == kw) {
             self.next();
-            let arr = self.atom()?;
-            let axis = self.axis_suffix()?;
-            return Ok(Expr::Array(ArrayOp::ArgReduce { op, arr, axis }));
+            return Ok(Expr::Lin(self.lin_op(kind)?));
         }
-        let arr = Expr::Array;
-        let lin = Expr::Lin;
         self.next();
         Ok(match kw.as_str() {
             "tuple" => Expr::Tuple(self.list_to_eol(Self::atom)?),
             "untuple" => Expr::Untuple(self.atom()?),
-            "index" => {
-                let a = self.atom()?;
-                let idx = self.bracket_list(Self::atom)?;
-                arr(ArrayOp::Index { arr: a, idx })
-            }
-            "update" => {
-                let a = self.atom()?;
-                let idx = self.bracket_list(Self::atom)?;
-                let add = self.update_op()?;
-                let val = self.atom()?;
-                arr(ArrayOp::Update {
-                    arr: a,
-                    idx,
-                    val,
-                    add,
-                })
-            }
-            "gather" => {
-                let a = self.atom()?;
-                self.expect_p(",")?;
-                arr(ArrayOp::Gather {
-                    arr: a,
-                    idx: self.atom()?,
-                })
-            }
-            "scatter_add" => {
-                let len = self.atom()?;
-                self.expect_p(",")?;
-                let idx = self.atom()?;
-                self.expect_p(",")?;
-                arr(ArrayOp::ScatterAdd {
-                    len,
-                    idx,
-                    vals: self.atom()?,
-                })
-            }
-            "scan" => {
-                let a = self.atom()?;
-                arr(ArrayOp::Scan {
-                    arr: a,
-                    reverse: self.eat_kw("rev"),
-                })
-            }
-            "matmul" => {
-                let a = self.atom()?;
-                self.expect_p(",")?;
-                arr(ArrayOp::MatMul { a, b: self.atom()? })
-            }
-            "transpose" => arr(ArrayOp::Transpose { arr: self.atom()? }),
-            "broadcast" => {
-                let a = self.atom()?;
-                self.expect_p(",")?;
-                let shape = self.bracket_list(Self::atom)?;
-                let axes = self.axes_suffix()?;
-                arr(ArrayOp::Broadcast {
-                    arr: a,
-                    shape,
-                    axes,
-                })
-            }
-            "shape" => {
-                let a = self.atom()?;
-                self.expect_p(",")?;
-                arr(ArrayOp::Shape {
-                    arr: a,
-                    axis: self.usize_lit()?,
-                })
-            }
-            "lzero" => lin(LinOp::Zero(self.shape()?)),
-            "ladd" => {
-                let x = self.var_ref()?;
-                self.expect_p(",")?;
-                lin(LinOp::Add(x, self.var_ref()?))
-            }
-            "lneg" => lin(LinOp::Neg(self.var_ref()?)),
-            "lscale" => {
-                let s = self.atom()?;
-                self.expect_p(",")?;
-                lin(LinOp::Scale {
-                    s,
-                    x: self.var_ref()?,
-                })
-            }
-            "dup" => lin(LinOp::Dup(self.var_ref()?)),
-            "drop" => lin(LinOp::Drop(self.var_ref()?)),
-            "ltuple" => lin(LinOp::Tuple(self.list_to_eol(Self::var_ref)?)),
-            "luntuple" => lin(LinOp::Untuple(self.var_ref()?)),
-            "lindex" => {
-                let x = self.var_ref()?;
-                let idx = self.bracket_list(Self::atom)?;
-                lin(LinOp::Index { x, idx })
-            }
-            "lupdate" => {
-                let x = self.var_ref()?;
-                let idx = self.bracket_list(Self::atom)?;
-                let add = self.update_op()?;
-                let val = self.var_ref()?;
-                lin(LinOp::Update { x, idx, val, add })
-            }
-            "ltake" => {
-                let x = self.var_ref()?;
-                let idx = self.bracket_list(Self::atom)?;
-                let zero = !self.eat_kw("keep");
-                lin(LinOp::Take { x, idx, zero })
-            }
-            "lgather" => {
-                let x = self.var_ref()?;
-                self.expect_p(",")?;
-                lin(LinOp::Gather {
-                    x,
-                    idx: self.atom()?,
-                })
-            }
-            "lscatter_add" => {
-                let len = self.atom()?;
-                self.expect_p(",")?;
-                let idx = self.atom()?;
-                self.expect_p(",")?;
-                lin(LinOp::ScatterAdd {
-                    len,
-                    idx,
-                    x: self.var_ref()?,
-                })
-            }
-            "lsum" => {
-                let x = self.var_ref()?;
-                lin(LinOp::Sum {
-                    x,
-                    axis: self.axis_suffix()?,
-                })
-            }
-            "lbroadcast" => {
-                let x = self.var_ref()?;
-                self.expect_p(",")?;
-                let shape = self.bracket_list(Self::atom)?;
-                let axes = self.axes_suffix()?;
-                lin(LinOp::Broadcast { x, shape, axes })
-            }
-            "lsum_to" => {
-                let x = self.var_ref()?;
-                self.expect_p(",")?;
-                let shape = self.bracket_list(Self::atom)?;
-                lin(LinOp::SumTo { x, shape })
-            }
-            "ltranspose" => lin(LinOp::Transpose(self.var_ref()?)),
-            "lscan" => {
-                let x = self.var_ref()?;
-                lin(LinOp::Scan {
-                    x,
-                    reverse: self.eat_kw("rev"),
-                })
-            }
-            "lmatmul" => {
-                let (a, x, lin_left) = self.lin_pair()?;
-                lin(LinOp::MatMul { a, x, lin_left })
-            }
-            "louter" => {
-                let (b, x, lin_left) = self.lin_pair()?;
-                lin(LinOp::Outer { x, b, lin_left })
-            }
             "call" => {
                 let (line, col) = self.here();
                 let func = self.func_name()?;
@@ -1507,4 +1647,21 @@ pub fn parse_func(s: &str, prog: &Program) -> Result<Func, ParseError> {
     }
     p.check_calls(&[f.name.as_str()])?;
     Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The operation tables hold one operation per name: a keyword finds
+    /// the kind it was printed from.
+    #[test]
+    fn every_operation_kind_is_found_by_its_name() {
+        for op in &ARRAY_OPS {
+            assert_eq!(ARRAY_OPS.iter().find(|k| k.name() == op.name()), Some(op));
+        }
+        for op in &LIN_OPS {
+            assert_eq!(LIN_OPS.iter().find(|k| k.name() == op.name()), Some(op));
+        }
+    }
 }

@@ -280,111 +280,95 @@ fn shapes_suffix(shapes: &[ShapeTree], vars: &VarTable) -> String {
     }
 }
 
-fn reduce_name(op: ReduceOp) -> &'static str {
-    match op {
-        ReduceOp::Sum => "sum",
-        ReduceOp::Prod => "prod",
-        ReduceOp::Max => "max",
-        ReduceOp::Min => "min",
-    }
-}
-
+/// The one-line form of an array operation: its name, then its operands.
 fn array_op_to_string(op: &ArrayOp, vars: &VarTable) -> String {
     let a = |x: &Atom| atom_to_string(x, vars);
+    let name = op.name();
     match op {
-        ArrayOp::Index { arr, idx } => format!("index {}[{}]", a(arr), atoms(idx, vars)),
+        ArrayOp::Index { arr, idx } => format!("{name} {}[{}]", a(arr), atoms(idx, vars)),
         ArrayOp::Update { arr, idx, val, add } => format!(
-            "update {}[{}] {} {}",
+            "{name} {}[{}] {} {}",
             a(arr),
             atoms(idx, vars),
             if *add { "+=" } else { "=" },
             a(val)
         ),
-        ArrayOp::Gather { arr, idx } => format!("gather {}, {}", a(arr), a(idx)),
+        ArrayOp::Gather { arr, idx } => format!("{name} {}, {}", a(arr), a(idx)),
         ArrayOp::ScatterAdd { len, idx, vals } => {
-            format!("scatter_add {}, {}, {}", a(len), a(idx), a(vals))
+            format!("{name} {}, {}, {}", a(len), a(idx), a(vals))
         }
-        ArrayOp::Reduce { op, arr, axis } => format!(
-            "reduce_{} {}{}",
-            reduce_name(*op),
-            a(arr),
-            axis_suffix(*axis)
-        ),
-        ArrayOp::ArgReduce { op, arr, axis } => {
-            format!("arg{} {}{}", reduce_name(*op), a(arr), axis_suffix(*axis))
+        ArrayOp::Reduce { arr, axis, .. } | ArrayOp::ArgReduce { arr, axis, .. } => {
+            format!("{name} {}{}", a(arr), axis_suffix(*axis))
         }
         ArrayOp::Scan { arr, reverse } => {
-            format!("scan {}{}", a(arr), if *reverse { " rev" } else { "" })
+            format!("{name} {}{}", a(arr), if *reverse { " rev" } else { "" })
         }
-        ArrayOp::MatMul { a: l, b } => format!("matmul {}, {}", a(l), a(b)),
-        ArrayOp::Transpose { arr } => format!("transpose {}", a(arr)),
+        ArrayOp::MatMul { a: l, b } => format!("{name} {}, {}", a(l), a(b)),
+        ArrayOp::Transpose { arr } => format!("{name} {}", a(arr)),
         ArrayOp::Broadcast { arr, shape, axes } => format!(
-            "broadcast {}, [{}]{}",
+            "{name} {}, [{}]{}",
             a(arr),
             atoms(shape, vars),
             axes_suffix(axes)
         ),
-        ArrayOp::Shape { arr, axis } => format!("shape {}, {axis}", a(arr)),
+        ArrayOp::Shape { arr, axis } => format!("{name} {}, {axis}", a(arr)),
     }
 }
 
+/// The one-line form of a linear operation: its name, then its operands.
 fn lin_op_to_string(op: &LinOp, vars: &VarTable) -> String {
     let a = |x: &Atom| atom_to_string(x, vars);
     let v = |x: &Var| var_to_string(*x, vars);
     let upd = |add: bool| if add { "+=" } else { "=" };
     let rev = |r: bool| if r { " rev" } else { "" };
+    let name = op.name();
     match op {
-        LinOp::Zero(s) => format!("lzero {}", shape_to_string(s, vars)),
-        LinOp::Add(x, y) => format!("ladd {}, {}", v(x), v(y)),
-        LinOp::Neg(x) => format!("lneg {}", v(x)),
-        LinOp::Scale { s, x } => format!("lscale {}, {}", a(s), v(x)),
-        LinOp::Dup(x) => format!("dup {}", v(x)),
-        LinOp::Drop(x) => format!("drop {}", v(x)),
-        LinOp::Tuple(xs) if xs.is_empty() => "ltuple".to_string(),
-        LinOp::Tuple(xs) => format!("ltuple {}", lvars(xs, vars)),
-        LinOp::Untuple(x) => format!("luntuple {}", v(x)),
-        LinOp::Index { x, idx } => format!("lindex {}[{}]", v(x), atoms(idx, vars)),
+        LinOp::Zero(s) => format!("{name} {}", shape_to_string(s, vars)),
+        LinOp::Add(x, y) => format!("{name} {}, {}", v(x), v(y)),
+        LinOp::Neg(x)
+        | LinOp::Dup(x)
+        | LinOp::Drop(x)
+        | LinOp::Untuple(x)
+        | LinOp::Transpose(x) => {
+            format!("{name} {}", v(x))
+        }
+        LinOp::Scale { s, x } => format!("{name} {}, {}", a(s), v(x)),
+        LinOp::Tuple(xs) if xs.is_empty() => name.to_string(),
+        LinOp::Tuple(xs) => format!("{name} {}", lvars(xs, vars)),
+        LinOp::Index { x, idx } => format!("{name} {}[{}]", v(x), atoms(idx, vars)),
         LinOp::Update { x, idx, val, add } => format!(
-            "lupdate {}[{}] {} {}",
+            "{name} {}[{}] {} {}",
             v(x),
             atoms(idx, vars),
             upd(*add),
             v(val)
         ),
         LinOp::Take { x, idx, zero } => format!(
-            "ltake {}[{}]{}",
+            "{name} {}[{}]{}",
             v(x),
             atoms(idx, vars),
             if *zero { "" } else { " keep" }
         ),
-        LinOp::Gather { x, idx } => format!("lgather {}, {}", v(x), a(idx)),
+        LinOp::Gather { x, idx } => format!("{name} {}, {}", v(x), a(idx)),
         LinOp::ScatterAdd { len, idx, x } => {
-            format!("lscatter_add {}, {}, {}", a(len), a(idx), v(x))
+            format!("{name} {}, {}, {}", a(len), a(idx), v(x))
         }
-        LinOp::Sum { x, axis } => format!("lsum {}{}", v(x), axis_suffix(*axis)),
+        LinOp::Sum { x, axis } => format!("{name} {}{}", v(x), axis_suffix(*axis)),
         LinOp::Broadcast { x, shape, axes } => format!(
-            "lbroadcast {}, [{}]{}",
+            "{name} {}, [{}]{}",
             v(x),
             atoms(shape, vars),
             axes_suffix(axes)
         ),
-        LinOp::SumTo { x, shape } => format!("lsum_to {}, [{}]", v(x), atoms(shape, vars)),
-        LinOp::Transpose(x) => format!("ltranspose {}", v(x)),
-        LinOp::MatMul { a: m, x, lin_left } => {
+        LinOp::SumTo { x, shape } => format!("{name} {}, [{}]", v(x), atoms(shape, vars)),
+        LinOp::MatMul { a: m, x, lin_left } | LinOp::Outer { x, b: m, lin_left } => {
             if *lin_left {
-                format!("lmatmul {}, {} lin_left", v(x), a(m))
+                format!("{name} {}, {} lin_left", v(x), a(m))
             } else {
-                format!("lmatmul {}, {}", a(m), v(x))
+                format!("{name} {}, {}", a(m), v(x))
             }
         }
-        LinOp::Outer { x, b, lin_left } => {
-            if *lin_left {
-                format!("louter {}, {} lin_left", v(x), a(b))
-            } else {
-                format!("louter {}, {}", a(b), v(x))
-            }
-        }
-        LinOp::Scan { x, reverse } => format!("lscan {}{}", v(x), rev(*reverse)),
+        LinOp::Scan { x, reverse } => format!("{name} {}{}", v(x), rev(*reverse)),
     }
 }
 
@@ -688,27 +672,10 @@ fn referenced(f: &Func) -> BTreeSet<Var> {
     }
     let mut out = BTreeSet::new();
     for s in &f.lin_param_shapes {
-        shape_vars(s, &mut out);
+        visit::shape_vars(s, &mut out);
     }
     block(&f.body, &mut out);
     out
-}
-
-fn shape_vars(s: &ShapeTree, out: &mut BTreeSet<Var>) {
-    match s {
-        ShapeTree::Scalar => {}
-        ShapeTree::Array(ds) => {
-            for d in ds {
-                match d {
-                    Dim::Atom(a) => out.extend(a.var()),
-                    Dim::Of(v, _) => {
-                        out.insert(*v);
-                    }
-                }
-            }
-        }
-        ShapeTree::Tuple(ts) => ts.iter().for_each(|t| shape_vars(t, out)),
-    }
 }
 
 fn write_func(out: &mut String, f: &Func, exact: bool) {

@@ -35,7 +35,7 @@ pub enum Ty {
     },
     /// A value the IR does not look into, of a type the host names (the
     /// residuals an extern callee's forward half keeps for its linear maps,
-    /// see [`crate::driver::declare_extern_residuals`]): produced and read
+    /// see [`crate::externs::declare_extern_residuals`]): produced and read
     /// only by extern calls, never differentiable, never stacked.
     Opaque(String),
 }

@@ -542,3 +542,22 @@ pub fn rename_stmt(s: &mut Stmt, map: &HashMap<Var, Var>) {
         b.lin_results.iter_mut().for_each(r);
     }
 }
+
+/// Adds the variables a shape reads to `out` (sizes that are variables and
+/// the arrays of `Dim::Of`).
+pub fn shape_vars(s: &ShapeTree, out: &mut BTreeSet<Var>) {
+    match s {
+        ShapeTree::Scalar => {}
+        ShapeTree::Array(ds) => {
+            for d in ds {
+                match d {
+                    Dim::Atom(Atom::Var(v)) | Dim::Of(v, _) => {
+                        out.insert(*v);
+                    }
+                    Dim::Atom(_) => {}
+                }
+            }
+        }
+        ShapeTree::Tuple(ts) => ts.iter().for_each(|t| shape_vars(t, out)),
+    }
+}

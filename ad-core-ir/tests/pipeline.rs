@@ -43,6 +43,78 @@ fn x_times_y_plus_sin_x() {
     assert_good(&r);
 }
 
+/// With `Options::trace` the driver records every pass's output, in order,
+/// the last one being the final `f__lin_t`; without it, nothing, and the
+/// derived program is the same either way.
+#[test]
+fn the_trace_records_every_pass_in_order() {
+    use ad_core_ir::driver::{differentiate, Options};
+    use ad_core_ir::pretty::func_to_string;
+    let p0 = Program::default();
+    let mut b = FuncBuilder::new(&p0, "f");
+    let x = b.param("x", Ty::F64);
+    let y = b.param("y", Ty::F64);
+    let xy = b.prim(Prim::Mul, &[x.into(), y.into()]);
+    let s = b.prim(Prim::Sin, &[x.into()]);
+    let r = b.prim(Prim::Add, &[xy.into(), s.into()]);
+    let p = one(b.finish(vec![r.into()], vec![]));
+    let traced = Options {
+        trace: true,
+        ..Options::default()
+    };
+    let d = differentiate(&p, "f", &[true, true], &traced).unwrap();
+    let passes: Vec<&str> = d.trace.iter().map(|(pass, _)| pass.as_str()).collect();
+    assert_eq!(
+        passes,
+        [
+            "normalize",
+            "exact",
+            "jvp",
+            "dupdrop",
+            "simplify",
+            "unzip",
+            "simplify lin",
+            "prune",
+            "simplify fwd",
+            "transpose",
+            "dupdrop",
+            "simplify"
+        ]
+    );
+    let lin_t = d.program.func(&d.names.lin_t).unwrap();
+    assert_eq!(d.trace.last().unwrap().1, func_to_string(lin_t));
+    let quiet = differentiate(&p, "f", &[true, true], &Options::default()).unwrap();
+    assert!(quiet.trace.is_empty());
+    assert_eq!(quiet.program, d.program);
+}
+
+/// Errors reach the driver's caller by their kind: a construct reverse
+/// mode cannot handle (raised by transposition's shapes) is the user's
+/// `Unsupported`, with its message as raised.
+#[test]
+fn an_unsupported_construct_is_the_users_error() {
+    use ad_core_ir::driver::{differentiate, DriverError, Options};
+    let p = ad_core_ir::parse::parse_program(
+        "def f(x_0: f64, n_1: i64) -> ([[f64]]) {
+  let b_2: [[f64]] = build [n_1] |i_3: i64| {
+    let s_4: f64 = mul x_0, x_0
+    let r_5: [f64] = broadcast s_4, [3]
+    yield r_5
+  }
+  return b_2
+}",
+    )
+    .unwrap();
+    let e = differentiate(&p, "f", &[true, false], &Options::default()).unwrap_err();
+    assert_eq!(
+        e,
+        DriverError::Unsupported {
+            msg: "reverse mode of a loop, build or map whose differentiable per-iteration (or per-element) result is an array; return scalars per element".into(),
+            src: None,
+        }
+    );
+}
+
 /// `while x > 1 { x = x / 2 }` as the front end lowers it: the trip count,
 /// then a counted loop of the same body.
 #[test]

@@ -1342,3 +1342,23 @@ fn ltake_prints_and_roundtrips() {
         ],
     );
 }
+
+#[test]
+fn lsum_to_prints_and_roundtrips() {
+    let prog = Program::default();
+    let mut b = FuncBuilder::new(&prog, "sum_to");
+    let m = b.param("m", f64s(2));
+    let dm = b.lin_param(
+        "dm",
+        f64s(2),
+        ShapeTree::Array(vec![Dim::Of(m, 0), Dim::Of(m, 1)]),
+    );
+    let n = b.shape(v(m), 0);
+    let d = b.lin(LinOp::SumTo {
+        x: dm,
+        shape: vec![v(n), Atom::I64(1)],
+    });
+    let f = b.finish(vec![], vec![d]);
+    let s = roundtrip(&f, &prog);
+    assert_contains(&s, &["= lsum_to dm_1, [n_2, 1]\n"]);
+}

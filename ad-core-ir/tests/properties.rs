@@ -29,6 +29,7 @@ fn driver_options() -> Options {
     Options {
         simplify: std::env::var("LINAD_NO_SIMPLIFY").is_err(),
         check: true,
+        ..Options::default()
     }
 }
 

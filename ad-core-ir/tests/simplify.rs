@@ -1690,6 +1690,7 @@ mod pipeline {
         let raw = DriverOptions {
             simplify: false,
             check: true,
+            ..DriverOptions::default()
         };
         let wrt = vec![true; args.len()];
         let d = if strict {
@@ -1822,8 +1823,8 @@ mod pipeline {
 /// checker after every step. Returns the program and `n_results` of `name`.
 mod driver_like {
     use super::*;
-    use ad_core_ir::driver::prune_residuals;
     use ad_core_ir::jvp::jvp_func;
+    use ad_core_ir::prune::prune_residuals;
     use ad_core_ir::transpose::transpose_func;
     use ad_core_ir::unzip::unzip_func;
 

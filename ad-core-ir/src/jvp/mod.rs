@@ -18,10 +18,8 @@
 //! ```
 //!
 //! *Symbolic zeros.* A variable whose tangent is identically zero has no
-//! tangent variable at all; rules skip zero operands, and a zero is
-//! materialised (`lzero`) only where a value is required: a branch result
-//! whose other branch is non-zero, loop state, a call argument, a function
-//! result.
+//! tangent variable, and `lzero` is materialised only where a value is
+//! required (the note in [`crate::simplify::zeros`]).
 //!
 //! Tangents are used freely while generating; [`crate::dupdrop`] then makes
 //! sharing explicit. Folds are first lowered to loops ([`crate::normalize`]).
@@ -36,39 +34,16 @@ mod scalar;
 
 use crate::build::FuncBuilder;
 use crate::dupdrop::insert_dup_drop;
+use crate::error::PassError;
 use crate::ir::*;
+use crate::names::Derived;
 use crate::normalize::lower_folds;
 use crate::types::Ty;
 use std::collections::HashMap;
-use std::fmt;
 
-/// A construct JVP cannot differentiate.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JvpError {
-    /// What is not supported.
-    pub msg: String,
-    /// The statement's source id.
-    pub src: Option<SrcId>,
-}
-
-impl fmt::Display for JvpError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.msg)
-    }
-}
-
-impl std::error::Error for JvpError {}
-
-/// The name of the JVP of function `f`.
-pub fn jvp_name(f: &str) -> String {
-    format!("{f}__jvp")
-}
-
-/// The name of an extern `g` declared linear, as a linear function of its
-/// linear parameters: `g__linear(a ; x) -> (; y)` is `g` itself.
-pub fn linear_name(g: &str) -> String {
-    format!("{g}__linear")
-}
+/// A JVP failure: a construct it cannot differentiate, or an input its
+/// contract rules out (a non-linear function without folds).
+pub type JvpError = PassError;
 
 /// Differentiates every function of `prog` with respect to all its
 /// differentiable parameters, callees first; returns `prog` plus the
@@ -88,10 +63,24 @@ pub fn jvp_program(prog: &Program) -> Result<Program, JvpError> {
 /// `f__jvp(params ; tangents of the wrt params) -> (results ; tangents of the
 /// differentiable results)` is Linear A. Callees must already have their
 /// `__jvp` versions (differentiated with respect to all parameters) in `prog`.
+///
+/// This is three steps, which the driver runs (and checks) one by one:
+/// folds lowered to loops ([`lower_folds`]), the JVP rules
+/// ([`jvp_func_raw`]) and sharing made explicit ([`insert_dup_drop`]).
 pub fn jvp_func(prog: &Program, f: &Func, wrt: &[bool]) -> Result<Func, JvpError> {
-    let f = lower_folds(f);
+    let mut out = jvp_func_raw(prog, &lower_folds(f), wrt)?;
+    insert_dup_drop(&mut out);
+    Ok(out)
+}
+
+/// The JVP rules of [`jvp_func`] on a function without folds
+/// ([`crate::normalize`]; a fold is an internal error). The output reads
+/// tangents freely: a linear variable may be read several times or never,
+/// so it is Linear A only after [`crate::dupdrop`] has made sharing
+/// explicit.
+pub fn jvp_func_raw(prog: &Program, f: &Func, wrt: &[bool]) -> Result<Func, JvpError> {
     let mut j = Jvp {
-        b: FuncBuilder::with_vars(prog, jvp_name(&f.name), f.vars.clone()),
+        b: FuncBuilder::with_vars(prog, Derived::Jvp.of(&f.name), f.vars.clone()),
         tan: HashMap::new(),
     };
     for (k, &p) in f.params.iter().enumerate() {
@@ -117,19 +106,17 @@ pub fn jvp_func(prog: &Program, f: &Func, wrt: &[bool]) -> Result<Func, JvpError
             lin_results.push(j.tan_or_zero(a)?);
         }
     }
-    let mut out = j.b.finish(f.body.results.clone(), lin_results);
-    insert_dup_drop(&mut out);
-    Ok(out)
+    Ok(j.b.finish(f.body.results.clone(), lin_results))
 }
 
 /// The shape of a parameter's tangent, in terms of the parameter.
 fn param_shape(vars: &VarTable, p: Var) -> Result<ShapeTree, JvpError> {
     match vars.ty(p) {
         Ty::Scalar(_) => Ok(ShapeTree::Scalar),
-        Ty::Opaque(_) => Err(JvpError {
-            msg: "internal: the tangent of an opaque parameter".to_string(),
-            src: None,
-        }),
+        Ty::Opaque(_) => Err(JvpError::internal(
+            "internal: the tangent of an opaque parameter",
+            None,
+        )),
         Ty::Array { rank, .. } => Ok(ShapeTree::Array(
             (0..*rank).map(|k| Dim::Of(p, k)).collect(),
         )),
@@ -139,10 +126,10 @@ fn param_shape(vars: &VarTable, p: Var) -> Result<ShapeTree, JvpError> {
                 match t {
                     Ty::Scalar(_) => parts.push(ShapeTree::Scalar),
                     _ => {
-                        return Err(JvpError {
-                            msg: format!("a tuple parameter containing {t} cannot be differentiated yet: pass the array as its own parameter"),
-                            src: None,
-                        })
+                        return Err(JvpError::unsupported(
+                            format!("a tuple parameter containing {t} cannot be differentiated yet: pass the array as its own parameter"),
+                            None,
+                        ))
                     }
                 }
             }
@@ -160,13 +147,6 @@ pub(crate) struct Jvp<'p> {
 }
 
 impl<'p> Jvp<'p> {
-    fn err(&self, msg: impl Into<String>, src: Option<SrcId>) -> JvpError {
-        JvpError {
-            msg: msg.into(),
-            src,
-        }
-    }
-
     /// The tangent of an atom, `None` when it is zero.
     pub(crate) fn tan_of(&self, a: &Atom) -> Option<Var> {
         a.var().and_then(|v| self.tan.get(&v).copied())
@@ -191,7 +171,7 @@ impl<'p> Jvp<'p> {
                 }
                 Ok(ShapeTree::Tuple(shapes))
             }
-            _ => Err(self.err(format!("no shape for {a:?}"), None)),
+            _ => Err(JvpError::internal(format!("no shape for {a:?}"), None)),
         }
     }
 
@@ -287,12 +267,17 @@ impl<'p> Jvp<'p> {
                 }
             }
             Expr::Lin(_) => {
-                return Err(self.err(
+                return Err(JvpError::internal(
                     "jvp of a linear statement: the input must be non-linear",
                     s.src,
                 ))
             }
-            Expr::Fold(_) => return Err(self.err("internal: fold not lowered before jvp", s.src)),
+            Expr::Fold(_) => {
+                return Err(JvpError::internal(
+                    "internal: fold not lowered before jvp",
+                    s.src,
+                ))
+            }
             // A trip count (an i64, no tangent): the primal statement as is.
             Expr::While(_) => self.b.push(s.clone()),
             Expr::Call(c) => self.call(s, c)?,
@@ -307,7 +292,10 @@ impl<'p> Jvp<'p> {
     /// `call f(x)` becomes `call f__jvp(x ; dx)` when any argument has a tangent.
     fn call(&mut self, s: &Stmt, c: &Call) -> Result<(), JvpError> {
         if !c.lin_args.is_empty() {
-            return Err(self.err("jvp of a call with linear arguments", s.src));
+            return Err(JvpError::internal(
+                "jvp of a call with linear arguments",
+                s.src,
+            ));
         }
         let diff_args: Vec<Atom> = c
             .args
@@ -329,7 +317,7 @@ impl<'p> Jvp<'p> {
         for a in &diff_args {
             lin_args.push(self.tan_or_zero(a)?);
         }
-        self.derivative_call(s, c, jvp_name(&c.func), lin_args)
+        self.derivative_call(s, c, Derived::Jvp.of(&c.func), lin_args)
     }
 
     /// `y ; dy = name(x ; lin_args)` in place of the call `s` of `c`: the
@@ -343,7 +331,7 @@ impl<'p> Jvp<'p> {
         lin_args: Vec<Var>,
     ) -> Result<(), JvpError> {
         if self.b.program().func(&name).is_none() {
-            return Err(self.err(
+            return Err(JvpError::internal(
                 format!("internal: `{name}` is not in the program (differentiate callees first)"),
                 s.src,
             ));
@@ -381,9 +369,9 @@ impl<'p> Jvp<'p> {
         {
             return Ok(false);
         }
-        let name = linear_name(&c.func);
+        let name = Derived::Linear.of(&c.func);
         if self.b.program().func(&name).is_none() {
-            return Err(self.err(
+            return Err(JvpError::internal(
                 format!("internal: `{name}` is not declared with the linear extern"),
                 s.src,
             ));
@@ -438,7 +426,7 @@ impl<'p> Jvp<'p> {
                 lin_args.push(self.tan_or_zero(a)?);
             }
         }
-        let name = jvp_name(&crate::driver::restricted_name(&c.func));
+        let name = Derived::Jvp.of(&Derived::Restricted.of(&c.func));
         self.derivative_call(s, c, name, lin_args)?;
         Ok(true)
     }
@@ -466,7 +454,10 @@ impl<'p> Jvp<'p> {
     fn result_shape(&self, y: Var, src: Option<SrcId>) -> Result<ShapeTree, JvpError> {
         match self.b.ty(y) {
             Ty::Scalar(_) => Ok(ShapeTree::Scalar),
-            Ty::Opaque(_) => Err(self.err("internal: the tangent of an opaque result", src)),
+            Ty::Opaque(_) => Err(JvpError::internal(
+                "internal: the tangent of an opaque result",
+                src,
+            )),
             Ty::Array { rank, .. } => Ok(ShapeTree::Array(
                 (0..*rank).map(|k| Dim::Of(y, k)).collect(),
             )),
@@ -474,7 +465,7 @@ impl<'p> Jvp<'p> {
                 let mut parts = vec![];
                 for t in ts.iter().filter(|t| t.is_differentiable()) {
                     if t.rank() != Some(0) {
-                        return Err(self.err("a tuple result containing arrays cannot be differentiated yet: return the arrays separately", src));
+                        return Err(JvpError::unsupported("a tuple result containing arrays cannot be differentiated yet: return the arrays separately", src));
                     }
                     parts.push(ShapeTree::Scalar);
                 }
@@ -556,7 +547,7 @@ impl<'p> Jvp<'p> {
     /// one, repeat; then the body is differentiated once.
     fn loop_(&mut self, s: &Stmt, l: &Loop) -> Result<(), JvpError> {
         if !l.lin_init.is_empty() || !l.body.lin_params.is_empty() {
-            return Err(self.err("jvp of a loop with linear state", s.src));
+            return Err(JvpError::internal("jvp of a loop with linear state", s.src));
         }
         let k = l.init.len();
         let state = &l.body.params[1..];
@@ -687,7 +678,7 @@ impl<'p> Jvp<'p> {
     /// `map(f, xs)` becomes `map(f', xs ; dxs)` over the arrays with tangents.
     fn map(&mut self, s: &Stmt, m: &Map) -> Result<(), JvpError> {
         if !m.lin_arrs.is_empty() {
-            return Err(self.err("jvp of a map over linear arrays", s.src));
+            return Err(JvpError::internal("jvp of a map over linear arrays", s.src));
         }
         let mut lin_arrs = vec![];
         let mut lin_params = vec![];

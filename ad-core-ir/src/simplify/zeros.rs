@@ -1,16 +1,46 @@
 //! Symbolic zeros: a linear zero (`LinOp::Zero`) is propagated through linear
 //! operations and never materialised where it can be avoided.
 //!
+//! ```text
+//! let ; z = lzero [n]                     let ; y = lindex dx[i]
+//! let ; s = lscale w, z          ==>
+//! let ; t = ladd s, dx
+//! let ; y = lindex t[i]
+//! ```
+//!
 //! # Note [Symbolic zeros]
 //!
-//! Each rule here sees a linear operation one of whose linear operands `z` is
-//! bound by `zero(shape)` and read only there. It replaces the operation by a
-//! zero of the result's shape (computed from `shape` and the non-linear
-//! operands, with `Dim::Of(a, k)` for sizes of a non-linear array operand `a`)
-//! or by its other operand, and kills the zero's statement (see the note on
-//! bypassing linear producers in [`super::engine`]). Shapes in zeros are only
-//! used when the zero is materialised, so a fallible operation on a zero may
-//! become infallible; that is allowed (only runs without error must agree).
+//! A derivative that is identically zero is known statically more often
+//! than not (a constant, a parameter outside `wrt`, a branch that does not
+//! touch a value), and computing with it costs as much as with any other
+//! array. So zeros are *symbolic* throughout the pipeline, and a zero value
+//! exists only where a value must:
+//!
+//! - *JVP* ([`crate::jvp`]): a variable whose tangent is identically zero has
+//!   no tangent variable at all; the rules skip zero operands (`d(x * c) =
+//!   c * dx`, no term for `dc`) and materialise `lzero` only where a value
+//!   is required: an operand beside a non-zero one (the other side of an
+//!   element write `lupdate`, a tuple component), a branch result whose other
+//!   branch is non-zero, loop state, a call argument, a function result.
+//! - *Transposition* ([`crate::transpose`]): a linear variable with no
+//!   cotangent contribution has a symbolic zero cotangent; statements whose
+//!   results all have zero cotangents are skipped, and zeros are
+//!   materialised only as loop state, branch results, call arguments, parts
+//!   of a tuple or of an `ltake`, and function results.
+//! - *The simplifier* (this module): the `lzero`s that remain, and those the
+//!   front end writes (`linear_form`), are propagated through linear
+//!   operations. Each rule here sees a linear operation one of whose linear
+//!   operands `z` is bound by `zero(shape)` and read only there. It replaces
+//!   the operation by a zero of the result's shape (computed from `shape`
+//!   and the non-linear operands, with `Dim::Of(a, k)` for sizes of a
+//!   non-linear array operand `a`) or by its other operand, and kills the
+//!   zero's statement (see the note on bypassing linear producers in
+//!   [`super::engine`]).
+//!
+//! Invariant: a zero's shape is used only when the zero is materialised, so
+//! a fallible operation on a zero may become infallible; that is allowed
+//! (only runs without error must agree). Every pass keeps the values of its
+//! input: a symbolic zero stands for the zero of its shape exactly.
 
 use super::engine::{Cx, Rule};
 use crate::ir::*;

@@ -21,9 +21,7 @@
 //! *sparse* `(index, value)` pair applied as an in-place `lupdate +=` onto the
 //! dense sum (or onto a zero), so reading one element of an array costs one
 //! element in reverse, never a one-hot array. A variable with no contribution
-//! has a symbolic zero cotangent: statements whose results all have zero
-//! cotangents are skipped, and zeros are materialised only as loop state,
-//! branch results and function results.
+//! has a symbolic zero cotangent (the note in [`crate::simplify::zeros`]).
 //!
 //! *Rules.* `ladd ↔ dup`, `drop ↔ zero`, `lneg`, `lscale(s) ↔ lscale(s)`,
 //! `lindex/lgather ↔ lupdate+=/lscatter_add`, `lupdate ↔ ltake` (an element
@@ -38,37 +36,23 @@
 //!
 //! The output uses cotangents freely; [`crate::dupdrop`] makes sharing explicit.
 
-mod control;
+mod branch;
+mod build;
+mod captures;
+mod loops;
+mod map;
 pub(crate) mod shapes;
 
 use crate::build::FuncBuilder;
 use crate::dupdrop::insert_dup_drop;
 use crate::ir::*;
+use crate::names::transpose_name;
 use shapes::Binders;
 use std::collections::HashMap;
-use std::fmt;
 
-/// A transposition failure (an unsupported linear construct).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TransposeError {
-    /// What went wrong.
-    pub msg: String,
-    /// The statement's source id.
-    pub src: Option<SrcId>,
-}
-
-impl fmt::Display for TransposeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.msg)
-    }
-}
-
-impl std::error::Error for TransposeError {}
-
-/// The name of the transpose of linear function `f`.
-pub fn transpose_name(f: &str) -> String {
-    format!("{f}_t")
-}
+/// A transposition failure: an unsupported linear construct (from the
+/// shapes of linear values, `shapes.rs`) or an input its contract rules out.
+pub type TransposeError = crate::error::PassError;
 
 /// One contribution to a cotangent.
 #[derive(Clone, Debug)]
@@ -82,12 +66,26 @@ pub(crate) enum Contrib {
 /// Transposes a Linear B function `L(r ; dx) -> (; dy)` into
 /// `L_t(r ; ct_dy) -> (; ct_dx)`. `L` must have `lin_param_shapes`; callees'
 /// transposes must be in `prog`.
+///
+/// This is two steps, which the driver runs (and checks) one by one: the
+/// transposition rules ([`transpose_func_raw`]) and sharing made explicit
+/// ([`insert_dup_drop`]).
 pub fn transpose_func(prog: &Program, f: &Func) -> Result<Func, TransposeError> {
+    let mut out = transpose_func_raw(prog, f)?;
+    insert_dup_drop(&mut out);
+    Ok(out)
+}
+
+/// The transposition rules of [`transpose_func`]. The output uses
+/// cotangents freely: a linear variable may be read several times or
+/// never, so it is Linear B only after [`crate::dupdrop`] has made sharing
+/// explicit.
+pub fn transpose_func_raw(prog: &Program, f: &Func) -> Result<Func, TransposeError> {
     if f.lin_param_shapes.len() != f.lin_params.len() {
-        return Err(TransposeError {
-            msg: format!("`{}` has no shapes for its linear parameters", f.name),
-            src: None,
-        });
+        return Err(TransposeError::internal(
+            format!("`{}` has no shapes for its linear parameters", f.name),
+            None,
+        ));
     }
     let binders = Binders::of(f);
     let mut t = Transposer {
@@ -116,7 +114,6 @@ pub fn transpose_func(prog: &Program, f: &Func) -> Result<Func, TransposeError> 
     // A transposed function is never transposed again; its parameters'
     // shapes may name variables of the original body, so it declares none.
     out.lin_param_shapes.clear();
-    insert_dup_drop(&mut out);
     Ok(out)
 }
 
@@ -134,13 +131,6 @@ pub(crate) struct Transposer<'p> {
 }
 
 impl<'p> Transposer<'p> {
-    pub(crate) fn err(&self, msg: impl Into<String>, src: Option<SrcId>) -> TransposeError {
-        TransposeError {
-            msg: msg.into(),
-            src,
-        }
-    }
-
     /// The variable whose cotangent list holds `v`'s contributions.
     pub(crate) fn root(&self, mut v: Var) -> Var {
         while let Some(x) = self.alias.get(&v) {
@@ -267,16 +257,14 @@ impl<'p> Transposer<'p> {
 
     /// The shape of forward linear variable `v` (see [`shapes`]).
     pub(crate) fn shape_of(&self, v: Var) -> Result<ShapeTree, TransposeError> {
-        self.binders
-            .shape_of(&self.b.vars, v)
-            .map_err(|m| self.err(m, None))
+        self.binders.shape_of(&self.b.vars, v)
     }
 
     /// The sizes of an array-shaped forward linear variable.
     pub(crate) fn dims_of(&self, v: Var) -> Result<Vec<Dim>, TransposeError> {
         match self.shape_of(v)? {
             ShapeTree::Array(ds) => Ok(ds),
-            other => Err(self.err(
+            other => Err(TransposeError::internal(
                 format!("internal: expected an array shape, found {other:?}"),
                 None,
             )),
@@ -298,9 +286,10 @@ impl<'p> Transposer<'p> {
             | Expr::Tuple(_)
             | Expr::Untuple(_)
             | Expr::Fold(_)
-            | Expr::While(_) => {
-                Err(self.err("internal: a non-linear statement among linear ones", s.src))
-            }
+            | Expr::While(_) => Err(TransposeError::internal(
+                "internal: a non-linear statement among linear ones",
+                s.src,
+            )),
         }
     }
 
@@ -555,7 +544,7 @@ impl<'p> Transposer<'p> {
         }
         let name = transpose_name(&c.func);
         if self.b.program().func(&name).is_none() {
-            return Err(self.err(
+            return Err(TransposeError::internal(
                 format!("internal: `{name}` is not in the program (transpose callees first)"),
                 s.src,
             ));

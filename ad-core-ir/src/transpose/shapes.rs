@@ -9,6 +9,7 @@
 //! linear operation from its operands (e.g. `shape(lindex(x, i)) =
 //! shape(x)[1..]`, `shape(lmatmul(A; x)) = [shape(A, 0)]` for a mat·vec).
 
+use crate::error::PassError;
 use crate::ir::*;
 use std::collections::HashMap;
 
@@ -133,11 +134,13 @@ impl Binders {
     }
 
     /// The shape of linear variable `v`.
-    pub(crate) fn shape_of(&self, vars: &VarTable, v: Var) -> Result<ShapeTree, String> {
-        let b = self
-            .map
-            .get(&v)
-            .ok_or_else(|| format!("internal: no binder recorded for linear variable %{}", v.0))?;
+    pub(crate) fn shape_of(&self, vars: &VarTable, v: Var) -> Result<ShapeTree, PassError> {
+        let b = self.map.get(&v).ok_or_else(|| {
+            PassError::internal(
+                format!("internal: no binder recorded for linear variable %{}", v.0),
+                None,
+            )
+        })?;
         match b {
             Binder::Shape(t) => Ok(t.clone()),
             Binder::Same(x) => self.shape_of(vars, *x),
@@ -152,7 +155,7 @@ impl Binders {
                         let r = vars.ty(*a).rank().unwrap_or(0);
                         (0..r).map(|k| Dim::Of(*a, k)).collect()
                     }
-                    Ok(_) => return Err("internal: map over a literal".into()),
+                    Ok(_) => return Err(PassError::internal("internal: map over a literal", None)),
                     Err(x) => array_dims(self.shape_of(vars, *x)?)?,
                 };
                 dims.extend(self.elem_dims(vars, *e)?);
@@ -164,17 +167,17 @@ impl Binders {
 
     /// Sizes of the elements of a stacked linear result. Array elements have
     /// sizes known only inside the body, so they are refused.
-    fn elem_dims(&self, vars: &VarTable, e: Option<Var>) -> Result<Vec<Dim>, String> {
+    fn elem_dims(&self, vars: &VarTable, e: Option<Var>) -> Result<Vec<Dim>, PassError> {
         match e {
             Some(e) if vars.ty(e).rank() != Some(0) => Err(
-                "unsupported: reverse mode of a loop, build or map whose differentiable per-iteration (or per-element) result is an array; return scalars per element".into(),
+                PassError::unsupported("reverse mode of a loop, build or map whose differentiable per-iteration (or per-element) result is an array; return scalars per element", None),
             ),
             _ => Ok(vec![]),
         }
     }
 
-    fn op_shape(&self, vars: &VarTable, op: &LinOp, k: usize) -> Result<ShapeTree, String> {
-        let of = |a: &Atom| -> Result<Vec<Dim>, String> {
+    fn op_shape(&self, vars: &VarTable, op: &LinOp, k: usize) -> Result<ShapeTree, PassError> {
+        let of = |a: &Atom| -> Result<Vec<Dim>, PassError> {
             match a {
                 Atom::Var(v) => Ok((0..vars.ty(*v).rank().unwrap_or(0))
                     .map(|j| Dim::Of(*v, j))
@@ -196,7 +199,7 @@ impl Binders {
             | LinOp::Dup(x)
             | LinOp::Update { x, .. }
             | LinOp::Scan { x, .. } => self.shape_of(vars, *x),
-            LinOp::Drop(_) => Err("internal: drop binds nothing".into()),
+            LinOp::Drop(_) => Err(PassError::internal("internal: drop binds nothing", None)),
             LinOp::Scale { s, x } => {
                 if vars.ty(*x).rank() == Some(0) {
                     Ok(arr(of(s)?))
@@ -213,8 +216,11 @@ impl Binders {
                 ShapeTree::Tuple(ts) => ts
                     .get(k)
                     .cloned()
-                    .ok_or_else(|| "internal: untuple out of range".into()),
-                other => Err(format!("internal: untuple of shape {other:?}")),
+                    .ok_or_else(|| PassError::internal("internal: untuple out of range", None)),
+                other => Err(PassError::internal(
+                    format!("internal: untuple of shape {other:?}"),
+                    None,
+                )),
             },
             LinOp::Index { x, idx } => {
                 let d = array_dims(self.shape_of(vars, *x)?)?;
@@ -230,7 +236,9 @@ impl Binders {
             }
             LinOp::Gather { x, idx } => {
                 let mut d = array_dims(self.shape_of(vars, *x)?)?;
-                let v = idx.var().ok_or("internal: gather by a literal")?;
+                let v = idx
+                    .var()
+                    .ok_or_else(|| PassError::internal("internal: gather by a literal", None))?;
                 d[0] = Dim::Of(v, 0);
                 Ok(arr(d))
             }
@@ -277,10 +285,13 @@ impl Binders {
     }
 }
 
-fn array_dims(t: ShapeTree) -> Result<Vec<Dim>, String> {
+fn array_dims(t: ShapeTree) -> Result<Vec<Dim>, PassError> {
     match t {
         ShapeTree::Array(d) => Ok(d),
         ShapeTree::Scalar => Ok(vec![]),
-        ShapeTree::Tuple(_) => Err("internal: expected an array shape, found a tuple".into()),
+        ShapeTree::Tuple(_) => Err(PassError::internal(
+            "internal: expected an array shape, found a tuple",
+            None,
+        )),
     }
 }

@@ -1,0 +1,204 @@
+//! The residual policy of a stacked body (loop, build, map): which residuals
+//! are stored (stacked per iteration or element) and which the linear side
+//! recomputes ([`Unzip::split_stacked`]; the rule is stated there and in
+//! `docs/ARCHITECTURE.md`, "Residual policy").
+//!
+//! ```text
+//! loop n (s) |i| {               fwd: loop n (s) |i| {          lin: loop n |i| {
+//!   let a = index x[i]                  let a = index x[i]            let a = index x[i]   (cheap: recomputed)
+//!   let e = exp a                       let e = exp a                 let e = E[i]         (dear: stored)
+//!   ..  uses a, e                       .. yield s', e  (E)           .. uses a, e
+//! }                                   }                             }
+//! ```
+
+use super::fixed_shape::fixed_shape_vars;
+use super::{Split, Unzip, UnzipError};
+use crate::ir::*;
+use crate::visit::free_vars_stmt;
+use std::collections::{BTreeSet, HashMap};
+
+/// A loop, build or map body being split: its primal statements, which
+/// statement binds each variable, its parameters, and those of them the
+/// linear side has without a stack (loop index, build indices, map
+/// elements).
+struct Body<'a> {
+    prim: &'a [Stmt],
+    binder: &'a HashMap<Var, usize>,
+    params: &'a [Var],
+    free_params: &'a [Var],
+}
+
+impl<'p> Unzip<'p> {
+    /// Splits the body of a loop, build or map, whose residuals are stacked.
+    ///
+    /// Residual policy: broadcasts (views in compiled code) are recomputed
+    /// from their source, stored in their place when the body computes it;
+    /// scalars computed in the body by a short chain of
+    /// cheap statements from the free parameters (`free_params`: loop index,
+    /// build indices, map elements), from values outside the body or from
+    /// stored residuals are *recomputed* on the linear side ([`cheap_slice`]:
+    /// a reload and a few arithmetic operations cost less than a stack write
+    /// and read); other scalars computed in the body, parameters (loop state,
+    /// map elements) and — in loops (`stack_arrays`; not in maps, whose
+    /// operands all have the map's rank, nor yet in builds, whose emitted
+    /// form stacks scalar elements only) — arrays whose shape is the same
+    /// in every iteration ([`fixed_shape_vars`], the residual stacks of a
+    /// nested loop with a fixed trip count included) are *stored* (stacked); other arrays computed in
+    /// the body are *recomputed* on the linear side from a backward slice of
+    /// the primal body (the slice stops at stored residuals and parameters),
+    /// so stacks are never ragged and map operands keep the map's rank.
+    /// Returns `(primal, slice ++ linear, stored residuals)`.
+    pub(super) fn split_stacked(
+        &mut self,
+        b: &Block,
+        params: &[Var],
+        free_params: &[Var],
+        stack_arrays: bool,
+    ) -> Result<Split, UnzipError> {
+        let (prim, lin, res) = self.split_nested(b, params)?;
+        let binder: HashMap<Var, usize> = prim
+            .iter()
+            .enumerate()
+            .flat_map(|(k, s)| s.binds.iter().map(move |v| (*v, k)))
+            .collect();
+        let is_array = |u: &Self, v: Var| u.vars.ty(v).rank().is_none_or(|r| r > 0);
+        let fixed = if stack_arrays {
+            fixed_shape_vars(&prim, params, &self.vars)
+        } else {
+            BTreeSet::new()
+        };
+        let mut stored: BTreeSet<Var> = BTreeSet::new();
+        let mut todo: Vec<Var> = vec![];
+        let mut scalars: Vec<Var> = vec![];
+        let mut broadcasts: Vec<Var> = vec![];
+        for &v in &res {
+            if binder.contains_key(&v) && is_array(self, v) && !fixed.contains(&v) {
+                todo.push(v);
+            } else if fixed.contains(&v)
+                && binder.get(&v).is_some_and(|k| {
+                    matches!(prim[*k].expr, Expr::Array(ArrayOp::Broadcast { .. }))
+                })
+            {
+                broadcasts.push(v);
+            } else if binder.contains_key(&v) && !is_array(self, v) {
+                scalars.push(v);
+            } else {
+                stored.insert(v);
+            }
+        }
+        // Scalars: recompute cheap chains, store the rest. The non-cheap ones
+        // are decided first, so that a cheap chain may start from them.
+        let (cheap, dear): (Vec<Var>, Vec<Var>) = scalars
+            .into_iter()
+            .partition(|v| is_cheap_stmt(&prim[binder[v]], &self.vars));
+        stored.extend(dear);
+        let body = Body {
+            prim: &prim,
+            binder: &binder,
+            params,
+            free_params,
+        };
+        for v in cheap {
+            if cheap_slice(v, &body, &stored, &self.top, &self.vars) {
+                todo.push(v);
+            } else {
+                stored.insert(v);
+            }
+        }
+        // Broadcasts (views in compiled code): recomputed from their
+        // source, which is stored instead when the body computes it (it is
+        // never larger), if their sizes are cheap to recompute.
+        for v in broadcasts {
+            let Expr::Array(ArrayOp::Broadcast { arr, shape, .. }) = &prim[binder[&v]].expr else {
+                continue;
+            };
+            let src = arr.var().filter(|u| binder.contains_key(u));
+            let sizes_cheap = shape.iter().filter_map(Atom::var).all(|u| {
+                !binder.contains_key(&u)
+                    || stored.contains(&u)
+                    || cheap_slice(u, &body, &stored, &self.top, &self.vars)
+            });
+            if sizes_cheap && src.is_none_or(|u| fixed.contains(&u)) {
+                stored.extend(src);
+                todo.push(v);
+            } else {
+                stored.insert(v);
+            }
+        }
+        let mut slice: BTreeSet<usize> = BTreeSet::new();
+        while let Some(v) = todo.pop() {
+            let k = binder[&v];
+            if !slice.insert(k) {
+                continue;
+            }
+            for u in free_vars_stmt(&prim[k]).nl {
+                if stored.contains(&u) {
+                    continue;
+                }
+                if binder.contains_key(&u) {
+                    todo.push(u);
+                } else if params.contains(&u) {
+                    stored.insert(u);
+                }
+            }
+        }
+        // The slice is a second copy of primal statements: fresh binders.
+        let copy: Vec<Stmt> = slice.iter().map(|k| prim[*k].clone()).collect();
+        let out = self.with_fresh_copy(copy, lin);
+        Ok((prim, out, stored.into_iter().collect()))
+    }
+}
+
+/// Most statements a recomputed scalar residual may cost on the linear side.
+const MAX_RECOMPUTE: usize = 12;
+
+/// Whether `s` is a cheap scalar statement: a cheap primitive
+/// ([`Prim::is_cheap`]), a scalar copy, an element read or a shape.
+fn is_cheap_stmt(s: &Stmt, vars: &VarTable) -> bool {
+    s.is_scalar_step(vars) && !matches!(&s.expr, Expr::Prim(p, _) if !p.is_cheap())
+}
+
+/// Whether the scalar residual `v` (bound in `body`) is recomputed on the
+/// linear side rather than stored: its backward slice, stopping at `stored`
+/// residuals, is at most [`MAX_RECOMPUTE`] cheap statements
+/// ([`is_cheap_stmt`]), reads no parameter of the body other than its free
+/// ones (the loop index, build indices, map elements: the linear side has
+/// them without a stack; loop state would need one), and reads no array from
+/// outside the body other than those in `top` (the function's parameters and
+/// top-level values): an array of an enclosing loop body, such as its loop
+/// state, would have to be stacked whole per enclosing iteration for the
+/// reload, where storing `v` costs one scalar.
+///
+/// Invariant kept: recomputing never adds a stack, and the linear side's
+/// extra work per iteration is bounded by a constant.
+fn cheap_slice(
+    v: Var,
+    body: &Body,
+    stored: &BTreeSet<Var>,
+    top: &BTreeSet<Var>,
+    vars: &VarTable,
+) -> bool {
+    let mut seen: BTreeSet<usize> = BTreeSet::new();
+    let mut todo = vec![v];
+    while let Some(u) = todo.pop() {
+        if stored.contains(&u) && u != v {
+            continue;
+        }
+        if let Some(&k) = body.binder.get(&u) {
+            if !seen.insert(k) {
+                continue;
+            }
+            if seen.len() > MAX_RECOMPUTE || !is_cheap_stmt(&body.prim[k], vars) {
+                return false;
+            }
+            todo.extend(free_vars_stmt(&body.prim[k]).nl);
+        } else if body.params.contains(&u) {
+            if !body.free_params.contains(&u) {
+                return false;
+            }
+        } else if vars.ty(u).rank().is_none_or(|r| r > 0) && !top.contains(&u) {
+            return false;
+        }
+    }
+    true
+}
