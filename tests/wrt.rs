@@ -289,6 +289,19 @@ fn dump_is_generated() {
         "the dump names the function:\n{text}"
     );
     assert!(text.contains("generated Rust"), "{text}");
+    // Every pass, in pipeline order, and the Rust formatted on lines.
+    let at = |what: &str| {
+        text.find(what)
+            .unwrap_or_else(|| panic!("no `{what}`:\n{text}"))
+    };
+    assert!(at("// lowered") < at("// after jvp"), "{text}");
+    assert!(at("// after jvp") < at("// after unzip"), "{text}");
+    assert!(at("// after unzip") < at("// after transpose"), "{text}");
+    assert!(at("// after transpose") < at("// generated Rust"), "{text}");
+    assert!(
+        text.contains("\npub fn dumped_vjp(") || text.contains("\nfn dumped_vjp("),
+        "{text}"
+    );
     assert_eq!(dumped_jvp(1.0, 2.0, 1.0, 0.0).0, dumped(1.0, 2.0));
 }
 

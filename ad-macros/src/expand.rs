@@ -95,10 +95,14 @@ fn derivatives(
     lowered: &Lowered,
     wrt: &[bool],
     all: &[bool],
+    trace: bool,
 ) -> Result<Result<(Derivatives, Derivatives), DriverError>, String> {
     let (prog, name) = (&lowered.program, &lowered.name);
     on_large_stack(move || {
-        let opts = Options::default();
+        let opts = Options {
+            trace,
+            ..Options::default()
+        };
         let user = differentiate(prog, name, wrt, &opts)?;
         let all = if wrt == all {
             user.clone()
@@ -219,7 +223,8 @@ fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Err
     let sig = lower::signature(func, wrt.as_deref())?;
     let lowered = lower::lower(func, &sig)?;
     let span = sig.span;
-    let (user, all) = derivatives(&lowered, &sig.wrt_mask(), &sig.all_mask())
+    let trace = args.dump.is_present();
+    let (user, all) = derivatives(&lowered, &sig.wrt_mask(), &sig.all_mask(), trace)
         .map_err(|e| vec![internal_error(span, &e)])?
         .map_err(|e| vec![driver_error(e, &lowered, span)])?;
     let companions = emit::companions(&emit::Input {
@@ -230,24 +235,21 @@ fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Err
         modes,
     });
     let dump = if args.dump.is_present() {
-        let mut text = String::new();
-        for name in [
-            &user.names.jvp,
-            &user.names.fwd,
-            &user.names.lin,
-            &user.names.lin_t,
-        ] {
-            if let Some(f) = user.program.func(name) {
-                text.push_str(&func_to_string(f));
-                text.push('\n');
-            }
+        // The lowered function, then every pass's output in pipeline order.
+        let mut text = String::from("// lowered\n");
+        if let Some(f) = lowered.program.func(&lowered.name) {
+            text.push_str(&func_to_string(f));
+            text.push('\n');
+        }
+        for (pass, out) in &user.trace {
+            text.push_str(&format!("// after {pass}\n{out}\n"));
         }
         text.push_str("// generated Rust\n");
         text.push_str(&formatted(&companions));
         let dump_fn = names::dump(&sig.ident);
         let vis = &sig.vis;
         quote! {
-            /// The IR of the derived functions (`jvp`, `fwd`, `lin`, `lin_t`) and the generated Rust (`#[differentiable(dump)]`).
+            /// The lowered IR, the IR after every pass, and the generated Rust (`#[differentiable(dump)]`).
             #vis fn #dump_fn() -> &'static str { #text }
         }
     } else {

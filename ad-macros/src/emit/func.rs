@@ -148,7 +148,7 @@ pub fn body(
         e.repr.insert(*v, r);
         // A parameter of the emitted function with the variable's own name
         // (`halves::ir_params`) needs no binding.
-        if x.to_string() == e.names[v.0 as usize].to_string() {
+        if e.names[v.0 as usize] == x.to_string() {
             continue;
         }
         pats.push(e.binder(*v));
