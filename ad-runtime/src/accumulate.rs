@@ -82,7 +82,7 @@ pub const ACC_WORK_DIVISOR: usize = 8;
 /// accumulators of `acc_len` elements in all and an estimated `work` (element
 /// operations of the whole loop): a function of these only, never of the
 /// number of threads, so the result is the same for every thread count.
-pub fn accumulate_chunks(n: usize, acc_len: usize, work: usize) -> usize {
+pub(crate) fn accumulate_chunks(n: usize, acc_len: usize, work: usize) -> usize {
     let by_iters = (n / MIN_CHUNK_ITERS).clamp(1, MAX_CHUNKS);
     let budget = work / ACC_WORK_DIVISOR;
     let by_memory = (budget / acc_len.max(1)).max(1);

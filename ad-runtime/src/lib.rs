@@ -21,6 +21,9 @@
 //! | tasks (blocks of a generated kernel with several outputs) | [`for_each_item`], [`rows_per_task`] |
 //! | argument checks of generated derivatives | [`check_arg_shape`] |
 //!
+//! Generated code calls most of these; `ad-runtime/README.md` ("Not called
+//! by generated code") lists the others and why they are kept.
+//!
 //! **Determinism**: every kernel returns bit-identical results for any
 //! number of threads and across runs. Reductions, scans, scatter-add and
 //! matrix products use chunk boundaries fixed by the shapes and constants of
@@ -48,8 +51,8 @@ mod stack;
 mod strip;
 
 pub use accumulate::{
-    accumulate_chunked, accumulate_chunks, add_assign, add_scaled, zeros_like, ACC_WORK_DIVISOR,
-    MAX_CHUNKS, MIN_CHUNK_ITERS,
+    accumulate_chunked, add_assign, add_scaled, zeros_like, ACC_WORK_DIVISOR, MAX_CHUNKS,
+    MIN_CHUNK_ITERS,
 };
 pub use arg::{arg_index, arg_index_axis, Ordered, ARG_MAX_RANK};
 pub use broadcast::{
@@ -71,8 +74,7 @@ pub use reduce::{
 };
 pub use scan::{scan_axis, scan_exclusive, scan_i64, scan_inclusive, scan_reverse, ScanKind};
 pub use scratch::{
-    pooled_zeros, recycle, take_buffer, Pooled, Scratch, POOL_LEN, POOL_MAX_BYTES,
-    POOL_MAX_TOTAL_BYTES,
+    pooled_zeros, recycle, Pooled, Scratch, POOL_LEN, POOL_MAX_BYTES, POOL_MAX_TOTAL_BYTES,
 };
 pub use stack::{stack_arrays, ArrayResidualStack, ResidualStack};
 pub use strip::{build_lanes, lanes_sum, LaneRows, LANES};

@@ -28,7 +28,7 @@
 //! buffers need no synchronisation and the values never depend on the
 //! thread. The pool keeps at most [`POOL_LEN`] buffers per element type, at
 //! most [`POOL_MAX_TOTAL_BYTES`] together, and lets buffers larger than
-//! [`POOL_MAX_BYTES`] go. [`take_buffer`] hands out the smallest pooled
+//! [`POOL_MAX_BYTES`] go. `take_buffer` hands out the smallest pooled
 //! buffer that fits (residual stacks take theirs so; `f_vjp` recycles its
 //! residuals), so a derivative called again and again reuses its memory
 //! instead of page-faulting fresh memory from the system on every call.
@@ -87,7 +87,7 @@ impl<T: Pooled> Scratch<T> {
 
     /// Makes the buffer `n` values `T::default()` long: the buffer it has
     /// when it holds `n`, or else the smallest pooled one that does
-    /// ([`take_buffer`]; it allocates only when none does).
+    /// (`take_buffer`; it allocates only when none does).
     pub fn reset(&mut self, n: usize) {
         if self.buf.capacity() < n {
             let old = std::mem::replace(&mut self.buf, take_buffer(n));
@@ -146,7 +146,7 @@ impl<T: Pooled> Drop for Scratch<T> {
 /// An empty vector with room for `n` values: the smallest pooled buffer
 /// that holds `n` (no allocation), else a new one. Give it back through
 /// [`recycle`] (as an array's buffer) once dead.
-pub fn take_buffer<T: Pooled>(n: usize) -> Vec<T> {
+pub(crate) fn take_buffer<T: Pooled>(n: usize) -> Vec<T> {
     let mut buf = T::with_pool(|p| {
         // The newest buffer that fits without waste (a loop taking and
         // giving back a few buffers per iteration finds its own at once).
