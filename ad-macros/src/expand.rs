@@ -25,13 +25,35 @@ const IR_STACK: usize = 256 << 20;
 /// A panic inside (a compiler bug) becomes one error at the attribute, with
 /// the panic message, instead of a crash of the compiler.
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let run = std::panic::AssertUnwindSafe(|| try_expand(attr, item.clone()));
+    let run = std::panic::AssertUnwindSafe(|| try_expand(attr.clone(), item.clone()));
     let errs = match std::panic::catch_unwind(run) {
         Ok(Ok(ts)) => return ts,
         Ok(Err(errs)) => errs,
         Err(payload) => vec![internal_error(Span::call_site(), &panic_message(&*payload))],
     };
-    fallback(item, errs)
+    let stubs = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| stubs(&attr, &item)));
+    let mut out = fallback(item, errs);
+    out.extend(stubs.ok().flatten());
+    out
+}
+
+/// Stubs of the public derivatives of a refused function ([`emit::stubs`]),
+/// when its attribute and signature are sound and it is a plain function
+/// (a function with struct parameters or `f32` is differentiated through a
+/// rewritten copy whose derivatives' signatures are made elsewhere: it gets
+/// none).
+fn stubs(attr: &TokenStream, item: &TokenStream) -> Option<TokenStream> {
+    let args = Args::parse(attr.clone()).ok()?;
+    let func: syn::ItemFn = syn::parse2(item.clone()).ok()?;
+    if crate::structs::expand(&args, &func).is_some()
+        || crate::f32s::expand(&args, attr, &func).is_some()
+    {
+        return None;
+    }
+    let wrt = args.wrt_idents().ok()?;
+    let modes = args.modes().ok()?;
+    let sig = lower::signature(&func, wrt.as_deref()).ok()?;
+    Some(emit::stubs(&sig, modes))
 }
 
 /// The message of a panic payload.

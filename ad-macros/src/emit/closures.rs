@@ -24,7 +24,7 @@ use super::names::ident;
 use super::types::{flat, Repr};
 use super::wrappers::{
     allows, canonical_args, check, cotangents, ct_name, ct_params, ct_ty, leaf_paths, nest,
-    out_pattern, out_ty, owned, primal_args, shaped, tangent_names, tangent_ty, temps,
+    out_pattern, out_ty, owned, primal_args, shaped, tangent_names, temps,
 };
 use super::Input;
 use crate::sig::{Out, Param, ParamKind};
@@ -136,13 +136,8 @@ pub fn f_linearize(input: &Input, h: &Halves) -> R<TokenStream> {
         let t = &p.ty;
         quote!(#d: #t)
     });
-    let dtys = wrt.iter().map(|p| &p.ty);
-    let pdecls = sig.params.iter().map(|p| {
-        let (n, t) = (&p.ident, &p.ty);
-        quote!(#n: #t)
-    });
-    let o = out_ty(&sig.out);
-    let (vis, fname) = (&sig.vis, &sig.ident);
+    let (fname, o) = (&sig.ident, out_ty(&sig.out));
+    let header = super::headers::linearize(sig);
     let doc = format!(
         " Linearisation of [`{fname}`]: returns `({fname}(..), jvp)`, the primal result and its \
          linear map (the Jacobian-vector product at this point) as a closure over the residuals. \
@@ -155,8 +150,7 @@ pub fn f_linearize(input: &Input, h: &Halves) -> R<TokenStream> {
         #[doc = #doc]
         #allows
         #[inline]
-        #vis fn #name(#(#pdecls),*)
-            -> (#o, impl Fn(#(#dtys),*) -> #o + ::core::marker::Send + ::core::marker::Sync + use<>)
+        #header
         {
             #shapes
             #stmts
@@ -211,15 +205,9 @@ pub fn f_pullback(input: &Input, h: &Halves) -> R<TokenStream> {
     let (cs, cpat) = temps("c", wrt.len());
     let c = cotangents(&cs, treprs, &wrt);
     let y = primal_result(&fw, &sig.out)?;
-    let pdecls = sig.params.iter().map(|p| {
-        let (n, t) = (&p.ident, &p.ty);
-        quote!(#n: #t)
-    });
-    let o = out_ty(&sig.out);
-    let ct_t = ct_ty(&sig.out);
-    let ctys: Vec<TokenStream> = wrt.iter().map(|p| tangent_ty(p)).collect();
-    let ct_ret = flat(&ctys);
-    let (vis, fname) = (&sig.vis, &sig.ident);
+    let header = super::headers::pullback(sig);
+    let (ct_t, ct_ret) = (ct_ty(&sig.out), super::headers::cotangents_ty(sig));
+    let fname = &sig.ident;
     let doc = format!(
         " Pullback of [`{fname}`]: returns `({fname}(..), vjp)`, the primal result and the \
          transposed linear map (vector-Jacobian product) as a closure over the residuals. Each \
@@ -232,8 +220,7 @@ pub fn f_pullback(input: &Input, h: &Halves) -> R<TokenStream> {
         #[doc = #doc]
         #allows
         #[inline]
-        #vis fn #name(#(#pdecls),*)
-            -> (#o, impl Fn(#ct_t) -> #ct_ret + ::core::marker::Send + ::core::marker::Sync + use<>)
+        #header
         {
             #stmts
             #shapes

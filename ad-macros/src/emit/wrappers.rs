@@ -367,14 +367,7 @@ fn f_jvp(input: &Input, h: &Halves) -> R<TokenStream> {
         .collect();
     let y = nest(&sig.out, &mut vals[..n_out].iter().cloned())?;
     let dy = nest(&sig.out, &mut vals[n_out..].iter().cloned())?;
-    let decls = user_decls(sig)
-        .into_iter()
-        .chain(wrt.iter().zip(&dnames).map(|(p, d)| {
-            let t = &p.ty;
-            quote!(#d: #t)
-        }));
-    let o = out_ty(&sig.out);
-    let (vis, fname) = (&sig.vis, &sig.ident);
+    let fname = &sig.ident;
     let name = crate::names::jvp(fname);
     // Every array tangent has its primal's shape.
     let checks: Vec<TokenStream> = wrt
@@ -400,10 +393,11 @@ fn f_jvp(input: &Input, h: &Halves) -> R<TokenStream> {
     );
     let allows = allows();
     let jvp = &h.jvp;
+    let header = super::headers::jvp(sig);
     Ok(quote! {
         #[doc = #doc]
         #allows
-        #vis fn #name(#(#decls),*) -> (#o, #o) {
+        #header {
             #(#checks)*
             #pstmts
             #dstmts
@@ -460,16 +454,8 @@ fn f_vjp(input: &Input, h: &Halves) -> R<TokenStream> {
             )
         })
         .collect();
-    let ct_decl = {
-        let t = ct_ty(&sig.out);
-        quote!(#ct_use: #t)
-    };
-    let decls = user_decls(sig).into_iter().chain([ct_decl]);
-    let o = out_ty(&sig.out);
-    let ctys: Vec<TokenStream> = wrt.iter().map(|p| tangent_ty(p)).collect();
-    let ct_ret = flat(&ctys);
-    let (vis, fname) = (&sig.vis, &sig.ident);
-    let name = crate::names::vjp(fname);
+    let fname = &sig.ident;
+    let header = super::headers::vjp(sig);
     let doc = format!(
         " Reverse-mode derivative of [`{fname}`]: returns `({fname}(..), cotangents)`, the \
          primal result and the cotangents (vector-Jacobian product with `ct`) of the \
@@ -481,7 +467,7 @@ fn f_vjp(input: &Input, h: &Halves) -> R<TokenStream> {
     Ok(quote! {
         #[doc = #doc]
         #allows
-        #vis fn #name(#(#decls),*) -> (#o, #ct_ret) {
+        #header {
             #pstmts
             let #ypat = #fwd(#(#pargs),*);
             let #ct_pat = #ct_use;
