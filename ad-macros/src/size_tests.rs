@@ -92,8 +92,10 @@ fn typical_expansion_is_compact() {
     "#;
     let (src, out, _) = sizes(text);
     let ratio = out as f64 / src as f64;
+    // 51x today (5,049 / 99 tokens): no scalar `let` types, no linear
+    // scalar `dup`s, short array types.
     assert!(
-        ratio < 70.0,
+        ratio < 56.0,
         "expansion is {ratio:.1}x the source ({out} / {src} tokens)"
     );
 }
