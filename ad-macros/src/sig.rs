@@ -1,12 +1,15 @@
-//! The signature model shared by the front end (`lower`) and the emitter
-//! (`emit`): what each parameter and the output of a `#[differentiable]`
-//! function are, in terms of both Rust and the IR.
+//! The model shared by the front end (`lower`) and the emitter (`emit`):
+//! what each parameter and the output of a `#[differentiable]` function are,
+//! in terms of both Rust and the IR, and what lowering hands the emitter
+//! (the [`Lowered`] program and the [`Callee`]s it calls). The emitter
+//! imports nothing else from the front end.
 //!
 //! IR mapping: `f64` -> `F64`; tuple of `f64` -> `Tuple([F64; n])`; any Rust
 //! integer type -> `I64`; `bool` -> `Bool`; `f64` arrays of rank r ->
 //! `[f64]^r`; integer arrays -> `[i64]^r`. A tuple output is flattened into
 //! several IR results (leaves in order) and re-nested by the wrappers.
 
+use ad_core_ir::ir::Program;
 use ad_core_ir::types::{Scalar, Ty};
 use proc_macro2::Span;
 
@@ -158,4 +161,48 @@ impl Signature {
             .map(|p| p.kind.is_differentiable())
             .collect()
     }
+}
+
+/// The lowered function.
+pub struct Lowered {
+    /// The function (named as the Rust function) plus extern declarations of
+    /// the `#[differentiable]` functions it calls (see `crate::names`).
+    pub program: Program,
+    /// The IR name of the function.
+    pub name: String,
+    /// `SrcId(k)` of a statement is the span `spans[k]`.
+    pub spans: Vec<Span>,
+    /// The functions called, one per extern declared in `program` (except the
+    /// derived `__jvp/__lin/__lin_t` declarations).
+    pub callees: Vec<Callee>,
+}
+
+/// A function called by the lowered function.
+pub struct Callee {
+    /// The IR name of the extern (the path as written, e.g. `"m::g"`).
+    pub ir_name: String,
+    /// The path as written, for emission.
+    pub path: syn::Path,
+    /// `true`: another `#[differentiable]` function, called through its
+    /// hidden building blocks with the canonical signature. `false`: a plain
+    /// function whose arguments are all constants, called as written.
+    pub differentiable: bool,
+    /// Rust types of the results (from the `let` annotation at the call site,
+    /// `f64` by default); an integer result is converted to `i64` by the emitter.
+    pub result_tys: Vec<syn::Type>,
+    /// For a `#[linear(..)]` callee (as the crate's source says), a flag per
+    /// parameter: linear or not. Derivatives through its linear parameters
+    /// only then call the callee itself and its transpose
+    /// (`ad_core_ir::driver::declare_linear_extern`).
+    pub linear: Option<Vec<bool>>,
+    /// For a callee of the crate declared `#[differentiable(wrt(..))]` with
+    /// fewer parameters than it could be differentiated in, a flag per
+    /// parameter: named by `wrt`. Derivatives where only those arguments
+    /// carry tangents then call its derivatives with respect to them alone
+    /// (`ad_core_ir::driver::declare_wrt_extern`, `__linadw_g_*`).
+    pub wrt: Option<Vec<bool>>,
+    /// The callee keeps its residuals for callers (`crate_fns::FnInfo::
+    /// residuals`): a top-level call of it stores them
+    /// (`ad_core_ir::driver::declare_extern_residuals`, `__linad_g_fwdres`).
+    pub residuals: bool,
 }

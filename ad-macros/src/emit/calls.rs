@@ -10,8 +10,8 @@
 use super::func::{Emitter, Out, R};
 use super::names;
 use super::types::{flat, owned_repr, Repr};
-use crate::lower::Callee;
 use crate::names::{hidden, hidden_wrt, Block as Hidden};
+use crate::sig::Callee;
 use ad_core_ir::driver::{restricted_name, Names};
 use ad_core_ir::ir::{Atom, Call, Stmt, Var};
 use ad_core_ir::types::{Scalar, Ty};

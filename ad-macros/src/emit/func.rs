@@ -13,7 +13,7 @@
 use super::names;
 use super::types::{self, owned_repr, repr_ty, Repr};
 use super::uses::Uses;
-use crate::lower::Callee;
+use crate::sig::Callee;
 use ad_core_ir::ir::*;
 use ad_core_ir::types::{Scalar, Ty};
 use proc_macro2::{Ident, Literal, TokenStream};

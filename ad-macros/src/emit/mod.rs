@@ -40,7 +40,7 @@ mod wrappers;
 #[cfg(test)]
 mod tests;
 
-use crate::lower::Lowered;
+use crate::sig::Lowered;
 use crate::sig::Signature;
 use ad_core_ir::driver::Derivatives;
 pub(crate) use calls::hidden_path;

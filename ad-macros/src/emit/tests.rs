@@ -13,7 +13,7 @@
 //! and runs every `check()` (see the report of the emitter's author for one).
 
 use super::{companions, Input};
-use crate::lower::{Callee, Lowered};
+use crate::sig::{Callee, Lowered};
 use crate::sig::{Out, Param, ParamKind, Passing, Signature};
 use ad_core_ir::driver::{differentiate, Derivatives, Options};
 use ad_core_ir::interp::{run, Value};

@@ -33,8 +33,8 @@ use super::wrappers::{
     allows, check, convert_param, ct_ty, func, hidden_fn, nested_fns, out_pattern, result_ty,
     tangent_ty, temps,
 };
-use crate::lower::Callee;
 use crate::names::{hidden, Block};
+use crate::sig::Callee;
 use crate::sig::{Param, Signature};
 use ad_core_ir::driver::Derivatives;
 use ad_core_ir::ir::Func;

@@ -268,10 +268,10 @@ impl Lowerer<'_> {
             }
             "iter" | "into_iter" => {
                 self.nargs(m, 0)?;
-                Some(Val::Iter(Box::new(super::iter::IterVal::of_array(arr, elem, rank))))
+                Some(Val::Iter(Box::new(super::iter_val::IterVal::of_array(arr, elem, rank))))
             }
             "fold" => {
-                let iter = Val::Iter(Box::new(super::iter::IterVal::of_array(arr, elem, rank)));
+                let iter = Val::Iter(Box::new(super::iter_val::IterVal::of_array(arr, elem, rank)));
                 self.iter_method(m, iter)
             }
             n if ELEMENTWISE_METHODS.contains(&n) && elem == Elem::F64 => {

@@ -15,7 +15,7 @@
 //! constant call of a plain function, which may take scalars and `f64`
 //! arrays (passed by reference to an owned array).
 
-use super::ctx::{span_of, Lowerer};
+use super::ctx::{span_of, CallSite, Lowerer};
 use super::expr::strip;
 use super::methods::is_f64_method;
 use super::types::{classify, Elem, IntTy, TyDesc};
@@ -24,28 +24,6 @@ use super::Callee;
 use crate::crate_fns;
 use ad_core_ir::ir::{Atom, Call, Expr, Func, Stmt, Var};
 use ad_core_ir::types::Ty;
-use proc_macro2::Span;
-
-/// One call of another function, as lowered.
-#[derive(Clone, Debug)]
-pub struct CallSite {
-    /// The extern's IR name (the path as written).
-    pub ir_name: String,
-    /// The path as written.
-    pub path: syn::Path,
-    /// The IR arguments.
-    pub args: Vec<Atom>,
-    /// Their IR types.
-    pub arg_tys: Vec<Ty>,
-    /// Spans of the arguments.
-    pub arg_spans: Vec<Span>,
-    /// IR result types.
-    pub result_tys: Vec<Ty>,
-    /// Rust result types (one per IR result).
-    pub result_rust: Vec<syn::Type>,
-    /// The span of the call.
-    pub span: Span,
-}
 
 /// Crates whose functions are never `#[differentiable]` (the standard library
 /// and the common special-function crates).

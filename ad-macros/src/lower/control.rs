@@ -281,7 +281,7 @@ impl Lowerer<'_> {
         };
         let it = match self.receiver(e)? {
             Val::Iter(it) => *it,
-            Val::Array(a, el, r) => super::iter::IterVal::of_array(a, el, r),
+            Val::Array(a, el, r) => super::iter_val::IterVal::of_array(a, el, r),
             Val::Poison => return None,
             other => {
                 return self.fail(
@@ -290,7 +290,7 @@ impl Lowerer<'_> {
                 )
             }
         };
-        if let super::iter::Source::Arrays { rank, .. } = &it.src {
+        if let super::iter_val::Source::Arrays { rank, .. } = &it.src {
             if *rank != 1 {
                 return self.fail(&f.expr, "a `for` loop over the elements of a multi-dimensional array is not supported: iterate its rows (`a.rows()`) or index it");
             }

@@ -7,7 +7,6 @@
 //! [`Val::Poison`] and keep going, so that all errors of a function are
 //! reported together and one mistake gives one error).
 
-use super::calls::CallSite;
 use super::env::Env;
 use super::val::Val;
 use ad_core_ir::build::FuncBuilder;
@@ -216,4 +215,25 @@ pub fn const_block(a: Atom) -> ad_core_ir::ir::Block {
         results: vec![a],
         lin_results: vec![],
     }
+}
+
+/// One call of another function, as lowered.
+#[derive(Clone, Debug)]
+pub struct CallSite {
+    /// The extern's IR name (the path as written).
+    pub ir_name: String,
+    /// The path as written.
+    pub path: syn::Path,
+    /// The IR arguments.
+    pub args: Vec<Atom>,
+    /// Their IR types.
+    pub arg_tys: Vec<Ty>,
+    /// Spans of the arguments.
+    pub arg_spans: Vec<Span>,
+    /// IR result types.
+    pub result_tys: Vec<Ty>,
+    /// Rust result types (one per IR result).
+    pub result_rust: Vec<syn::Type>,
+    /// The span of the call.
+    pub span: Span,
 }

@@ -10,21 +10,14 @@
 
 use super::ctx::{span_of, Lowerer};
 use super::expr::strip;
+use super::iter_val::{Item, IterVal, Source};
 use super::types::{classify, Elem, IntTy, TyDesc};
 use super::val::Val;
 use ad_core_ir::ir::{ArrayOp, Atom, Expr, Fold, Loop, Prim, ReduceOp};
 use ad_core_ir::types::Ty;
 use quote::ToTokens;
 
-/// How the items of a zipped iterator nest: `a.zip(b).zip(c)` gives `((a, b), c)`.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Item {
-    /// The element of source `k`.
-    Leaf(usize),
-    /// A pair from `zip`.
-    Pair(Box<Item>, Box<Item>),
-}
-
+/// The value of an item of a zipped iterator, from its leaves' values.
 impl Item {
     fn shifted(&self, by: usize) -> Item {
         match self {
@@ -38,93 +31,6 @@ impl Item {
             Item::Leaf(k) => elems.get(*k).cloned().unwrap_or(Val::Poison),
             Item::Pair(a, b) => Val::Tuple(vec![a.value(elems), b.value(elems)]),
         }
-    }
-}
-
-/// Where the items come from.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Source {
-    /// Elements of arrays of one shape (zipped).
-    Arrays {
-        /// The arrays and their element types.
-        arrs: Vec<(Atom, Elem)>,
-        /// Their rank.
-        rank: usize,
-        /// The item structure.
-        item: Item,
-    },
-    /// The sub-arrays `arr[i]` along axis 0 (`outer_iter`, `rows`, and
-    /// `columns` of the transpose).
-    Lanes {
-        /// The array.
-        arr: Atom,
-        /// Its element type.
-        elem: Elem,
-        /// Its rank (items have one less).
-        rank: usize,
-    },
-    /// The integers `start + k * step` for `k` in `0..n`: a range
-    /// `start..start + n` (`step` 1), or one `.step_by(..)`.
-    Range {
-        /// First value.
-        start: Atom,
-        /// Number of values (non-negative).
-        n: Atom,
-        /// Their type.
-        ty: IntTy,
-        /// The distance between values (positive).
-        step: Atom,
-    },
-}
-
-/// An iterator chain not consumed yet.
-#[derive(Clone, Debug, PartialEq)]
-pub struct IterVal {
-    /// The source.
-    pub src: Source,
-    /// `.enumerate()` was called (items are `(index, item)`).
-    pub enumerate: bool,
-    /// `.rev()` was called.
-    pub rev: bool,
-    /// `.enumerate()` came after an odd number of `.rev()`: the index counts
-    /// iterations, not source positions.
-    pub enum_after_rev: bool,
-    /// The closures of `.map(..)`, in order.
-    pub maps: Vec<syn::Expr>,
-}
-
-impl IterVal {
-    /// `a.iter()`.
-    pub fn of_array(arr: Atom, elem: Elem, rank: usize) -> IterVal {
-        IterVal {
-            src: Source::Arrays {
-                arrs: vec![(arr, elem)],
-                rank,
-                item: Item::Leaf(0),
-            },
-            enumerate: false,
-            rev: false,
-            enum_after_rev: false,
-            maps: vec![],
-        }
-    }
-
-    /// The sub-arrays of `arr` along axis 0.
-    pub fn of_lanes(arr: Atom, elem: Elem, rank: usize) -> IterVal {
-        IterVal {
-            src: Source::Lanes { arr, elem, rank },
-            enumerate: false,
-            rev: false,
-            enum_after_rev: false,
-            maps: vec![],
-        }
-    }
-
-    /// Whether the lowering needs the item's index (a `Build` or a `Loop`).
-    fn indexed(&self) -> bool {
-        self.enumerate
-            || self.rev
-            || matches!(self.src, Source::Range { .. } | Source::Lanes { .. })
     }
 }
 

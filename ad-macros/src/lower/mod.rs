@@ -31,6 +31,7 @@ mod env;
 mod errors;
 mod expr;
 mod iter;
+mod iter_val;
 mod methods;
 mod ops;
 mod signature;
@@ -48,53 +49,10 @@ use crate::sig::{ParamKind, Signature};
 use ad_core_ir::check::{check_program, Mode};
 use ad_core_ir::ir::{Atom, Expr, Program};
 use ctx::{span_of, Lowerer};
-use proc_macro2::Span;
 use types::{classify, Elem, TyDesc};
 use val::Val;
 
-/// The lowered function.
-pub struct Lowered {
-    /// The function (named as the Rust function) plus extern declarations of
-    /// the `#[differentiable]` functions it calls (see `crate::names`).
-    pub program: Program,
-    /// The IR name of the function.
-    pub name: String,
-    /// `SrcId(k)` of a statement is the span `spans[k]`.
-    pub spans: Vec<Span>,
-    /// The functions called, one per extern declared in `program` (except the
-    /// derived `__jvp/__lin/__lin_t` declarations).
-    pub callees: Vec<Callee>,
-}
-
-/// A function called by the lowered function.
-pub struct Callee {
-    /// The IR name of the extern (the path as written, e.g. `"m::g"`).
-    pub ir_name: String,
-    /// The path as written, for emission.
-    pub path: syn::Path,
-    /// `true`: another `#[differentiable]` function, called through its
-    /// hidden building blocks with the canonical signature. `false`: a plain
-    /// function whose arguments are all constants, called as written.
-    pub differentiable: bool,
-    /// Rust types of the results (from the `let` annotation at the call site,
-    /// `f64` by default); an integer result is converted to `i64` by the emitter.
-    pub result_tys: Vec<syn::Type>,
-    /// For a `#[linear(..)]` callee (as the crate's source says), a flag per
-    /// parameter: linear or not. Derivatives through its linear parameters
-    /// only then call the callee itself and its transpose
-    /// (`ad_core_ir::driver::declare_linear_extern`).
-    pub linear: Option<Vec<bool>>,
-    /// For a callee of the crate declared `#[differentiable(wrt(..))]` with
-    /// fewer parameters than it could be differentiated in, a flag per
-    /// parameter: named by `wrt`. Derivatives where only those arguments
-    /// carry tangents then call its derivatives with respect to them alone
-    /// (`ad_core_ir::driver::declare_wrt_extern`, `__linadw_g_*`).
-    pub wrt: Option<Vec<bool>>,
-    /// The callee keeps its residuals for callers (`crate_fns::FnInfo::
-    /// residuals`): a top-level call of it stores them
-    /// (`ad_core_ir::driver::declare_extern_residuals`, `__linad_g_fwdres`).
-    pub residuals: bool,
-}
+pub use crate::sig::{Callee, Lowered};
 
 /// Declares the blocks keeping the residuals of the callee `c` (and of its
 /// derivatives with respect to its `wrt` parameters alone, if it has them):

@@ -4,7 +4,7 @@
 //! (never IR tuples, except where an IR signature needs one), so tuple fields,
 //! destructuring and tuple-valued loop state need no IR statements.
 
-use super::iter::IterVal;
+use super::iter_val::IterVal;
 use super::types::{Elem, RTy};
 use ad_core_ir::ir::Atom;
 

@@ -18,7 +18,7 @@
 use super::construct::split_commas;
 use super::ctx::{span_of, Lowerer};
 use super::expr::strip;
-use super::iter::IterVal;
+use super::iter_val::IterVal;
 use super::types::Elem;
 use super::val::Val;
 use ad_core_ir::ir::{ArrayOp, Atom, Expr, If, Prim, ReduceOp};

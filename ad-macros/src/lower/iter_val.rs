@@ -1,0 +1,103 @@
+//! The value of an iterator chain not consumed yet (`IterVal`: its source,
+//! `enumerate` / `rev` flags and `map` closures), held in a [`super::val::Val`]
+//! until `iter.rs` lowers the method that consumes it. Data only: `val.rs`
+//! and `iter.rs` both depend on it, not on each other.
+
+use super::types::{Elem, IntTy};
+use ad_core_ir::ir::Atom;
+
+/// How the items of a zipped iterator nest: `a.zip(b).zip(c)` gives `((a, b), c)`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Item {
+    /// The element of source `k`.
+    Leaf(usize),
+    /// A pair from `zip`.
+    Pair(Box<Item>, Box<Item>),
+}
+
+/// Where the items come from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Source {
+    /// Elements of arrays of one shape (zipped).
+    Arrays {
+        /// The arrays and their element types.
+        arrs: Vec<(Atom, Elem)>,
+        /// Their rank.
+        rank: usize,
+        /// The item structure.
+        item: Item,
+    },
+    /// The sub-arrays `arr[i]` along axis 0 (`outer_iter`, `rows`, and
+    /// `columns` of the transpose).
+    Lanes {
+        /// The array.
+        arr: Atom,
+        /// Its element type.
+        elem: Elem,
+        /// Its rank (items have one less).
+        rank: usize,
+    },
+    /// The integers `start + k * step` for `k` in `0..n`: a range
+    /// `start..start + n` (`step` 1), or one `.step_by(..)`.
+    Range {
+        /// First value.
+        start: Atom,
+        /// Number of values (non-negative).
+        n: Atom,
+        /// Their type.
+        ty: IntTy,
+        /// The distance between values (positive).
+        step: Atom,
+    },
+}
+
+/// An iterator chain not consumed yet.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IterVal {
+    /// The source.
+    pub src: Source,
+    /// `.enumerate()` was called (items are `(index, item)`).
+    pub enumerate: bool,
+    /// `.rev()` was called.
+    pub rev: bool,
+    /// `.enumerate()` came after an odd number of `.rev()`: the index counts
+    /// iterations, not source positions.
+    pub enum_after_rev: bool,
+    /// The closures of `.map(..)`, in order.
+    pub maps: Vec<syn::Expr>,
+}
+
+impl IterVal {
+    /// `a.iter()`.
+    pub fn of_array(arr: Atom, elem: Elem, rank: usize) -> IterVal {
+        IterVal {
+            src: Source::Arrays {
+                arrs: vec![(arr, elem)],
+                rank,
+                item: Item::Leaf(0),
+            },
+            enumerate: false,
+            rev: false,
+            enum_after_rev: false,
+            maps: vec![],
+        }
+    }
+
+    /// The sub-arrays of `arr` along axis 0.
+    pub fn of_lanes(arr: Atom, elem: Elem, rank: usize) -> IterVal {
+        IterVal {
+            src: Source::Lanes { arr, elem, rank },
+            enumerate: false,
+            rev: false,
+            enum_after_rev: false,
+            maps: vec![],
+        }
+    }
+
+    /// Whether the lowering needs the item's index (a `Build` or a `Loop`).
+    pub fn indexed(&self) -> bool {
+        self.enumerate
+            || self.rev
+            || matches!(self.src, Source::Range { .. } | Source::Lanes { .. })
+    }
+}
