@@ -1,8 +1,8 @@
-//! Property tests of the compiler core on random programs (see
-//! `common/gen.rs`): the generator's programs are well formed; jvp agrees with
-//! finite differences; unzip reproduces jvp; transpose satisfies the
-//! dot-product identity; the simplifier preserves results; the checker
-//! accepts every pass output.
+//! End-to-end property tests of the compiler core on random programs (see
+//! `common/gen/`): the generator's programs are well formed and use every
+//! construct; (d) the simplifier preserves results; (e) the checker accepts
+//! every pass output. The per-pass properties are in `jvp.rs` (a), `unzip.rs`
+//! (b) and `transpose.rs` (c).
 //!
 //! `PROPTEST_CASES` sets the number of cases (default 256);
 //! `LINAD_GEN_DISABLE=loop,fold` switches constructs off (see `GenConfig`).
@@ -10,205 +10,14 @@
 mod common;
 
 use ad_core_ir::check::{check_func, check_program, Mode};
-use ad_core_ir::driver::{differentiate, Derivatives, Options};
+use ad_core_ir::driver::{differentiate, Options};
 use ad_core_ir::interp::{run, Value};
 use ad_core_ir::pretty::func_to_string;
-use ad_core_ir::testing::{check_derived, Report, Rng};
+use ad_core_ir::testing::{check_derived, Rng};
 use common::gen::{cases, Case, GenConfig};
+use common::props::{at_most, below, derived_to_string, driver_options, fail, run_prop, H};
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
-use std::cell::RefCell;
-
-/// Finite-difference step.
-const H: f64 = 1e-6;
-
-/// The driver's options: the defaults (simplifier on, checker on), or
-/// without the simplifier when `LINAD_NO_SIMPLIFY` is set (to tell pass bugs
-/// from simplifier bugs).
-fn driver_options() -> Options {
-    Options {
-        simplify: std::env::var("LINAD_NO_SIMPLIFY").is_err(),
-        check: true,
-        ..Options::default()
-    }
-}
-
-fn fail(msg: impl Into<String>) -> TestCaseError {
-    TestCaseError::fail(msg.into())
-}
-
-/// Differentiates the case's entry and checks it at its arguments.
-fn derive(c: &Case) -> Result<(Derivatives, Report), TestCaseError> {
-    let d = differentiate(&c.prog, &c.entry, &c.wrt, &driver_options())
-        .map_err(|e| fail(format!("differentiate: {e}")))?;
-    let r = check_derived(&c.prog, &d, &c.entry, &c.args, &c.wrt, c.seed, H).map_err(|e| {
-        fail(format!(
-            "running the derived functions: {e}\n{}",
-            derived_to_string(&d)
-        ))
-    })?;
-    Ok((d, r))
-}
-
-/// The derived functions of the entry, printed.
-fn derived_to_string(d: &Derivatives) -> String {
-    let n = &d.names;
-    [&n.jvp, &n.fwd, &n.lin, &n.lin_t]
-        .iter()
-        .filter_map(|f| d.program.func(f))
-        .map(func_to_string)
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// The tangent outputs of `f__jvp` in the directions `check_derived` uses
-/// (same seed, same order of draws).
-fn jvp_tangents(c: &Case, d: &Derivatives) -> Result<Vec<Value>, TestCaseError> {
-    let mut rng = Rng(c.seed);
-    let dx: Vec<Value> = c
-        .args
-        .iter()
-        .zip(&c.wrt)
-        .filter(|(a, w)| **w && !matches!(a, Value::I64(_)))
-        .map(|(a, _)| rng.like(a))
-        .collect();
-    let (_, dy) =
-        run(&d.program, &d.names.jvp, &c.args, &dx).map_err(|e| fail(format!("jvp: {e}")))?;
-    Ok(dy)
-}
-
-fn run_prop(name: &str, test: impl Fn(&Case) -> Result<(), TestCaseError>) {
-    let mut runner = TestRunner::new(common::config());
-    let t0 = std::time::Instant::now();
-    let res = runner.run(&cases(GenConfig::from_env()), |c| test(&c));
-    eprintln!("{name}: {} cases in {:.2?}", common::cases(), t0.elapsed());
-    if let Err(e) = res {
-        panic!("{name}: {e}");
-    }
-}
-
-/// (a) jvp agrees with central finite differences.
-#[test]
-fn prop_jvp_matches_finite_differences() {
-    run_prop("jvp vs finite differences", |c| {
-        let (_, r) = derive(c)?;
-        if !below(r.fd_rel_err, 1e-5) {
-            return Err(fail(format!("fd_rel_err = {:e}; {r:?}", r.fd_rel_err)));
-        }
-        Ok(())
-    });
-}
-
-/// (b) unzip: fwd and jvp reproduce the primal bit for bit, lin reproduces jvp.
-#[test]
-fn prop_unzip_reproduces_jvp() {
-    run_prop("unzip reproduces jvp", |c| {
-        let (d, r) = derive(c)?;
-        if !(r.jvp_primal_exact && r.fwd_primal_exact) {
-            return Err(fail(format!("primal results differ: {r:?}")));
-        }
-        let scale = jvp_tangents(c, &d)?
-            .iter()
-            .map(|t| t.max_abs_diff(&t.zeros_like()))
-            .fold(1.0, f64::max);
-        if !at_most(r.lin_vs_jvp, 1e-12 * scale) {
-            return Err(fail(format!(
-                "lin vs jvp: {:e} (|jvp| = {scale:e}); {r:?}\n{}",
-                r.lin_vs_jvp,
-                derived_to_string(&d)
-            )));
-        }
-        Ok(())
-    });
-}
-
-/// Worst ratios seen by the transpose property.
-struct Worst {
-    work_all: f64,
-    work: f64,
-    size: f64,
-    work_case: String,
-    size_case: String,
-}
-
-/// Primals with fewer operations are left out of the work-ratio bound.
-const MIN_OPS: u64 = 20;
-
-/// Bound of `size(f__lin_t) / size(f)` (statement counts), from observation
-/// (8 before max/min reductions got their empty-lane guard, which adds a
-/// fixed handful of statements per reduction: worst seen 11 on a 2-statement
-/// primal).
-const SIZE_RATIO_MAX: f64 = 12.0;
-/// Bound on `ops(f__lin_t) / ops(f)` over random programs (primals of at
-/// least 20 operations). The goal is 4 (met by every canonical function in
-/// tests/snapshots.rs, worst 3.6); on random programs the worst seen is about
-/// 5.1 (reverse mode of `reduce_prod` and of array updates inside loops), so
-/// this guards against regressions while that gap is closed.
-const WORK_RATIO_MAX: f64 = 6.0;
-
-/// (c) transpose: <ȳ, L ẋ> = <Lᵀ ȳ, ẋ>, and reverse mode is cheap.
-#[test]
-fn prop_transpose_dot_product_identity() {
-    let worst = RefCell::new(Worst {
-        work_all: 0.0,
-        work: 0.0,
-        size: 0.0,
-        work_case: String::new(),
-        size_case: String::new(),
-    });
-    run_prop("transpose dot-product identity", |c| {
-        let (d, r) = derive(c)?;
-        if !below(r.dot_rel_err, 1e-9) {
-            return Err(fail(format!(
-                "dot_rel_err = {:e}; {r:?}\n{}",
-                r.dot_rel_err,
-                derived_to_string(&d)
-            )));
-        }
-        let (wr, sr) = (r.transpose_work_ratio(), r.transpose_size_ratio());
-        let mut w = worst.borrow_mut();
-        w.work_all = w.work_all.max(wr);
-        // Tiny primals (a few operations, e.g. returning a parameter) make the
-        // ratio meaningless: reverse mode has a constant overhead (zeros,
-        // dups of cotangents). The bound is asserted on non-trivial primals.
-        if r.ops[0] >= MIN_OPS && wr > w.work {
-            w.work = wr;
-            w.work_case = format!("{c:?}\n{r:?}");
-        }
-        if sr > w.size {
-            w.size = sr;
-            w.size_case = format!("{c:?}\n{r:?}");
-        }
-        Ok(())
-    });
-    let w = worst.into_inner();
-    eprintln!(
-        "worst transpose work ratio ops(lin_t)/ops(f) = {:.3}",
-        w.work
-    );
-    eprintln!(
-        "worst transpose size ratio size(lin_t)/size(f) = {:.3}",
-        w.size
-    );
-    if std::env::var("LINAD_SHOW_WORST").is_ok() {
-        eprintln!(
-            "worst work case:\n{}\nworst size case:\n{}",
-            w.work_case, w.size_case
-        );
-    }
-    assert!(
-        w.work <= WORK_RATIO_MAX,
-        "work ratio {} > {WORK_RATIO_MAX}:\n{}",
-        w.work,
-        w.work_case
-    );
-    assert!(
-        w.size <= SIZE_RATIO_MAX,
-        "size ratio {} > {SIZE_RATIO_MAX}:\n{}",
-        w.size,
-        w.size_case
-    );
-}
 
 /// (d) the simplifier preserves interpreter results and checker acceptance.
 #[test]
@@ -620,14 +429,4 @@ fn repro() {
         eprintln!("VIOLATION {k}\n{d}");
     }
     assert!(v.is_empty(), "FAILS");
-}
-
-/// `x < tol`, false for NaN (a NaN error must fail the property).
-fn below(x: f64, tol: f64) -> bool {
-    x < tol
-}
-
-/// `x <= tol`, false for NaN.
-fn at_most(x: f64, tol: f64) -> bool {
-    x <= tol
 }

@@ -1,7 +1,9 @@
-//! Shared support of the property tests: the random program generator and
-//! the proptest configuration.
+//! Shared support of the property tests: the random program generator
+//! (`gen/`), the proptest configuration (here), and the properties' driver
+//! (`props.rs`).
 
 pub mod gen;
+pub mod props;
 
 use proptest::test_runner::Config;
 
