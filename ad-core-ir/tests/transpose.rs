@@ -1,6 +1,8 @@
-//! The transpose pass (`ad_core_ir::transpose`), through the driver on random
-//! programs (`common/gen/`): `f__lin_t` satisfies the dot-product identity
-//! with `f__lin`, and reverse mode stays cheap (work and size ratios).
+//! The transpose pass (`ad_core_ir::transpose`): `f__lin_t` satisfies the
+//! dot-product identity `<lin(dx), ct> = <dx, lin_t(ct)>` with `f__lin`: on
+//! small programs of `fixtures/`, with the passes alone
+//! (`common/passes.rs`), and on random programs (`common/gen/`) through the
+//! driver, where reverse mode must also stay cheap (work and size ratios).
 //!
 //! `PROPTEST_CASES` sets the number of cases (default 256);
 //! `LINAD_GEN_DISABLE=loop,fold` switches constructs off (see `GenConfig`);
@@ -8,9 +10,100 @@
 //! `LINAD_SHOW_WORST` prints the cases of the worst ratios.
 
 mod common;
+mod fixtures;
 
+use ad_core_ir::interp::{dot, Value};
+use ad_core_ir::testing::Rng;
+use common::passes::{assert_close, directions, eval, jvp, transpose, unzip};
 use common::props::{below, derive, derived_to_string, fail, run_prop};
 use std::cell::RefCell;
+
+/// JVP, unzip, then transposition of `f__lin` on a fixture's function;
+/// returns the program, the names of `f__lin` and `f__lin_t`, and the
+/// residuals of `f__fwd` at `args`.
+fn transposed(
+    fixture: &str,
+    args: &[Value],
+    wrt: &[bool],
+) -> (ad_core_ir::ir::Program, String, String, Vec<Value>) {
+    let mut p = fixtures::program(fixture);
+    let f = p.funcs[0].name.clone();
+    let j = jvp(&mut p, &f, wrt);
+    let u = unzip(&mut p, &j);
+    let t = transpose(&mut p, &u.lin);
+    let (yr, _) = eval(&p, &u.fwd, args, &[]);
+    (p, u.lin, t, yr[u.n_results..].to_vec())
+}
+
+/// `<lin(dx), ct> = <dx, lin_t(ct)>` at `args` for random `dx` and `ct`.
+fn dot_product_identity(fixture: &str, args: &[Value], wrt: &[bool]) {
+    let (p, lin, lin_t, res) = transposed(fixture, args, wrt);
+    for seed in 1..4 {
+        let dx = directions(args, wrt, seed);
+        let (_, dy) = eval(&p, &lin, &res, &dx);
+        let mut rng = Rng(seed + 100);
+        let ct: Vec<Value> = dy.iter().map(|v| rng.like(v)).collect();
+        let (_, ct_x) = eval(&p, &lin_t, &res, &ct);
+        let lhs: f64 = dy.iter().zip(&ct).map(|(a, b)| dot(a, b)).sum();
+        let rhs: f64 = dx.iter().zip(&ct_x).map(|(a, b)| dot(a, b)).sum();
+        assert!(
+            (lhs - rhs).abs() <= 1e-12 * lhs.abs().max(rhs.abs()).max(1.0),
+            "<lin(dx), ct> = {lhs} but <dx, lin_t(ct)> = {rhs}"
+        );
+    }
+}
+
+/// A loop whose state reads, per trip, an element of an array made by a
+/// build, which is also summed.
+#[test]
+fn transpose_of_a_loop_over_a_build() {
+    dot_product_identity(
+        fixtures::LOOP_OVER_A_BUILD,
+        &[
+            Value::f64s(&[3], vec![0.3, -0.8, 1.1]),
+            Value::F64(0.9),
+            Value::I64(5),
+        ],
+        &[true, true, false],
+    );
+}
+
+/// A loop writing one element of an array per trip.
+#[test]
+fn transpose_of_element_writes_in_a_loop() {
+    dot_product_identity(
+        fixtures::ELEMENT_WRITES,
+        &[Value::f64s(&[5], vec![0.3, -0.2, 0.7, 0.1, -0.9])],
+        &[true],
+    );
+}
+
+/// A max reduction, maps and sums.
+#[test]
+fn transpose_of_reductions_and_maps() {
+    dot_product_identity(
+        fixtures::LOGSUMEXP,
+        &[Value::f64s(&[4], vec![0.3, 2.1, -0.7, 1.2])],
+        &[true],
+    );
+}
+
+/// `A x` with respect to `x`: `lin` is `A`, so `lin_t(ct) = Aᵀ ct`.
+#[test]
+fn transpose_of_a_matrix_is_its_transpose() {
+    let a = [0.1, 0.2, -0.3, 0.4, -0.5, 0.6];
+    let args = [
+        Value::f64s(&[2, 3], a.to_vec()),
+        Value::f64s(&[3], vec![1.0, -2.0, 0.5]),
+    ];
+    let (p, _, lin_t, res) = transposed(fixtures::MATVEC, &args, &[false, true]);
+    let ct = [0.75, -1.5];
+    let (_, ct_x) = eval(&p, &lin_t, &res, &[Value::f64s(&[2], ct.to_vec())]);
+    let want: Vec<f64> = (0..3)
+        .map(|j| (0..2).map(|i| a[3 * i + j] * ct[i]).sum())
+        .collect();
+    assert_close(&ct_x, &[Value::f64s(&[3], want)], 1e-15);
+}
 
 /// Worst ratios seen by the transpose property.
 struct Worst {
