@@ -1,5 +1,7 @@
-//! End-to-end: jvp, unzip and transpose of small hand-written functions,
-//! checked against the interpreter.
+//! End-to-end: jvp, unzip and transpose of small hand-written functions
+//! (most of them in `fixtures/`), checked against the interpreter.
+
+mod fixtures;
 
 use ad_core_ir::build::FuncBuilder;
 use ad_core_ir::interp::Value;
@@ -15,22 +17,9 @@ fn assert_good(r: &Report) {
     assert!(r.dot_rel_err < 1e-9, "dot-product identity: {r:?}");
 }
 
-fn one(f: Func) -> Program {
-    let mut p = Program::default();
-    p.insert(f);
-    p
-}
-
 #[test]
 fn x_times_y_plus_sin_x() {
-    let p0 = Program::default();
-    let mut b = FuncBuilder::new(&p0, "f");
-    let x = b.param("x", Ty::F64);
-    let y = b.param("y", Ty::F64);
-    let xy = b.prim(Prim::Mul, &[x.into(), y.into()]);
-    let s = b.prim(Prim::Sin, &[x.into()]);
-    let r = b.prim(Prim::Add, &[xy.into(), s.into()]);
-    let p = one(b.finish(vec![r.into()], vec![]));
+    let p = fixtures::program(fixtures::X_TIMES_Y_PLUS_SIN_X);
     let r = check_derivatives(
         &p,
         "f",
@@ -50,14 +39,7 @@ fn x_times_y_plus_sin_x() {
 fn the_trace_records_every_pass_in_order() {
     use ad_core_ir::driver::{differentiate, Options};
     use ad_core_ir::pretty::func_to_string;
-    let p0 = Program::default();
-    let mut b = FuncBuilder::new(&p0, "f");
-    let x = b.param("x", Ty::F64);
-    let y = b.param("y", Ty::F64);
-    let xy = b.prim(Prim::Mul, &[x.into(), y.into()]);
-    let s = b.prim(Prim::Sin, &[x.into()]);
-    let r = b.prim(Prim::Add, &[xy.into(), s.into()]);
-    let p = one(b.finish(vec![r.into()], vec![]));
+    let p = fixtures::program(fixtures::X_TIMES_Y_PLUS_SIN_X);
     let traced = Options {
         trace: true,
         ..Options::default()
@@ -119,24 +101,7 @@ fn an_unsupported_construct_is_the_users_error() {
 /// then a counted loop of the same body.
 #[test]
 fn halving_while_loop() {
-    let p0 = Program::default();
-    let mut b = FuncBuilder::new(&p0, "halve");
-    let x = b.param("x", Ty::F64);
-    let c = b.param("c", Ty::F64);
-    let step = |b: &mut FuncBuilder, s: Var| -> Atom {
-        let h = b.prim(Prim::Div, &[s.into(), Atom::F64(2.0)]);
-        b.prim(Prim::Mul, &[h.into(), c.into()]).into()
-    };
-    let n = b.while_(
-        &[x.into()],
-        |b, s| b.prim(Prim::Gt, &[s[0].into(), Atom::F64(1.0)]).into(),
-        |b, s| vec![step(b, s[0])],
-    );
-    let (st, _) = b.loop_(n.into(), false, &[x.into()], |b, _i, s| {
-        (vec![step(b, s[0])], vec![])
-    });
-    let y = b.prim(Prim::Mul, &[st[0].into(), x.into()]);
-    let p = one(b.finish(vec![y.into(), n.into()], vec![]));
+    let p = fixtures::program(fixtures::HALVING_WHILE_LOOP);
     // 37 halvings by 0.9: x (0.45)^n with n trips.
     let out = ad_core_ir::interp::run(&p, "halve", &[Value::F64(37.0), Value::F64(0.9)], &[])
         .unwrap()
@@ -161,15 +126,7 @@ fn halving_while_loop() {
 
 #[test]
 fn power_by_loop() {
-    let p0 = Program::default();
-    let mut b = FuncBuilder::new(&p0, "pow");
-    let x = b.param("x", Ty::F64);
-    let n = b.param("n", Ty::I64);
-    let (st, _) = b.loop_(n.into(), false, &[Atom::F64(1.0)], |b, _i, s| {
-        let m = b.prim(Prim::Mul, &[s[0].into(), x.into()]);
-        (vec![m.into()], vec![])
-    });
-    let p = one(b.finish(vec![st[0].into()], vec![]));
+    let p = fixtures::program(fixtures::POWER_BY_LOOP);
     let r = check_derivatives(
         &p,
         "pow",
@@ -184,22 +141,7 @@ fn power_by_loop() {
 
 #[test]
 fn dot_by_build_and_sum() {
-    let p0 = Program::default();
-    let mut b = FuncBuilder::new(&p0, "dot");
-    let u = b.param("u", Ty::f64s(1));
-    let v = b.param("v", Ty::f64s(1));
-    let n = b.shape(u.into(), 0);
-    let prod = b.build(&[n.into()], |b, i| {
-        let a = b.index(u.into(), &[i[0].into()]);
-        let c = b.index(v.into(), &[i[0].into()]);
-        vec![b.prim(Prim::Mul, &[a.into(), c.into()]).into()]
-    })[0];
-    let s = b.array(ArrayOp::Reduce {
-        op: ReduceOp::Sum,
-        arr: prod.into(),
-        axis: None,
-    });
-    let p = one(b.finish(vec![s.into()], vec![]));
+    let p = fixtures::program(fixtures::DOT_BY_BUILD_AND_SUM);
     let u0 = Value::f64s(&[4], vec![0.5, -1.0, 2.0, 0.25]);
     let v0 = Value::f64s(&[4], vec![1.5, 0.5, -0.75, 3.0]);
     let r = check_derivatives(&p, "dot", &[u0, v0], &[true, true], 3, 1e-6).unwrap();
@@ -208,18 +150,7 @@ fn dot_by_build_and_sum() {
 
 #[test]
 fn matvec_by_matmul() {
-    let p0 = Program::default();
-    let mut b = FuncBuilder::new(&p0, "mv");
-    let a = b.param("a", Ty::f64s(2));
-    let x = b.param("x", Ty::f64s(1));
-    let y = b.array(ArrayOp::MatMul {
-        a: a.into(),
-        b: x.into(),
-    });
-    let t = b.map(&[y.into()], |b, e| {
-        vec![b.prim(Prim::Tanh, &[e[0].into()]).into()]
-    })[0];
-    let p = one(b.finish(vec![t.into()], vec![]));
+    let p = fixtures::program(fixtures::MATVEC_TANH);
     let a0 = Value::f64s(&[2, 3], vec![0.1, 0.2, -0.3, 0.4, -0.5, 0.6]);
     let x0 = Value::f64s(&[3], vec![1.0, -2.0, 0.5]);
     let r = check_derivatives(&p, "mv", &[a0, x0], &[true, true], 4, 1e-6).unwrap();
@@ -378,38 +309,12 @@ fn top_level_calls_of_externs_keep_their_residuals() {
     );
 }
 
-/// `let mut a = zeros(n); for i in 0..n { a[i] = sin(x[i]) * x[i] } sum(a)`:
-/// a loop writing one element of a local array per iteration.
+/// The program of `fixtures/element_writes.linad` (a loop writing one
+/// element of a local array per iteration) and an argument of length `n`.
 fn element_writes(n: usize) -> (Program, Vec<Value>) {
-    let p0 = Program::default();
-    let mut b = FuncBuilder::new(&p0, "writes");
-    let x = b.param("x", Ty::f64s(1));
-    let len = b.shape(x.into(), 0);
-    let z = b.array(ArrayOp::Broadcast {
-        arr: Atom::F64(0.0),
-        shape: vec![len.into()],
-        axes: vec![],
-    });
-    let (st, _) = b.loop_(len.into(), false, &[z.into()], |b, i, s| {
-        let xi = b.index(x.into(), &[i.into()]);
-        let si = b.prim(Prim::Sin, &[xi.into()]);
-        let v = b.prim(Prim::Mul, &[si.into(), xi.into()]);
-        let a = b.array(ArrayOp::Update {
-            arr: s[0].into(),
-            idx: vec![i.into()],
-            val: v.into(),
-            add: false,
-        });
-        (vec![a.into()], vec![])
-    });
-    let s = b.array(ArrayOp::Reduce {
-        op: ReduceOp::Sum,
-        arr: st[0].into(),
-        axis: None,
-    });
     let xs: Vec<f64> = (0..n).map(|k| (k as f64 * 0.37).sin()).collect();
     (
-        one(b.finish(vec![s.into()], vec![])),
+        fixtures::program(fixtures::ELEMENT_WRITES),
         vec![Value::f64s(&[n], xs)],
     )
 }

@@ -2,6 +2,8 @@
 //! prints, parses back to an equal function, and the parser rejects garbage
 //! without panicking.
 
+mod fixtures;
+
 use ad_core_ir::build::FuncBuilder;
 use ad_core_ir::ir::*;
 use ad_core_ir::parse::{parse_func, parse_program, ParseError};
@@ -997,6 +999,28 @@ fn unbound_uses_are_declared() {
         "{text}"
     );
     roundtrip(&f, &prog);
+}
+
+/// The fixtures of `fixtures/` (programs the other tests parse instead of
+/// building them) are well formed and in canonical form: printing the parsed
+/// program gives the file back, comments aside, and the exact printer round
+/// trips.
+#[test]
+fn fixtures_are_canonical_and_well_formed() {
+    use ad_core_ir::check::{check_program, Mode};
+    for (file, text) in fixtures::ALL {
+        let p = fixtures::program(text);
+        assert_eq!(p.funcs.len(), 1, "{file}: one function");
+        assert_eq!(program_to_string(&p), fixtures::uncommented(text), "{file}");
+        assert_eq!(
+            parse_program(&program_to_string_exact(&p)).unwrap(),
+            p,
+            "{file}"
+        );
+        if let Err(es) = check_program(&p, Mode::LinearA) {
+            panic!("{file}: {es:?}");
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------

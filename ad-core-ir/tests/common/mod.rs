@@ -1,7 +1,10 @@
-//! Shared support of the property tests: the random program generator and
-//! the proptest configuration.
+//! Shared support of the pass tests: the random program generator (`gen/`),
+//! the proptest configuration (here), the properties' driver (`props.rs`),
+//! and the passes one at a time for unit tests (`passes.rs`).
 
 pub mod gen;
+pub mod passes;
+pub mod props;
 
 use proptest::test_runner::Config;
 

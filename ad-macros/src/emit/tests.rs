@@ -1006,10 +1006,16 @@ fn public_signatures() {
     );
 }
 
-/// Writes every case as a module with its `check()` into `$LINAD_EMIT_OUT`
-/// (the hand-written cases, or with `$LINAD_EMIT_RANDOM=<dir>` the random
-/// programs read from `<dir>`, see [`random_cases`]).
+/// A tool, not a test (it checks nothing, so it is ignored): writes every
+/// case as a module with its `check()` into `$LINAD_EMIT_OUT`, plus a
+/// `mod.rs` whose `check_all()` calls them all (the hand-written cases, or
+/// with `$LINAD_EMIT_RANDOM=<dir>` the random programs read from `<dir>`, see
+/// [`random_cases`]), for a scratch crate depending on `linad` to compile and
+/// run (see the module doc); without `LINAD_EMIT_OUT` it does nothing.
+/// `LINAD_EMIT_OUT=<dir> cargo test --release -p ad-macros --lib
+/// emit::tests::write_cases -- --ignored`.
 #[test]
+#[ignore]
 fn write_cases() {
     let Ok(dir) = std::env::var("LINAD_EMIT_OUT") else {
         return;
