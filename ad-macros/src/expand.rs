@@ -43,8 +43,13 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// rewritten copy whose derivatives' signatures are made elsewhere: it gets
 /// none).
 fn stubs(attr: &TokenStream, item: &TokenStream) -> Option<TokenStream> {
+    // Nothing recurses on input too deep for the macro (the refusal may be
+    // exactly that).
+    depth::tokens(attr).ok()?;
+    depth::tokens(item).ok()?;
     let args = Args::parse(attr.clone()).ok()?;
     let func: syn::ItemFn = syn::parse2(item.clone()).ok()?;
+    depth::syntax(&func).ok()?;
     if crate::structs::expand(&args, &func).is_some()
         || crate::f32s::expand(&args, attr, &func).is_some()
     {
