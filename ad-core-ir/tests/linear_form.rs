@@ -15,7 +15,6 @@ use ad_core_ir::ir::*;
 use ad_core_ir::linear_form::{linear_form, Outputs, SeedShape};
 use ad_core_ir::parse::parse_program;
 use ad_core_ir::pretty::func_to_string;
-use ad_core_ir::testing::Rng;
 use ad_core_ir::types::{Scalar, Ty};
 use common::gen::{cases, GenConfig};
 use proptest::prelude::*;
@@ -455,14 +454,7 @@ fn prop_linear_form_recovers_jvp() {
         prog.insert(l.clone());
         check_func(&prog, &l, Mode::LinearA)
             .map_err(|e| fail(format!("checker: {e:?}\n{}", func_to_string(&l))))?;
-        let mut rng = Rng(c.seed);
-        let dx: Vec<Value> = c
-            .args
-            .iter()
-            .zip(&c.wrt)
-            .filter(|(a, w)| **w && !matches!(a, Value::I64(_)))
-            .map(|(a, _)| rng.like(a))
-            .collect();
+        let dx = common::props::directions(&c);
         let Ok(want) = run(&d.program, &j.name, &c.args, &dx) else {
             return Ok(());
         };

@@ -54,17 +54,21 @@ pub fn derived_to_string(d: &Derivatives) -> String {
         .join("\n")
 }
 
-/// The tangent outputs of `f__jvp` in the directions `check_derived` uses
-/// (same seed, same order of draws).
-pub fn jvp_tangents(c: &Case, d: &Derivatives) -> Result<Vec<Value>, TestCaseError> {
+/// The tangent directions `check_derived` uses for a case: one per
+/// differentiated non-integer argument, drawn from the case's seed in order.
+pub fn directions(c: &Case) -> Vec<Value> {
     let mut rng = Rng(c.seed);
-    let dx: Vec<Value> = c
-        .args
+    c.args
         .iter()
         .zip(&c.wrt)
         .filter(|(a, w)| **w && !matches!(a, Value::I64(_)))
         .map(|(a, _)| rng.like(a))
-        .collect();
+        .collect()
+}
+
+/// The tangent outputs of `f__jvp` in the [`directions`] of the case.
+pub fn jvp_tangents(c: &Case, d: &Derivatives) -> Result<Vec<Value>, TestCaseError> {
+    let dx = directions(c);
     let (_, dy) =
         run(&d.program, &d.names.jvp, &c.args, &dx).map_err(|e| fail(format!("jvp: {e}")))?;
     Ok(dy)

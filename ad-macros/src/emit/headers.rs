@@ -15,7 +15,7 @@ use super::wrappers::{allows, ct_name, ct_ty, out_ty, tangent_names, tangent_ty,
 use crate::attr::Modes;
 use crate::sig::Signature;
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{quote, ToTokens};
 
 /// `vis fn f_jvp(x.., d_x..) -> (y, dy)`.
 pub fn jvp(sig: &Signature) -> TokenStream {
@@ -81,13 +81,7 @@ pub fn stubs(sig: &Signature, modes: Modes) -> TokenStream {
     };
     if modes.forward {
         let (j, l) = (jvp(sig), linearize(sig));
-        let dtys = sig
-            .wrt_params()
-            .map(|p| {
-                let t = &p.ty;
-                quote!(#t)
-            })
-            .collect();
+        let dtys = sig.wrt_params().map(|p| p.ty.to_token_stream()).collect();
         let body = closure(dtys, out_ty(&sig.out));
         out.extend(quote!(#allows #[doc(hidden)] #j { #never } #allows #[doc(hidden)] #l #body));
     }

@@ -53,8 +53,10 @@ impl Uses {
             u.bind_depth.insert(*p, 0);
         }
         u.block(&f.body, 0, &f.vars);
-        u.lin_read = lin_read_only(&f.body);
-        u.lin_elem_read = lin_element_reads(&f.body, &f.vars);
+        let mut stmts = vec![];
+        pre_order(&f.body, &mut stmts);
+        u.lin_read = lin_read_only(&stmts);
+        u.lin_elem_read = lin_element_reads(&stmts, &f.vars);
         u
     }
 
@@ -227,12 +229,11 @@ impl Uses {
     }
 }
 
-/// The linear variables of `b` (at any depth) that are only read. A use
-/// comes after its binder in pre-order, so one walk over the statements in
-/// reverse pre-order decides each `dup`'s results before the `dup` itself.
-fn lin_read_only(b: &Block) -> HashSet<Var> {
-    let mut stmts = vec![];
-    pre_order(b, &mut stmts);
+/// The linear variables of a function's statements (all of them, in
+/// pre-order) that are only read. A use comes after its binder in
+/// pre-order, so one walk in reverse decides each `dup`'s results before
+/// the `dup` itself.
+fn lin_read_only(stmts: &[&Stmt]) -> HashSet<Var> {
     let mut read = HashSet::new();
     for s in stmts.iter().rev() {
         match &s.expr {
@@ -248,11 +249,9 @@ fn lin_read_only(b: &Block) -> HashSet<Var> {
     read
 }
 
-/// The linear variables of `b` (at any depth) whose one use is an element
-/// read (a full-rank `Index`) or a `Drop`.
-fn lin_element_reads(b: &Block, vars: &VarTable) -> HashSet<Var> {
-    let mut stmts = vec![];
-    pre_order(b, &mut stmts);
+/// The linear variables of `stmts` whose one use is an element read (a
+/// full-rank `Index`) or a `Drop`.
+fn lin_element_reads(stmts: &[&Stmt], vars: &VarTable) -> HashSet<Var> {
     let mut out = HashSet::new();
     for s in stmts {
         match &s.expr {
