@@ -397,6 +397,7 @@ fn f_jvp(input: &Input, h: &Halves) -> R<TokenStream> {
     Ok(quote! {
         #[doc = #doc]
         #allows
+        #[inline]
         #header {
             #(#checks)*
             #pstmts
@@ -467,6 +468,7 @@ fn f_vjp(input: &Input, h: &Halves) -> R<TokenStream> {
     Ok(quote! {
         #[doc = #doc]
         #allows
+        #[inline]
         #header {
             #pstmts
             let #ypat = #fwd(#(#pargs),*);
