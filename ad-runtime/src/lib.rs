@@ -77,4 +77,4 @@ pub use scratch::{
     pooled_zeros, recycle, Pooled, Scratch, POOL_LEN, POOL_MAX_BYTES, POOL_MAX_TOTAL_BYTES,
 };
 pub use stack::{stack_arrays, ArrayResidualStack, ResidualStack};
-pub use strip::{build_lanes, lanes_sum, LaneRows, LANES};
+pub use strip::{build_lanes, build_lanes_ctx, lanes_sum, LaneRows, LANES};

@@ -40,6 +40,30 @@ where
     F: Fn(D::Pattern) -> T + Sync + Send,
     G: Fn(D::Pattern) -> [T; LANES] + Sync + Send,
 {
+    build_lanes_ctx(shape, work_per_elem, f, |_| (), |_: &(), idx| g(idx))
+}
+
+/// [`build_lanes`] with a per-block context: `ctx(i0)` is made once per
+/// block of [`LANES`] rows starting at row `i0` (the rows of an input the
+/// lanes read, say, held as [`LaneRows`]) and passed to every call
+/// `g(&ctx, idx)` of that block, whatever the other indices. The same
+/// contract: `g(&ctx(i0), idx)[l] == f(idx with idx[0] + l)`, bit for bit.
+pub fn build_lanes_ctx<T, Sh, D, F, C, X, G>(
+    shape: Sh,
+    work_per_elem: usize,
+    f: F,
+    ctx: X,
+    g: G,
+) -> Array<T, D>
+where
+    T: Copy + Default + Send + Sync,
+    Sh: IntoDimension<Dim = D>,
+    D: Dimension + Copy,
+    D::Pattern: Send,
+    F: Fn(D::Pattern) -> T + Sync + Send,
+    X: Fn(usize) -> C + Sync + Send,
+    G: Fn(&C, D::Pattern) -> [T; LANES] + Sync + Send,
+{
     let dim = shape.into_dimension();
     let size = dim.size();
     let mut out = vec![T::default(); size];
@@ -54,8 +78,9 @@ where
         let nr = chunk.len() / row_len;
         let full = nr / LANES * LANES;
         for b in (0..full).step_by(LANES) {
+            let c = ctx(r0 + b);
             for q in 0..row_len {
-                let v = g(unravel(&dim, (r0 + b) * row_len + q));
+                let v = g(&c, unravel(&dim, (r0 + b) * row_len + q));
                 for (l, x) in v.into_iter().enumerate() {
                     chunk[(b + l) * row_len + q] = x;
                 }
@@ -186,6 +211,29 @@ mod tests {
         }
         assert!(std::panic::catch_unwind(|| tile.at(100)).is_err());
         assert!(std::panic::catch_unwind(|| inplace.at(100)).is_err());
+    }
+
+    /// The context is made once per block, from the block's first row, and
+    /// every call of the block gets it.
+    #[test]
+    fn the_context_is_made_once_per_block() {
+        let f = |(i, j): (usize, usize)| (i * 10 + j) as f64;
+        let made = std::sync::atomic::AtomicUsize::new(0);
+        let got = build_lanes_ctx(
+            (2 * LANES + 3, 4),
+            1,
+            f,
+            |i0| {
+                made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                i0
+            },
+            |i0: &usize, (i, j): (usize, usize)| {
+                assert_eq!(*i0, i);
+                std::array::from_fn(|l| f((i + l, j)))
+            },
+        );
+        assert_eq!(got, build((2 * LANES + 3, 4), f));
+        assert_eq!(made.into_inner(), 2);
     }
 
     /// The remainder rows go through `f`, full blocks through `g`.

@@ -524,8 +524,34 @@ impl Emitter<'_> {
         let scalar = quote!(|#closure_param| { #bind #stmts #res });
         let call = match self.strip_plan(lam) {
             Some(vs) => {
-                let lanes = self.strip_closure(lam, &vs, &closure_param, &ixs)?;
-                quote!(#rt::build_lanes([#(#sizes),*], #work, #scalar, #lanes))
+                // Rows read by the first index only: once per block.
+                let rest = &sizes[1..];
+                let calls = quote!(1usize #(* #rest)*);
+                let per_block = if r >= 2 {
+                    self.block_rows(lam, &vs, &calls)
+                } else {
+                    None
+                };
+                match per_block {
+                    Some((rows, prologue, keys)) => {
+                        let (ib, i0, p) =
+                            (self.binder(lam.params[0]), &ixs[0], super::strip::LANES);
+                        let param = quote!(__ctx, #closure_param);
+                        let lanes = self.strip_closure(lam, &vs, &param, &ixs, prologue);
+                        self.forget_strip_lanes(keys);
+                        let lanes = lanes?;
+                        let ctx = quote!(|#i0: usize| {
+                            let #ib: [i64; #p] = ::core::array::from_fn(|__l| (#i0 + __l) as i64);
+                            #rows
+                        });
+                        quote!(#rt::build_lanes_ctx([#(#sizes),*], #work, #scalar, #ctx, #lanes))
+                    }
+                    None => {
+                        let lanes =
+                            self.strip_closure(lam, &vs, &closure_param, &ixs, TokenStream::new())?;
+                        quote!(#rt::build_lanes([#(#sizes),*], #work, #scalar, #lanes))
+                    }
+                }
             }
             None => quote!(#rt::build_weighted([#(#sizes),*], #work, #scalar)),
         };
@@ -547,6 +573,7 @@ impl Emitter<'_> {
         vs: &super::strip::Strip,
         closure_param: &TokenStream,
         ixs: &[Ident],
+        prologue: TokenStream,
     ) -> R<TokenStream> {
         let lanes = super::strip::LANES;
         let mut binds = vec![];
@@ -565,7 +592,7 @@ impl Emitter<'_> {
         self.restore_reprs(saved);
         let stmts = stmts?;
         let res = self.strip_result(&lam.body, vs)?;
-        Ok(quote!(|#closure_param| { #views #(#binds)* #stmts #res }))
+        Ok(quote!(|#closure_param| { #views #prologue #(#binds)* #stmts #res }))
     }
 
     /// Several scalar results of a build (no inputs) or a map (inputs

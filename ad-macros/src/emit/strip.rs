@@ -693,9 +693,7 @@ impl Emitter<'_> {
         let inner = self.hoist.pop().flatten().unwrap_or_default();
         let stmts = body?;
         self.drop_lanes(keys);
-        for key in strip_keys {
-            self.strip_lanes.remove(&key);
-        }
+        self.forget_strip_lanes(strip_keys);
         let res_site = self.uses.results(&lam.body);
         let mut results: Vec<TokenStream> = lam
             .body
@@ -795,6 +793,89 @@ impl Emitter<'_> {
     }
 }
 
+impl Emitter<'_> {
+    /// The rows of a strip-mined build `lam` of rank 2 or more that depend
+    /// only on its first index (`x[i, ..]`, `i` the first index, the other
+    /// leading indices bound outside): taken once per block of `LANES`
+    /// rows by the block context of `ad_runtime::build_lanes_ctx` instead
+    /// of once per call of the lane closure (once per other index). Returns
+    /// the context's body (a tuple of `LaneRows`, `calls` the lane
+    /// closure's calls per block), the lane closure's prologue binding
+    /// each to its lane name, and the keys to forget once the closure is
+    /// emitted; `None` when there is no such row.
+    pub(super) fn block_rows(
+        &mut self,
+        lam: &Lambda,
+        st: &Strip,
+        calls: &TokenStream,
+    ) -> Option<(TokenStream, TokenStream, Vec<LaneKey>)> {
+        let i = self.uses.root(lam.params[0]);
+        let outside: BTreeSet<Var> = free_vars_lambda(lam)
+            .nl
+            .iter()
+            .map(|v| self.uses.root(*v))
+            .collect();
+        let mut reads = vec![];
+        super::lanes::element_reads(&lam.body, &mut reads);
+        let mut keys: Vec<(LaneKey, Vec<Atom>)> = vec![];
+        for (arr, idx, linear) in reads {
+            let Some(key) = self.lane_key(arr, &idx) else {
+                continue;
+            };
+            let leads_ok = key.1.iter().all(|l| match l {
+                Lead::Var(v) => *v == i || outside.contains(v),
+                Lead::Lit(_) => true,
+            });
+            let by_i = key.1.contains(&Lead::Var(i));
+            if linear
+                || self.ty(key.0).elem().is_none()
+                || !outside.contains(&key.0)
+                || st.arrays.contains(&key.0)
+                || !leads_ok
+                || !by_i
+                || keys.iter().any(|(k, _)| *k == key)
+            {
+                continue;
+            }
+            keys.push((key, idx[..idx.len() - 1].to_vec()));
+        }
+        if keys.is_empty() {
+            return None;
+        }
+        let rt = rt();
+        let (mut rows, mut prologue, mut taken) = (vec![], TokenStream::new(), vec![]);
+        for (k, (key, leads)) in keys.into_iter().enumerate() {
+            let elem = self.ty(key.0).elem()?;
+            let (t, lane, a) = (elem_ty(elem), self.fresh("lane"), self.var_ref(key.0));
+            let ix: Vec<TokenStream> = leads
+                .iter()
+                .map(|l| {
+                    let t = self.lane_operand(l, st);
+                    quote!((#t) as usize)
+                })
+                .collect();
+            let f = lane_fn(ix.len());
+            rows.push(quote!(#rt::LaneRows::<#t>::new(
+                ::core::array::from_fn(|__l| #rt::#f(#a #(, #ix)*)),
+                #calls,
+            )));
+            let field = syn::Index::from(k);
+            prologue.extend(quote!(let #lane = &__ctx.#field;));
+            self.strip_lanes.insert(key.clone(), lane);
+            taken.push(key);
+        }
+        Some((quote!((#(#rows,)*)), prologue, taken))
+    }
+
+    /// Forgets lanes taken by [`Emitter::take_strip_lanes`] or
+    /// [`Emitter::block_rows`] (their loop or closure is emitted).
+    pub(super) fn forget_strip_lanes(&mut self, keys: Vec<LaneKey>) {
+        for key in keys {
+            self.strip_lanes.remove(&key);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::test_crate::TestCrate;
@@ -891,5 +972,45 @@ mod tests {
             }
         });
         assert!(scale.iter().any(|t| t == "lanes_sum"), "{scale:?}");
+    }
+
+    /// A two-dimensional build reading rows of its first index takes them
+    /// once per block (`build_lanes_ctx`); one reading none keeps
+    /// `build_lanes`.
+    #[test]
+    fn rows_of_the_first_index_are_taken_once_per_block() {
+        let krate = TestCrate::new(
+            "strip_ctx",
+            "#[differentiable] fn dist(c: &Array2<f64>, x: &Array2<f64>) -> Array2<f64> { x }\n\
+             #[differentiable] fn cols(c: &Array2<f64>) -> Array2<f64> { c }",
+        );
+        let dist = krate.expand_idents(quote! {
+            fn dist(c: &Array2<f64>, x: &Array2<f64>) -> Array2<f64> {
+                Array2::from_shape_fn((x.nrows(), c.nrows()), |(i, j)| {
+                    let mut s = 0.0;
+                    for r in 0..x.ncols() {
+                        let t = x[[i, r]] - c[[j, r]];
+                        s += t * t;
+                    }
+                    s
+                })
+            }
+        });
+        assert!(dist.iter().any(|t| t == "build_lanes_ctx"), "{dist:?}");
+        let cols = krate.expand_idents(quote! {
+            fn cols(c: &Array2<f64>) -> Array2<f64> {
+                Array2::from_shape_fn((c.nrows(), c.nrows()), |(i, j)| {
+                    let mut s = 0.0;
+                    for r in 0..c.ncols() {
+                        s += c[[j, r]] * (i as f64);
+                    }
+                    s
+                })
+            }
+        });
+        assert!(
+            cols.iter().any(|t| t == "build_lanes") && !cols.iter().any(|t| t == "build_lanes_ctx"),
+            "{cols:?}"
+        );
     }
 }
