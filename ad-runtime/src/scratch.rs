@@ -97,6 +97,24 @@ impl<T: Pooled> Scratch<T> {
         self.buf.resize(n, T::default());
     }
 
+    /// Makes the buffer `n` values long for a caller that writes every
+    /// element before it reads any (the per-iteration outputs of a counted
+    /// loop): like [`Scratch::reset`], but values the buffer already holds
+    /// are left as they are instead of being zeroed again (only elements
+    /// beyond its current length become `T::default()`). A loop run once
+    /// per block of a strip-mined kernel so pays no memset per run.
+    pub fn reset_for_overwrite(&mut self, n: usize) {
+        if self.buf.capacity() < n {
+            let old = std::mem::replace(&mut self.buf, take_buffer(n));
+            drop(Scratch { buf: old });
+        }
+        if self.buf.len() >= n {
+            self.buf.truncate(n);
+        } else {
+            self.buf.resize(n, T::default());
+        }
+    }
+
     /// The values as a one-dimensional array view.
     pub fn view(&self) -> ArrayView1<'_, T> {
         ArrayView1::from(&self.buf[..])
@@ -190,6 +208,20 @@ pub fn recycle<T: Pooled, D: Dimension>(a: Array<T, D>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reset_for_overwrite_gives_the_length_and_keeps_values() {
+        let mut s = Scratch::<f64>::new();
+        s.reset_for_overwrite(3);
+        assert_eq!(&s[..], &[0.0; 3]);
+        s[1] = 5.0;
+        s.reset_for_overwrite(2);
+        assert_eq!(&s[..], &[0.0, 5.0]);
+        s.reset_for_overwrite(4);
+        assert_eq!(s.len(), 4);
+        s.reset(2);
+        assert_eq!(&s[..], &[0.0; 2]);
+    }
 
     #[test]
     fn reset_gives_zeros_of_the_length() {

@@ -124,7 +124,7 @@ impl Emitter<'_> {
             if *scratch {
                 let rt = rt();
                 before.extend(quote!(let mut #st = #rt::Scratch::<#t>::new();));
-                pre.extend(quote!(#st.reset(#n);));
+                pre.extend(quote!(#st.reset_for_overwrite(#n);));
                 continue;
             }
             pre.extend(match ty {

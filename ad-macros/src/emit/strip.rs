@@ -671,7 +671,7 @@ impl Emitter<'_> {
             };
             let (ys, t, rt) = (self.fresh("ys"), elem_ty(e), rt());
             before.extend(quote!(let mut #ys = #rt::Scratch::<#t>::new();));
-            pre.extend(quote!(#ys.reset(#n * #LANES);));
+            pre.extend(quote!(#ys.reset_for_overwrite(#n * #LANES);));
             outs.push(ys);
         }
         let skip = |key: &LaneKey| {
