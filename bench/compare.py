@@ -25,6 +25,9 @@ CASES = [
     ("GMM", "d10 K25 n1000", "gmm", "gmm/1k/gmm_d10_K25.txt", True),
     ("GMM", "d64 K100 n1000", "gmm", "gmm/1k/gmm_d64_K100.txt", False),
     ("GMM", "d64 K200 n1000 (synthetic)", "gmm", "gmm/synthetic/gmm_d64_K200_1k_synth.txt", False),
+    # No zero or subnormal posterior weights (bench/gmm_input.py): the same
+    # shapes as ADBench's d64 K100 without the cost of subnormal arithmetic.
+    ("GMM", "d64 K100 n1000 (normal weights)", "gmm", "gen:64 100 1000", False),
     ("BA (reverse)", "ba1 p=31843", "ba-rev", "ba/ba1_n49_m7776_p31843.txt", True),
     ("BA (forward)", "ba1 p=31843", "ba-fwd", "ba/ba1_n49_m7776_p31843.txt", True),
     ("BA (reverse)", "ba2 p=36455", "ba-rev", "ba/ba2_n21_m11315_p36455.txt", False),
@@ -42,7 +45,21 @@ CASES = [
 ]
 
 
+def generated(spec):
+    """The GMM input `bench/gmm_input.py D K N` writes (under target/)."""
+    d, k, n = spec.split()
+    path = os.path.join(ROOT, "target", "bench-inputs", f"gmm_d{d}_K{k}_n{n}_normal.txt")
+    if not os.path.isfile(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            subprocess.run([sys.executable, os.path.join(HERE, "gmm_input.py"), d, k, n],
+                           stdout=f, check=True)
+    return path
+
+
 def resolve(data, rel):
+    if rel.startswith("gen:"):
+        return generated(rel[4:])
     for cand in (os.path.join(data, rel), os.path.join(ROOT, "examples", "adbench", "data", rel),
                  os.path.join(ROOT, "examples", "data", os.path.basename(rel))):
         if os.path.isfile(cand):
