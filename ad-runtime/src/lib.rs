@@ -76,5 +76,5 @@ pub use scan::{scan_axis, scan_exclusive, scan_i64, scan_inclusive, scan_reverse
 pub use scratch::{
     pooled_zeros, recycle, Pooled, Scratch, POOL_LEN, POOL_MAX_BYTES, POOL_MAX_TOTAL_BYTES,
 };
-pub use stack::{stack_arrays, ArrayResidualStack, ResidualStack};
+pub use stack::{stack_arrays, ArrayResidualStack, ArrayStack, ResidualStack};
 pub use strip::{build_lanes, build_lanes_ctx, lanes_sum, LaneRows, LANES};

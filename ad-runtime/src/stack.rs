@@ -1,15 +1,17 @@
 //! Per-iteration values of a loop: stacks preallocated for a known trip
 //! count that a loop writes one slot per iteration into and a later loop
-//! reads back, and [`stack_arrays`], which joins equally shaped arrays into
-//! one with a leading axis.
+//! reads back, [`ArrayStack`], which copies a loop's per-iteration arrays
+//! into one buffer as they come, and [`stack_arrays`], which joins equally
+//! shaped arrays into one with a leading axis.
 //!
 //! Nothing grows during the loop. Writing or reading past the trip count,
 //! or storing an array of another shape, panics with a message naming the
 //! stack.
 
+use crate::scratch::{take_buffer, Pooled};
 use ndarray::{
-    ArrayBase, ArrayD, ArrayView, ArrayViewD, ArrayViewMut, Data, Dimension, IntoDimension, IxDyn,
-    Zip,
+    Array, ArrayBase, ArrayD, ArrayView, ArrayViewD, ArrayViewMut, Data, Dimension, IntoDimension,
+    IxDyn, Zip,
 };
 
 /// Stacks equally shaped arrays of rank `elem_rank`, given in row-major
@@ -49,6 +51,76 @@ pub fn stack_arrays<T: crate::Pooled>(
     let mut shape = lead.to_vec();
     shape.extend(elem_shape);
     ArrayD::from_shape_vec(IxDyn(&shape), data).expect("the data has the stacked shape")
+}
+
+/// The per-iteration arrays of a loop whose trip count is known, copied as
+/// they come into one buffer: `push` copies an array's elements (in
+/// logical order) and drops it, so no iteration's array outlives its
+/// iteration, and `finish` returns them stacked along a new leading axis,
+/// `[count] ++ element shape`, without a second copy. All pushed arrays
+/// must have one shape (a push of another shape panics); with none pushed
+/// the element sizes are 0. The buffer comes from this thread's pool.
+#[derive(Debug)]
+pub struct ArrayStack<T, D: Dimension> {
+    data: Vec<T>,
+    elem: Option<D>,
+    count: usize,
+    trip: usize,
+}
+
+impl<T: Pooled, D: Dimension> ArrayStack<T, D> {
+    /// An empty stack for a loop of `trip` iterations.
+    pub fn with_capacity(trip: usize) -> Self {
+        ArrayStack {
+            data: Vec::new(),
+            elem: None,
+            count: 0,
+            trip,
+        }
+    }
+
+    /// Appends the array of the next iteration.
+    pub fn push<S: Data<Elem = T>>(&mut self, a: ArrayBase<S, D>) {
+        match &self.elem {
+            Some(e) => assert_eq!(
+                e.slice(),
+                a.shape(),
+                "ad_runtime::ArrayStack: values of different shapes"
+            ),
+            None => {
+                self.data = take_buffer(self.trip.max(1) * a.len());
+                self.elem = Some(a.raw_dim());
+            }
+        }
+        match a.as_slice() {
+            Some(s) => self.data.extend_from_slice(s),
+            None => self.data.extend(a.iter().cloned()),
+        }
+        self.count += 1;
+    }
+
+    /// The arrays stacked in iteration order: in the order pushed, or with
+    /// `rev` (a loop that ran its iterations last to first) reversed.
+    pub fn finish(mut self, rev: bool) -> Array<T, D::Larger> {
+        let elem = self
+            .elem
+            .take()
+            .unwrap_or_else(|| D::zeros(D::NDIM.unwrap_or(0)));
+        let size = elem.size();
+        if rev && size > 0 {
+            let (n, mut data) = (self.count, std::mem::take(&mut self.data));
+            for i in 0..n / 2 {
+                let (head, tail) = data.split_at_mut((n - 1 - i) * size);
+                head[i * size..(i + 1) * size].swap_with_slice(&mut tail[..size]);
+            }
+            self.data = data;
+        }
+        let mut shape = D::Larger::zeros(elem.ndim() + 1);
+        shape.slice_mut()[0] = self.count;
+        shape.slice_mut()[1..].copy_from_slice(elem.slice());
+        Array::from_shape_vec(shape, std::mem::take(&mut self.data))
+            .expect("the data has the stacked shape")
+    }
 }
 
 /// Per-iteration scalars: slot `i` holds the value saved at iteration `i`
@@ -250,5 +322,42 @@ impl<T: Copy + Default, D: Dimension> ArrayResidualStack<T, D> {
                 self.trip_count
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod array_stack_tests {
+    use super::*;
+
+    /// An array stack gives the pushed arrays along a new leading axis, in
+    /// order or reversed, whatever their layout; none pushed gives a zero
+    /// leading size.
+    #[test]
+    fn array_stack_stacks_in_order_and_reversed() {
+        let a = ndarray::arr2(&[[1.0, 2.0], [3.0, 4.0]]);
+        let b = a.t().to_owned();
+        let mut s = ArrayStack::with_capacity(3);
+        s.push(a.clone());
+        s.push(a.t());
+        s.push(a.mapv(|v| -v));
+        let got = s.finish(false);
+        assert_eq!(got.shape(), &[3, 2, 2]);
+        assert_eq!(got.index_axis(ndarray::Axis(0), 1), b);
+        let mut r = ArrayStack::with_capacity(3);
+        for k in 0..3 {
+            r.push(ndarray::Array1::from_elem(2, k as f64));
+        }
+        assert_eq!(
+            r.finish(true),
+            ndarray::arr2(&[[2.0, 2.0], [1.0, 1.0], [0.0, 0.0]])
+        );
+        let e: ArrayStack<f64, ndarray::Ix2> = ArrayStack::with_capacity(0);
+        assert_eq!(e.finish(true).shape(), &[0, 0, 0]);
+        let bad = std::panic::catch_unwind(|| {
+            let mut s = ArrayStack::with_capacity(2);
+            s.push(ndarray::Array1::<f64>::zeros(2));
+            s.push(ndarray::Array1::<f64>::zeros(3));
+        });
+        assert!(bad.is_err());
     }
 }

@@ -132,6 +132,10 @@ impl Emitter<'_> {
                     let z = zero_of(*e);
                     quote!(let mut #st: ::std::vec::Vec<#t> = ::std::vec![#z; #n];)
                 }
+                Ty::Array { .. } => {
+                    let rt = rt();
+                    quote!(let mut #st = #rt::ArrayStack::with_capacity(#n);)
+                }
                 _ => quote!(let mut #st: ::std::vec::Vec<#t> = ::std::vec::Vec::with_capacity(#n);),
             });
         }
@@ -201,7 +205,6 @@ impl Emitter<'_> {
         );
         // Final values: state, then stacked outputs (non-linear before linear).
         let mut finals = vec![];
-        let mut post = TokenStream::new();
         let state_name = |e: &Self, v: &Var| {
             let n = e.name(*v);
             quote!(#n)
@@ -212,7 +215,7 @@ impl Emitter<'_> {
             .zip(&scratch)
             .map(|((st, ty), scratch)| match scratch {
                 true => Ok(quote!(#st.view())),
-                false => self.finish_stack(st, ty, &n, l.rev, &mut post),
+                false => self.finish_stack(st, ty, l.rev),
             })
             .collect::<R<_>>()?;
         finals.extend(state[..k].iter().map(|v| state_name(self, v)));
@@ -228,7 +231,7 @@ impl Emitter<'_> {
         }
         self.declare_scratch(before);
         Ok(Out {
-            expr: quote!({ #pre #body #post #r }),
+            expr: quote!({ #pre #body #r }),
             reprs,
         })
     }
@@ -424,27 +427,15 @@ impl Emitter<'_> {
         out.extend(quote!(let mut #n: #t = #init;));
     }
 
-    /// The stacked array of a loop output collected in vector `st`.
-    fn finish_stack(
-        &mut self,
-        st: &Ident,
-        ty: &Ty,
-        n: &Ident,
-        rev: bool,
-        post: &mut TokenStream,
-    ) -> R<TokenStream> {
+    /// The stacked array of a loop output collected in `st` (a vector of
+    /// scalars indexed by iteration, an `ad_runtime::ArrayStack` of arrays in
+    /// execution order).
+    fn finish_stack(&mut self, st: &Ident, ty: &Ty, rev: bool) -> R<TokenStream> {
         let nd = nd();
         Ok(match ty {
             Ty::Scalar(_) => quote!(#nd::Array1::from_vec(#st)),
-            Ty::Array { rank, .. } => {
-                if rev {
-                    post.extend(quote!(#st.reverse();));
-                }
-                let rt = rt();
-                let d = dim_ty(rank + 1);
-                quote!(#rt::stack_arrays(&[#n], #rank, #st.iter().map(|__a| __a.view().into_dyn()).collect())
-                    .into_dimensionality::<#d>().expect("linad: rank"))
-            }
+            // `ArrayStack`: each iteration's array copied as it comes.
+            Ty::Array { .. } => quote!(#st.finish(#rev)),
             Ty::Tuple(_) | Ty::Opaque(_) => return Err(format!("a loop output of type {ty}")),
         })
     }
