@@ -382,6 +382,16 @@ impl Emitter<'_> {
         }
     }
 
+    /// Indices inside a per-lane expression (lane `__l`), as `usize`.
+    fn lane_indices(&self, idx: &[Atom], st: &Strip) -> Vec<TokenStream> {
+        idx.iter()
+            .map(|a| {
+                let t = self.lane_operand(a, st);
+                quote!((#t) as usize)
+            })
+            .collect()
+    }
+
     /// An operand as a whole value: `[T; LANES]` when `lanes`, splatting an
     /// invariant one.
     fn whole(&self, a: &Atom, st: &Strip, lanes: bool) -> TokenStream {
@@ -552,13 +562,7 @@ impl Emitter<'_> {
         let v = self.name(val);
         let varying_val = self.varying_var(val, st);
         if idx.iter().any(|a| self.varying_atom(a, st)) {
-            let ix: Vec<TokenStream> = idx
-                .iter()
-                .map(|a| {
-                    let t = self.lane_operand(a, st);
-                    quote!((#t) as usize)
-                })
-                .collect();
+            let ix = self.lane_indices(idx, st);
             let vl = if varying_val {
                 quote!(#v[__l])
             } else {
@@ -620,13 +624,7 @@ impl Emitter<'_> {
             }
         }
         let x = self.name(a);
-        let ix: Vec<TokenStream> = idx
-            .iter()
-            .map(|i| {
-                let t = self.lane_operand(i, st);
-                quote!((#t) as usize)
-            })
-            .collect();
+        let ix = self.lane_indices(idx, st);
         Ok(quote!(::core::array::from_fn(|__l| #x[[#(#ix),*]])))
     }
 
@@ -770,14 +768,7 @@ impl Emitter<'_> {
                 continue;
             }
             let (t, lane, a) = (&r.elem, self.fresh("lane"), self.var_ref(r.key.0));
-            let ix: Vec<TokenStream> = r
-                .leads()
-                .iter()
-                .map(|i| {
-                    let t = self.lane_operand(i, st);
-                    quote!((#t) as usize)
-                })
-                .collect();
+            let ix = self.lane_indices(r.leads(), st);
             let f = lane_fn(ix.len());
             let rt = rt();
             out.extend(quote!(
@@ -847,13 +838,7 @@ impl Emitter<'_> {
         for (k, (key, leads)) in keys.into_iter().enumerate() {
             let elem = self.ty(key.0).elem()?;
             let (t, lane, a) = (elem_ty(elem), self.fresh("lane"), self.var_ref(key.0));
-            let ix: Vec<TokenStream> = leads
-                .iter()
-                .map(|l| {
-                    let t = self.lane_operand(l, st);
-                    quote!((#t) as usize)
-                })
-                .collect();
+            let ix = self.lane_indices(&leads, st);
             let f = lane_fn(ix.len());
             rows.push(quote!(#rt::LaneRows::<#t>::new(
                 ::core::array::from_fn(|__l| #rt::#f(#a #(, #ix)*)),
