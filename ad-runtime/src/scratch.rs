@@ -89,12 +89,18 @@ impl<T: Pooled> Scratch<T> {
     /// when it holds `n`, or else the smallest pooled one that does
     /// (`take_buffer`; it allocates only when none does).
     pub fn reset(&mut self, n: usize) {
+        self.hold(n);
+        self.buf.clear();
+        self.buf.resize(n, T::default());
+    }
+
+    /// Swaps in a pooled buffer holding `n` values when this one is too
+    /// small (the old one goes back to the pool).
+    fn hold(&mut self, n: usize) {
         if self.buf.capacity() < n {
             let old = std::mem::replace(&mut self.buf, take_buffer(n));
             drop(Scratch { buf: old });
         }
-        self.buf.clear();
-        self.buf.resize(n, T::default());
     }
 
     /// Makes the buffer `n` values long for a caller that writes every
@@ -104,10 +110,7 @@ impl<T: Pooled> Scratch<T> {
     /// beyond its current length become `T::default()`). A loop run once
     /// per block of a strip-mined kernel so pays no memset per run.
     pub fn reset_for_overwrite(&mut self, n: usize) {
-        if self.buf.capacity() < n {
-            let old = std::mem::replace(&mut self.buf, take_buffer(n));
-            drop(Scratch { buf: old });
-        }
+        self.hold(n);
         if self.buf.len() >= n {
             self.buf.truncate(n);
         } else {

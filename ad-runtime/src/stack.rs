@@ -42,15 +42,20 @@ pub fn stack_arrays<T: crate::Pooled>(
             &elem_shape[..],
             "ad_runtime::stack_arrays: values of different shapes"
         );
-        // A contiguous value is one copy; others go element by element.
-        match e.as_slice() {
-            Some(s) => data.extend_from_slice(s),
-            None => data.extend(e.iter().cloned()),
-        }
+        append(&mut data, e);
     }
     let mut shape = lead.to_vec();
     shape.extend(elem_shape);
     ArrayD::from_shape_vec(IxDyn(&shape), data).expect("the data has the stacked shape")
+}
+
+/// Appends the elements of `a` in logical order: a contiguous array in one
+/// copy, others element by element.
+fn append<T: Copy, S: Data<Elem = T>, D: Dimension>(data: &mut Vec<T>, a: &ArrayBase<S, D>) {
+    match a.as_slice() {
+        Some(s) => data.extend_from_slice(s),
+        None => data.extend(a.iter().cloned()),
+    }
 }
 
 /// The per-iteration arrays of a loop whose trip count is known, copied as
@@ -60,6 +65,8 @@ pub fn stack_arrays<T: crate::Pooled>(
 /// `[count] ++ element shape`, without a second copy. All pushed arrays
 /// must have one shape (a push of another shape panics); with none pushed
 /// the element sizes are 0. The buffer comes from this thread's pool.
+/// Unlike [`ArrayResidualStack`], it needs no shape before the first push
+/// and ends as one owned array.
 #[derive(Debug)]
 pub struct ArrayStack<T, D: Dimension> {
     data: Vec<T>,
@@ -92,10 +99,7 @@ impl<T: Pooled, D: Dimension> ArrayStack<T, D> {
                 self.elem = Some(a.raw_dim());
             }
         }
-        match a.as_slice() {
-            Some(s) => self.data.extend_from_slice(s),
-            None => self.data.extend(a.iter().cloned()),
-        }
+        append(&mut self.data, &a);
         self.count += 1;
     }
 

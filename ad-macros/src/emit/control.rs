@@ -523,14 +523,16 @@ impl Emitter<'_> {
                 } else {
                     None
                 };
+                let (param, prologue) = match &per_block {
+                    Some((_, prologue, _)) => (quote!(__ctx, #closure_param), prologue.clone()),
+                    None => (closure_param.clone(), TokenStream::new()),
+                };
+                let lanes = self.strip_closure(lam, &vs, &param, &ixs, prologue);
                 match per_block {
-                    Some((rows, prologue, keys)) => {
-                        let (ib, i0, p) =
-                            (self.binder(lam.params[0]), &ixs[0], super::strip::LANES);
-                        let param = quote!(__ctx, #closure_param);
-                        let lanes = self.strip_closure(lam, &vs, &param, &ixs, prologue);
+                    Some((rows, _, keys)) => {
                         self.forget_strip_lanes(keys);
-                        let lanes = lanes?;
+                        let (lanes, ib, i0) = (lanes?, self.binder(lam.params[0]), &ixs[0]);
+                        let p = super::strip::LANES;
                         let ctx = quote!(|#i0: usize| {
                             let #ib: [i64; #p] = ::core::array::from_fn(|__l| (#i0 + __l) as i64);
                             #rows
@@ -538,8 +540,7 @@ impl Emitter<'_> {
                         quote!(#rt::build_lanes_ctx([#(#sizes),*], #work, #scalar, #ctx, #lanes))
                     }
                     None => {
-                        let lanes =
-                            self.strip_closure(lam, &vs, &closure_param, &ixs, TokenStream::new())?;
+                        let lanes = lanes?;
                         quote!(#rt::build_lanes([#(#sizes),*], #work, #scalar, #lanes))
                     }
                 }

@@ -808,9 +808,9 @@ impl Emitter<'_> {
             .collect();
         let mut reads = vec![];
         super::lanes::element_reads(&lam.body, &mut reads);
-        let mut keys: Vec<(LaneKey, Vec<Atom>)> = vec![];
+        let mut keys: Vec<(LaneKey, Vec<Atom>, Scalar)> = vec![];
         for (arr, idx, linear) in reads {
-            let Some(key) = self.lane_key(arr, &idx) else {
+            let (Some(key), Some(elem)) = (self.lane_key(arr, &idx), self.ty(arr).elem()) else {
                 continue;
             };
             let leads_ok = key.1.iter().all(|l| match l {
@@ -819,24 +819,22 @@ impl Emitter<'_> {
             });
             let by_i = key.1.contains(&Lead::Var(i));
             if linear
-                || self.ty(key.0).elem().is_none()
                 || !outside.contains(&key.0)
                 || st.arrays.contains(&key.0)
                 || !leads_ok
                 || !by_i
-                || keys.iter().any(|(k, _)| *k == key)
+                || keys.iter().any(|(k, _, _)| *k == key)
             {
                 continue;
             }
-            keys.push((key, idx[..idx.len() - 1].to_vec()));
+            keys.push((key, idx[..idx.len() - 1].to_vec(), elem));
         }
         if keys.is_empty() {
             return None;
         }
         let rt = rt();
         let (mut rows, mut prologue, mut taken) = (vec![], TokenStream::new(), vec![]);
-        for (k, (key, leads)) in keys.into_iter().enumerate() {
-            let elem = self.ty(key.0).elem()?;
+        for (k, (key, leads, elem)) in keys.into_iter().enumerate() {
             let (t, lane, a) = (elem_ty(elem), self.fresh("lane"), self.var_ref(key.0));
             let ix = self.lane_indices(&leads, st);
             let f = lane_fn(ix.len());
