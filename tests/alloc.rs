@@ -275,3 +275,31 @@ fn chained_tangent_allocates_independently_of_n() {
         "allocations of one chained_jvp call at n = 20 and n = 2000"
     );
 }
+
+/// Allocations and bytes of one `gmm_objective_vjp` call at the ADBench
+/// sizes (d10 K25 and d64 K100, 1,000 points), on one thread after a
+/// warm-up call: a measurement for notes, not a check.
+/// `cargo test --release --test alloc gmm_adbench_sizes -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn gmm_adbench_sizes() {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    pool.install(|| {
+        for (n, k, d) in [(1000, 25, 10), (1000, 100, 64)] {
+            let mut rng = rng("gmm_adbench_sizes");
+            let alphas = rng.array1(k, -1.0, 1.0);
+            let means = rng.array2(k, d, -1.0, 1.0);
+            let icf = rng.array2(k, d * (d + 1) / 2, -0.5, 0.5);
+            let x = rng.array2(n, d, -1.0, 1.0);
+            let call = || gmm::gmm_objective_vjp(&alphas, &means, &icf, &x, 1.0, 0, 1.0);
+            call();
+            let (count, bytes) = allocations(|| {
+                call();
+            });
+            println!("d{d} K{k} n{n}: {count} allocations, {bytes} bytes per f_vjp call");
+        }
+    });
+}
