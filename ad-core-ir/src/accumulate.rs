@@ -25,6 +25,7 @@
 
 use crate::ir::*;
 use crate::visit::{blocks, free_vars_stmt};
+use std::collections::HashMap;
 
 /// Whether `l` is an accumulation loop: no non-linear state, no stacked
 /// outputs, at least one linear state variable, and every state variable
@@ -83,6 +84,121 @@ fn flows_to(b: &Block, v: Var, k: usize) -> bool {
             _ => return false,
         };
         from = pos + 1;
+    }
+}
+
+/// Whether `l` is an accumulation loop whose iterations add into disjoint
+/// elements: every `lupdate .. +=` reaching a state variable (nested loops
+/// included) indexes, at one axis `p` shared by all updates of that
+/// variable, `c·i + b` with `i` the loop's index, the same constant `c ≥ 1`
+/// and constants `0 ≤ b < c`; no state variable is reached by `ladd` (a
+/// scalar accumulator takes a contribution from every iteration).
+///
+/// Iteration `i` then touches only elements whose axis-`p` index is in
+/// `{c·i + b}`, a set no other iteration meets, so the iterations can run in
+/// any order with the same bits as a result: what fusing a reversed loop
+/// into a forward one needs ([`crate::vjp`]).
+pub fn is_disjoint_accumulation(l: &Loop) -> bool {
+    if !is_accumulation(l) {
+        return false;
+    }
+    let lam = &l.body;
+    let Some(&i) = lam.params.first() else {
+        return false;
+    };
+    let mut defs = HashMap::new();
+    collect_defs(&lam.body, &mut defs);
+    lam.lin_params.iter().enumerate().all(|(k, p)| {
+        let mut idx = vec![];
+        writes(&lam.body, *p, k, &mut idx)
+            && (idx.is_empty() || disjoint_axis(&idx, &|a| affine(a, i, &defs)))
+    })
+}
+
+/// The index lists of the `lupdate`s along the accumulation path of `v` to
+/// `b.lin_results[k]` (nested loops included); false when the path adds
+/// with `ladd` (or is not an accumulation path).
+fn writes<'b>(b: &'b Block, v: Var, k: usize, out: &mut Vec<&'b [Atom]>) -> bool {
+    let mut cur = v;
+    for s in &b.stmts {
+        if !uses(s, cur) {
+            continue;
+        }
+        cur = match &s.expr {
+            Expr::Lin(LinOp::Update {
+                x, idx, add: true, ..
+            }) if *x == cur => {
+                out.push(idx);
+                s.lin_binds[0]
+            }
+            Expr::Loop(inner) => {
+                let Some(m) = inner.lin_init.iter().position(|x| *x == cur) else {
+                    return false;
+                };
+                if !writes(&inner.body.body, inner.body.lin_params[m], m, out) {
+                    return false;
+                }
+                s.lin_binds[m]
+            }
+            _ => return false,
+        };
+    }
+    b.lin_results.get(k) == Some(&cur)
+}
+
+/// Whether one axis `p` indexes `c·i + b_j` in every list of `idx` (as
+/// `affine` reads the atoms), with one `c ≥ 1` and every `0 ≤ b_j < c`.
+fn disjoint_axis(idx: &[&[Atom]], affine: &dyn Fn(&Atom) -> Option<(i64, i64)>) -> bool {
+    let rank = idx.iter().map(|l| l.len()).min().unwrap_or(0);
+    (0..rank).any(|p| {
+        let forms: Option<Vec<(i64, i64)>> = idx.iter().map(|l| affine(&l[p])).collect();
+        forms.is_some_and(|fs| {
+            let c = fs[0].0;
+            c >= 1 && fs.iter().all(|&(cj, bj)| cj == c && (0..c).contains(&bj))
+        })
+    })
+}
+
+/// Every single-result primitive or copy bound in `b` (nested blocks
+/// included; binders are unique).
+fn collect_defs<'b>(b: &'b Block, out: &mut HashMap<Var, &'b Expr>) {
+    for s in &b.stmts {
+        if let ([v], Expr::Prim(..) | Expr::Atom(_)) = (s.binds.as_slice(), &s.expr) {
+            out.insert(*v, &s.expr);
+        }
+        for inner in blocks(&s.expr) {
+            collect_defs(inner, out);
+        }
+    }
+}
+
+/// `a` as `c·i + b` (integer constants), reading definitions in `defs`:
+/// `i` itself, integer literals, copies, and `+`, `-` by a constant and `·`
+/// by a constant in `i64` or wrapping `u64` arithmetic.
+fn affine(a: &Atom, i: Var, defs: &HashMap<Var, &Expr>) -> Option<(i64, i64)> {
+    let v = match a {
+        Atom::I64(b) => return Some((0, *b)),
+        Atom::Var(v) if *v == i => return Some((1, 0)),
+        Atom::Var(v) => *v,
+        Atom::F64(_) | Atom::Bool(_) => return None,
+    };
+    let (op, xs) = match defs.get(&v)? {
+        Expr::Atom(x) => return affine(x, i, defs),
+        Expr::Prim(Prim::Add | Prim::IntArith(IntOp::Add, IntTy::U64), xs) => (IntOp::Add, xs),
+        Expr::Prim(Prim::Sub | Prim::IntArith(IntOp::Sub, IntTy::U64), xs) => (IntOp::Sub, xs),
+        Expr::Prim(Prim::Mul | Prim::IntArith(IntOp::Mul, IntTy::U64), xs) => (IntOp::Mul, xs),
+        _ => return None,
+    };
+    let [x, y] = xs.as_slice() else {
+        return None;
+    };
+    let ((c1, b1), (c2, b2)) = (affine(x, i, defs)?, affine(y, i, defs)?);
+    match op {
+        IntOp::Add => Some((c1.checked_add(c2)?, b1.checked_add(b2)?)),
+        IntOp::Sub => Some((c1.checked_sub(c2)?, b1.checked_sub(b2)?)),
+        IntOp::Mul if c1 == 0 => Some((b1.checked_mul(c2)?, b1.checked_mul(b2)?)),
+        IntOp::Mul if c2 == 0 => Some((b2.checked_mul(c1)?, b2.checked_mul(b1)?)),
+        _ => None,
     }
 }
 
@@ -165,6 +281,34 @@ mod tests {
             "let ; s_9: f64 = lscale x_6, s_4\n    drop d_8",
         );
         assert!(!first_loop(&scaled), "{scaled}");
+    }
+
+    /// The first top-level loop of `f` in `src`, as a disjoint accumulation.
+    fn first_loop_disjoint(src: &str) -> bool {
+        let p = parse_program(src).unwrap_or_else(|e| panic!("{e}\n{src}"));
+        let l = p.funcs[0]
+            .body
+            .stmts
+            .iter()
+            .find_map(|s| match &s.expr {
+                Expr::Loop(l) => Some(l),
+                _ => None,
+            })
+            .expect("a loop");
+        is_disjoint_accumulation(l)
+    }
+
+    /// Iteration `i` of a disjoint accumulation adds only into elements no
+    /// other iteration touches, nested loops included; a scalar accumulator
+    /// (`ladd`) takes a contribution from every iteration.
+    #[test]
+    fn disjoint_accumulations_write_apart() {
+        // The nested loop adds into `u[r]` for every `r` in every iteration.
+        assert!(!first_loop_disjoint(NESTED));
+        assert!(first_loop_disjoint(
+            &NESTED.replace("lupdate u_15[r_17]", "lupdate u_15[i_12]")
+        ));
+        assert!(!first_loop_disjoint(SCALAR));
     }
 
     #[test]

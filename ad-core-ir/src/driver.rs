@@ -5,7 +5,9 @@
 //! - `f__jvp(x ; dx) -> (y ; dy)` — Linear A, primal and tangent together;
 //! - `f__fwd(x) -> (y, r..)` — the primal with its residuals;
 //! - `f__lin(r.. ; dx) -> (; dy)` — the linear (forward tangent) function;
-//! - `f__lin_t(r.. ; ȳ) -> (; x̄)` — its transpose (reverse mode).
+//! - `f__lin_t(r.. ; ȳ) -> (; x̄)` — its transpose (reverse mode);
+//! - for `f` alone, when one of its loops fuses, `f__vjp(x ; ȳ) -> (y ; x̄)`
+//!   — `f__fwd` then `f__lin_t` in one sweep ([`crate::vjp`]).
 //!
 //! The pipeline, for each function (callees first), one named step each:
 //!
@@ -22,6 +24,7 @@
 //! transpose     f__lin_t, cotangents read freely         crate::transpose::transpose_func_raw
 //! dupdrop       sharing made explicit (Linear B)         crate::dupdrop
 //! simplify      f__lin_t
+//! fused vjp     f__vjp (f only, with simplify)   crate::vjp::fused_vjp
 //! ```
 //!
 //! The `exact` and `simplify` steps run with [`Options::simplify`]. After
@@ -121,6 +124,9 @@ pub struct Derivatives {
     pub names: Names,
     /// Number of primal results of `fwd` (residuals follow).
     pub n_results: usize,
+    /// `f__vjp` ([`Names::vjp`]) when it was built: a loop of `f__lin_t`
+    /// fused into one of `f__fwd` ([`crate::vjp`]).
+    pub vjp: Option<String>,
     /// With [`Options::trace`], `(pass, output)` for every pass in the order
     /// they ran (callees first): the pass's name and the function(s) it
     /// produced, pretty-printed. Empty without it.
@@ -293,6 +299,31 @@ impl<'o> Pipeline<'o> {
         out.insert(t);
         Ok(u.n_results)
     }
+
+    /// Adds `f__vjp` to `out` when a loop fuses (only with
+    /// [`Options::simplify`]: it is an optimisation) and returns its name.
+    fn fused_vjp(
+        &mut self,
+        out: &mut Program,
+        names: &Names,
+        n_out: usize,
+    ) -> Result<Option<String>, DriverError> {
+        if !self.opts.simplify {
+            return Ok(None);
+        }
+        let (Some(fwd), Some(lin_t)) = (out.func(&names.fwd), out.func(&names.lin_t)) else {
+            return Err(DriverError::Internal(format!(
+                "no `{}` or `{}` to compose",
+                names.fwd, names.lin_t
+            )));
+        };
+        let Some(f) = crate::vjp::fused_vjp(out, fwd, lin_t, n_out, &names.vjp) else {
+            return Ok(None);
+        };
+        self.after("fused vjp", out, &[&f], Some(Mode::LinearA))?;
+        out.insert(f);
+        Ok(Some(names.vjp.clone()))
+    }
 }
 
 /// Differentiates `name` with respect to the parameters flagged in `wrt`
@@ -315,10 +346,13 @@ pub fn differentiate(
             n_results = n;
         }
     }
+    let names = Names::of(name);
+    let vjp = pipeline.fused_vjp(&mut out, &names, n_results)?;
     Ok(Derivatives {
         program: out,
-        names: Names::of(name),
+        names,
         n_results,
+        vjp,
         trace: pipeline.trace,
     })
 }
@@ -357,6 +391,7 @@ pub fn differentiate_rule(
         program: out,
         names,
         n_results,
+        vjp: None,
         trace: pipeline.trace,
     })
 }

@@ -33,3 +33,4 @@ pub mod types;
 pub mod typing;
 pub mod unzip;
 pub mod visit;
+pub mod vjp;

@@ -29,6 +29,9 @@ pub enum Derived {
     Lin,
     /// `f__lin_t(r.. ; ȳ) -> (; x̄)`: its transpose.
     LinT,
+    /// `f__vjp(x ; ȳ) -> (y ; x̄)`: `f__fwd` and `f__lin_t` in one sweep,
+    /// their loops fused ([`crate::vjp`]).
+    Vjp,
     /// `g__linear(a ; x) -> (; y)`: an extern declared linear, as a linear
     /// function of its linear parameters (`g` itself).
     Linear,
@@ -48,11 +51,12 @@ pub enum Derived {
 
 impl Derived {
     /// Every kind.
-    pub const ALL: [Derived; 10] = [
+    pub const ALL: [Derived; 11] = [
         Derived::Jvp,
         Derived::Fwd,
         Derived::Lin,
         Derived::LinT,
+        Derived::Vjp,
         Derived::Linear,
         Derived::LinearT,
         Derived::FwdRes,
@@ -69,6 +73,7 @@ impl Derived {
             Derived::Fwd => "__fwd",
             Derived::Lin => "__lin",
             Derived::LinT => "__lin_t",
+            Derived::Vjp => "__vjp",
             Derived::Linear => "__linear",
             Derived::LinearT => "__linear_t",
             Derived::FwdRes => "__fwdres",
@@ -95,6 +100,7 @@ impl Derived {
             Derived::Jvp
             | Derived::Fwd
             | Derived::LinT
+            | Derived::Vjp
             | Derived::LinearT
             | Derived::FwdRes
             | Derived::LinResT
@@ -169,6 +175,8 @@ pub struct Names {
     pub lin: String,
     /// `f__lin_t`.
     pub lin_t: String,
+    /// `f__vjp`.
+    pub vjp: String,
     /// `f__linear`: an extern declared linear, as a linear function.
     pub linear: String,
     /// `f__linear_t`: its transpose.
@@ -190,6 +198,7 @@ impl Names {
             fwd: Derived::Fwd.of(f),
             lin: Derived::Lin.of(f),
             lin_t: Derived::LinT.of(f),
+            vjp: Derived::Vjp.of(f),
             linear: Derived::Linear.of(f),
             linear_t: Derived::LinearT.of(f),
             fwdres: Derived::FwdRes.of(f),

@@ -44,6 +44,10 @@ pub struct Report {
     pub rhs: f64,
     /// `|lhs - rhs| / max(1, |lhs|, |rhs|)`.
     pub dot_rel_err: f64,
+    /// `f__vjp` ([`crate::vjp`]), where it was built: whether its primal
+    /// results equal `f`'s and its cotangents `f__lin_t`'s (at the same `ȳ`)
+    /// bit for bit. `None` without one.
+    pub vjp_exact: Option<bool>,
     /// Operation counts: primal `f`, `f__fwd`, `f__lin`, `f__lin_t`.
     pub ops: [u64; 4],
     /// Statement counts of `f` and of `f__lin_t`.
@@ -236,6 +240,16 @@ pub fn check_derived(
     let rhs: f64 = xbar.iter().zip(&dx).map(|(a, b)| dot(a, b)).sum();
     let dot_rel_err = (lhs - rhs).abs() / 1.0f64.max(lhs.abs()).max(rhs.abs());
     let ft = p.func(&d.names.lin_t).ok_or("no transpose")?;
+    let vjp_exact = match &d.vjp {
+        Some(v) => {
+            let (yv, xv) = run(p, v, args, &ybar).map_err(err)?;
+            let same = |a: &[Value], b: &[Value]| {
+                a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.bits_eq(b))
+            };
+            Some(same(&yv, &y) && same(&xv, &xbar))
+        }
+        None => None,
+    };
     Ok(Report {
         fd_rel_err,
         fd_rel_err_resolved,
@@ -246,6 +260,7 @@ pub fn check_derived(
         lhs,
         rhs,
         dot_rel_err,
+        vjp_exact,
         ops: [ops_f, ops_fwd, ops_lin, ops_t],
         sizes: [size_func(f), size_func(ft)],
     })

@@ -51,6 +51,9 @@ pub enum Block {
     LinAt,
     /// The transposed linear map at given residuals.
     LinTAt,
+    /// Reverse mode in one sweep (the forward half and the transposed
+    /// linear map, their loops fused), when the core built one.
+    Vjp,
     /// A `#[linear]` function as a linear map of its linear parameters
     /// (canonical signature: the other parameters, then the linear ones).
     Linear,
@@ -78,6 +81,7 @@ impl Block {
             Block::Fwd => "fwd",
             Block::LinAt => "lin_at",
             Block::LinTAt => "lin_t_at",
+            Block::Vjp => "vjp",
             Block::Linear => "linear",
             Block::LinearT => "linear_t",
             Block::FwdRes => "fwdres",

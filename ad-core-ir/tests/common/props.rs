@@ -46,7 +46,7 @@ pub fn derive(c: &Case) -> Result<(Derivatives, Report), TestCaseError> {
 /// The derived functions of the entry, printed.
 pub fn derived_to_string(d: &Derivatives) -> String {
     let n = &d.names;
-    [&n.jvp, &n.fwd, &n.lin, &n.lin_t]
+    [&n.jvp, &n.fwd, &n.lin, &n.lin_t, &n.vjp]
         .iter()
         .filter_map(|f| d.program.func(f))
         .map(func_to_string)

@@ -12,6 +12,8 @@
 //! lin_at(r.., dx..)   -> dy..          the linear map at the residuals
 //! lin_t_at(r.., ct..) -> c..           its transpose
 //! jvp(x.., dx..)      -> (y.., dy..)   forward mode in one sweep
+//! vjp(x.., ct..)      -> (y.., c..)    reverse mode in one sweep, when the
+//!                                      core fused a loop (`ad_core_ir::vjp`)
 //! ```
 //!
 //! The items built on them are small:
@@ -19,6 +21,8 @@
 //! ```text
 //! f_jvp(x, dx)    = jvp(x, dx)
 //! f_vjp(x, ct)    = let (y, r) = fwd(x) in (y, lin_t_at(r, ct))
+//!                   or vjp(x, ct) where there is one and every result is
+//!                   a scalar (no cotangent shape to check first)
 //! f_linearize(x)  = let (y, r) = fwd(x) in (y, move |dx| lin_at(r, dx))
 //! f_pullback(x)   = let (y, r) = fwd(x) in (y, move |ct| lin_t_at(r, ct))
 //! lin(x, dx)      = let (_, r) = fwd(x) in lin_at(r, dx)     (for callers)
@@ -112,6 +116,9 @@ pub struct Halves {
     pub lin_reprs: Vec<Repr>,
     /// How `lin_t_at` returns its cotangents (owned).
     pub lin_t_reprs: Vec<Repr>,
+    /// `vjp` and how it returns its results (owned), primal then
+    /// cotangents, when the core built one.
+    pub vjp: Option<(Ident, Vec<Repr>)>,
     /// The four functions.
     pub items: TokenStream,
 }
@@ -214,6 +221,20 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
         &jvp_name,
     )?;
 
+    // Reverse mode in one sweep.
+    let vjp = match &d.vjp {
+        Some(v) => {
+            let vjp_name = name(Block::Vjp);
+            let reprs = owned_half(
+                func(cx.prog, v)?,
+                format!(" Reverse mode of [`{fname}`] in one sweep (canonical signature)."),
+                &vjp_name,
+            )?;
+            Some((vjp_name, reprs))
+        }
+        None => None,
+    };
+
     let n_out = d.n_results;
     let resid_tys = param_tys(lin_t, false);
     if fwd.body.results.len() != n_out + resid_tys.len() || lin.params.len() != resid_tys.len() {
@@ -236,6 +257,7 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
         jvp_reprs,
         lin_reprs,
         lin_t_reprs,
+        vjp,
         items,
     })
 }
@@ -359,4 +381,47 @@ pub fn canonical_params(
         binds.push((quote!(#n), repr));
     }
     (decls, binds)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_crate::TestCrate;
+    use quote::quote;
+
+    /// An elementwise loop's reverse fuses into its forward loop: the core
+    /// builds `f__vjp`, emitted as `__linad_f_vjp` and called by `f_vjp`
+    /// (its definition and the call). A scalar parameter read by every
+    /// iteration keeps the two sweeps.
+    #[test]
+    fn f_vjp_runs_one_sweep_where_a_loop_fused() {
+        let krate = TestCrate::new(
+            "vjp_sweep",
+            "#[differentiable] fn sines(x: &Array1<f64>) -> f64 { 0.0 }\n\
+             #[differentiable] fn scaled(x: &Array1<f64>, a: f64) -> f64 { 0.0 }",
+        );
+        let sines = krate.expand_idents(quote! {
+            fn sines(x: &Array1<f64>) -> f64 {
+                let mut s = 0.0;
+                for i in 0..x.len() {
+                    s += x[i].sin() * x[i];
+                }
+                s
+            }
+        });
+        let calls = sines.iter().filter(|t| *t == "__linad_sines_vjp").count();
+        assert_eq!(calls, 2, "{sines:?}");
+        let scaled = krate.expand_idents(quote! {
+            fn scaled(x: &Array1<f64>, a: f64) -> f64 {
+                let mut s = 0.0;
+                for i in 0..x.len() {
+                    s += (a * x[i]).sin();
+                }
+                s
+            }
+        });
+        assert!(
+            !scaled.iter().any(|t| t == "__linad_scaled_vjp"),
+            "{scaled:?}"
+        );
+    }
 }

@@ -409,7 +409,8 @@ fn f_jvp(input: &Input, h: &Halves) -> R<TokenStream> {
 }
 
 /// `f_vjp(x.., ct) -> (y, cotangents)`: the forward half, then the
-/// transposed one at its residuals.
+/// transposed one at its residuals; or the one-sweep `vjp` where there is
+/// one and every result is a scalar.
 fn f_vjp(input: &Input, h: &Halves) -> R<TokenStream> {
     let sig = input.sig;
     let wrt: Vec<&Param> = sig.wrt_params().collect();
@@ -463,6 +464,32 @@ fn f_vjp(input: &Input, h: &Halves) -> R<TokenStream> {
          differentiated parameters, in order (a bare value for one parameter)."
     );
     let allows = allows();
+    // Reverse mode in one sweep, where the core fused a loop and no
+    // cotangent's shape waits for the forward pass.
+    if let Some((vjp, reprs)) = h.vjp.as_ref().filter(|_| ct_checks.is_empty()) {
+        check(reprs.len() == n_out + wrt.len(), || {
+            format!("`{vjp}` does not match the signature")
+        })?;
+        let (ts, pat) = temps("y", reprs.len());
+        let vals: Vec<TokenStream> = ts[..n_out]
+            .iter()
+            .zip(reprs)
+            .map(|(t, r)| owned(t, *r))
+            .collect();
+        let y = nest(&sig.out, &mut vals.into_iter())?;
+        let c = cotangents(&ts[n_out..], &reprs[n_out..], &wrt);
+        return Ok(quote! {
+            #[doc = #doc]
+            #allows
+            #[inline]
+            #header {
+                #pstmts
+                let #ct_pat = #ct_use;
+                let #pat = #vjp(#(#pargs,)* #(#ctargs),*);
+                (#y, #c)
+            }
+        });
+    }
     let (fwd, lin_t) = (&h.fwd, &h.lin_t_at);
     let recycle = h.recycle_residuals(&rs);
     Ok(quote! {

@@ -16,6 +16,7 @@ enum St {
     Untuple,
     If,
     Loop,
+    Elementwise,
     Build,
     Map,
     Reduce,
@@ -52,7 +53,7 @@ impl Gen<'_, '_, '_> {
         let nest = self.depth < c.max_depth && self.budget >= 2;
         let has_t = env.es.iter().any(|e| matches!(e.k, K::T(_)));
         let w = |on: bool, w: u32| if on { w } else { 0 };
-        let table: [(St, u32); 22] = [
+        let table: [(St, u32); 23] = [
             (St::Scalar, 22),
             (St::Int, 3),
             (St::Bool, 2),
@@ -60,6 +61,7 @@ impl Gen<'_, '_, '_> {
             (St::Untuple, w(c.tuple, 4)),
             (St::If, w(c.if_, 6)),
             (St::Loop, w(c.loop_, 7)),
+            (St::Elementwise, w(c.loop_ && c.index, 5)),
             (St::Build, w(c.build, 6)),
             (St::Map, w(c.map, 6)),
             (St::Reduce, w(c.reduce, 6)),
@@ -84,7 +86,9 @@ impl Gen<'_, '_, '_> {
         let k = self.src.weighted(&ws);
         let mut st = table[k].0;
         let possible = match st {
-            St::If | St::Loop | St::Build | St::Map | St::Fold | St::While => nest,
+            St::If | St::Loop | St::Elementwise | St::Build | St::Map | St::Fold | St::While => {
+                nest
+            }
             St::Untuple => has_t,
             St::Call => !self.helpers.is_empty(),
             _ => true,
@@ -103,6 +107,7 @@ impl Gen<'_, '_, '_> {
             St::Untuple => self.st_untuple(env),
             St::If => self.st_if(env),
             St::Loop => self.st_loop(env),
+            St::Elementwise => self.st_elementwise(env),
             St::Build => self.st_build(env),
             St::Map => self.st_map(env),
             St::Reduce => self.st_reduce(env),
@@ -598,6 +603,57 @@ impl Gen<'_, '_, '_> {
         for (v, k) in vs.into_iter().zip(kinds) {
             self.fin(env, v, k);
         }
+    }
+
+    /// A loop over the elements `x[c·i + b]` (`c` in 1..=2, `0 <= b < c`) of
+    /// an array in scope, whose body sees only its index and that element
+    /// and adds a function of them (squashed by `tanh`) to a scalar state:
+    /// its reverse adds into disjoint elements of `x`'s cotangent, the shape
+    /// `f__vjp` fuses into the forward loop (`ad_core_ir::vjp`).
+    pub(super) fn st_elementwise(&mut self, env: &mut Env) {
+        let Some(e) = self.pick_e(env, |k| matches!(k, K::A1(n, _) if *n >= 1)) else {
+            return self.st_scalar(env);
+        };
+        let K::A1(len, iv) = e.k else { unreachable!() };
+        self.used.insert(e.v);
+        let c = if len >= 2 { self.src.range(1, 2) } else { 1 };
+        let (n, b) = (len / c, self.src.below(c));
+        let n_atom = self.get_size(env, n);
+        let (init, iv0) = self.get_f(env);
+        self.mark(&init);
+        self.depth += 1;
+        let i = self.b.fresh("i", Ty::I64);
+        let st = self.b.fresh("s", Ty::F64);
+        self.b.open();
+        let mut benv = Env { es: vec![] };
+        benv.push(i, K::I(0, n as i64 - 1));
+        let ci = self.prim(Prim::Mul, &[Atom::I64(c as i64), i.into()]);
+        let at = self.prim(Prim::Add, &[ci.into(), Atom::I64(b as i64)]);
+        let x = self.array(ArrayOp::Index {
+            arr: e.v.into(),
+            idx: vec![at.into()],
+        });
+        benv.push(x, K::F(iv));
+        let cnt = self.src.range(1, 4).min(self.budget);
+        self.stmts(&mut benv, cnt);
+        let (t, _) = self.result_like(&benv, 1, &K::F(iv));
+        let t = self.prim(Prim::Tanh, &[t]);
+        let s2 = self.prim(Prim::Add, &[st.into(), t.into()]);
+        let body = self.b.close(vec![s2.into()], vec![]);
+        self.depth -= 1;
+        let (vs, _) = self.b.emit(Expr::Loop(Loop {
+            n: n_atom,
+            rev: false,
+            init: vec![init],
+            lin_init: vec![],
+            body: Lambda {
+                params: vec![i, st],
+                lin_params: vec![],
+                body,
+            },
+        }));
+        let spread = Iv::new(-(n as f64), n as f64);
+        self.fin(env, vs[0], K::F(iv0.add(spread)));
     }
 
     /// A `While` counting up to a small constant `m` while updating some

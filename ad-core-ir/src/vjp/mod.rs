@@ -1,0 +1,117 @@
+//! Reverse mode in one sweep where the loops allow it: `f__vjp(x ; ȳ) ->
+//! (y ; x̄)`, the forward half and the transposed linear map composed, and
+//! each reversed loop of the transpose fused into the forward loop it
+//! mirrors ([`siblings`]), so the values both halves compute are computed
+//! once (CSE merges the transpose's recomputations with the forward's
+//! values) and residual stacks read at the loop's own index become the
+//! iteration's values.
+//!
+//! ```text
+//! def f__fwd(x) -> (y, x, n)              def f__vjp(x ; ct) -> (y ; g)
+//!   let n = ..                              let n = ..
+//!   let y = loop n (s = 0.0) |k| {          let ; z = lzero [..]
+//!     let a = index x[k]                    let y ; g = loop n (s = 0.0 ; acc = z) |k| {
+//!     let t = mul a, a                        let a = index x[k]
+//!     yield add s, t                          let t = mul a, a
+//!   }                              ==>        let s2 = add s, t
+//! def f__lin_t(x, n ; ct) -> (; g)            let ; d = lscale a, ct  (2a·ct)
+//!   let ; z = lzero [..]                      let ; acc2 = lupdate acc[k] += d
+//!   let ; g = loop n rev (; acc = z) |k| {    yield s2 ; acc2
+//!     let a = index x[k]                    }
+//!     let ; d = lscale a, ct                return y ; g
+//!     let ; acc2 = lupdate acc[k] += d
+//!     yield ; acc2
+//!   }
+//! ```
+//!
+//! The forward loop keeps its order, so the primal result is bit-identical
+//! to `f`'s; the reversed loop runs forward, which [`siblings`] allows only
+//! where no bit of the result depends on the order (its iterations add into
+//! disjoint elements: [`crate::accumulate::is_disjoint_accumulation`]), so
+//! `f__vjp`'s cotangents are bit-identical to `f__lin_t`'s too. When no loop
+//! fuses, there is no `f__vjp`: callers run `f__fwd` then `f__lin_t`.
+
+pub mod siblings;
+
+use crate::ir::*;
+use crate::visit::{binders, rename_stmt, substitute_block};
+use std::collections::HashMap;
+
+/// `name(fwd.params ; lin_t.lin_params) -> (y ; x̄)`: the body of `fwd`
+/// (its first `n_out` results are `y`), then the body of `lin_t` reading
+/// `fwd`'s residual results for its non-linear parameters. Every variable of
+/// `lin_t` gets a fresh binder in the new function.
+pub fn compose(fwd: &Func, lin_t: &Func, n_out: usize, name: &str) -> Option<Func> {
+    let resid = fwd.body.results.get(n_out..)?;
+    if resid.len() != lin_t.params.len() {
+        return None;
+    }
+    let mut f = fwd.clone();
+    f.name = name.to_string();
+    // Fresh copies of `lin_t`'s variables.
+    let mut ren: HashMap<Var, Var> = HashMap::new();
+    let mut fresh = |v: Var, vars: &mut VarTable| {
+        *ren.entry(v).or_insert_with(|| {
+            let i = lin_t.vars.info(v);
+            vars.fresh(i.name.clone(), i.ty.clone(), i.linear)
+        })
+    };
+    let own: Vec<Var> = lin_t
+        .params
+        .iter()
+        .chain(&lin_t.lin_params)
+        .copied()
+        .chain(binders(&lin_t.body.stmts))
+        .collect();
+    for v in own {
+        fresh(v, &mut f.vars);
+    }
+    let mut body = lin_t.body.clone();
+    for s in &mut body.stmts {
+        rename_stmt(s, &ren);
+    }
+    body.lin_results.iter_mut().for_each(|v| *v = ren[v]);
+    // The residual parameters read `fwd`'s residual results: a variable in
+    // place, a literal through a copy (a shape may name only a variable).
+    let mut subst = HashMap::new();
+    let mut copies = vec![];
+    for (p, r) in lin_t.params.iter().zip(resid) {
+        let p = ren[p];
+        match r {
+            Atom::Var(_) => {
+                subst.insert(p, *r);
+            }
+            Atom::F64(_) | Atom::I64(_) | Atom::Bool(_) => copies.push(Stmt {
+                binds: vec![p],
+                lin_binds: vec![],
+                expr: Expr::Atom(*r),
+                src: None,
+            }),
+        }
+    }
+    substitute_block(&mut body, &subst, &HashMap::new());
+    f.lin_params = lin_t.lin_params.iter().map(|v| ren[v]).collect();
+    f.body.results.truncate(n_out);
+    f.body.stmts.extend(copies);
+    f.body.stmts.extend(body.stmts);
+    f.body.lin_results = body.lin_results;
+    Some(f)
+}
+
+/// The fused reverse mode of `f` (see the module doc), named `name`: `None`
+/// when no loop of the transpose fuses into one of the forward half (the
+/// composition would only add code).
+pub fn fused_vjp(
+    prog: &Program,
+    fwd: &Func,
+    lin_t: &Func,
+    n_out: usize,
+    name: &str,
+) -> Option<Func> {
+    let mut f = compose(fwd, lin_t, n_out, name)?;
+    if !siblings::fuse_siblings(&mut f) {
+        return None;
+    }
+    crate::simplify::simplify_func(&mut f, prog, &crate::simplify::Options::default());
+    Some(f)
+}
