@@ -219,11 +219,15 @@ mod tests {
     use super::*;
     use crate::parse::parse_program;
 
-    /// The first top-level loop of `f` in `src`.
+    /// Whether the first top-level loop of `f` in `src` is an accumulation.
     fn first_loop(src: &str) -> bool {
+        first_loop_is(src, is_accumulation)
+    }
+
+    /// `is` of the first top-level loop of `f` in `src`.
+    fn first_loop_is(src: &str, is: fn(&Loop) -> bool) -> bool {
         let p = parse_program(src).unwrap_or_else(|e| panic!("{e}\n{src}"));
-        let f = &p.funcs[0];
-        let l = f
+        let l = p.funcs[0]
             .body
             .stmts
             .iter()
@@ -232,7 +236,7 @@ mod tests {
                 _ => None,
             })
             .expect("a loop");
-        is_accumulation(l)
+        is(l)
     }
 
     const NESTED: &str = "def f(x_3: [f64] ; ct_2: [f64]) -> (; [f64], [f64]) {
@@ -283,19 +287,10 @@ mod tests {
         assert!(!first_loop(&scaled), "{scaled}");
     }
 
-    /// The first top-level loop of `f` in `src`, as a disjoint accumulation.
+    /// Whether the first top-level loop of `f` in `src` is a disjoint
+    /// accumulation.
     fn first_loop_disjoint(src: &str) -> bool {
-        let p = parse_program(src).unwrap_or_else(|e| panic!("{e}\n{src}"));
-        let l = p.funcs[0]
-            .body
-            .stmts
-            .iter()
-            .find_map(|s| match &s.expr {
-                Expr::Loop(l) => Some(l),
-                _ => None,
-            })
-            .expect("a loop");
-        is_disjoint_accumulation(l)
+        first_loop_is(src, is_disjoint_accumulation)
     }
 
     /// Iteration `i` of a disjoint accumulation adds only into elements no

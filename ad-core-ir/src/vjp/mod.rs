@@ -108,6 +108,9 @@ pub fn fused_vjp(
     n_out: usize,
     name: &str,
 ) -> Option<Func> {
+    if !siblings::could_fuse(fwd, lin_t) {
+        return None;
+    }
     let mut f = compose(fwd, lin_t, n_out, name)?;
     if !siblings::fuse_siblings(&mut f) {
         return None;

@@ -55,6 +55,15 @@ pub fn fuse_siblings(f: &mut Func) -> bool {
     }
 }
 
+/// Whether composing `fwd` and `lin_t` could fuse anything: a forward loop
+/// at the top of `fwd` and a linear loop at the top of `lin_t` (nested
+/// loops fuse only once their enclosing loops have). A cheap test that
+/// spares the composition when it is false.
+pub fn could_fuse(fwd: &Func, lin_t: &Func) -> bool {
+    fwd.body.stmts.iter().any(|s| forward_loop(s).is_some())
+        && lin_t.body.stmts.iter().any(|s| linear_loop(s).is_some())
+}
+
 /// Fuses the first legal pair of `b` (the latest forward loop before each
 /// linear loop); returns whether one fused.
 fn fuse_one(b: &mut Block) -> bool {
