@@ -7,21 +7,25 @@
 //! iteration's values.
 //!
 //! ```text
-//! def f__fwd(x) -> (y, x, n)              def f__vjp(x ; ct) -> (y ; g)
-//!   let n = ..                              let n = ..
-//!   let y = loop n (s = 0.0) |k| {          let ; z = lzero [..]
-//!     let a = index x[k]                    let y ; g = loop n (s = 0.0 ; acc = z) |k| {
-//!     let t = mul a, a                        let a = index x[k]
-//!     yield add s, t                          let t = mul a, a
-//!   }                              ==>        let s2 = add s, t
-//! def f__lin_t(x, n ; ct) -> (; g)            let ; d = lscale a, ct  (2a·ct)
-//!   let ; z = lzero [..]                      let ; acc2 = lupdate acc[k] += d
-//!   let ; g = loop n rev (; acc = z) |k| {    yield s2 ; acc2
-//!     let a = index x[k]                    }
-//!     let ; d = lscale a, ct                return y ; g
+//! def f__fwd(x) -> (y, x, n)                  def f__vjp(x ; ct) -> (y ; g)
+//!   let n = shape x, 0                          let n = shape x, 0
+//!   let y = loop n (s = 0.0) |k| {              let ; z = lzero [n]
+//!     let a = index x[k]                        let y ; g = loop n (s = 0.0 ; acc = z) |k| {
+//!     let t = mul a, a                            let a = index x[k]
+//!     let s2 = add s, t                           let t = mul a, a
+//!     yield s2                                    let s2 = add s, t
+//!   }                                  ==>        let a2 = mul 2.0, a
+//!   return y, x, n                                let ; d = lscale a2, ct
+//! def f__lin_t(x, n ; ct) -> (; g)                let ; acc2 = lupdate acc[k] += d
+//!   let ; z = lzero [n]                           yield s2 ; acc2
+//!   let ; g = loop n rev (; acc = z) |k| {      }
+//!     let a = index x[k]                        return y ; g
+//!     let a2 = mul 2.0, a
+//!     let ; d = lscale a2, ct
 //!     let ; acc2 = lupdate acc[k] += d
 //!     yield ; acc2
 //!   }
+//!   return ; g
 //! ```
 //!
 //! The forward loop keeps its order, so the primal result is bit-identical
@@ -30,6 +34,14 @@
 //! disjoint elements: [`crate::accumulate::is_disjoint_accumulation`]), so
 //! `f__vjp`'s cotangents are bit-identical to `f__lin_t`'s too. When no loop
 //! fuses, there is no `f__vjp`: callers run `f__fwd` then `f__lin_t`.
+//!
+//! The fused loop runs sequentially (the forward loop's state is ordered).
+//! The transposed loop alone could run as parallel chunks, but a disjoint
+//! accumulation's accumulators are as long as the loop, so the runtime
+//! gives it few chunks (`accumulate_chunks` budgets private accumulators at
+//! an eighth of the loop's work): measured on 1 and 2 threads at a million
+//! elements, the one sweep is faster either way (`examples/rosenbrock.rs`
+//! at 100,000: 0.085 against 0.110 ms).
 
 pub mod siblings;
 
