@@ -27,8 +27,12 @@
 //! outputs, whose body obeys the same rule. Statements that do not vary
 //! (a table row taken once per `j`, a trip count, a loop over invariants)
 //! are emitted as in the scalar body. Anything else that varies (a branch
-//! on a varying condition, an array built per index, a call, a linear
-//! value) keeps the build scalar.
+//! on a varying condition, an array built per index, a call) keeps the
+//! build scalar. A linear build (one linear scalar result: the tangent of a
+//! build in a linear map) is strip-mined by the same rule, its linear
+//! values lanes like the others; it reads its captured linear arrays
+//! (tangents) by element at any index, so an invariant read (a bone's
+//! transform in a loop over bones) is taken once per block.
 //!
 //! An accumulation loop ([`Emitter::strip_accumulation_plan`]) obeys the
 //! same rule, and its linear values are varying scalars, accumulators
@@ -95,6 +99,10 @@ pub struct Strip {
     ulin: BTreeSet<Var>,
     /// A loop with varying state was seen.
     loops: bool,
+    /// The plan of a linear build (one linear scalar result; [`Emitter::strip_plan`]):
+    /// no accumulators, so invariant linear values need no care, and its
+    /// captured linear arrays may be read at any index.
+    linear_build: bool,
     /// Varying linear scalars that are invariant factors times a varying
     /// base: `v = ±(s_1 · (s_2 · .. base))`. An accumulator update of `v`
     /// adds `±(s_1 · (s_2 · .. lanes_sum(base)))` (sum_l a·b_l = a·sum_l
@@ -114,16 +122,29 @@ impl Emitter<'_> {
     /// The plan of the build body `lam` if it may be strip-mined (module
     /// doc: legality), else `None`.
     pub fn strip_plan(&self, lam: &Lambda) -> Option<Strip> {
-        if lam.params.is_empty() || !lam.lin_params.is_empty() || !lam.body.lin_results.is_empty() {
+        if lam.params.is_empty() || !lam.lin_params.is_empty() {
             return None;
         }
         let mut st = Strip::default();
         st.vary.insert(self.uses.root(lam.params[0]));
+        // A linear build (the tangent of a build, in a linear map): its
+        // captured linear arrays are read by element.
+        st.linear_build = !lam.body.lin_results.is_empty();
+        if st.linear_build {
+            for v in &free_vars_lambda(lam).lin {
+                if !matches!(self.ty(*v), Ty::Array { .. }) {
+                    return None;
+                }
+                st.captured.insert(self.uses.root(*v));
+            }
+        }
         if !self.vary_block(&lam.body, &mut st) || !st.loops {
             return None;
         }
-        match lam.body.results.as_slice() {
-            [a] if matches!(self.atom_ty(a), Ty::Scalar(Scalar::F64 | Scalar::I64)) => Some(st),
+        let scalar = |t: Ty| matches!(t, Ty::Scalar(Scalar::F64 | Scalar::I64));
+        match (lam.body.results.as_slice(), lam.body.lin_results.as_slice()) {
+            ([a], []) if scalar(self.atom_ty(a)) => Some(st),
+            ([], [v]) if scalar(self.ty(*v).clone()) => Some(st),
             _ => None,
         }
     }
@@ -195,21 +216,33 @@ impl Emitter<'_> {
                 _ => return false,
             }
         }
-        // A captured linear array is only read by element at a varying index.
+        // A captured linear array is only read by element at a varying index
+        // (in a linear build at any index, and copied or dropped).
         if !matches!(s.expr, Expr::Loop(_)) && fv.lin.iter().any(|v| st.captured.contains(&root(v)))
         {
-            let read = matches!(&s.expr, Expr::Lin(LinOp::Index { x, idx })
-                if st.captured.contains(&root(x))
-                    && self.ty(*x).rank() == Some(idx.len())
-                    && idx.iter().any(|a| self.varying_atom(a, st)));
-            if !read {
+            let captured = |x: &Var| st.captured.contains(&root(x));
+            let ok = match &s.expr {
+                Expr::Lin(LinOp::Index { x, idx }) => {
+                    captured(x)
+                        && self.ty(*x).rank() == Some(idx.len())
+                        && (st.linear_build || idx.iter().any(|a| self.varying_atom(a, st)))
+                }
+                Expr::Lin(LinOp::Dup(x)) if st.linear_build && captured(x) => {
+                    st.captured.extend(s.lin_binds.iter().map(root));
+                    return true;
+                }
+                Expr::Lin(LinOp::Drop(x)) => st.linear_build && captured(x),
+                _ => false,
+            };
+            if !ok {
                 return false;
             }
         }
         if !self.varies(s, st) {
-            // Invariant: emitted as in the scalar body, once per block. Its
-            // linear values can only be zeros (module doc), but it must not
-            // touch an accumulator.
+            // Invariant: emitted as in the scalar body, once per block. In
+            // an accumulation body its linear values can only be zeros
+            // (module doc), and it must not touch an accumulator; in a
+            // linear build every lane reads them.
             return !fv.lin.iter().any(|v| st.sinks.contains(&root(v)));
         }
         let scalar = |v: &Var| matches!(self.ty(*v), Ty::Scalar(_));
@@ -443,8 +476,9 @@ impl Emitter<'_> {
 
     /// The result of a strip-mined build body: `[T; LANES]`.
     pub fn strip_result(&self, b: &Block, st: &Strip) -> R<TokenStream> {
-        match b.results.as_slice() {
-            [a] => Ok(self.whole(a, st, true)),
+        match (b.results.as_slice(), b.lin_results.as_slice()) {
+            ([a], []) => Ok(self.whole(a, st, true)),
+            ([], [v]) => Ok(self.whole(&Atom::Var(*v), st, true)),
             _ => Err("a strip-mined build with several results".into()),
         }
     }
@@ -995,5 +1029,29 @@ mod tests {
             cols.iter().any(|t| t == "build_lanes") && !cols.iter().any(|t| t == "build_lanes_ctx"),
             "{cols:?}"
         );
+    }
+
+    /// The build of a linear map (the tangent of a build, reading a
+    /// captured tangent array at the inner loop's index) is strip-mined
+    /// like the primal's: no build of `skin` stays scalar.
+    #[test]
+    fn linear_builds_are_strip_mined() {
+        let krate = TestCrate::new(
+            "strip_linear",
+            "#[differentiable(wrt(t))] fn skin(t: &Array2<f64>, w: &Array2<f64>) -> Array2<f64> { w }",
+        );
+        let skin = krate.expand_idents(quote! {
+            fn skin(t: &Array2<f64>, w: &Array2<f64>) -> Array2<f64> {
+                Array2::from_shape_fn((w.nrows(), 3), |(v, r)| {
+                    let mut s = 0.0;
+                    for b in 0..t.nrows() {
+                        s += w[[v, b]] * t[[b, r]];
+                    }
+                    s
+                })
+            }
+        });
+        assert!(skin.iter().any(|t| t == "build_lanes_ctx"), "{skin:?}");
+        assert!(!skin.iter().any(|t| t == "build_weighted"), "{skin:?}");
     }
 }
