@@ -1,6 +1,7 @@
 //! The extended Rosenbrock function written with whole-array operations, as
 //! ndarray's documentation shows them (strided slices, `&a * &b`, `mapv`,
-//! `.sum()`), next to the same function as a loop over pairs.
+//! `.sum()`), next to the same function as a loop over pairs
+//! (`examples/rosenbrock.rs`).
 //!
 //! `cargo run --release --example array_style [n]` (default n = 100,000)
 //! checks that the two give the same value and gradient, then prints the
@@ -10,9 +11,17 @@
 //! glibc then keeps freed memory in the process and the next call does not
 //! fault those pages in again (README, "Limits"). Asserts only the values.
 
+// The loop form (`rosenbrock`, one sweep in reverse mode) and the timing
+// helpers are those of `examples/rosenbrock.rs`.
+#[path = "rosenbrock.rs"]
+#[allow(dead_code)]
+mod rosenbrock;
+
 use linad::differentiable;
 use linad::ndarray::{s, Array1};
-use std::time::Instant;
+use rosenbrock::{
+    median, rosenbrock as rosenbrock_loop, rosenbrock_vjp as rosenbrock_loop_vjp, time,
+};
 
 /// The extended Rosenbrock function of `x` (`x.len()` even), array style.
 #[allow(clippy::op_ref)] // `&a * &a - &b` as ndarray's documentation writes it
@@ -23,32 +32,6 @@ pub fn rosenbrock_arrays(x: &Array1<f64>) -> f64 {
     let t = &a * &a - &b;
     let u = a.mapv(|v| v - 1.0);
     (100.0 * &t * &t + &u * &u).sum()
-}
-
-/// The same function as a loop over pairs (one sweep in reverse mode).
-#[differentiable]
-pub fn rosenbrock_loop(x: &Array1<f64>) -> f64 {
-    let mut s = 0.0;
-    for i in 0..x.len() / 2 {
-        let a = x[2 * i];
-        let t = a * a - x[2 * i + 1];
-        let u = a - 1.0;
-        s += 100.0 * t * t + u * u;
-    }
-    s
-}
-
-/// The median of `xs`.
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
-}
-
-/// Milliseconds one call of `f` takes.
-fn time(mut f: impl FnMut()) -> f64 {
-    let t = Instant::now();
-    f();
-    t.elapsed().as_secs_f64() * 1e3
 }
 
 fn main() {
@@ -75,7 +58,7 @@ fn main() {
         t[2].push(time(|| sink += rosenbrock_loop(&x)));
         t[3].push(time(|| sink += rosenbrock_loop_vjp(&x, 1.0).1[0]));
     }
-    let [pa, va, pl, vl] = t.map(median);
+    let [pa, va, pl, vl] = t.map(|ts| median(ts) * 1e3);
     println!("n = {n}: f = {ya:.6}, gradients agree to {err:.1e} ({sink:.1})");
     println!(
         "array style: primal {pa:.3} ms, f_vjp {va:.3} ms ({:.1} primals); \

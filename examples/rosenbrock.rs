@@ -62,13 +62,13 @@ pub fn rosenbrock_value_and_gradient(x: &Array1<f64>) -> (f64, Array1<f64>) {
 }
 
 /// The median of `xs`.
-fn median(mut xs: Vec<f64>) -> f64 {
+pub fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
     xs[xs.len() / 2]
 }
 
 /// Seconds one call of `f` takes.
-fn time(mut f: impl FnMut()) -> f64 {
+pub fn time(mut f: impl FnMut()) -> f64 {
     let t = Instant::now();
     f();
     t.elapsed().as_secs_f64()

@@ -33,6 +33,21 @@ use std::collections::HashMap;
 /// through `lupdate .. += ..` (add, not set), `ladd` with another value, and
 /// the same position of nested accumulating loops (see the module doc).
 pub fn is_accumulation(l: &Loop) -> bool {
+    accumulation_paths(l).is_some()
+}
+
+/// What the accumulation path of one state variable goes through: the
+/// index lists of its `lupdate`s (nested loops included) and whether it
+/// adds with `ladd`.
+#[derive(Default)]
+struct Path<'b> {
+    updates: Vec<&'b [Atom]>,
+    ladd: bool,
+}
+
+/// The path of every state variable of `l`, when `l` is an accumulation
+/// loop ([`is_accumulation`]).
+fn accumulation_paths(l: &Loop) -> Option<Vec<Path<'_>>> {
     let lam = &l.body;
     let b = &lam.body;
     if !l.init.is_empty()
@@ -40,17 +55,22 @@ pub fn is_accumulation(l: &Loop) -> bool {
         || !b.results.is_empty()
         || b.lin_results.len() != lam.lin_params.len()
     {
-        return false;
+        return None;
     }
     lam.lin_params
         .iter()
         .enumerate()
-        .all(|(k, p)| flows_to(b, *p, k))
+        .map(|(k, p)| {
+            let mut path = Path::default();
+            flows_to(b, *p, k, &mut path).then_some(path)
+        })
+        .collect()
 }
 
 /// Whether linear `v` reaches `b.lin_results[k]` (and nothing else) through
-/// accumulating updates and nested accumulating loops at the top level of `b`.
-fn flows_to(b: &Block, v: Var, k: usize) -> bool {
+/// accumulating updates and nested accumulating loops at the top level of
+/// `b`; records what the path goes through in `path`.
+fn flows_to<'b>(b: &'b Block, v: Var, k: usize, path: &mut Path<'b>) -> bool {
     let mut cur = v;
     let mut from = 0;
     loop {
@@ -62,10 +82,19 @@ fn flows_to(b: &Block, v: Var, k: usize) -> bool {
         let s = &b.stmts[pos];
         cur = match &s.expr {
             Expr::Lin(LinOp::Update {
-                x, val, add: true, ..
-            }) if *x == cur && *val != cur => s.lin_binds[0],
+                x,
+                idx,
+                val,
+                add: true,
+            }) if *x == cur && *val != cur => {
+                path.updates.push(idx);
+                s.lin_binds[0]
+            }
             // A scalar (or array) accumulator: `acc + v`.
-            Expr::Lin(LinOp::Add(x, y)) if (*x == cur) != (*y == cur) => s.lin_binds[0],
+            Expr::Lin(LinOp::Add(x, y)) if (*x == cur) != (*y == cur) => {
+                path.ladd = true;
+                s.lin_binds[0]
+            }
             Expr::Loop(inner) => {
                 let Some(m) = inner.lin_init.iter().position(|x| *x == cur) else {
                     return false;
@@ -74,7 +103,7 @@ fn flows_to(b: &Block, v: Var, k: usize) -> bool {
                 let ok = inner.lin_init.iter().filter(|x| **x == cur).count() == 1
                     && m < ilam.lin_params.len()
                     && m < ilam.body.lin_results.len()
-                    && flows_to(&ilam.body, ilam.lin_params[m], m)
+                    && flows_to(&ilam.body, ilam.lin_params[m], m, path)
                     && !captured(s, cur);
                 if !ok {
                     return false;
@@ -99,51 +128,14 @@ fn flows_to(b: &Block, v: Var, k: usize) -> bool {
 /// any order with the same bits as a result: what fusing a reversed loop
 /// into a forward one needs ([`crate::vjp`]).
 pub fn is_disjoint_accumulation(l: &Loop) -> bool {
-    if !is_accumulation(l) {
-        return false;
-    }
-    let lam = &l.body;
-    let Some(&i) = lam.params.first() else {
+    let (Some(paths), Some(&i)) = (accumulation_paths(l), l.body.params.first()) else {
         return false;
     };
     let mut defs = HashMap::new();
-    collect_defs(&lam.body, &mut defs);
-    lam.lin_params.iter().enumerate().all(|(k, p)| {
-        let mut idx = vec![];
-        writes(&lam.body, *p, k, &mut idx)
-            && (idx.is_empty() || disjoint_axis(&idx, &|a| affine(a, i, &defs)))
+    collect_defs(&l.body.body, &mut defs);
+    paths.iter().all(|p| {
+        !p.ladd && (p.updates.is_empty() || disjoint_axis(&p.updates, &|a| affine(a, i, &defs)))
     })
-}
-
-/// The index lists of the `lupdate`s along the accumulation path of `v` to
-/// `b.lin_results[k]` (nested loops included); false when the path adds
-/// with `ladd` (or is not an accumulation path).
-fn writes<'b>(b: &'b Block, v: Var, k: usize, out: &mut Vec<&'b [Atom]>) -> bool {
-    let mut cur = v;
-    for s in &b.stmts {
-        if !uses(s, cur) {
-            continue;
-        }
-        cur = match &s.expr {
-            Expr::Lin(LinOp::Update {
-                x, idx, add: true, ..
-            }) if *x == cur => {
-                out.push(idx);
-                s.lin_binds[0]
-            }
-            Expr::Loop(inner) => {
-                let Some(m) = inner.lin_init.iter().position(|x| *x == cur) else {
-                    return false;
-                };
-                if !writes(&inner.body.body, inner.body.lin_params[m], m, out) {
-                    return false;
-                }
-                s.lin_binds[m]
-            }
-            _ => return false,
-        };
-    }
-    b.lin_results.get(k) == Some(&cur)
 }
 
 /// Whether one axis `p` indexes `c·i + b_j` in every list of `idx` (as

@@ -121,6 +121,11 @@ fn tangent_part(v: &Value, ty: &Ty) -> Option<Value> {
     }
 }
 
+/// Whether `a` and `b` hold the same values bit for bit, one by one.
+pub fn same_bits(a: &[Value], b: &[Value]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.bits_eq(b))
+}
+
 fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
@@ -185,7 +190,7 @@ pub fn check_derived(
     }
     let ((y, _), ops_f) = run_counted(prog, name, args, &[]).map_err(err)?;
     let (yj, dyj) = run(p, &d.names.jvp, args, &dx).map_err(err)?;
-    let jvp_primal_exact = y.len() == yj.len() && y.iter().zip(&yj).all(|(a, b)| a.bits_eq(b));
+    let jvp_primal_exact = same_bits(&y, &yj);
     // Central finite differences.
     let shifted = |s: f64| -> Result<Vec<Value>, String> {
         let xs: Vec<Value> = args
@@ -226,7 +231,7 @@ pub fn check_derived(
     // Unzip.
     let ((yr, _), ops_fwd) = run_counted(p, &d.names.fwd, args, &[]).map_err(err)?;
     let (ys, res) = yr.split_at(d.n_results);
-    let fwd_primal_exact = ys.len() == y.len() && ys.iter().zip(&y).all(|(a, b)| a.bits_eq(b));
+    let fwd_primal_exact = same_bits(ys, &y);
     let ((_, dyl), ops_lin) = run_counted(p, &d.names.lin, res, &dx).map_err(err)?;
     let lin_vs_jvp = dyl
         .iter()
@@ -243,10 +248,7 @@ pub fn check_derived(
     let vjp_exact = match &d.vjp {
         Some(v) => {
             let (yv, xv) = run(p, v, args, &ybar).map_err(err)?;
-            let same = |a: &[Value], b: &[Value]| {
-                a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.bits_eq(b))
-            };
-            Some(same(&yv, &y) && same(&xv, &xbar))
+            Some(same_bits(&yv, &y) && same_bits(&xv, &xbar))
         }
         None => None,
     };

@@ -12,7 +12,7 @@ use ad_core_ir::interp::{run, Value};
 use ad_core_ir::ir::*;
 use ad_core_ir::parse::parse_program;
 use ad_core_ir::pretty::func_to_string;
-use ad_core_ir::testing::check_derived;
+use ad_core_ir::testing::{check_derived, same_bits};
 use ad_core_ir::vjp::siblings::fuse_siblings;
 
 /// A forward loop summing `exp x[k]` and stacking the exps, then the
@@ -69,8 +69,7 @@ fn fuses(src: &str) -> bool {
     q.funcs[0] = f;
     let got = run(&q, "f", &args, &ct);
     if let (Ok((y0, c0)), Ok((y1, c1))) = (&want, &got) {
-        let same = |a: &[Value], b: &[Value]| a.iter().zip(b).all(|(a, b)| a.bits_eq(b));
-        assert!(same(y0, y1) && same(c0, c1), "{printed}");
+        assert!(same_bits(y0, y1) && same_bits(c0, c1), "{printed}");
     } else {
         assert_eq!(want.is_ok(), got.is_ok(), "{printed}");
     }
