@@ -65,6 +65,10 @@ pub struct Options {
     /// Record every pass's output in [`Derivatives::trace`] (a debug dump;
     /// off by default, and nothing is printed when off).
     pub trace: bool,
+    /// Build `f__vjp` where a loop fuses ([`crate::vjp`]; with
+    /// [`Options::simplify`]). Off for derivatives whose reverse mode no
+    /// public item runs.
+    pub fused_vjp: bool,
 }
 
 impl Default for Options {
@@ -73,6 +77,7 @@ impl Default for Options {
             simplify: true,
             check: true,
             trace: false,
+            fused_vjp: true,
         }
     }
 }
@@ -301,14 +306,15 @@ impl<'o> Pipeline<'o> {
     }
 
     /// Adds `f__vjp` to `out` when a loop fuses (only with
-    /// [`Options::simplify`]: it is an optimisation) and returns its name.
+    /// [`Options::simplify`] and [`Options::fused_vjp`]: it is an
+    /// optimisation) and returns its name.
     fn fused_vjp(
         &mut self,
         out: &mut Program,
         names: &Names,
         n_out: usize,
     ) -> Result<Option<String>, DriverError> {
-        if !self.opts.simplify {
+        if !(self.opts.simplify && self.opts.fused_vjp) {
             return Ok(None);
         }
         let (Some(fwd), Some(lin_t)) = (out.func(&names.fwd), out.func(&names.lin_t)) else {

@@ -123,17 +123,24 @@ fn derivatives(
     wrt: &[bool],
     all: &[bool],
     trace: bool,
+    reverse: bool,
 ) -> Result<Result<(Derivatives, Derivatives), DriverError>, String> {
     let (prog, name) = (&lowered.program, &lowered.name);
     on_large_stack(move || {
+        // The one-sweep reverse mode only for the set `f_vjp` runs.
         let opts = Options {
             trace,
+            fused_vjp: reverse,
             ..Options::default()
         };
         let user = differentiate(prog, name, wrt, &opts)?;
         let all = if wrt == all {
             user.clone()
         } else {
+            let opts = Options {
+                fused_vjp: false,
+                ..opts
+            };
             differentiate(prog, name, all, &opts)?
         };
         Ok((user, all))
@@ -251,9 +258,15 @@ fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Err
     let lowered = lower::lower(func, &sig)?;
     let span = sig.span;
     let trace = args.dump.is_present();
-    let (user, all) = derivatives(&lowered, &sig.wrt_mask(), &sig.all_mask(), trace)
-        .map_err(|e| vec![internal_error(span, &e)])?
-        .map_err(|e| vec![driver_error(e, &lowered, span)])?;
+    let (user, all) = derivatives(
+        &lowered,
+        &sig.wrt_mask(),
+        &sig.all_mask(),
+        trace,
+        modes.reverse,
+    )
+    .map_err(|e| vec![internal_error(span, &e)])?
+    .map_err(|e| vec![driver_error(e, &lowered, span)])?;
     let companions = emit::companions(&emit::Input {
         sig: &sig,
         lowered: &lowered,

@@ -46,6 +46,7 @@
 pub mod siblings;
 
 use crate::ir::*;
+use crate::types::Ty;
 use crate::visit::{binders, rename_stmt, substitute_block};
 use std::collections::HashMap;
 
@@ -112,7 +113,9 @@ pub fn compose(fwd: &Func, lin_t: &Func, n_out: usize, name: &str) -> Option<Fun
 
 /// The fused reverse mode of `f` (see the module doc), named `name`: `None`
 /// when no loop of the transpose fuses into one of the forward half (the
-/// composition would only add code).
+/// composition would only add code), or when a primal result is not a
+/// scalar (a caller checks an array cotangent's shape against the result
+/// before the reverse pass, so it runs the two halves).
 pub fn fused_vjp(
     prog: &Program,
     fwd: &Func,
@@ -120,7 +123,8 @@ pub fn fused_vjp(
     n_out: usize,
     name: &str,
 ) -> Option<Func> {
-    if !siblings::could_fuse(fwd, lin_t) {
+    let scalar = |a: &Atom| matches!(crate::typing::atom_ty(a, &fwd.vars), Ty::Scalar(_));
+    if !fwd.body.results.get(..n_out)?.iter().all(scalar) || !siblings::could_fuse(fwd, lin_t) {
         return None;
     }
     let mut f = compose(fwd, lin_t, n_out, name)?;

@@ -119,7 +119,7 @@ pub struct Halves {
     /// `vjp` and how it returns its results (owned), primal then
     /// cotangents, when the core built one.
     pub vjp: Option<(Ident, Vec<Repr>)>,
-    /// The four functions.
+    /// The emitted functions.
     pub items: TokenStream,
 }
 
