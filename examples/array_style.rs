@@ -20,7 +20,8 @@ mod rosenbrock;
 use linad::differentiable;
 use linad::ndarray::{s, Array1};
 use rosenbrock::{
-    median, rosenbrock as rosenbrock_loop, rosenbrock_vjp as rosenbrock_loop_vjp, time,
+    input_from_args, median, rosenbrock as rosenbrock_loop, rosenbrock_vjp as rosenbrock_loop_vjp,
+    time,
 };
 
 /// The extended Rosenbrock function of `x` (`x.len()` even), array style.
@@ -35,11 +36,8 @@ pub fn rosenbrock_arrays(x: &Array1<f64>) -> f64 {
 }
 
 fn main() {
-    let n: usize = std::env::args()
-        .nth(1)
-        .map(|s| s.parse().expect("n: an even number of elements"))
-        .unwrap_or(100_000);
-    let x = Array1::from_shape_fn(n, |i| 1.0 + 0.5 * (i as f64 * 0.37).sin());
+    let x = input_from_args();
+    let n = x.len();
     let (ya, ga) = rosenbrock_arrays_vjp(&x, 1.0);
     let (yl, gl) = rosenbrock_loop_vjp(&x, 1.0);
     let rel = |a: f64, b: f64| (a - b).abs() / (1.0 + b.abs());

@@ -61,6 +61,16 @@ pub fn rosenbrock_value_and_gradient(x: &Array1<f64>) -> (f64, Array1<f64>) {
     (s, Array1::from_vec(g))
 }
 
+/// The input `x_i = 1 + sin(0.37 i) / 2` of the length given as the first
+/// command-line argument (default 100,000).
+pub fn input_from_args() -> Array1<f64> {
+    let n: usize = std::env::args()
+        .nth(1)
+        .map(|s| s.parse().expect("n: an even number of elements"))
+        .unwrap_or(100_000);
+    Array1::from_shape_fn(n, |i| 1.0 + 0.5 * (i as f64 * 0.37).sin())
+}
+
 /// The median of `xs`.
 pub fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
@@ -75,11 +85,8 @@ pub fn time(mut f: impl FnMut()) -> f64 {
 }
 
 fn main() {
-    let n: usize = std::env::args()
-        .nth(1)
-        .map(|s| s.parse().expect("n: an even number of elements"))
-        .unwrap_or(100_000);
-    let x = Array1::from_shape_fn(n, |i| 1.0 + 0.5 * (i as f64 * 0.37).sin());
+    let x = input_from_args();
+    let n = x.len();
     let (y, g) = rosenbrock_vjp(&x, 1.0);
     let h = rosenbrock_gradient(&x);
     let err = g
