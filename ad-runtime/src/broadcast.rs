@@ -111,7 +111,7 @@ where
 #[track_caller]
 pub fn stretch_owned<T, D, E>(x: Array<T, D>, shape: E) -> Array<T, D>
 where
-    T: Clone,
+    T: Copy + Send + Sync + 'static,
     D: Dimension,
     E: IntoDimension<Dim = D>,
 {
@@ -119,7 +119,8 @@ where
     if x.raw_dim() == target {
         return x;
     }
-    broadcast_to(&x, target).to_owned()
+    // A copy whose buffer is pooled when large (`map`).
+    crate::map(&broadcast_to(&x, target), |v| v)
 }
 
 /// [`sum_to_shape`] of an owned `x` of the target's rank: `x` itself

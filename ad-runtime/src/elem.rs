@@ -11,7 +11,7 @@ use std::ops::Neg;
 /// [`LinalgScalar`] (ndarray's `+ - * /`, zero and one) is a supertrait so
 /// the matrix kernels can hand their operands to ndarray's matrix multiply.
 pub trait Elem:
-    LinalgScalar + Neg<Output = Self> + crate::arg::Ordered + Debug + Default + Send + Sync
+    LinalgScalar + Neg<Output = Self> + crate::arg::Ordered + Debug + Default + Send + Sync + 'static
 {
     /// Additive identity, `0`.
     const ZERO: Self;

@@ -35,7 +35,7 @@ pub(crate) const CHUNK: usize = 8192;
 /// sequence.
 pub(crate) trait LaneOp<T>: Sync {
     /// Accumulator.
-    type Acc: Copy + Send + Sync;
+    type Acc: Copy + Send + Sync + 'static;
     /// Per-output parameter.
     type P: Copy + Send + Sync;
     /// Accumulator of no element.
@@ -386,7 +386,9 @@ where
 {
     let ps = param_vec(ps);
     let w = ps.len();
-    let mut accs = vec![op.init(); w * count];
+    // Pooled when large: the lane rows are as long as the output.
+    let mut accs = crate::scratch::output_vec(w * count);
+    accs.resize(w * count, op.init());
     let rows = sub.len_of(ax);
     // Row-major with the reduced axis first: row k is a slice of the buffer.
     let flat = if ax.index() == 0 {

@@ -24,7 +24,7 @@ const PRIVATE_MAX: usize = 1 << 15;
 #[track_caller]
 pub fn gather<T, S, SI, D>(a: &ArrayBase<S, D>, idx: &ArrayBase<SI, Ix1>) -> Array<T, D>
 where
-    T: Copy + Default + Send + Sync,
+    T: Copy + Default + Send + Sync + 'static,
     S: Data<Elem = T>,
     SI: Data<Elem = usize>,
     D: Dimension + RemoveAxis,

@@ -13,10 +13,12 @@
 //! never pre-filled: element types need no `Default` (a closure may return
 //! a tuple of any arity, e.g. a map body's result and all its per-element
 //! residuals). Inputs that are not row-major are first copied to row-major
-//! in the parallel path.
+//! in the parallel path. A large result's buffer comes from the per-thread
+//! pool ([`crate::scratch`]).
 
 use crate::check;
 use crate::par;
+use crate::scratch::{output_vec, POOL_MIN_BYTES};
 use ndarray::{Array, ArrayBase, CowArray, Data, Dimension, IntoDimension, Zip};
 
 /// `out[idx] = f(idx)` for every index of `shape`.
@@ -26,7 +28,7 @@ use ndarray::{Array, ArrayBase, CowArray, Data, Dimension, IntoDimension, Zip};
 /// (`build((m, n), |(i, j)| ..)`), `(usize, usize, usize)` for rank 3.
 pub fn build<T, Sh, D, F>(shape: Sh, f: F) -> Array<T, D>
 where
-    T: Copy + Send + Sync,
+    T: Copy + Send + Sync + 'static,
     Sh: IntoDimension<Dim = D>,
     D: Dimension + Copy,
     D::Pattern: Send,
@@ -41,7 +43,7 @@ where
 /// fewer elements). The result does not depend on it.
 pub fn build_weighted<T, Sh, D, F>(shape: Sh, work_per_elem: usize, f: F) -> Array<T, D>
 where
-    T: Copy + Send + Sync,
+    T: Copy + Send + Sync + 'static,
     Sh: IntoDimension<Dim = D>,
     D: Dimension + Copy,
     D::Pattern: Send,
@@ -49,7 +51,14 @@ where
 {
     let dim = shape.into_dimension();
     if !par::go_parallel(dim.size().saturating_mul(work_per_elem.max(1))) {
-        return Array::from_shape_fn(dim, f);
+        if dim.size().saturating_mul(std::mem::size_of::<T>()) < POOL_MIN_BYTES {
+            return Array::from_shape_fn(dim, f);
+        }
+        let mut v = output_vec(dim.size());
+        ndarray::indices(dim)
+            .into_iter()
+            .for_each(|ix| v.push(f(ix)));
+        return Array::from_shape_vec(dim, v).expect("row-major shape");
     }
     let v = par::fill(dim.size(), |k| f(unravel(&dim, k)));
     Array::from_shape_vec(dim, v).expect("row-major shape")
@@ -66,6 +75,36 @@ pub(crate) fn unravel<D: Dimension>(dim: &D, mut k: usize) -> D::Pattern {
     ix.into_pattern()
 }
 
+/// The values of `iter` (`n` of them) in a vector, pooled when large.
+fn collect_vec<T: 'static>(n: usize, iter: impl Iterator<Item = T>) -> Vec<T> {
+    let mut v = output_vec(n);
+    v.extend(iter);
+    v
+}
+
+/// A row-major array of `dim` holding `v`.
+fn from_vec<T, D: Dimension>(dim: D, v: Vec<T>) -> Array<T, D> {
+    Array::from_shape_vec(dim, v).expect("row-major shape")
+}
+
+/// For a large result (at least [`POOL_MIN_BYTES`]): a row-major array of
+/// `dim` whose buffer is pooled, every element `first()` (the first
+/// element's value; `f` is pure), for the kernel to overwrite in `Zip`'s
+/// order (the fast walk over strided inputs, which is not row-major).
+/// `None` for a small or empty result: `Zip` then allocates it.
+fn prefilled<T: Copy + 'static, D: Dimension>(
+    dim: D,
+    first: impl FnOnce() -> T,
+) -> Option<Array<T, D>> {
+    let n = dim.size();
+    if n == 0 || n.saturating_mul(std::mem::size_of::<T>()) < POOL_MIN_BYTES {
+        return None;
+    }
+    let mut v = output_vec::<T>(n);
+    v.resize(n, first());
+    Some(from_vec(dim, v))
+}
+
 /// `a` itself when row-major, else a row-major copy.
 fn row_major<A: Copy, S: Data<Elem = A>, D: Dimension>(a: &ArrayBase<S, D>) -> CowArray<'_, A, D> {
     a.as_standard_layout()
@@ -75,13 +114,20 @@ fn row_major<A: Copy, S: Data<Elem = A>, D: Dimension>(a: &ArrayBase<S, D>) -> C
 pub fn map<A, B, S, D, F>(a: &ArrayBase<S, D>, f: F) -> Array<B, D>
 where
     A: Copy + Sync,
-    B: Copy + Send + Sync,
+    B: Copy + Send + Sync + 'static,
     S: Data<Elem = A>,
     D: Dimension,
     F: Fn(A) -> B + Sync + Send,
 {
     if !par::go_parallel(a.len()) {
-        return Zip::from(a).map_collect(|&x| f(x));
+        if let Some(xs) = a.as_slice() {
+            return from_vec(a.raw_dim(), collect_vec(xs.len(), xs.iter().map(|&x| f(x))));
+        }
+        let Some(mut out) = prefilled(a.raw_dim(), || f(*a.first().expect("nonempty"))) else {
+            return Zip::from(a).map_collect(|&x| f(x));
+        };
+        Zip::from(&mut out).and(a).for_each(|o, &x| *o = f(x));
+        return out;
     }
     let a = row_major(a);
     let xs = a.as_slice().expect("row-major");
@@ -99,7 +145,7 @@ pub fn zip_map<A, B, C, SA, SB, D, F>(
 where
     A: Copy + Sync,
     B: Copy + Sync,
-    C: Copy + Send + Sync,
+    C: Copy + Send + Sync + 'static,
     SA: Data<Elem = A>,
     SB: Data<Elem = B>,
     D: Dimension,
@@ -107,7 +153,19 @@ where
 {
     check::same_shape("zip_map", a.shape(), b.shape());
     if !par::go_parallel(a.len()) {
-        return Zip::from(a).and(b).map_collect(|&x, &y| f(x, y));
+        if let (Some(xs), Some(ys)) = (a.as_slice(), b.as_slice()) {
+            let v = collect_vec(xs.len(), xs.iter().zip(ys).map(|(&x, &y)| f(x, y)));
+            return from_vec(a.raw_dim(), v);
+        }
+        let first = || f(*a.first().expect("nonempty"), *b.first().expect("nonempty"));
+        let Some(mut out) = prefilled(a.raw_dim(), first) else {
+            return Zip::from(a).and(b).map_collect(|&x, &y| f(x, y));
+        };
+        Zip::from(&mut out)
+            .and(a)
+            .and(b)
+            .for_each(|o, &x, &y| *o = f(x, y));
+        return out;
     }
     let (a, b) = (row_major(a), row_major(b));
     let (xs, ys) = (
@@ -130,7 +188,7 @@ where
     A: Copy + Sync,
     B: Copy + Sync,
     C: Copy + Sync,
-    E: Copy + Send + Sync,
+    E: Copy + Send + Sync + 'static,
     SA: Data<Elem = A>,
     SB: Data<Elem = B>,
     SC: Data<Elem = C>,
@@ -140,10 +198,30 @@ where
     check::same_shape("zip3_map", a.shape(), b.shape());
     check::same_shape("zip3_map", a.shape(), c.shape());
     if !par::go_parallel(a.len()) {
-        return Zip::from(a)
+        if let (Some(xs), Some(ys), Some(ws)) = (a.as_slice(), b.as_slice(), c.as_slice()) {
+            let it = xs.iter().zip(ys).zip(ws).map(|((&x, &y), &w)| f(x, y, w));
+            return from_vec(a.raw_dim(), collect_vec(xs.len(), it));
+        }
+        let e = "nonempty";
+        let first = || {
+            f(
+                *a.first().expect(e),
+                *b.first().expect(e),
+                *c.first().expect(e),
+            )
+        };
+        let Some(mut out) = prefilled(a.raw_dim(), first) else {
+            return Zip::from(a)
+                .and(b)
+                .and(c)
+                .map_collect(|&x, &y, &w| f(x, y, w));
+        };
+        Zip::from(&mut out)
+            .and(a)
             .and(b)
             .and(c)
-            .map_collect(|&x, &y, &w| f(x, y, w));
+            .for_each(|o, &x, &y, &w| *o = f(x, y, w));
+        return out;
     }
     let (a, b, c) = (row_major(a), row_major(b), row_major(c));
     let xs = a.as_slice().expect("row-major");

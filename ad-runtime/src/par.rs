@@ -173,11 +173,12 @@ pub fn rows_per_task(n: usize) -> usize {
 /// never its value.
 pub(crate) fn fill<T, F>(n: usize, f: F) -> Vec<T>
 where
-    T: Send,
+    T: Send + 'static,
     F: Fn(usize) -> T + Sync + Send,
 {
     let block = rows_per_task(n);
-    let mut v: Vec<T> = Vec::with_capacity(n);
+    // Empty, with room for at least `n` (pooled when large).
+    let mut v: Vec<T> = crate::scratch::output_vec(n);
     {
         let slots: Vec<Mutex<&mut [MaybeUninit<T>]>> = v.spare_capacity_mut()[..n]
             .chunks_mut(block)

@@ -24,6 +24,14 @@
 //! [`pooled_zeros`] and [`recycle`] do the same for zero arrays that live
 //! for one iteration (a row's cotangent, say).
 //!
+//! The kernels that make arrays ([`crate::map`], [`crate::build`] and the
+//! others) take the buffer of a result of at least [`POOL_MIN_BYTES`] from
+//! the pool too, and generated code hands every temporary array back once
+//! it is dead ([`recycle`]). A derivative made of whole-array operations
+//! (one array per operation) so reuses the same memory call after call,
+//! instead of returning it to the system and page-faulting it in again
+//! (glibc trims the heap's top when a large block is freed).
+//!
 //! Each thread has its own pool (rayon workers each reuse theirs), so the
 //! buffers need no synchronisation and the values never depend on the
 //! thread. The pool keeps at most [`POOL_LEN`] buffers per element type, at
@@ -34,6 +42,7 @@
 //! instead of page-faulting fresh memory from the system on every call.
 
 use ndarray::{Array, ArrayView1, Dimension, ShapeBuilder};
+use std::any::Any;
 use std::cell::RefCell;
 use std::ops::{Deref, DerefMut};
 
@@ -47,6 +56,11 @@ pub const POOL_MAX_BYTES: usize = 1 << 26;
 /// derivative call leaves for the next one to reuse (residual stacks
 /// included) instead of asking the system for fresh pages every call.
 pub const POOL_MAX_TOTAL_BYTES: usize = 1 << 28;
+
+/// Smallest result (in bytes) whose buffer a kernel takes from the pool
+/// ([`output_vec`]): below it the allocator's own free lists are as fast and
+/// never return memory to the system.
+pub const POOL_MIN_BYTES: usize = 1 << 12;
 
 /// Element types with a per-thread pool of buffers.
 pub trait Pooled: Copy + Default + 'static {
@@ -152,12 +166,25 @@ impl<T: Pooled> Drop for Scratch<T> {
         let size = std::mem::size_of::<T>();
         let bytes = buf.capacity() * size;
         T::with_pool(|p| {
+            // A full pool gives its smallest buffer up for a larger one:
+            // many small per-iteration buffers must not crowd out the large
+            // arrays of a whole-array derivative.
+            if p.len() >= POOL_LEN {
+                let Some((k, small)) = p.iter().enumerate().min_by_key(|(_, b)| b.capacity())
+                else {
+                    return;
+                };
+                if small.capacity() >= buf.capacity() {
+                    return;
+                }
+                p.swap_remove(k);
+            }
             // Small buffers cannot approach the total (POOL_LEN of them):
             // only a large one pays for adding up what is held.
             let fits = bytes <= 1 << 16
                 || p.iter().map(|b| b.capacity() * size).sum::<usize>() + bytes
                     <= POOL_MAX_TOTAL_BYTES;
-            if p.len() < POOL_LEN && fits {
+            if fits {
                 p.push(buf);
             }
         });
@@ -189,6 +216,45 @@ pub(crate) fn take_buffer<T: Pooled>(n: usize) -> Vec<T> {
     buf
 }
 
+/// An empty vector with room for `n` values of any type `T`, for a
+/// kernel's result: a pooled buffer ([`take_buffer`]) when `T` has a pool
+/// and the `n` values take at least [`POOL_MIN_BYTES`], else a new one.
+///
+/// Safe code throughout: the pooled vector is handed over through
+/// `dyn Any`, which gives it out only as the type it is.
+pub(crate) fn output_vec<T: 'static>(n: usize) -> Vec<T> {
+    fn pooled<T: 'static, P: Pooled>(n: usize) -> Option<Vec<T>> {
+        if std::any::TypeId::of::<T>() != std::any::TypeId::of::<P>() {
+            return None;
+        }
+        let mut slot = Some(take_buffer::<P>(n));
+        (&mut slot as &mut dyn Any)
+            .downcast_mut::<Option<Vec<T>>>()
+            .and_then(Option::take)
+    }
+    if n.saturating_mul(std::mem::size_of::<T>()) < POOL_MIN_BYTES {
+        return Vec::with_capacity(n);
+    }
+    pooled::<T, f64>(n)
+        .or_else(|| pooled::<T, i64>(n))
+        .or_else(|| pooled::<T, bool>(n))
+        .or_else(|| pooled::<T, f32>(n))
+        .unwrap_or_else(|| Vec::with_capacity(n))
+}
+
+/// An array of shape `shape` filled with `value`, its buffer from this
+/// thread's pool when large ([`output_vec`]; `Array::from_elem` otherwise).
+pub fn pooled_full<T: Pooled, Sh: ShapeBuilder>(shape: Sh, value: T) -> Array<T, Sh::Dim> {
+    let shape = shape.into_shape_with_order();
+    let n = shape.size();
+    if n.saturating_mul(std::mem::size_of::<T>()) < POOL_MIN_BYTES {
+        return Array::from_elem(shape, value);
+    }
+    let mut buf = output_vec(n);
+    buf.resize(n, value);
+    Array::from_shape_vec(shape, buf).expect("a buffer of the shape's size")
+}
+
 /// An array of zeros of shape `shape` whose buffer comes from this thread's
 /// pool (no allocation when a large enough buffer is pooled). Hand the
 /// buffer back with [`recycle`] once the array is dead.
@@ -200,12 +266,30 @@ pub fn pooled_zeros<T: Pooled, Sh: ShapeBuilder>(shape: Sh) -> Array<T, Sh::Dim>
     Array::from_shape_vec(shape, buf).expect("a buffer of the shape's size")
 }
 
+/// An array of zeros of shape `shape` whose buffer comes from this thread's
+/// pool when it holds at least [`POOL_MIN_BYTES`] (a large accumulator or
+/// gradient); a small one is allocated, as the allocator's free lists serve
+/// it faster than a search of the pool.
+pub fn zeros_pooled_if_large<T: Pooled, Sh: ShapeBuilder>(shape: Sh) -> Array<T, Sh::Dim> {
+    pooled_full(shape, T::default())
+}
+
 /// Gives the buffer of an array that is no longer needed back to this
 /// thread's pool, for [`pooled_zeros`] and [`Scratch`] to reuse.
 pub fn recycle<T: Pooled, D: Dimension>(a: Array<T, D>) {
     drop(Scratch {
         buf: a.into_raw_vec_and_offset().0,
     });
+}
+
+/// Hands the buffer of a dead array to this thread's pool when it holds at
+/// least [`POOL_MIN_BYTES`] (as [`recycle`]), for the next large result to
+/// reuse; a smaller one is freed. Generated code releases each temporary
+/// array after its last use.
+pub fn release<T: Pooled, D: Dimension>(a: Array<T, D>) {
+    if a.len().saturating_mul(std::mem::size_of::<T>()) >= POOL_MIN_BYTES {
+        recycle(a);
+    }
 }
 
 #[cfg(test)]
@@ -281,6 +365,49 @@ mod tests {
         let d = take_buffer::<i64>(5000);
         assert!(d.capacity() >= 5000, "none fits: a new one");
         assert_eq!(i64::with_pool(|p| p.len()), Some(1), "the 10 is left");
+    }
+
+    #[test]
+    fn large_outputs_take_pooled_buffers_of_their_type() {
+        let big = POOL_MIN_BYTES / 8 + 10;
+        let a = ndarray::Array1::<f64>::zeros(big);
+        let ptr = a.as_ptr();
+        recycle(a);
+        let v: Vec<f64> = output_vec(big);
+        assert_eq!(v.as_ptr(), ptr, "the recycled buffer");
+        assert!(v.is_empty() && v.capacity() >= big);
+        // Another type, or a small result, never takes it.
+        recycle(ndarray::Array1::from_vec(v));
+        let w: Vec<(f64, f64)> = output_vec(big);
+        assert!(w.capacity() >= big);
+        let small: Vec<f64> = output_vec(3);
+        assert_ne!(small.as_ptr(), ptr);
+        // `release` pools the large, frees the small.
+        let before = f64::with_pool(|p| p.len()).unwrap();
+        release(ndarray::Array1::<f64>::zeros(2));
+        assert_eq!(f64::with_pool(|p| p.len()), Some(before));
+        let full = pooled_full((2, big / 2), 1.5);
+        assert_eq!(full.as_ptr(), ptr);
+        assert!(full.iter().all(|x| *x == 1.5));
+    }
+
+    #[test]
+    fn a_full_pool_gives_its_smallest_buffer_for_a_larger_one() {
+        bool::with_pool(|p| p.clear());
+        for _ in 0..POOL_LEN {
+            recycle(ndarray::Array1::<bool>::from_elem(8, false));
+        }
+        let big = ndarray::Array1::<bool>::from_elem(100_000, false);
+        let ptr = big.as_ptr();
+        recycle(big);
+        assert_eq!(bool::with_pool(|p| p.len()), Some(POOL_LEN));
+        let taken = take_buffer::<bool>(100_000);
+        assert_eq!(taken.as_ptr(), ptr);
+        // Full again, a smaller one than all held is let go.
+        recycle(ndarray::Array1::<bool>::from_elem(8, false));
+        recycle(ndarray::Array1::<bool>::from_elem(1, false));
+        assert_eq!(bool::with_pool(|p| p.len()), Some(POOL_LEN));
+        assert!(bool::with_pool(|p| p.iter().all(|b| b.capacity() >= 8)).unwrap());
     }
 
     #[test]

@@ -33,7 +33,7 @@ pub const LANES: usize = 8;
 /// change who computes an element, never its value.
 pub fn build_lanes<T, Sh, D, F, G>(shape: Sh, work_per_elem: usize, f: F, g: G) -> Array<T, D>
 where
-    T: Copy + Default + Send + Sync,
+    T: Copy + Default + Send + Sync + 'static,
     Sh: IntoDimension<Dim = D>,
     D: Dimension + Copy,
     D::Pattern: Send,
@@ -56,7 +56,7 @@ pub fn build_lanes_ctx<T, Sh, D, F, C, X, G>(
     g: G,
 ) -> Array<T, D>
 where
-    T: Copy + Default + Send + Sync,
+    T: Copy + Default + Send + Sync + 'static,
     Sh: IntoDimension<Dim = D>,
     D: Dimension + Copy,
     D::Pattern: Send,
@@ -66,7 +66,8 @@ where
 {
     let dim = shape.into_dimension();
     let size = dim.size();
-    let mut out = vec![T::default(); size];
+    let mut out = crate::scratch::output_vec(size);
+    out.resize(size, T::default());
     let rows = if dim.ndim() == 0 { 0 } else { dim[0] };
     if size == 0 || rows == 0 {
         return Array::from_shape_vec(dim, out).expect("row-major shape");

@@ -424,7 +424,9 @@ impl Emitter<'_> {
         let out_ty = array_ty(elem, shape.len());
         let x = self.scalar(arr);
         if axes.is_empty() {
-            return Ok(Out::one(quote!(<#out_ty>::from_elem(#sh, #x)), Repr::Owned));
+            let rt = rt();
+            let e = quote!({ let __b: #out_ty = #rt::pooled_full(#sh, #x); __b });
+            return Ok(Out::one(e, Repr::Owned));
         }
         let var = arr.var().ok_or("broadcast of a literal array")?;
         let mut view = quote!(#x.view());
@@ -467,11 +469,12 @@ impl Emitter<'_> {
                 Repr::Owned,
             ));
         }
+        let rt = rt();
         Ok(Out::one(
             quote!({
                 let #s = #sh;
                 #check
-                #view.broadcast(#s).expect("linad: broadcast").to_owned()
+                #rt::map(&#view.broadcast(#s).expect("linad: broadcast"), |__v| __v)
             }),
             owned_repr(&ad_core_ir::types::Ty::array(elem, shape.len().max(1))),
         ))

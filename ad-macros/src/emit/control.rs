@@ -624,7 +624,7 @@ impl Emitter<'_> {
         let d = dim_ty(rank);
         let allocs = outs.iter().zip(&elems).map(|(o, e)| {
             let (t, z) = (elem_ty(*e), zero_of(*e));
-            quote!(let mut #o = #nd::Array::<#t, #d>::from_elem(#sh.clone(), #z);)
+            quote!(let mut #o: #nd::Array<#t, #d> = #rt::pooled_full(#sh.clone(), #z);)
         });
         let ix = self.fresh("ix");
         let (zip, params, call) = if build {

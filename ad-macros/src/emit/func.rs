@@ -91,6 +91,9 @@ pub struct Emitter<'a> {
     /// Views that borrow a binding of this body (a broadcast's, and views
     /// taken of those): never returned as views.
     local_views: std::collections::HashSet<Var>,
+    /// Variables some view may borrow (read by a statement with a view
+    /// result): never released early (see [`Emitter::release_dead`]).
+    viewed: std::collections::HashSet<Var>,
 }
 
 /// A function body as a block expression evaluating to its results (flat:
@@ -135,6 +138,7 @@ pub fn body(
         strip_lanes: HashMap::new(),
         hoist: vec![],
         local_views: Default::default(),
+        viewed: Default::default(),
     };
     let mut pats = vec![];
     let mut tys = vec![];
@@ -497,6 +501,15 @@ impl<'a> Emitter<'a> {
             Expr::Array(op) => self.array_op(op, &s.binds, site)?,
             Expr::Lin(LinOp::Drop(v)) => {
                 let n = self.name(*v);
+                // A dropped temporary array's buffer goes back to the pool.
+                let owned_array = matches!(self.ty(*v), Ty::Array { .. })
+                    && self.repr(*v) == Repr::Owned
+                    && self.uses.local(*v, site)
+                    && !self.viewed.contains(&self.uses.root(*v));
+                if owned_array {
+                    let rt = types::rt();
+                    return Ok(quote!(#rt::release(#n);));
+                }
                 return Ok(quote!(let _ = #n;));
             }
             Expr::Lin(op) => self.lin_op(op, &s.lin_binds, site)?,
@@ -519,10 +532,106 @@ impl<'a> Emitter<'a> {
         if self.borrows_local(s, &out.reprs) {
             self.local_views.extend(vars.iter().copied());
         }
+        if out.reprs.contains(&Repr::View) {
+            let mut read = vec![];
+            reads_deep(&s.expr, &mut read);
+            let roots: Vec<Var> = read.iter().map(|v| self.uses.root(*v)).collect();
+            self.viewed.extend(roots);
+        }
         let before = std::mem::take(&mut self.before);
         let self_typed = !matches!(s.expr, Expr::Call(_));
         let bind = self.let_(&vars, &out.reprs, out.expr, self_typed);
-        Ok(quote!(#before #bind))
+        let release = self.release_dead(s, site);
+        Ok(quote!(#before #bind #release))
+    }
+
+    /// Marks `v` as possibly borrowed by a view (never released early).
+    pub fn mark_viewed(&mut self, v: Var) {
+        let r = self.uses.root(v);
+        self.viewed.insert(r);
+    }
+
+    /// `ad_runtime::release(v);` for each temporary array that dies in the
+    /// statement `s` (at `site`) and that the statement's code only
+    /// borrowed: its buffer goes back to the per-thread pool instead of to
+    /// the allocator, so the next large result reuses it (whole-array code
+    /// allocates one array per operation; returned to the system, each
+    /// would be page-faulted in again on the next call).
+    ///
+    /// Released: owned arrays bound in `s`'s block, not borrowed by any view
+    /// ([`Emitter::mark_viewed`]), whose last use is an operand of a
+    /// statement that reads its operands by reference (a map, a reduction,
+    /// an element read, a matrix product) or lies inside a lambda of `s`
+    /// (a closure or loop body borrows what it captures). An operand of any
+    /// other statement may have been moved, and either branch of an `if`
+    /// may move (or consume) what it uses, so those are left to Rust's drop.
+    fn release_dead(&self, s: &Stmt, site: usize) -> TokenStream {
+        let dying = self.uses.dying_in(site);
+        // Each branch of an `if` may consume a linear variable (or move the
+        // non-linear one it uses last): what dies there is left to them.
+        if dying.is_empty() || matches!(s.expr, Expr::If(_)) {
+            return TokenStream::new();
+        }
+        let (mut nl, mut lin) = (vec![], vec![]);
+        ad_core_ir::visit::for_each_operand(&s.expr, &mut |a| nl.extend(a.var()), &mut |v| {
+            lin.push(v)
+        });
+        let direct: Vec<Var> = nl.iter().chain(&lin).map(|v| self.uses.root(*v)).collect();
+        let rt = types::rt();
+        let mut out = TokenStream::new();
+        for &v in dying {
+            let array = matches!(self.ty(v), Ty::Array { .. });
+            if !array || self.repr(v) != Repr::Owned || self.viewed.contains(&v) {
+                continue;
+            }
+            let released = if direct.contains(&v) {
+                reads_operands_by_ref(s, self.f)
+            } else {
+                let last = self.uses.last_use(v);
+                last.is_some_and(|l| self.uses.depth(l) > self.uses.depth(site))
+            };
+            if released {
+                let n = self.name(v);
+                out.extend(quote!(#rt::release(#n);));
+            }
+        }
+        out
+    }
+}
+
+/// Whether the emitted code of `s` only borrows its direct array operands
+/// (never moves one): a map, a reduction, an element read or a shape, a
+/// matrix product, a linear sum or outer product.
+fn reads_operands_by_ref(s: &Stmt, f: &Func) -> bool {
+    match &s.expr {
+        Expr::Map(_) => true,
+        Expr::Array(
+            ArrayOp::Reduce { .. }
+            | ArrayOp::ArgReduce { .. }
+            | ArrayOp::Shape { .. }
+            | ArrayOp::MatMul { .. },
+        ) => true,
+        Expr::Array(ArrayOp::Index {
+            arr: Atom::Var(a),
+            idx,
+        }) => f.vars.ty(*a).rank() == Some(idx.len()),
+        Expr::Lin(LinOp::Index { x, idx }) => f.vars.ty(*x).rank() == Some(idx.len()),
+        Expr::Lin(LinOp::Sum { .. } | LinOp::MatMul { .. } | LinOp::Outer { .. }) => true,
+        _ => false,
+    }
+}
+
+/// Every variable `e` reads, in its operands and in its nested blocks.
+fn reads_deep(e: &Expr, out: &mut Vec<Var>) {
+    let mut lin = vec![];
+    ad_core_ir::visit::for_each_operand(e, &mut |a| out.extend(a.var()), &mut |v| lin.push(v));
+    out.extend(lin);
+    for b in ad_core_ir::visit::blocks(e) {
+        for s in &b.stmts {
+            reads_deep(&s.expr, out);
+        }
+        out.extend(b.results.iter().filter_map(Atom::var));
+        out.extend(&b.lin_results);
     }
 }
 

@@ -4,7 +4,7 @@
 //! index) instead of allocating; views and captured variables are read.
 
 use super::func::{Emitter, Out, R};
-use super::types::{array_ty, owned_repr, rt, tuple, Repr};
+use super::types::{owned_repr, rt, tuple, Repr};
 use ad_core_ir::ir::{Atom, Dim, LinOp, ReduceOp, ShapeTree, Var};
 use ad_core_ir::types::{Scalar, Ty};
 use proc_macro2::{Ident, TokenStream};
@@ -73,6 +73,7 @@ impl Emitter<'_> {
         let (n, o, r) = (self.name(x), self.binder(other), self.binder(read));
         self.set_repr(other, Repr::Owned);
         self.set_repr(read, Repr::View);
+        self.mark_viewed(other);
         Some(quote!(let #o = #n; let #r = #o.view();))
     }
 
@@ -90,10 +91,12 @@ impl Emitter<'_> {
         match op {
             LinOp::Zero(st) => {
                 let ty = ad_core_ir::typing::shape_ty(st)?;
-                // Inside a loop or kernel body a zero array lives for one
-                // iteration: its buffer comes from the per-thread pool.
-                let pooled = self.uses.depth(site) > 0;
-                Ok(Out::one(self.zeros(st, pooled)?, owned_repr(&ty)))
+                // A zero array's buffer comes from the per-thread pool: one
+                // that lives for one iteration of a loop or kernel body is
+                // given back at its end; at the top level only a large one
+                // (reused from calls before instead of faulted in fresh).
+                let in_body = self.uses.depth(site) > 0;
+                Ok(Out::one(self.zeros(st, in_body)?, owned_repr(&ty)))
             }
             LinOp::Add(x, y) => {
                 let ty = self.ty(*x).clone();
@@ -253,11 +256,10 @@ impl Emitter<'_> {
         })
     }
 
-    /// The zero of a shape tree.
-    ///
-    /// With `pooled`, arrays take their buffer from the per-thread pool
-    /// (`ad_runtime::pooled_zeros`).
-    pub fn zeros(&self, st: &ShapeTree, pooled: bool) -> R<TokenStream> {
+    /// The zero of a shape tree; arrays take their buffer from the
+    /// per-thread pool: always (`ad_runtime::pooled_zeros`) with `always`,
+    /// else when large (`ad_runtime::zeros_pooled_if_large`).
+    pub fn zeros(&self, st: &ShapeTree, always: bool) -> R<TokenStream> {
         Ok(match st {
             ShapeTree::Scalar => quote!(0.0f64),
             ShapeTree::Array(ds) if ds.is_empty() => return Err("a zero array of rank 0".into()),
@@ -272,18 +274,17 @@ impl Emitter<'_> {
                         }
                     })
                     .collect();
-                let t = array_ty(Scalar::F64, ds.len());
-                if pooled {
-                    let rt = rt();
+                let rt = rt();
+                if always {
                     quote!(#rt::pooled_zeros::<f64, _>([#(#sizes),*]))
                 } else {
-                    quote!(<#t>::zeros([#(#sizes),*]))
+                    quote!(#rt::zeros_pooled_if_large::<f64, _>([#(#sizes),*]))
                 }
             }
             ShapeTree::Tuple(ts) => {
                 let parts = ts
                     .iter()
-                    .map(|t| self.zeros(t, pooled))
+                    .map(|t| self.zeros(t, always))
                     .collect::<R<Vec<_>>>()?;
                 tuple(&parts)
             }

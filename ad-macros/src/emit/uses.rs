@@ -21,6 +21,10 @@
 //! and the linear variables that are only *read* (their one use is a linear
 //! `Index` or a `Drop`, or a `Dup` whose two results are only read): a
 //! `dup` of such a value hands out two views instead of a clone.
+//!
+//! Last, it finds where each variable dies: the statement of its own block
+//! that holds its last use ([`Uses::dying_in`]), after which the emitter
+//! hands a dead temporary array's buffer back to the per-thread pool.
 
 use ad_core_ir::ir::*;
 use ad_core_ir::types::Ty;
@@ -43,6 +47,9 @@ pub struct Uses {
     lin_read: HashSet<Var>,
     /// Linear arrays whose one use reads one element (or drops them).
     lin_elem_read: HashSet<Var>,
+    /// For a statement's site, the variables bound in its block whose last
+    /// use lies in the statement (its operands or its nested blocks).
+    dies_in: HashMap<usize, Vec<Var>>,
 }
 
 impl Uses {
@@ -99,6 +106,13 @@ impl Uses {
         binds().next().is_some() && binds().all(|v| self.alias.contains_key(v))
     }
 
+    /// The variables bound in the block of the statement at `site` (not
+    /// aliases: they are no names of their own) whose last use lies in that
+    /// statement: dead once it has run.
+    pub fn dying_in(&self, site: usize) -> &[Var] {
+        self.dies_in.get(&site).map_or(&[], Vec::as_slice)
+    }
+
     /// The site of a statement.
     pub fn stmt(&self, s: &Stmt) -> usize {
         self.stmt_site[&(s as *const Stmt)]
@@ -146,8 +160,12 @@ impl Uses {
     }
 
     fn block(&mut self, b: &Block, depth: u32, vars: &VarTable) {
+        // Each statement's sites: its own, then its nested blocks'.
+        let mut ranges = Vec::with_capacity(b.stmts.len());
         for s in &b.stmts {
+            let first = self.site_depth.len();
             self.stmt_(s, depth, vars);
+            ranges.push(first..self.site_depth.len());
         }
         let site = self.new_site(depth);
         self.result_site.insert(b as *const Block, site);
@@ -160,6 +178,27 @@ impl Uses {
         for v in &b.lin_results {
             self.use_var(*v, site);
             self.escaping.insert(self.root(*v));
+        }
+        self.record_deaths(b, &ranges);
+    }
+
+    /// Files each variable bound in `b` under the statement of `b` whose
+    /// sites (`ranges`, one per statement) hold its last use. A variable
+    /// last used by the block's results, or never, dies in none.
+    fn record_deaths(&mut self, b: &Block, ranges: &[std::ops::Range<usize>]) {
+        for s in &b.stmts {
+            for v in s.binds.iter().chain(&s.lin_binds) {
+                if self.alias.contains_key(v) {
+                    continue;
+                }
+                let Some(&last) = self.last.get(v) else {
+                    continue;
+                };
+                if let Some(k) = ranges.iter().position(|r| r.contains(&last)) {
+                    let site = ranges[k].start;
+                    self.dies_in.entry(site).or_default().push(*v);
+                }
+            }
         }
     }
 
