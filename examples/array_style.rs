@@ -6,10 +6,13 @@
 //! `cargo run --release --example array_style [n]` (default n = 100,000)
 //! checks that the two give the same value and gradient, then prints the
 //! median times of each primal and each `f_vjp` (interleaved runs). The
-//! array style allocates one array per operation. On Linux, run it again
-//! with `MALLOC_TRIM_THRESHOLD_=1073741824 MALLOC_MMAP_THRESHOLD_=1073741824`:
-//! glibc then keeps freed memory in the process and the next call does not
-//! fault those pages in again (README, "Limits"). Asserts only the values.
+//! array style makes one array per operation: `f_vjp` takes them from
+//! linad's per-thread pool and gives them back, but the primal's are
+//! ndarray's. On Linux, run it again with
+//! `MALLOC_TRIM_THRESHOLD_=1073741824 MALLOC_MMAP_THRESHOLD_=1073741824`:
+//! glibc then keeps all freed memory in the process and the next call does
+//! not fault those pages in again (README, "Limits"). Asserts only the
+//! values.
 
 // The loop form (`rosenbrock`, one sweep in reverse mode) and the timing
 // helpers are those of `examples/rosenbrock.rs`.
