@@ -65,7 +65,7 @@ pub struct BaInput {
 }
 
 /// ADBench's sparse Jacobian in CSR form (FORMATS.md §2.3).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct SparseJacobian {
     /// Rows, `3p`.
     pub nrows: usize,
@@ -130,12 +130,15 @@ impl BaInput {
         out
     }
 
-    /// The sparsity pattern, with the values left zero.
-    fn pattern(&self) -> SparseJacobian {
+    /// Writes the sparsity pattern into `jac`, reusing its buffers; its
+    /// values get the right length (their contents are left to the caller,
+    /// who writes every one).
+    fn pattern_into(&self, jac: &mut SparseJacobian) {
         let (n, m, p) = (self.cams.nrows(), self.points.nrows(), self.p());
         let nnz = 31 * p;
-        let mut rows = Vec::with_capacity(3 * p + 1);
-        let mut cols = Vec::with_capacity(nnz);
+        let (rows, cols) = (&mut jac.rows, &mut jac.cols);
+        rows.clear();
+        cols.clear();
         rows.push(0);
         for (i, &(c, j)) in self.obs.iter().enumerate() {
             for _ in 0..2 {
@@ -149,19 +152,18 @@ impl BaInput {
             cols.push(11 * n + 3 * m + i);
             rows.push(cols.len());
         }
-        SparseJacobian {
-            nrows: 3 * p,
-            ncols: 11 * n + 3 * m + p,
-            rows,
-            cols,
-            vals: vec![0.0; nnz],
-        }
+        jac.nrows = 3 * p;
+        jac.ncols = 11 * n + 3 * m + p;
+        jac.vals.resize(nnz, 0.0);
     }
 
     /// The sparse Jacobian with each 2 x 15 block from `block(i)`
-    /// (row-major: x row then y row) and the weight rows `-2 w_i`.
-    fn assemble(&self, mut block: impl FnMut(usize, &mut [f64])) -> SparseJacobian {
-        let mut jac = self.pattern();
+    /// (row-major: x row then y row) and the weight rows `-2 w_i`, written
+    /// into `jac` (its buffers reused, as a solver calling it again and
+    /// again would: a fresh 15 MB Jacobian per call costs the kernel's page
+    /// faults, about as much as the derivatives at ADBench's sizes).
+    fn assemble_into(&self, jac: &mut SparseJacobian, mut block: impl FnMut(usize, &mut [f64])) {
+        self.pattern_into(jac);
         let p = self.p();
         for i in 0..p {
             block(i, &mut jac.vals[30 * i..30 * i + 30]);
@@ -169,18 +171,26 @@ impl BaInput {
         for i in 0..p {
             jac.vals[30 * p + i] = -2.0 * self.w[i];
         }
+    }
+
+    /// The Jacobian by reverse mode: per observation one forward pass
+    /// (`f_pullback`), its transposed linear map applied to the cotangents
+    /// (1, 0) and (0, 1).
+    pub fn jacobian_reverse(&self) -> SparseJacobian {
+        let mut jac = SparseJacobian::default();
+        self.jacobian_reverse_into(&mut jac);
         jac
     }
 
-    /// The Jacobian by reverse mode: 2 pullbacks (cotangents (1, 0) and
-    /// (0, 1)) per observation.
-    pub fn jacobian_reverse(&self) -> SparseJacobian {
-        self.assemble(|i, out| {
+    /// [`BaInput::jacobian_reverse`] written into `jac` (its buffers reused).
+    pub fn jacobian_reverse_into(&self, jac: &mut SparseJacobian) {
+        self.assemble_into(jac, |i, out| {
             let (c, j) = self.obs[i];
             let (cam, x) = (self.cams.row(c), self.points.row(j));
             let (fx, fy) = (self.feats[[i, 0]], self.feats[[i, 1]]);
+            let (_, pullback) = reproj_error_pullback(cam, x, self.w[i], fx, fy);
             for (r, ct) in [(1.0, 0.0), (0.0, 1.0)].into_iter().enumerate() {
-                let (_, (gc, gx, gw)) = reproj_error_vjp(cam, x, self.w[i], fx, fy, ct);
+                let (gc, gx, gw) = pullback(ct);
                 let row = &mut out[15 * r..15 * r + 15];
                 row[..11].copy_from_slice(gc.as_slice().unwrap());
                 row[11..14].copy_from_slice(gx.as_slice().unwrap());
@@ -189,9 +199,17 @@ impl BaInput {
         })
     }
 
-    /// The Jacobian by forward mode: 15 tangents (one per column of the
-    /// block) per observation.
+    /// The Jacobian by forward mode: per observation one linearisation
+    /// (`f_linearize`), its linear map applied to 15 tangents (one per
+    /// column of the block).
     pub fn jacobian_forward(&self) -> SparseJacobian {
+        let mut jac = SparseJacobian::default();
+        self.jacobian_forward_into(&mut jac);
+        jac
+    }
+
+    /// [`BaInput::jacobian_forward`] written into `jac` (its buffers reused).
+    pub fn jacobian_forward_into(&self, jac: &mut SparseJacobian) {
         let units: Vec<Array1<f64>> = (0..11)
             .map(|k| Array1::from_shape_fn(11, |q| if q == k { 1.0 } else { 0.0 }))
             .collect();
@@ -200,10 +218,11 @@ impl BaInput {
             .map(|k| Array1::from_shape_fn(3, |q| if q == k { 1.0 } else { 0.0 }))
             .collect();
         let zero3 = Array1::<f64>::zeros(3);
-        self.assemble(|i, out| {
+        self.assemble_into(jac, |i, out| {
             let (c, j) = self.obs[i];
             let (cam, x) = (self.cams.row(c), self.points.row(j));
             let (w, fx, fy) = (self.w[i], self.feats[[i, 0]], self.feats[[i, 1]]);
+            let (_, lin) = reproj_error_linearize(cam, x, w, fx, fy);
             for q in 0..15 {
                 let (dc, dx, dw) = if q < 11 {
                     (units[q].view(), zero3.view(), 0.0)
@@ -212,7 +231,7 @@ impl BaInput {
                 } else {
                     (zero11.view(), zero3.view(), 1.0)
                 };
-                let (_, (tx, ty)) = reproj_error_jvp(cam, x, w, fx, fy, dc, dx, dw);
+                let (tx, ty) = lin(dc, dx, dw);
                 out[q] = tx;
                 out[15 + q] = ty;
             }
@@ -355,7 +374,14 @@ pub fn reproj_block_hand(
 impl BaInput {
     /// The Jacobian with the hand-written blocks.
     pub fn jacobian_hand(&self) -> SparseJacobian {
-        self.assemble(|i, out| {
+        let mut jac = SparseJacobian::default();
+        self.jacobian_hand_into(&mut jac);
+        jac
+    }
+
+    /// [`BaInput::jacobian_hand`] written into `jac` (its buffers reused).
+    pub fn jacobian_hand_into(&self, jac: &mut SparseJacobian) {
+        self.assemble_into(jac, |i, out| {
             let (c, j) = self.obs[i];
             reproj_block_hand(
                 self.cams.row(c),
