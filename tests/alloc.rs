@@ -305,6 +305,41 @@ fn array_style_reverse_reuses_its_temporaries() {
     );
 }
 
+/// Temporaries that die in an `if` (either branch may consume them), that
+/// a view borrows (a row of a temporary matrix, a broadcast), or that a
+/// loop captures: the emitter hands back only those it may (this compiles,
+/// and the derivatives are right).
+#[allow(clippy::op_ref)]
+#[differentiable]
+fn release_around_ifs_and_views(x: &Array1<f64>, m: &Array2<f64>, c: f64) -> f64 {
+    let y = x.mapv(|v| v * v + c);
+    let w = if c > 0.0 { y.mapv(f64::sin) } else { &y * 2.0 };
+    let p = m * &w;
+    let r = p.row(1).to_owned();
+    let mut s = 0.0;
+    for i in 0..x.len() {
+        s += w[i] * r[i] + y[i];
+    }
+    s + (&p * &p).sum_axis(Axis(1)).sum()
+}
+
+#[test]
+fn releases_are_sound_around_ifs_views_and_loops() {
+    let mut rng = rng("release");
+    for c in [0.7, -0.4] {
+        let xm = (rng.array1(5, -1.0, 1.0), rng.array2(3, 5, -1.0, 1.0));
+        check_derivatives(
+            &xm,
+            |(x, m)| release_around_ifs_and_views(x, m, c),
+            |(x, m), (dx, dm)| release_around_ifs_and_views_jvp(x, m, c, dx, dm, 0.0),
+            |(x, m), ct| {
+                let (y, (gx, gm, _)) = release_around_ifs_and_views_vjp(x, m, c, *ct);
+                (y, (gx, gm))
+            },
+        );
+    }
+}
+
 /// A loop reading one row of an array and writing the next (a chain of
 /// transforms, like HAND's bones): its tangent reads and updates one tangent
 /// array (`dup` of a linear array, one copy only read by element before the
