@@ -58,7 +58,7 @@ pub const POOL_MAX_BYTES: usize = 1 << 26;
 pub const POOL_MAX_TOTAL_BYTES: usize = 1 << 28;
 
 /// Smallest result (in bytes) whose buffer a kernel takes from the pool
-/// ([`output_vec`]): below it the allocator's own free lists are as fast and
+/// (`output_vec`): below it the allocator's own free lists are as fast and
 /// never return memory to the system.
 pub const POOL_MIN_BYTES: usize = 1 << 12;
 
@@ -243,7 +243,8 @@ pub(crate) fn output_vec<T: 'static>(n: usize) -> Vec<T> {
 }
 
 /// An array of shape `shape` filled with `value`, its buffer from this
-/// thread's pool when large ([`output_vec`]; `Array::from_elem` otherwise).
+/// thread's pool when large (at least [`POOL_MIN_BYTES`]; `Array::from_elem`
+/// otherwise).
 pub fn pooled_full<T: Pooled, Sh: ShapeBuilder>(shape: Sh, value: T) -> Array<T, Sh::Dim> {
     let shape = shape.into_shape_with_order();
     let n = shape.size();
