@@ -1,8 +1,10 @@
 //! Reverse mode of element writes `a[i] = ..` / `a[i] += ..` in a loop makes
 //! a number of allocations independent of the loop length (issue 8,
 //! defect 10: the cotangent array was copied on every write), and so does
-//! forward mode of a loop reading one row of an array and writing the next.
-//! Counted with a global allocator, per thread.
+//! forward mode of a loop reading one row of an array and writing the next;
+//! whole-array code called again reuses its temporaries from the per-thread
+//! pool (and hands back only what it may). Counted with a global
+//! allocator, per thread.
 #![allow(clippy::needless_range_loop)]
 
 mod common;
