@@ -119,8 +119,10 @@ where
     if x.raw_dim() == target {
         return x;
     }
-    // A copy whose buffer is pooled when large (`map`).
-    crate::map(&broadcast_to(&x, target), |v| v)
+    // A copy whose buffer is pooled when large (`map`); `x`'s goes back.
+    let out = crate::map(&broadcast_to(&x, target), |v| v);
+    crate::scratch::release_any(x);
+    out
 }
 
 /// [`sum_to_shape`] of an owned `x` of the target's rank: `x` itself
@@ -136,7 +138,9 @@ where
     if x.raw_dim() == target {
         return x;
     }
-    sum_to_shape(&x, target)
+    let out = sum_to_shape(&x, target);
+    crate::scratch::release_any(x);
+    out
 }
 
 /// Outer product `out[i, j] = u[i]·v[j]`.

@@ -293,6 +293,29 @@ pub fn release<T: Pooled, D: Dimension>(a: Array<T, D>) {
     }
 }
 
+/// [`release`] for an array of any element type: its buffer goes to the
+/// pool when the type has one and the array is large; else it is freed.
+pub(crate) fn release_any<T: 'static, D: Dimension>(a: Array<T, D>) {
+    fn pooled<T: 'static, P: Pooled>(slot: &mut Option<Vec<T>>) -> bool {
+        let any = slot as &mut dyn Any;
+        match any.downcast_mut::<Option<Vec<P>>>().and_then(Option::take) {
+            Some(buf) => {
+                drop(Scratch { buf });
+                true
+            }
+            None => false,
+        }
+    }
+    if a.len().saturating_mul(std::mem::size_of::<T>()) < POOL_MIN_BYTES {
+        return;
+    }
+    let mut slot = Some(a.into_raw_vec_and_offset().0);
+    let _ = pooled::<T, f64>(&mut slot)
+        || pooled::<T, i64>(&mut slot)
+        || pooled::<T, bool>(&mut slot)
+        || pooled::<T, f32>(&mut slot);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -390,6 +413,10 @@ mod tests {
         let full = pooled_full((2, big / 2), 1.5);
         assert_eq!(full.as_ptr(), ptr);
         assert!(full.iter().all(|x| *x == 1.5));
+        // `release_any` pools it again through its type.
+        release_any(full);
+        let again = take_buffer::<f64>(big);
+        assert_eq!(again.as_ptr(), ptr);
     }
 
     #[test]

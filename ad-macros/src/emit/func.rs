@@ -545,6 +545,11 @@ impl<'a> Emitter<'a> {
         Ok(quote!(#before #bind #release))
     }
 
+    /// Whether `v` may be borrowed by a view ([`Emitter::mark_viewed`]).
+    pub fn is_viewed(&self, v: Var) -> bool {
+        self.viewed.contains(&self.uses.root(v))
+    }
+
     /// Marks `v` as possibly borrowed by a view (never released early).
     pub fn mark_viewed(&mut self, v: Var) {
         let r = self.uses.root(v);

@@ -19,6 +19,9 @@ struct Opnd {
     repr: Repr,
     /// Whether it may be moved.
     movable: bool,
+    /// Whether it is an owned array dead after this use that no view
+    /// borrows: its buffer may go back to the pool once read.
+    releasable: bool,
 }
 
 impl Opnd {
@@ -33,6 +36,15 @@ impl Opnd {
     }
     fn in_place(&self) -> bool {
         self.repr == Repr::Owned && self.movable
+    }
+    /// `ad_runtime::release(x);` when the operand was only read and is
+    /// [`Opnd::releasable`], else nothing.
+    fn release(&self) -> TokenStream {
+        if !self.releasable {
+            return TokenStream::new();
+        }
+        let (rt, n) = (rt(), &self.name);
+        quote!(#rt::release(#n);)
     }
 }
 
@@ -78,10 +90,15 @@ impl Emitter<'_> {
     }
 
     fn opnd(&self, v: Var, site: usize) -> Opnd {
+        let (repr, movable) = (self.repr(v), self.uses.local(v, site));
         Opnd {
             name: self.name(v),
-            repr: self.repr(v),
-            movable: self.uses.local(v, site),
+            repr,
+            movable,
+            releasable: repr == Repr::Owned
+                && movable
+                && matches!(self.ty(v), Ty::Array { .. })
+                && !self.is_viewed(v),
         }
     }
 
@@ -300,14 +317,21 @@ impl Emitter<'_> {
             Ty::Array {
                 elem: Scalar::F64, ..
             } => {
+                // The operand only read goes back to the pool (dead: each
+                // linear value has one use).
+                let t = self.fresh("acc");
                 if x.in_place() {
-                    let t = self.fresh("acc");
-                    quote!({ let mut #t = #a; #rt::add_assign(&mut #t, &#b); #t })
+                    let rel = y.release();
+                    quote!({ let mut #t = #a; #rt::add_assign(&mut #t, &#b); #rel #t })
                 } else if y.in_place() {
-                    let t = self.fresh("acc");
-                    quote!({ let mut #t = #b; #rt::add_assign(&mut #t, &#a); #t })
+                    let rel = x.release();
+                    quote!({ let mut #t = #b; #rt::add_assign(&mut #t, &#a); #rel #t })
                 } else {
-                    quote!(#rt::zip_map(&#a, &#b, |__a: f64, __b: f64| __a + __b))
+                    let (ra, rb) = (x.release(), y.release());
+                    quote!({
+                        let #t = #rt::zip_map(&#a, &#b, |__a: f64, __b: f64| __a + __b);
+                        #ra #rb #t
+                    })
                 }
             }
             Ty::Tuple(ts) => {
@@ -404,6 +428,7 @@ fn part(name: &Ident, ty: &Ty) -> Opnd {
         name: name.clone(),
         repr: owned_repr(ty),
         movable: true,
+        releasable: matches!(ty, Ty::Array { .. }),
     }
 }
 
