@@ -387,8 +387,7 @@ where
     let ps = param_vec(ps);
     let w = ps.len();
     // Pooled when large: the lane rows are as long as the output.
-    let mut accs = crate::scratch::output_vec(w * count);
-    accs.resize(w * count, op.init());
+    let mut accs = crate::scratch::output_filled(w * count, op.init());
     let rows = sub.len_of(ax);
     // Row-major with the reduced axis first: row k is a slice of the buffer.
     let flat = if ax.index() == 0 {

@@ -18,7 +18,7 @@
 
 use crate::check;
 use crate::par;
-use crate::scratch::{output_vec, POOL_MIN_BYTES};
+use crate::scratch::{is_large, output_filled, output_vec};
 use ndarray::{Array, ArrayBase, CowArray, Data, Dimension, IntoDimension, Zip};
 
 /// `out[idx] = f(idx)` for every index of `shape`.
@@ -51,7 +51,7 @@ where
 {
     let dim = shape.into_dimension();
     if !par::go_parallel(dim.size().saturating_mul(work_per_elem.max(1))) {
-        if dim.size().saturating_mul(std::mem::size_of::<T>()) < POOL_MIN_BYTES {
+        if !is_large::<T>(dim.size()) {
             return Array::from_shape_fn(dim, f);
         }
         let mut v = output_vec(dim.size());
@@ -87,7 +87,7 @@ fn from_vec<T, D: Dimension>(dim: D, v: Vec<T>) -> Array<T, D> {
     Array::from_shape_vec(dim, v).expect("row-major shape")
 }
 
-/// For a large result (at least [`POOL_MIN_BYTES`]): a row-major array of
+/// For a large result (at least [`crate::POOL_MIN_BYTES`]): a row-major array of
 /// `dim` whose buffer is pooled, every element `first()` (the first
 /// element's value; `f` is pure), for the kernel to overwrite in `Zip`'s
 /// order (the fast walk over strided inputs, which is not row-major).
@@ -97,12 +97,10 @@ fn prefilled<T: Copy + 'static, D: Dimension>(
     first: impl FnOnce() -> T,
 ) -> Option<Array<T, D>> {
     let n = dim.size();
-    if n == 0 || n.saturating_mul(std::mem::size_of::<T>()) < POOL_MIN_BYTES {
+    if n == 0 || !is_large::<T>(n) {
         return None;
     }
-    let mut v = output_vec::<T>(n);
-    v.resize(n, first());
-    Some(from_vec(dim, v))
+    Some(from_vec(dim, output_filled(n, first())))
 }
 
 /// `a` itself when row-major, else a row-major copy.

@@ -217,8 +217,7 @@ fn gemm<T: Elem>(kernel: &str, a: ArrayView2<'_, T>, b: ArrayView2<'_, T>) -> Ar
             b.shape()
         );
     }
-    let mut buf = crate::scratch::output_vec(m * n);
-    buf.resize(m * n, T::ZERO);
+    let buf = crate::scratch::output_filled(m * n, T::ZERO);
     let mut c = Array2::from_shape_vec((m, n), buf).expect("row-major shape");
     if m == 0 || n == 0 {
         return c;

@@ -216,23 +216,32 @@ pub(crate) fn take_buffer<T: Pooled>(n: usize) -> Vec<T> {
     buf
 }
 
+/// Whether `n` values of `T` take at least [`POOL_MIN_BYTES`]: a buffer
+/// worth pooling.
+pub(crate) fn is_large<T>(n: usize) -> bool {
+    n.saturating_mul(std::mem::size_of::<T>()) >= POOL_MIN_BYTES
+}
+
+/// `v` as a `Vec<P>` when `T` is `P` (the same vector, handed over through
+/// `dyn Any`, which gives it out only as the type it is: safe code), else
+/// `v` back.
+fn cast<T: 'static, P: 'static>(v: Vec<T>) -> Result<Vec<P>, Vec<T>> {
+    let mut slot = Some(v);
+    match (&mut slot as &mut dyn Any).downcast_mut::<Option<Vec<P>>>() {
+        Some(p) => Ok(p.take().expect("the slot was just filled")),
+        None => Err(slot.expect("the slot was not taken")),
+    }
+}
+
 /// An empty vector with room for `n` values of any type `T`, for a
 /// kernel's result: a pooled buffer ([`take_buffer`]) when `T` has a pool
 /// and the `n` values take at least [`POOL_MIN_BYTES`], else a new one.
-///
-/// Safe code throughout: the pooled vector is handed over through
-/// `dyn Any`, which gives it out only as the type it is.
 pub(crate) fn output_vec<T: 'static>(n: usize) -> Vec<T> {
     fn pooled<T: 'static, P: Pooled>(n: usize) -> Option<Vec<T>> {
-        if std::any::TypeId::of::<T>() != std::any::TypeId::of::<P>() {
-            return None;
-        }
-        let mut slot = Some(take_buffer::<P>(n));
-        (&mut slot as &mut dyn Any)
-            .downcast_mut::<Option<Vec<T>>>()
-            .and_then(Option::take)
+        let same = std::any::TypeId::of::<T>() == std::any::TypeId::of::<P>();
+        same.then(|| cast(take_buffer::<P>(n)).ok()).flatten()
     }
-    if n.saturating_mul(std::mem::size_of::<T>()) < POOL_MIN_BYTES {
+    if !is_large::<T>(n) {
         return Vec::with_capacity(n);
     }
     pooled::<T, f64>(n)
@@ -242,18 +251,23 @@ pub(crate) fn output_vec<T: 'static>(n: usize) -> Vec<T> {
         .unwrap_or_else(|| Vec::with_capacity(n))
 }
 
+/// `n` copies of `value` in an [`output_vec`].
+pub(crate) fn output_filled<T: Copy + 'static>(n: usize, value: T) -> Vec<T> {
+    let mut v = output_vec(n);
+    v.resize(n, value);
+    v
+}
+
 /// An array of shape `shape` filled with `value`, its buffer from this
 /// thread's pool when large (at least [`POOL_MIN_BYTES`]; `Array::from_elem`
 /// otherwise).
 pub fn pooled_full<T: Pooled, Sh: ShapeBuilder>(shape: Sh, value: T) -> Array<T, Sh::Dim> {
     let shape = shape.into_shape_with_order();
     let n = shape.size();
-    if n.saturating_mul(std::mem::size_of::<T>()) < POOL_MIN_BYTES {
+    if !is_large::<T>(n) {
         return Array::from_elem(shape, value);
     }
-    let mut buf = output_vec(n);
-    buf.resize(n, value);
-    Array::from_shape_vec(shape, buf).expect("a buffer of the shape's size")
+    Array::from_shape_vec(shape, output_filled(n, value)).expect("a buffer of the shape's size")
 }
 
 /// An array of zeros of shape `shape` whose buffer comes from this thread's
@@ -288,7 +302,7 @@ pub fn recycle<T: Pooled, D: Dimension>(a: Array<T, D>) {
 /// reuse; a smaller one is freed. Generated code releases each temporary
 /// array after its last use.
 pub fn release<T: Pooled, D: Dimension>(a: Array<T, D>) {
-    if a.len().saturating_mul(std::mem::size_of::<T>()) >= POOL_MIN_BYTES {
+    if is_large::<T>(a.len()) {
         recycle(a);
     }
 }
@@ -296,24 +310,17 @@ pub fn release<T: Pooled, D: Dimension>(a: Array<T, D>) {
 /// [`release`] for an array of any element type: its buffer goes to the
 /// pool when the type has one and the array is large; else it is freed.
 pub(crate) fn release_any<T: 'static, D: Dimension>(a: Array<T, D>) {
-    fn pooled<T: 'static, P: Pooled>(slot: &mut Option<Vec<T>>) -> bool {
-        let any = slot as &mut dyn Any;
-        match any.downcast_mut::<Option<Vec<P>>>().and_then(Option::take) {
-            Some(buf) => {
-                drop(Scratch { buf });
-                true
-            }
-            None => false,
-        }
+    fn give_back<T: 'static, P: Pooled>(buf: Vec<T>) -> Result<(), Vec<T>> {
+        cast::<T, P>(buf).map(|buf| drop(Scratch { buf }))
     }
-    if a.len().saturating_mul(std::mem::size_of::<T>()) < POOL_MIN_BYTES {
+    if !is_large::<T>(a.len()) {
         return;
     }
-    let mut slot = Some(a.into_raw_vec_and_offset().0);
-    let _ = pooled::<T, f64>(&mut slot)
-        || pooled::<T, i64>(&mut slot)
-        || pooled::<T, bool>(&mut slot)
-        || pooled::<T, f32>(&mut slot);
+    let buf = a.into_raw_vec_and_offset().0;
+    let _ = give_back::<T, f64>(buf)
+        .or_else(give_back::<T, i64>)
+        .or_else(give_back::<T, bool>)
+        .or_else(give_back::<T, f32>);
 }
 
 #[cfg(test)]

@@ -66,8 +66,7 @@ where
 {
     let dim = shape.into_dimension();
     let size = dim.size();
-    let mut out = crate::scratch::output_vec(size);
-    out.resize(size, T::default());
+    let mut out = crate::scratch::output_filled(size, T::default());
     let rows = if dim.ndim() == 0 { 0 } else { dim[0] };
     if size == 0 || rows == 0 {
         return Array::from_shape_vec(dim, out).expect("row-major shape");

@@ -502,11 +502,7 @@ impl<'a> Emitter<'a> {
             Expr::Lin(LinOp::Drop(v)) => {
                 let n = self.name(*v);
                 // A dropped temporary array's buffer goes back to the pool.
-                let owned_array = matches!(self.ty(*v), Ty::Array { .. })
-                    && self.repr(*v) == Repr::Owned
-                    && self.uses.local(*v, site)
-                    && !self.viewed.contains(&self.uses.root(*v));
-                if owned_array {
+                if self.releasable(*v, site) {
                     let rt = types::rt();
                     return Ok(quote!(#rt::release(#n);));
                 }
@@ -545,9 +541,14 @@ impl<'a> Emitter<'a> {
         Ok(quote!(#before #bind #release))
     }
 
-    /// Whether `v` may be borrowed by a view ([`Emitter::mark_viewed`]).
-    pub fn is_viewed(&self, v: Var) -> bool {
-        self.viewed.contains(&self.uses.root(v))
+    /// Whether `v`, used at `site`, is an owned array of the current body
+    /// that no view may borrow ([`Emitter::mark_viewed`]): once dead, its
+    /// buffer may go back to the pool (`ad_runtime::release`).
+    pub fn releasable(&self, v: Var, site: usize) -> bool {
+        matches!(self.ty(v), Ty::Array { .. })
+            && self.repr(v) == Repr::Owned
+            && self.uses.local(v, site)
+            && !self.viewed.contains(&self.uses.root(v))
     }
 
     /// Marks `v` as possibly borrowed by a view (never released early).
@@ -585,8 +586,7 @@ impl<'a> Emitter<'a> {
         let rt = types::rt();
         let mut out = TokenStream::new();
         for &v in dying {
-            let array = matches!(self.ty(v), Ty::Array { .. });
-            if !array || self.repr(v) != Repr::Owned || self.viewed.contains(&v) {
+            if !self.releasable(v, site) {
                 continue;
             }
             let released = if direct.contains(&v) {

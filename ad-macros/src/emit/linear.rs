@@ -90,15 +90,11 @@ impl Emitter<'_> {
     }
 
     fn opnd(&self, v: Var, site: usize) -> Opnd {
-        let (repr, movable) = (self.repr(v), self.uses.local(v, site));
         Opnd {
             name: self.name(v),
-            repr,
-            movable,
-            releasable: repr == Repr::Owned
-                && movable
-                && matches!(self.ty(v), Ty::Array { .. })
-                && !self.is_viewed(v),
+            repr: self.repr(v),
+            movable: self.uses.local(v, site),
+            releasable: self.releasable(v, site),
         }
     }
 
@@ -327,11 +323,13 @@ impl Emitter<'_> {
                     let rel = x.release();
                     quote!({ let mut #t = #b; #rt::add_assign(&mut #t, &#a); #rel #t })
                 } else {
+                    let sum = quote!(#rt::zip_map(&#a, &#b, |__a: f64, __b: f64| __a + __b));
                     let (ra, rb) = (x.release(), y.release());
-                    quote!({
-                        let #t = #rt::zip_map(&#a, &#b, |__a: f64, __b: f64| __a + __b);
-                        #ra #rb #t
-                    })
+                    if ra.is_empty() && rb.is_empty() {
+                        sum
+                    } else {
+                        quote!({ let #t = #sum; #ra #rb #t })
+                    }
                 }
             }
             Ty::Tuple(ts) => {

@@ -194,9 +194,10 @@ impl Uses {
                 let Some(&last) = self.last.get(v) else {
                     continue;
                 };
-                if let Some(k) = ranges.iter().position(|r| r.contains(&last)) {
-                    let site = ranges[k].start;
-                    self.dies_in.entry(site).or_default().push(*v);
+                // The ranges are consecutive and in order: a binary search.
+                let k = ranges.partition_point(|r| r.end <= last);
+                if let Some(r) = ranges.get(k).filter(|r| r.contains(&last)) {
+                    self.dies_in.entry(r.start).or_default().push(*v);
                 }
             }
         }
