@@ -6,6 +6,7 @@
 //! random (`common/gen.rs`; `PROPTEST_CASES` sets the number, default 64).
 
 mod common;
+mod fixtures;
 
 use ad_core_ir::build::FuncBuilder;
 use ad_core_ir::check::{check_func, Mode};
@@ -1077,6 +1078,98 @@ fn map_map_linear() {
     let g = pass(&f, fusion::map_map);
     assert_eq!(count(&g, &|e| matches!(e, Expr::Map(_))), 1);
     let ins: Inputs = vec![(vec![vec_f(&[0.1, 0.2, 0.3])], vec![vec_f(&[1.0, 2.0, 3.0])])];
+    verify(&f, &g, Mode::LinearB, &ins, 0.0);
+}
+
+/// The one function of a fixture.
+fn fixture_func(text: &str) -> Func {
+    let p = fixtures::program(text);
+    p.funcs.first().expect("one function").clone()
+}
+
+/// `ladd` and `lneg` of arrays fuse with the maps that produce their
+/// operands (the two terms of a product rule's transpose become one pass),
+/// and the fused map then fuses with the map reading its result: one map
+/// left, the same bits.
+#[test]
+fn lin_elementwise_ops_fuse_with_maps() {
+    let f = fixture_func(fixtures::SUM_OF_MAP_OUTPUTS);
+    let g = pass(&f, fusion::lin_elementwise);
+    let lin_ops = |g: &Func| {
+        count(g, &|e| {
+            matches!(e, Expr::Lin(LinOp::Add(..) | LinOp::Neg(_)))
+        })
+    };
+    // The ladd and the lneg now run inside the map, per element.
+    assert_eq!(count(&g, &|e| matches!(e, Expr::Map(_))), 2);
+    assert!(g
+        .body
+        .stmts
+        .iter()
+        .all(|s| !matches!(s.expr, Expr::Lin(LinOp::Add(..) | LinOp::Neg(_)))));
+    assert_eq!(lin_ops(&g), lin_ops(&f));
+    let h = pass(&g, fusion::map_map);
+    assert_eq!(count(&h, &|e| matches!(e, Expr::Map(_))), 1);
+    let ins: Inputs = vec![(
+        vec![vec_f(&[0.5, -1.25, 3.0])],
+        vec![vec_f(&[1.0, 2.0, -0.75])],
+    )];
+    verify(&f, &g, Mode::LinearB, &ins, 0.0);
+    verify(&f, &h, Mode::LinearB, &ins, 0.0);
+}
+
+/// An `ladd` of a map's result and another array takes the array as one
+/// more linear operand of the map; a map reading an `lneg`'s result runs
+/// the negation per element; scalar `ladd`s and scalings of a scalar by an
+/// array stay as they are.
+#[test]
+fn lin_elementwise_takes_other_operands_and_leaves_scalars() {
+    let text = "def f(x_0: [f64], s_1: f64 ; dx_2: [f64] @ [shape(x_0, 0)], dy_3: [f64] @ [shape(x_0, 0)], dz_4: f64 @ ()) -> (; [f64], [f64]) {
+  let ; m_5: [f64] = map(x_0 ; dx_2) |x_6: f64 ; c_7: f64| {
+    let ; d_8: f64 = lscale x_6, c_7
+    yield ; d_8
+  }
+  let ; a_9: [f64] = ladd dy_3, m_5
+  let ; n_10: [f64] = lneg a_9
+  let ; m_11: [f64] = map(x_0 ; n_10) |x_12: f64 ; c_13: f64| {
+    let ; d_14: f64 = lscale x_12, c_13
+    yield ; d_14
+  }
+  let n_15: i64 = shape x_0, 0
+  let ; b_16: [f64] = lbroadcast dz_4, [n_15]
+  let ; t_17: [f64] = lscale s_1, b_16
+  return ; m_11, t_17
+}
+";
+    let f = fixture_func(text);
+    let g = pass(&f, fusion::lin_elementwise);
+    let top =
+        |g: &Func, p: &dyn Fn(&Expr) -> bool| g.body.stmts.iter().filter(|s| p(&s.expr)).count();
+    assert_eq!(top(&g, &|e| matches!(e, Expr::Lin(LinOp::Add(..)))), 0);
+    // `lscale s, lbroadcast ..` reads no map: it stays.
+    assert_eq!(top(&g, &|e| matches!(e, Expr::Lin(LinOp::Scale { .. }))), 1);
+    let ins: Inputs = vec![(
+        vec![vec_f(&[0.5, -1.25, 3.0]), Value::F64(1.5)],
+        vec![
+            vec_f(&[1.0, 2.0, -0.75]),
+            vec_f(&[4.0, -2.0, 0.25]),
+            Value::F64(-3.0),
+        ],
+    )];
+    verify(&f, &g, Mode::LinearB, &ins, 0.0);
+}
+
+/// A map that only fans its elements out is `dup` of the whole array.
+#[test]
+fn map_dup_is_dup_of_the_array() {
+    let f = fixture_func(fixtures::FAN_OUT_BY_MAP);
+    let g = apply(&f, "map_dup", algebra::map_dup);
+    assert_eq!(count(&g, &|e| matches!(e, Expr::Map(_))), 0);
+    assert_eq!(count(&g, &|e| matches!(e, Expr::Lin(LinOp::Dup(_)))), 1);
+    let ins: Inputs = vec![(
+        vec![vec_f(&[0.5, -1.25, 3.0])],
+        vec![vec_f(&[1.0, 2.0, -0.75])],
+    )];
     verify(&f, &g, Mode::LinearB, &ins, 0.0);
 }
 

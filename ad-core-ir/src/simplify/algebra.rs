@@ -197,6 +197,40 @@ pub fn lneg_lneg(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
     Some(vec![])
 }
 
+/// `map(..; x) |..; e| { let ; a, b = dup e; yield ; a, b } = dup x`: a map
+/// that only fans each element out (the transpose of a sum of two arrays)
+/// is the fan-out of the whole array, one copy instead of two fresh arrays
+/// filled element by element. Its non-linear operands, unread, go.
+pub fn map_dup(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
+    let Expr::Map(m) = &s.expr else {
+        return None;
+    };
+    let ([x], [e], [y0, y1], []) = (
+        m.lin_arrs.as_slice(),
+        m.body.lin_params.as_slice(),
+        s.lin_binds.as_slice(),
+        s.binds.as_slice(),
+    ) else {
+        return None;
+    };
+    let body = &m.body.body;
+    let ([d], []) = (body.stmts.as_slice(), body.results.as_slice()) else {
+        return None;
+    };
+    let (Expr::Lin(LinOp::Dup(v)), [a, b]) = (&d.expr, d.lin_binds.as_slice()) else {
+        return None;
+    };
+    if v != e {
+        return None;
+    }
+    let binds = match body.lin_results.as_slice() {
+        [r0, r1] if (r0, r1) == (a, b) => vec![*y0, *y1],
+        [r0, r1] if (r0, r1) == (b, a) => vec![*y1, *y0],
+        _ => return None,
+    };
+    Some(vec![cx.stmt(vec![], binds, Expr::Lin(LinOp::Dup(*x)))])
+}
+
 /// All rules of this family, in the order the simplifier tries them.
 pub const RULES: &[Rule] = &[
     Rule {
@@ -242,5 +276,9 @@ pub const RULES: &[Rule] = &[
     Rule {
         name: "lneg_lneg",
         apply: lneg_lneg,
+    },
+    Rule {
+        name: "map_dup",
+        apply: map_dup,
     },
 ];

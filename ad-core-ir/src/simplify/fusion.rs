@@ -3,14 +3,29 @@
 //!
 //! Every rule here except [`build_of_index`] and [`map_identity`] (local
 //! rules of the rewrite engine) fuses a *producer* (a map or
-//! build) into a *consumer* in the same block that is the only reader of the
+//! build, or an elementwise linear operation seen as the map it is) into a
+//! *consumer* in the same block that is the only reader of the
 //! producer's results. The producer's body moves (it is not copied), so its
-//! binders stay unique; the consumer takes the producer's place in program
-//! order, which is fine since everything the producer reads is still in scope
-//! there. Fusing may remove run-time failures (a shape mismatch, an index out
-//! of range) but never adds one.
+//! binders stay unique; the fused statement takes the consumer's place in
+//! program order, which is fine since everything the producer reads is still
+//! in scope there. Fusing may remove run-time failures (a shape mismatch, an
+//! index out of range) but never adds one.
 //!
-//! Rules: `map(g, map(f, xs)) = map(g ∘ f, xs)` ([`map_map`]),
+//! Rules: `map(g, map(f, xs)) = map(g ∘ f, xs)` ([`map_map`]), the same
+//! for `ladd`, `lneg` and `lscale` of arrays as producer or consumer
+//! ([`lin_elementwise`]):
+//!
+//! ```text
+//! let ; a, b = map(z, z ; ct) |x, y ; c| {       let ; s = map(z, z ; ct) |x, y ; c| {
+//!   let ; c1, c2 = dup c                           let ; c1, c2 = dup c
+//!   let ; d1 = lscale x, c1              =>        let ; d1 = lscale x, c1
+//!   let ; d2 = lscale y, c2                        let ; d2 = lscale y, c2
+//!   yield ; d2, d1                                 let ; e = ladd d2, d1
+//! }                                                yield ; e
+//! let ; s = ladd a, b                            }
+//! ```
+//!
+//! and
 //! `map(f, build(g)) = build(f ∘ g)` ([`map_of_build`]),
 //! `build(sh, |i| a[i]) = a` ([`build_of_index`]), `map(|x| x, a) = a`
 //! ([`map_identity`]),
@@ -228,6 +243,113 @@ fn fuse_map_map(
         Expr::Map(new),
         consumer.src,
     )])
+}
+
+/// Elementwise linear operations on arrays fused with the maps next to them:
+/// `ladd(a, b)`, `lneg(a)` and `lscale(s, a)` (a scalar or same-shape `s`)
+/// are the maps they stand for (`ladd(a, b) = map(; a, b) |; p, q| ladd(p, q)`),
+/// so [`map_map`]'s rule applies to them, as consumer
+/// (`ladd(map(f, xs).0, map(f, xs).1) = map(|x| let (u, v) = f(x) in u + v, xs)`:
+/// the sum of a product rule's two terms, one pass and no intermediate
+/// arrays) and as producer (`map(g, ladd(a, b)) = map(|p, q| g(p + q), a, b)`).
+/// The same conditions as [`map_map`]: every result of the producer is read
+/// only by the consumer. Each element sees the same operations in the same
+/// order, so the values are the same bits.
+pub fn lin_elementwise(f: &mut Func) -> bool {
+    let into = fuse_pairs(f, is_map, lin_elementwise_operands, |p, c, v, n, vars| {
+        fuse_map_map(p, &lin_as_map(c, vars)?, v, n, vars)
+    });
+    let from = fuse_pairs(
+        f,
+        is_lin_elementwise,
+        map_array_operands,
+        |p, c, v, n, vars| fuse_map_map(&lin_as_map(p, vars)?, c, v, n, vars),
+    );
+    into | from
+}
+
+fn is_lin_elementwise(e: &Expr) -> bool {
+    matches!(
+        e,
+        Expr::Lin(LinOp::Add(..) | LinOp::Neg(_) | LinOp::Scale { .. })
+    )
+}
+
+/// The array operands of an elementwise linear operation (the candidates
+/// for a producing map).
+fn lin_elementwise_operands(s: &Stmt) -> Vec<Var> {
+    match &s.expr {
+        Expr::Lin(LinOp::Add(a, b)) => vec![*a, *b],
+        Expr::Lin(LinOp::Neg(a)) => vec![*a],
+        Expr::Lin(LinOp::Scale { s, x }) => s.var().into_iter().chain([*x]).collect(),
+        _ => vec![],
+    }
+}
+
+/// `ladd(a, b)`, `lneg(a)` or `lscale(s, a)` on arrays as the equivalent map
+/// statement (same binder, same source), or `None` for anything else
+/// (scalars, a scalar scaled by an array).
+fn lin_as_map(s: &Stmt, vars: &mut VarTable) -> Option<Stmt> {
+    let (Expr::Lin(op), [y]) = (&s.expr, s.lin_binds.as_slice()) else {
+        return None;
+    };
+    let Ty::Array { elem, rank } = vars.ty(*y).clone() else {
+        return None;
+    };
+    let el = Ty::Scalar(elem);
+    let out = vars.fresh("ct_el", el.clone(), true);
+    let mut arrs = vec![];
+    let mut params = vec![];
+    let (lin_arrs, lin_params, op) = match op {
+        LinOp::Add(a, b) => {
+            let (p, q) = (
+                vars.fresh("ct_el", el.clone(), true),
+                vars.fresh("ct_el", el, true),
+            );
+            (vec![*a, *b], vec![p, q], LinOp::Add(p, q))
+        }
+        LinOp::Neg(a) => {
+            let p = vars.fresh("ct_el", el, true);
+            (vec![*a], vec![p], LinOp::Neg(p))
+        }
+        LinOp::Scale { s: k, x } => {
+            if vars.ty(*x).rank() != Some(rank) {
+                return None;
+            }
+            let p = vars.fresh("ct_el", el.clone(), true);
+            let k = match crate::typing::atom_ty(k, vars).rank() {
+                Some(0) => *k,
+                Some(r) if r == rank => {
+                    let e = vars.fresh("x_el", el, false);
+                    arrs.push(*k);
+                    params.push(e);
+                    Atom::Var(e)
+                }
+                _ => return None,
+            };
+            (vec![*x], vec![p], LinOp::Scale { s: k, x: p })
+        }
+        _ => return None,
+    };
+    let body = Block {
+        stmts: vec![stmt(vec![], vec![out], Expr::Lin(op), s.src)],
+        results: vec![],
+        lin_results: vec![out],
+    };
+    Some(stmt(
+        vec![],
+        vec![*y],
+        Expr::Map(Map {
+            arrs,
+            lin_arrs,
+            body: Lambda {
+                params,
+                lin_params,
+                body,
+            },
+        }),
+        s.src,
+    ))
 }
 
 /// `map(g, .. build(sh, f) ..) = build(sh, |i| g(.. f(i) .., other[i]..))`

@@ -114,6 +114,7 @@ pub fn sweep(f: &mut Func, prog: &Program, opts: &Options) -> bool {
     }
     if opts.fuse {
         changed |= fusion::map_map(f);
+        changed |= fusion::lin_elementwise(f);
         changed |= fusion::map_of_build(f);
         changed |= fusion::index_of_build(f);
         changed |= fuse_into_loop::fuse_into_loop(f);
@@ -267,9 +268,9 @@ pub fn rules_for(e: &Expr, fuse: bool) -> &'static [Rule] {
         }
         Expr::Map(_) => {
             if fuse {
-                rules![zeros::lmap_zero_arg, fusion::map_identity]
+                rules![zeros::lmap_zero_arg, algebra::map_dup, fusion::map_identity]
             } else {
-                rules![zeros::lmap_zero_arg]
+                rules![zeros::lmap_zero_arg, algebra::map_dup]
             }
         }
     }

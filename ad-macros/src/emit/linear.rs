@@ -50,8 +50,10 @@ impl Opnd {
 
 impl Emitter<'_> {
     /// A `dup` of a local owned array one of whose copies is only read by
-    /// element, all before the other copy's one use (the linear
-    /// read-then-update of an array, `a[p, k]` read, then `a[b, r] = ..`):
+    /// element or borrowed by one statement (a matrix product, a reduction,
+    /// a map: [`super::uses::Uses::lin_element_read`]), all before the other
+    /// copy's one use (the linear read-then-update of an array, `a[p, k]`
+    /// read, then `a[b, r] = ..`; a cotangent both summed and passed on):
     /// the other copy takes the array (moved, not cloned) and the read copy
     /// is a view of it, dead before that use (the borrow ends at its last
     /// read).

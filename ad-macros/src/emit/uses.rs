@@ -19,8 +19,10 @@
 //! element* (every use is an element `Index` or a `Shape`): such an array
 //! never escapes its scope, so a loop may write it into a reused buffer;
 //! and the linear variables that are only *read* (their one use is a linear
-//! `Index` or a `Drop`, or a `Dup` whose two results are only read): a
-//! `dup` of such a value hands out two views instead of a clone.
+//! `Index` or a `Drop`, an operand a statement only borrows — a matrix
+//! product's, a reduction's, a map's — or a `Dup` whose two results are
+//! only read): a `dup` of such a value hands out two views instead of a
+//! clone.
 //!
 //! Last, it finds where each variable dies: the statement of its own block
 //! that holds its last use ([`Uses::dying_in`]), after which the emitter
@@ -68,8 +70,9 @@ impl Uses {
     }
 
     /// Whether the one use of the linear variable `v` reads one element of
-    /// it (a full-rank `Index`, a scalar: nothing borrows `v` after that
-    /// statement) or drops it.
+    /// it (a full-rank `Index`, a scalar), drops it, or borrows it for one
+    /// statement whose results borrow nothing (a matrix product, a
+    /// reduction, a map): nothing borrows `v` after that statement.
     pub fn lin_element_read(&self, v: Var) -> bool {
         self.lin_elem_read.contains(&v)
     }
@@ -276,6 +279,10 @@ impl Uses {
 fn lin_read_only(stmts: &[&Stmt]) -> HashSet<Var> {
     let mut read = HashSet::new();
     for s in stmts.iter().rev() {
+        if let Some(xs) = borrowed_lin_operands(s) {
+            read.extend(xs);
+            continue;
+        }
         match &s.expr {
             Expr::Lin(LinOp::Index { x, .. } | LinOp::Drop(x)) => {
                 read.insert(*x);
@@ -289,11 +296,32 @@ fn lin_read_only(stmts: &[&Stmt]) -> HashSet<Var> {
     read
 }
 
+/// The linear operands that statement `s` reads by reference for the
+/// statement's duration only, its results borrowing none of them: the
+/// linear side of a matrix product or an outer product, a reduction's
+/// input, a map's linear arrays (`None` for other statements). Compiled, a
+/// view serves as such an operand as well as the array.
+fn borrowed_lin_operands(s: &Stmt) -> Option<Vec<Var>> {
+    match &s.expr {
+        Expr::Lin(LinOp::MatMul { x, .. } | LinOp::Outer { x, .. } | LinOp::Sum { x, .. }) => {
+            Some(vec![*x])
+        }
+        Expr::Map(m) => Some(m.lin_arrs.clone()),
+        _ => None,
+    }
+}
+
 /// The linear variables of `stmts` whose one use is an element read (a
-/// full-rank `Index`) or a `Drop`.
+/// full-rank `Index`), a `Drop`, or an operand that the statement only
+/// borrows ([`borrowed_lin_operands`]): nothing borrows the variable after
+/// that statement.
 fn lin_element_reads(stmts: &[&Stmt], vars: &VarTable) -> HashSet<Var> {
     let mut out = HashSet::new();
     for s in stmts {
+        if let Some(xs) = borrowed_lin_operands(s) {
+            out.extend(xs);
+            continue;
+        }
         match &s.expr {
             Expr::Lin(LinOp::Index { x, idx }) if vars.ty(*x).rank() == Some(idx.len()) => {
                 out.insert(*x);
