@@ -132,11 +132,13 @@ impl<'a, T: Pooled> LaneRows<'a, T> {
             return LaneRows::Rows(rows);
         }
         let mut tile = Scratch::<T>::new();
-        tile.reset(w * LANES);
-        for (l, row) in rows.iter().enumerate() {
-            for (k, v) in row[..w].iter().enumerate() {
-                tile[k * LANES + l] = *v;
-            }
+        tile.reset_for_overwrite(w * LANES);
+        // Column by column: eight reads (one per row, each row cut to `w`
+        // so that its index needs no check) and one contiguous store.
+        let rs: [&[T]; LANES] = std::array::from_fn(|l| &rows[l][..w]);
+        for (k, col) in tile.chunks_exact_mut(LANES).enumerate() {
+            let c: [T; LANES] = std::array::from_fn(|l| rs[l][k]);
+            col.copy_from_slice(&c);
         }
         LaneRows::Tile(tile)
     }
@@ -211,6 +213,18 @@ mod tests {
         }
         assert!(std::panic::catch_unwind(|| tile.at(100)).is_err());
         assert!(std::panic::catch_unwind(|| inplace.at(100)).is_err());
+        // Rows of different lengths: the tile holds the shortest row's
+        // columns, each column from every row.
+        let ragged: Vec<Vec<f64>> = (0..LANES)
+            .map(|l| (0..20 + l).map(|k| (l * 1000 + k) as f64).collect())
+            .collect();
+        let tile = LaneRows::new(std::array::from_fn(|l| Cow::Borrowed(&ragged[l][..])), 30);
+        assert!(matches!(tile, LaneRows::Tile(_)));
+        for k in 0..20usize {
+            let want: [f64; LANES] = std::array::from_fn(|l| (l * 1000 + k) as f64);
+            assert_eq!(tile.at(k), want);
+        }
+        assert!(std::panic::catch_unwind(|| tile.at(20)).is_err());
     }
 
     /// The context is made once per block, from the block's first row, and
