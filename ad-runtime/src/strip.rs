@@ -125,20 +125,21 @@ pub enum LaneRows<'a, T: Pooled> {
 }
 
 impl<'a, T: Pooled> LaneRows<'a, T> {
-    /// The rows of the lanes, read by a loop of `trip` iterations.
-    pub fn new(rows: [Cow<'a, [T]>; LANES], trip: usize) -> Self {
-        let w = rows.iter().map(|r| r.len()).min().unwrap_or(0);
+    /// The rows of the lanes (`row(l)` is lane `l`'s), read by a loop of
+    /// `trip` iterations. A tile is filled one row at a time, each row
+    /// taken when it is copied: no array of the eight rows is built.
+    pub fn new(row: impl Fn(usize) -> Cow<'a, [T]>, trip: usize) -> Self {
+        let w = (0..LANES).map(|l| row(l).len()).min().unwrap_or(0);
         if w > 4 * trip.max(16) {
-            return LaneRows::Rows(rows);
+            return LaneRows::Rows(std::array::from_fn(row));
         }
         let mut tile = Scratch::<T>::new();
         tile.reset_for_overwrite(w * LANES);
-        // Column by column: eight reads (one per row, each row cut to `w`
-        // so that its index needs no check) and one contiguous store.
-        let rs: [&[T]; LANES] = std::array::from_fn(|l| &rows[l][..w]);
-        for (k, col) in tile.chunks_exact_mut(LANES).enumerate() {
-            let c: [T; LANES] = std::array::from_fn(|l| rs[l][k]);
-            col.copy_from_slice(&c);
+        for l in 0..LANES {
+            let r = row(l);
+            for (t, v) in tile[l..].iter_mut().step_by(LANES).zip(&r[..w]) {
+                *t = *v;
+            }
         }
         LaneRows::Tile(tile)
     }
@@ -202,9 +203,9 @@ mod tests {
         let x: Vec<Vec<f64>> = (0..LANES)
             .map(|l| (0..100).map(|k| (l * 1000 + k) as f64).collect())
             .collect();
-        let rows = || std::array::from_fn(|l| Cow::Borrowed(&x[l][..]));
-        let tile = LaneRows::new(rows(), 30);
-        let inplace = LaneRows::new(rows(), 1);
+        let rows = |l: usize| Cow::Borrowed(&x[l][..]);
+        let tile = LaneRows::new(rows, 30);
+        let inplace = LaneRows::new(rows, 1);
         assert!(matches!(tile, LaneRows::Tile(_)) && matches!(inplace, LaneRows::Rows(_)));
         for k in 0..100usize {
             let want: [f64; LANES] = std::array::from_fn(|l| (l * 1000 + k) as f64);
@@ -218,7 +219,7 @@ mod tests {
         let ragged: Vec<Vec<f64>> = (0..LANES)
             .map(|l| (0..20 + l).map(|k| (l * 1000 + k) as f64).collect())
             .collect();
-        let tile = LaneRows::new(std::array::from_fn(|l| Cow::Borrowed(&ragged[l][..])), 30);
+        let tile = LaneRows::new(|l| Cow::Borrowed(&ragged[l][..]), 30);
         assert!(matches!(tile, LaneRows::Tile(_)));
         for k in 0..20usize {
             let want: [f64; LANES] = std::array::from_fn(|l| (l * 1000 + k) as f64);

@@ -807,7 +807,7 @@ impl Emitter<'_> {
             let rt = rt();
             out.extend(quote!(
                 let #lane = #rt::LaneRows::<#t>::new(
-                    ::core::array::from_fn(|__l| #rt::#f(#a #(, #ix)*)),
+                    |__l: usize| #rt::#f(#a #(, #ix)*),
                     #trip,
                 );
             ));
@@ -873,7 +873,7 @@ impl Emitter<'_> {
             let ix = self.lane_indices(&leads, st);
             let f = lane_fn(ix.len());
             rows.push(quote!(#rt::LaneRows::<#t>::new(
-                ::core::array::from_fn(|__l| #rt::#f(#a #(, #ix)*)),
+                |__l: usize| #rt::#f(#a #(, #ix)*),
                 #calls,
             )));
             let field = syn::Index::from(k);
