@@ -95,6 +95,32 @@ fn broadcasting_rows_and_scalars() {
     );
 }
 
+/// The shapes the reverse pass fuses: the two terms of `&z * &z`'s
+/// transpose (one map adding both), scalings and differences of cotangent
+/// arrays, and a cotangent both multiplied by a matrix and reduced (two
+/// views of one array, no copy).
+#[differentiable]
+fn product_rule_terms(x: &Array2<f64>, w: &Array2<f64>, v: &Array1<f64>) -> f64 {
+    let z = x.dot(w) - v;
+    let q = &z * &z;
+    let r = &q * 0.5 - &z;
+    r.sum() + z.dot(&w.t()).sum() + z.sum_axis(Axis(0)).dot(v)
+}
+
+#[test]
+fn fused_reverse_of_array_products() {
+    let mut rng = rng("product_rule_terms");
+    let x = rng.array2(5, 3, -1.0, 1.0);
+    let w = rng.array2(3, 3, -1.0, 1.0);
+    let v = rng.array1(3, -1.0, 1.0);
+    check_derivatives(
+        &(x, w, v),
+        |(x, w, v)| product_rule_terms(x, w, v),
+        |(x, w, v), (dx, dw, dv)| product_rule_terms_jvp(x, w, v, dx, dw, dv),
+        |(x, w, v), ct: &f64| product_rule_terms_vjp(x, w, v, *ct),
+    );
+}
+
 #[differentiable]
 fn axes(a: &Array2<f64>) -> (f64, Array1<f64>, Array1<f64>, Array1<f64>) {
     let m = a.mean().unwrap();
