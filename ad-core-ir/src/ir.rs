@@ -1125,6 +1125,28 @@ pub struct Map {
     pub body: Lambda,
 }
 
+impl Map {
+    /// The map over `arrs ; lin_arrs` whose element function binds `params ;
+    /// lin_params` (one per array, in order) and runs `body`.
+    pub fn new(
+        arrs: Vec<Atom>,
+        lin_arrs: Vec<Var>,
+        params: Vec<Var>,
+        lin_params: Vec<Var>,
+        body: Block,
+    ) -> Map {
+        Map {
+            arrs,
+            lin_arrs,
+            body: Lambda {
+                params,
+                lin_params,
+                body,
+            },
+        }
+    }
+}
+
 /// `fold(init, |acc_1.., x| body, arr)`: sequential left fold over axis 0 of
 /// `arr` (`x` is an element or a row). Non-linear only; JVP first lowers it to a
 /// [`Loop`] with [`ArrayOp::Index`].

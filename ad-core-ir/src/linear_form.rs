@@ -469,15 +469,7 @@ impl Conv {
                 out.push(Stmt {
                     binds,
                     lin_binds,
-                    expr: Expr::Map(Map {
-                        arrs,
-                        lin_arrs,
-                        body: Lambda {
-                            params,
-                            lin_params,
-                            body,
-                        },
-                    }),
+                    expr: Expr::Map(Map::new(arrs, lin_arrs, params, lin_params, body)),
                     src,
                 });
             }

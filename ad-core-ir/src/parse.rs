@@ -1429,15 +1429,7 @@ impl Parser<'_> {
                 let (arrs, lin_arrs) = self.split_list(close, "`)`", Self::atom, Self::var_ref)?;
                 self.expect_p(")")?;
                 let ((params, lin_params), body) = self.lambda(src)?;
-                Expr::Map(Map {
-                    arrs,
-                    lin_arrs,
-                    body: Lambda {
-                        params,
-                        lin_params,
-                        body,
-                    },
-                })
+                Expr::Map(Map::new(arrs, lin_arrs, params, lin_params, body))
             }
             _ => return self.unexpected("a compound expression"),
         })

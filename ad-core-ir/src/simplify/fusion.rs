@@ -339,15 +339,7 @@ fn lin_as_map(s: &Stmt, vars: &mut VarTable) -> Option<Stmt> {
     Some(stmt(
         vec![],
         vec![*y],
-        Expr::Map(Map {
-            arrs,
-            lin_arrs,
-            body: Lambda {
-                params,
-                lin_params,
-                body,
-            },
-        }),
+        Expr::Map(Map::new(arrs, lin_arrs, params, lin_params, body)),
         s.src,
     ))
 }
