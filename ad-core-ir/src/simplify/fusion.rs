@@ -257,6 +257,17 @@ fn fuse_map_map(
 /// order, so the values are the same bits.
 pub fn lin_elementwise(f: &mut Func) -> bool {
     let into = fuse_pairs(f, is_map, lin_elementwise_operands, |p, c, v, n, vars| {
+        // `map_map` refuses a producer with a result the consumer does not
+        // read: no fresh variables are spent on writing the consumer as a map.
+        let reads = lin_elementwise_operands(c);
+        if !p
+            .binds
+            .iter()
+            .chain(&p.lin_binds)
+            .all(|r| reads.contains(r))
+        {
+            return None;
+        }
         fuse_map_map(p, &lin_as_map(c, vars)?, v, n, vars)
     });
     let from = fuse_pairs(
