@@ -72,3 +72,39 @@ fn parameter_named_like_a_tangent() {
         |(x, d), ct| with_d_x_vjp(*x, *d, *ct),
     );
 }
+
+/// Functions named like the float types: `f32` is an `f64` function (its
+/// name does not send it through the `f32` shadow), and another function
+/// calls it through its building blocks.
+#[differentiable]
+fn f32(x: f64, w: &Array1<f64>) -> f64 {
+    (x * w.sum()).tanh()
+}
+
+#[differentiable]
+fn f64(x: f64) -> f64 {
+    let w = Array1::from_elem(2, x);
+    f32(x, &w) * x
+}
+
+#[test]
+fn functions_named_like_float_types() {
+    let w = array![0.5, 1.5];
+    check_derivatives(
+        &(0.3, w.clone()),
+        |(x, w)| f32(*x, w),
+        |(x, w), (dx, dw)| f32_jvp(*x, w, *dx, dw),
+        |(x, w), ct| f32_vjp(*x, w, *ct),
+    );
+    check_derivatives(
+        &0.3,
+        |x| f64(*x),
+        |x, dx| f64_jvp(*x, *dx),
+        |x, ct| f64_vjp(*x, *ct),
+    );
+    // The building blocks of an `f64` function (the shadow route has none
+    // under these names).
+    let (y, r) = __linad_f32_fwdres(0.3, w.view());
+    assert_eq!(y.to_bits(), f32(0.3, &w).to_bits());
+    let _ = r;
+}

@@ -30,12 +30,32 @@ use quote::{format_ident, quote, ToTokens};
 /// The name of the `f64` shadow of `f` is this prefix then `f`.
 pub const SHADOW_PREFIX: &str = "__linad_f64_";
 
-/// `tokens` with `f32` read as `f64` (identifiers and literal suffixes).
+/// Whether `ts[k]` is the type `f32` (`x as f32`, `Array1<f32>`,
+/// `f32::consts::PI`), not a function or method of that name (`f32(x)`,
+/// `fn f32`, `v.f32()`).
+fn is_f32_type(ts: &[TokenTree], k: usize) -> bool {
+    let TokenTree::Ident(i) = &ts[k] else {
+        return false;
+    };
+    let called = matches!(ts.get(k + 1), Some(TokenTree::Group(g)) if g.delimiter() == proc_macro2::Delimiter::Parenthesis);
+    let named = k > 0
+        && match &ts[k - 1] {
+            TokenTree::Punct(p) => p.as_char() == '.',
+            TokenTree::Ident(f) => f == "fn",
+            _ => false,
+        };
+    i == "f32" && !called && !named
+}
+
+/// `tokens` with the type `f32` read as `f64` (identifiers and literal
+/// suffixes; functions named `f32` keep their name).
 pub fn to_f64(tokens: TokenStream) -> TokenStream {
-    tokens
-        .into_iter()
-        .map(|t| match t {
-            TokenTree::Ident(i) if i == "f32" => TokenTree::Ident(syn::Ident::new("f64", i.span())),
+    let ts: Vec<TokenTree> = tokens.into_iter().collect();
+    (0..ts.len())
+        .map(|k| match &ts[k] {
+            TokenTree::Ident(i) if is_f32_type(&ts, k) => {
+                TokenTree::Ident(syn::Ident::new("f64", i.span()))
+            }
             TokenTree::Literal(l) => {
                 let s = l.to_string();
                 match s.strip_suffix("f32") {
@@ -45,10 +65,10 @@ pub fn to_f64(tokens: TokenStream) -> TokenStream {
                                 n.set_span(l.span());
                                 TokenTree::Literal(n)
                             }
-                            Err(_) => TokenTree::Literal(l),
+                            Err(_) => TokenTree::Literal(l.clone()),
                         }
                     }
-                    _ => TokenTree::Literal(l),
+                    _ => TokenTree::Literal(l.clone()),
                 }
             }
             TokenTree::Group(g) => {
@@ -56,28 +76,34 @@ pub fn to_f64(tokens: TokenStream) -> TokenStream {
                 n.set_span(g.span());
                 TokenTree::Group(n)
             }
-            t => t,
+            t => t.clone(),
         })
         .collect()
 }
 
-/// Whether tokens mention `f32`.
+/// Whether tokens mention the type `f32` (see [`to_f64`]).
 pub fn mentions_f32(tokens: TokenStream) -> bool {
-    tokens.into_iter().any(|t| match t {
-        TokenTree::Ident(i) => i == "f32",
+    let ts: Vec<TokenTree> = tokens.into_iter().collect();
+    (0..ts.len()).any(|k| match &ts[k] {
         TokenTree::Group(g) => mentions_f32(g.stream()),
-        _ => false,
+        _ => is_f32_type(&ts, k),
     })
 }
 
-/// If `func` mentions `f32` (signature or body), its expansion through an `f64`
-/// shadow (see the module doc); `None` otherwise.
+/// Whether function `func` mentions the type `f32` ([`mentions_f32`]): a
+/// function may be called `f32`, or call one.
+pub fn fn_mentions_f32(func: &syn::ItemFn) -> bool {
+    mentions_f32(func.to_token_stream())
+}
+
+/// If `func` mentions `f32` ([`fn_mentions_f32`]), its expansion through an
+/// `f64` shadow (see the module doc); `None` otherwise.
 pub fn expand(
     args: &Args,
     attr: &TokenStream,
     func: &syn::ItemFn,
 ) -> Option<Result<TokenStream, Vec<syn::Error>>> {
-    mentions_f32(func.to_token_stream()).then(|| expand_shadow(args, attr, func))
+    fn_mentions_f32(func).then(|| expand_shadow(args, attr, func))
 }
 
 fn expand_shadow(
@@ -109,6 +135,8 @@ pub fn companions(
         p.is_ident("allow") || p.is_ident("cfg") || p.is_ident("cfg_attr")
     });
     shadow.attrs.push(syn::parse_quote!(#[doc(hidden)]));
+    // Code only where called, as every generated function.
+    shadow.attrs.push(syn::parse_quote!(#[inline]));
     let user = syn::ext::IdentExt::unraw(&func.sig.ident).to_string();
     shadow.sig.ident = format_ident!("{SHADOW_PREFIX}{user}");
     // It is compiled too: its calls of `f32` functions go to their shadows,
@@ -494,6 +522,7 @@ impl Wrappers<'_> {
         quote! {
             #[doc = #doc]
             #allows
+            #[inline]
             #vis fn #name(#(#decls,)* #(#dd),*) -> (#o, #o) {
                 #checks
                 #pb
@@ -517,6 +546,7 @@ impl Wrappers<'_> {
         quote! {
             #[doc = #doc]
             #allows
+            #[inline]
             #vis fn #name(#(#decls,)* #ct: #ctt) -> (#o, #rt) {
                 #pb
                 let __linad_r = #inner(#(#pa,)* #ctc);
