@@ -49,6 +49,7 @@ mod scan;
 mod scratch;
 mod stack;
 mod strip;
+mod zip_pass;
 
 pub use accumulate::{
     accumulate_chunked, add_assign, add_scaled, zeros_like, ACC_WORK_DIVISOR, MAX_CHUNKS,
@@ -79,3 +80,6 @@ pub use scratch::{
 };
 pub use stack::{stack_arrays, ArrayResidualStack, ArrayStack, ResidualStack};
 pub use strip::{build_lanes, build_lanes_ctx, lanes_sum, LaneRows, LANES};
+pub use zip_pass::{
+    zip_pass, zip_pass1, zip_pass2, zip_pass3, zip_pass4, zip_pass5, zip_pass6, ZipPass,
+};

@@ -589,10 +589,12 @@ impl Emitter<'_> {
 
     /// Several scalar results of a build (no inputs) or a map (inputs
     /// `inputs`, by reference) in one pass writing every output in place:
-    /// `Zip` over the outputs (indexed for a build) and the inputs, in
-    /// parallel when the elements times the body's estimated work reach the
-    /// runtime's threshold, unless already inside a parallel kernel. `None` when not applicable (one result, an array
-    /// result, or more than ndarray's six `Zip` producers).
+    /// `Zip` over the outputs (indexed for a build) and the inputs, run by
+    /// the runtime's `zip_passN` (N producers): in parallel when the
+    /// elements times the body's estimated work reach the runtime's
+    /// threshold, unless already inside a parallel kernel. `None` when not
+    /// applicable (one result, an array result, or more than ndarray's six
+    /// `Zip` producers).
     fn one_pass(
         &mut self,
         tys: &[Ty],
@@ -647,72 +649,14 @@ impl Emitter<'_> {
         let shim = quote!(|#params| { let #rpat = #call; #(*#outs = #rs;)* });
         let o0 = &outs[0];
         let fin = flat(&outs.iter().map(|o| quote!(#o)).collect::<Vec<_>>());
-        let zv = self.fresh("zip");
-        // In parallel: blocks of rows (axis 0) of every output and input, one
-        // task each (`ad_runtime::for_each_item`); a build's index is the
-        // block's plus the block's first row.
-        let parallel = if rank == 0 {
-            quote!(#zv.for_each(#shim);)
-        } else {
-            let (blk, k, lo) = (self.fresh("blk"), self.fresh("k"), self.fresh("lo"));
-            let items = self.fresh("items");
-            let ax = quote!(#nd::Axis(0));
-            let couts: Vec<Ident> = outs.iter().map(|_| self.fresh("co")).collect();
-            let cins: Vec<Ident> = inputs.iter().map(|_| self.fresh("ci")).collect();
-            let iters: Vec<TokenStream> = outs
-                .iter()
-                .map(|o| quote!(#o.axis_chunks_iter_mut(#ax, #blk)))
-                .chain(
-                    inputs
-                        .iter()
-                        .map(|x| quote!((#x).axis_chunks_iter(#ax, #blk))),
-                )
-                .collect();
-            let names: Vec<&Ident> = couts.iter().chain(&cins).collect();
-            let (first_it, rest_it) = iters.split_first()?;
-            let (first_n, rest_n) = names.split_first()?;
-            let mut pat = quote!(#first_n);
-            for n in rest_n {
-                pat = quote!((#pat, #n));
-            }
-            let czip = if build {
-                let (c0, crest) = (&couts[0], &couts[1..]);
-                quote!(#nd::Zip::indexed(#c0)#(.and(#crest))*)
-            } else {
-                let (c0, crest) = (&couts[0], &couts[1..]);
-                quote!(#nd::Zip::from(#c0)#(.and(#crest))*#(.and(#cins))*)
-            };
-            let cshim = if build {
-                let shifted = if rank == 1 {
-                    quote!(#ix + #lo)
-                } else {
-                    let rest = (1..rank).map(syn::Index::from);
-                    quote!((#ix.0 + #lo, #(#ix.#rest),*))
-                };
-                quote!(|#params| { let #ix = #shifted; let #rpat = #call; #(*#outs = #rs;)* })
-            } else {
-                shim.clone()
-            };
-            quote! {
-                if #par {
-                    let #blk = #rt::rows_per_task(#o0.len_of(#ax));
-                    let #items: ::std::vec::Vec<_> = #first_it #(.zip(#rest_it))*.enumerate().collect();
-                    #rt::for_each_item(#items, true, |(#k, #pat)| {
-                        let #lo = #k * #blk;
-                        #czip.for_each(#cshim);
-                    });
-                } else {
-                    #zv.for_each(#shim);
-                }
-            }
-        };
+        let pass =
+            quote::format_ident!("zip_pass{}", outs.len() + inputs.len() + usize::from(build));
         Some(quote!({
             let #f = #body;
             let #sh = #shape;
             #(#allocs)*
             let #par = #rt::go_parallel(#o0.len().saturating_mul(#work_per_elem));
-            let #zv = #zip;
-            #parallel
+            #rt::#pass(#zip, #par, #shim);
             #fin
         }))
     }
