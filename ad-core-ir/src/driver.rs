@@ -32,7 +32,8 @@
 //! output — a checker failure is a compiler bug, reported as
 //! [`DriverError::Internal`] — except after `jvp` and `transpose`, whose
 //! outputs read linear variables any number of times until `dupdrop` has
-//! run. With [`Options::trace`], [`Derivatives::trace`] records every step's
+//! run; with [`Options::check_every_pass`] off, only after the steps that
+//! end a final function. With [`Options::trace`], [`Derivatives::trace`] records every step's
 //! output. [`differentiate_rule`] starts at `simplify` from a given `f__jvp`.
 
 use crate::check::{check_func, Mode};
@@ -60,8 +61,15 @@ pub use crate::names::{restricted_name, Names};
 pub struct Options {
     /// Run the simplifier between passes.
     pub simplify: bool,
-    /// Run the checker on every output.
+    /// Run the checker on the outputs.
     pub check: bool,
+    /// With [`Options::check`], check the output of every pass, not only
+    /// the final functions (`__jvp`, `__fwd`, `__lin`, `__lin_t`, `__vjp`,
+    /// a rule's): a failure then names the pass that broke the program.
+    /// On by default; the macro turns it off (the final functions are still
+    /// checked: nothing the checker refuses is emitted), which spares it
+    /// about 6% of its expansion time.
+    pub check_every_pass: bool,
     /// Record every pass's output in [`Derivatives::trace`] (a debug dump;
     /// off by default, and nothing is printed when off).
     pub trace: bool,
@@ -76,6 +84,7 @@ impl Default for Options {
         Options {
             simplify: true,
             check: true,
+            check_every_pass: true,
             trace: false,
             fused_vjp: true,
         }
@@ -216,11 +225,35 @@ impl<'o> Pipeline<'o> {
         }
     }
 
-    /// Ends step `pass`, whose outputs are `fs`: records them (with
-    /// [`Options::trace`]) and runs the checker on each in `mode` (with
-    /// [`Options::check`]). `mode` is `None` for an output that reads linear
-    /// variables freely (before `dupdrop`), which the checker would refuse.
+    /// Ends step `pass`, whose outputs are `fs` (intermediate programs):
+    /// records them (with [`Options::trace`]) and runs the checker on each
+    /// in `mode` (with [`Options::check`] and [`Options::check_every_pass`]).
+    /// `mode` is `None` for an output that reads linear variables freely
+    /// (before `dupdrop`), which the checker would refuse.
     fn after(
+        &mut self,
+        pass: &str,
+        prog: &Program,
+        fs: &[&Func],
+        mode: Option<Mode>,
+    ) -> Result<(), DriverError> {
+        let mode = mode.filter(|_| self.opts.check_every_pass);
+        self.record_and_check(pass, prog, fs, mode)
+    }
+
+    /// [`Pipeline::after`] for a step whose outputs include final
+    /// functions: checked whenever [`Options::check`] is on.
+    fn after_final(
+        &mut self,
+        pass: &str,
+        prog: &Program,
+        fs: &[&Func],
+        mode: Mode,
+    ) -> Result<(), DriverError> {
+        self.record_and_check(pass, prog, fs, Some(mode))
+    }
+
+    fn record_and_check(
         &mut self,
         pass: &str,
         prog: &Program,
@@ -241,19 +274,26 @@ impl<'o> Pipeline<'o> {
     }
 
     /// The step `pass` that runs the simplifier on `f` (only with
-    /// [`Options::simplify`]).
+    /// [`Options::simplify`]); `last` when `f` is then final (checked
+    /// whenever [`Options::check`] is on, also without the simplifier).
     fn simplify(
         &mut self,
         pass: &str,
         prog: &Program,
         f: &mut Func,
         mode: Mode,
+        last: bool,
     ) -> Result<(), DriverError> {
-        if !self.opts.simplify {
+        if self.opts.simplify {
+            crate::simplify::simplify_func(f, prog, &crate::simplify::Options::default());
+        } else if !last {
             return Ok(());
         }
-        crate::simplify::simplify_func(f, prog, &crate::simplify::Options::default());
-        self.after(pass, prog, &[f], Some(mode))
+        if last {
+            self.after_final(pass, prog, &[f], mode)
+        } else {
+            self.after(pass, prog, &[f], Some(mode))
+        }
     }
 
     /// Differentiates `fname` of `out` with respect to the parameters
@@ -278,7 +318,7 @@ impl<'o> Pipeline<'o> {
         self.after("jvp", out, &[&j], None)?;
         insert_dup_drop(&mut j);
         self.after("dupdrop", out, &[&j], Some(Mode::LinearA))?;
-        self.simplify("simplify", out, &mut j, Mode::LinearA)?;
+        self.simplify("simplify", out, &mut j, Mode::LinearA, true)?;
         out.insert(j.clone());
         self.unzip_and_transpose(out, &j)
     }
@@ -290,17 +330,17 @@ impl<'o> Pipeline<'o> {
         let u = unzip_func(out, j)?;
         let (mut fwd, mut lin) = (u.fwd, u.lin);
         self.after("unzip", out, &[&fwd, &lin], Some(Mode::LinearB))?;
-        self.simplify("simplify lin", out, &mut lin, Mode::LinearB)?;
+        self.simplify("simplify lin", out, &mut lin, Mode::LinearB, false)?;
         prune_residuals(&mut fwd, &mut lin, u.n_results);
-        self.after("prune", out, &[&fwd, &lin], Some(Mode::LinearB))?;
-        self.simplify("simplify fwd", out, &mut fwd, Mode::LinearB)?;
+        self.after_final("prune", out, &[&fwd, &lin], Mode::LinearB)?;
+        self.simplify("simplify fwd", out, &mut fwd, Mode::LinearB, true)?;
         out.insert(fwd);
         out.insert(lin.clone());
         let mut t = transpose_func_raw(out, &lin)?;
         self.after("transpose", out, &[&t], None)?;
         insert_dup_drop(&mut t);
         self.after("dupdrop", out, &[&t], Some(Mode::LinearB))?;
-        self.simplify("simplify", out, &mut t, Mode::LinearB)?;
+        self.simplify("simplify", out, &mut t, Mode::LinearB, true)?;
         out.insert(t);
         Ok(u.n_results)
     }
@@ -326,7 +366,7 @@ impl<'o> Pipeline<'o> {
         let Some(f) = crate::vjp::fused_vjp(out, fwd, lin_t, n_out, &names.vjp) else {
             return Ok(None);
         };
-        self.after("fused vjp", out, &[&f], Some(Mode::LinearA))?;
+        self.after_final("fused vjp", out, &[&f], Mode::LinearA)?;
         out.insert(f);
         Ok(Some(names.vjp.clone()))
     }
@@ -381,7 +421,7 @@ pub fn differentiate_rule(
     let mut out = prog.clone();
     jvp.name = names.jvp.clone();
     pipeline.after("rule", &out, &[&jvp], Some(Mode::LinearA))?;
-    pipeline.simplify("simplify", &out, &mut jvp, Mode::LinearA)?;
+    pipeline.simplify("simplify", &out, &mut jvp, Mode::LinearA, true)?;
     out.insert(jvp.clone());
     let n_results = pipeline.unzip_and_transpose(&mut out, &jvp)?;
     let mut primal = out
@@ -391,7 +431,7 @@ pub fn differentiate_rule(
     primal.name = name.to_string();
     primal.body.results.truncate(n_results);
     crate::simplify::simplify_func(&mut primal, &out, &crate::simplify::Options::default());
-    pipeline.after("primal", &out, &[&primal], Some(Mode::LinearA))?;
+    pipeline.after_final("primal", &out, &[&primal], Mode::LinearA)?;
     out.insert(primal);
     Ok(Derivatives {
         program: out,

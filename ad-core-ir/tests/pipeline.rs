@@ -70,6 +70,36 @@ fn the_trace_records_every_pass_in_order() {
     assert_eq!(quiet.program, d.program);
 }
 
+/// Checking only the final functions (the macro's setting) derives the
+/// same programs as checking every pass: every function of every fixture
+/// that differentiates in all its parameters.
+#[test]
+fn checking_only_final_functions_derives_the_same_programs() {
+    use ad_core_ir::driver::{differentiate, Options};
+    let final_only = Options {
+        check_every_pass: false,
+        ..Options::default()
+    };
+    let mut derived = 0;
+    for (file, text) in fixtures::ALL {
+        let p = fixtures::program(text);
+        for f in &p.funcs {
+            let wrt = vec![true; f.params.len()];
+            let Ok(every) = differentiate(&p, &f.name, &wrt, &Options::default()) else {
+                continue;
+            };
+            let last = differentiate(&p, &f.name, &wrt, &final_only)
+                .unwrap_or_else(|e| panic!("{file} {}: {e:?}", f.name));
+            assert_eq!(last.program, every.program, "{file} {}", f.name);
+            derived += 1;
+        }
+    }
+    assert!(
+        derived >= 10,
+        "only {derived} fixture functions differentiate"
+    );
+}
+
 /// Errors reach the driver's caller by their kind: a construct reverse
 /// mode cannot handle (raised by transposition's shapes) is the user's
 /// `Unsupported`, with its message as raised.

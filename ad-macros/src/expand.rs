@@ -127,9 +127,12 @@ fn derivatives(
 ) -> Result<Result<(Derivatives, Derivatives), DriverError>, String> {
     let (prog, name) = (&lowered.program, &lowered.name);
     on_large_stack(move || {
-        // The one-sweep reverse mode only for the set `f_vjp` runs.
+        // The one-sweep reverse mode only for the set `f_vjp` runs. The
+        // final functions are checked; every pass's output only in a dump
+        // (a failure then names the pass).
         let opts = Options {
             trace,
+            check_every_pass: trace,
             fused_vjp: reverse,
             ..Options::default()
         };
