@@ -185,3 +185,130 @@ fn generator_covers_every_construct() {
     let max_used = sizes.iter().map(|s| s.1).max().unwrap_or(0);
     eprintln!("entry size: mean {mean_size:.1}, max {max_size}; choices used: max {max_used}");
 }
+
+/// The free variables of every block, lambda and statement of the derived
+/// programs (JVP, unzip and transpose outputs: nested bodies, linear
+/// variables) are those of the recursive definition `visit::free_vars_*`
+/// documents: a statement's are its operands' and nested blocks', less its
+/// own non-linear results; a block's, each statement's less those bound by
+/// earlier ones; a lambda's, its body's less its parameters.
+#[test]
+fn prop_free_vars_match_the_recursive_definition() {
+    use ad_core_ir::ir::{Atom, Block, Expr, Lambda, Stmt};
+    use ad_core_ir::visit::{
+        for_each_operand, free_vars_block, free_vars_lambda, free_vars_stmt, lambdas,
+        reads_free_lin, reads_free_nl, FreeVars,
+    };
+    use std::collections::BTreeSet;
+
+    fn block_ref(b: &Block) -> FreeVars {
+        let mut fv = FreeVars::default();
+        let mut bound = BTreeSet::new();
+        for s in &b.stmts {
+            let sf = stmt_ref(s);
+            fv.nl
+                .extend(sf.nl.into_iter().filter(|v| !bound.contains(v)));
+            fv.lin
+                .extend(sf.lin.into_iter().filter(|v| !bound.contains(v)));
+            bound.extend(s.binds.iter().chain(&s.lin_binds).copied());
+        }
+        for a in &b.results {
+            if let Atom::Var(v) = a {
+                if !bound.contains(v) {
+                    fv.nl.insert(*v);
+                }
+            }
+        }
+        fv.lin
+            .extend(b.lin_results.iter().filter(|v| !bound.contains(*v)));
+        fv
+    }
+    fn lambda_ref(l: &Lambda) -> FreeVars {
+        let mut fv = block_ref(&l.body);
+        for p in l.params.iter().chain(&l.lin_params) {
+            fv.nl.remove(p);
+            fv.lin.remove(p);
+        }
+        fv
+    }
+    fn stmt_ref(s: &Stmt) -> FreeVars {
+        let mut fv = FreeVars::default();
+        for_each_operand(
+            &s.expr,
+            &mut |a| {
+                if let Atom::Var(v) = a {
+                    fv.nl.insert(*v);
+                }
+            },
+            &mut |v| {
+                fv.lin.insert(v);
+            },
+        );
+        match &s.expr {
+            Expr::If(i) => {
+                fv.extend(block_ref(&i.then_));
+                fv.extend(block_ref(&i.else_));
+            }
+            e => {
+                for l in lambdas(e) {
+                    fv.extend(lambda_ref(l));
+                }
+            }
+        }
+        for b in &s.binds {
+            fv.nl.remove(b);
+        }
+        fv
+    }
+    fn compare(b: &Block, count: &mut usize) -> Result<(), String> {
+        if free_vars_block(b) != block_ref(b) {
+            return Err("a block".into());
+        }
+        for s in &b.stmts {
+            *count += 1;
+            let r = stmt_ref(s);
+            if free_vars_stmt(s) != r {
+                return Err(format!("statement binding {:?}", s.binds));
+            }
+            // The one-variable queries agree, on free variables and on
+            // variables the statement binds.
+            let probes =
+                r.nl.iter()
+                    .chain(&r.lin)
+                    .chain(&s.binds)
+                    .chain(&s.lin_binds);
+            for v in probes {
+                if reads_free_nl(s, *v) != r.nl.contains(v)
+                    || reads_free_lin(s, *v) != r.lin.contains(v)
+                {
+                    return Err(format!("one-variable query of {v:?}"));
+                }
+            }
+            match &s.expr {
+                Expr::If(i) => {
+                    compare(&i.then_, count)?;
+                    compare(&i.else_, count)?;
+                }
+                e => {
+                    for l in lambdas(e) {
+                        if free_vars_lambda(l) != lambda_ref(l) {
+                            return Err("a lambda".into());
+                        }
+                        compare(&l.body, count)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+    run_prop("free variables", |c| {
+        let d = differentiate(&c.prog, &c.entry, &c.wrt, &driver_options())
+            .map_err(|e| fail(format!("differentiate: {e}")))?;
+        let mut count = 0;
+        for f in &d.program.funcs {
+            compare(&f.body, &mut count)
+                .map_err(|e| fail(format!("`{}`: {e}\n{}", f.name, func_to_string(f))))?;
+        }
+        Ok(())
+    });
+}

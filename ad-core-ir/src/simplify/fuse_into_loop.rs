@@ -135,7 +135,7 @@ fn is_shape_of(s: &Stmt, v: Var) -> bool {
 
 /// Whether `s` reads `v` anywhere (operands or nested blocks).
 fn reads(s: &Stmt, v: Var) -> bool {
-    crate::visit::free_vars_stmt(s).nl.contains(&v)
+    crate::visit::reads_free_nl(s, v)
 }
 
 /// The producer's body computing element `i`, ending in `let z = result`

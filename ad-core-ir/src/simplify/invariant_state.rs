@@ -28,7 +28,7 @@
 //! `dup` before the loop), so no variable is created.
 
 use crate::ir::*;
-use crate::visit::free_vars_stmt;
+use crate::visit::reads_free_lin;
 
 /// Turns invariant linear loop state into captures everywhere in `f`.
 /// Returns whether anything changed.
@@ -58,7 +58,7 @@ fn chain_end(lam: &Lambda, k: usize) -> Option<Var> {
     let mut cur = *lam.lin_params.get(k)?;
     let mut from = 0;
     loop {
-        let user = (from..b.stmts.len()).find(|&q| free_vars_stmt(&b.stmts[q]).lin.contains(&cur));
+        let user = (from..b.stmts.len()).find(|&q| reads_free_lin(&b.stmts[q], cur));
         match user {
             None => {
                 let at: Vec<usize> = (0..b.lin_results.len())
