@@ -23,14 +23,22 @@
 //! are no longer computed, so a failure may disappear, never appear. The
 //! body moves into the loop (it is not copied), so binders stay unique.
 
-use super::facts::{count, counts_of, for_each_block_mut, stmt, touches_linear, Counts};
+use super::facts::{
+    count, counts_of, for_each_block_mut, stmt, touches_linear, Counts, CountsMemo,
+};
 use crate::ir::*;
 use crate::visit::substitute_block;
 use std::collections::HashMap;
 
 /// Fuses every eligible producer into its loop; returns whether anything changed.
 pub fn fuse_into_loop(f: &mut Func) -> bool {
-    let counts = counts_of(&f.body);
+    fuse_into_loop_with(f, &mut None)
+}
+
+/// [`fuse_into_loop`] with the body's counts kept between passes
+/// ([`CountsMemo`]).
+pub(crate) fn fuse_into_loop_with(f: &mut Func, memo: &mut CountsMemo) -> bool {
+    let counts = memo.take().unwrap_or_else(|| counts_of(&f.body));
     let vars = &f.vars;
     let mut changed = false;
     for_each_block_mut(&mut f.body, &mut |b| {
@@ -72,6 +80,9 @@ pub fn fuse_into_loop(f: &mut Func) -> bool {
             changed = true;
         }
     });
+    if !changed {
+        *memo = Some(counts);
+    }
     changed
 }
 

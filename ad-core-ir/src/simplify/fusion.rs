@@ -37,7 +37,9 @@
 //! ([`sum_to_loop`]).
 
 use super::engine::{Cx, Rule};
-use super::facts::{count, counts_of, for_each_block_mut, stmt, touches_linear, Counts};
+use super::facts::{
+    count, counts_of, for_each_block_mut, stmt, touches_linear, Counts, CountsMemo,
+};
 use crate::ir::*;
 use crate::types::Ty;
 use crate::visit::substitute_block;
@@ -58,11 +60,12 @@ fn fuse_pairs(
     is_producer: fn(&Expr) -> bool,
     operands: fn(&Stmt) -> Vec<Var>,
     fuse: Fuser,
+    memo: &mut CountsMemo,
 ) -> bool {
     if !any_stmt(&f.body, &|s| is_producer(&s.expr)) {
         return false;
     }
-    let counts = counts_of(&f.body);
+    let counts = memo.take().unwrap_or_else(|| counts_of(&f.body));
     let Func { body, vars, .. } = f;
     let mut changed = false;
     for_each_block_mut(body, &mut |b| {
@@ -99,6 +102,9 @@ fn fuse_pairs(
         }
         b.stmts = slots.into_iter().flatten().collect();
     });
+    if !changed {
+        *memo = Some(counts);
+    }
     changed
 }
 
@@ -168,7 +174,12 @@ fn array_operand(s: &Stmt) -> Vec<Var> {
 /// inner map is read only as an array operand of the outer one (non-linear
 /// and linear maps alike).
 pub fn map_map(f: &mut Func) -> bool {
-    fuse_pairs(f, is_map, map_array_operands, fuse_map_map)
+    map_map_with(f, &mut None)
+}
+
+/// [`map_map`] with the body's counts kept between passes ([`CountsMemo`]).
+pub(crate) fn map_map_with(f: &mut Func, memo: &mut CountsMemo) -> bool {
+    fuse_pairs(f, is_map, map_array_operands, fuse_map_map, memo)
 }
 
 fn fuse_map_map(
@@ -256,25 +267,38 @@ fn fuse_map_map(
 /// only by the consumer. Each element sees the same operations in the same
 /// order, so the values are the same bits.
 pub fn lin_elementwise(f: &mut Func) -> bool {
-    let into = fuse_pairs(f, is_map, lin_elementwise_operands, |p, c, v, n, vars| {
-        // `map_map` refuses a producer with a result the consumer does not
-        // read: no fresh variables are spent on writing the consumer as a map.
-        let reads = lin_elementwise_operands(c);
-        if !p
-            .binds
-            .iter()
-            .chain(&p.lin_binds)
-            .all(|r| reads.contains(r))
-        {
-            return None;
-        }
-        fuse_map_map(p, &lin_as_map(c, vars)?, v, n, vars)
-    });
+    lin_elementwise_with(f, &mut None)
+}
+
+/// [`lin_elementwise`] with the body's counts kept between passes
+/// ([`CountsMemo`]).
+pub(crate) fn lin_elementwise_with(f: &mut Func, memo: &mut CountsMemo) -> bool {
+    let into = fuse_pairs(
+        f,
+        is_map,
+        lin_elementwise_operands,
+        |p, c, v, n, vars| {
+            // `map_map` refuses a producer with a result the consumer does not
+            // read: no fresh variables are spent on writing the consumer as a map.
+            let reads = lin_elementwise_operands(c);
+            if !p
+                .binds
+                .iter()
+                .chain(&p.lin_binds)
+                .all(|r| reads.contains(r))
+            {
+                return None;
+            }
+            fuse_map_map(p, &lin_as_map(c, vars)?, v, n, vars)
+        },
+        memo,
+    );
     let from = fuse_pairs(
         f,
         is_lin_elementwise,
         map_array_operands,
         |p, c, v, n, vars| fuse_map_map(&lin_as_map(p, vars)?, c, v, n, vars),
+        memo,
     );
     into | from
 }
@@ -358,7 +382,12 @@ fn lin_as_map(s: &Stmt, vars: &mut VarTable) -> Option<Stmt> {
 /// `map(g, .. build(sh, f) ..) = build(sh, |i| g(.. f(i) .., other[i]..))`
 /// when the build (non-linear, scalar elements) is read only by the map.
 pub fn map_of_build(f: &mut Func) -> bool {
-    fuse_pairs(f, is_build, map_array_operands, fuse_map_of_build)
+    map_of_build_with(f, &mut None)
+}
+
+/// [`map_of_build`] with the body's counts kept between passes ([`CountsMemo`]).
+pub(crate) fn map_of_build_with(f: &mut Func, memo: &mut CountsMemo) -> bool {
+    fuse_pairs(f, is_build, map_array_operands, fuse_map_of_build, memo)
 }
 
 fn fuse_map_of_build(
@@ -432,7 +461,12 @@ fn fuse_map_of_build(
 /// when the build (non-linear, one result) is read only there: its body is
 /// inlined with the indices for its parameters.
 pub fn index_of_build(f: &mut Func) -> bool {
-    fuse_pairs(f, is_build, array_operand, fuse_index_of_build)
+    index_of_build_with(f, &mut None)
+}
+
+/// [`index_of_build`] with the body's counts kept between passes ([`CountsMemo`]).
+pub(crate) fn index_of_build_with(f: &mut Func, memo: &mut CountsMemo) -> bool {
+    fuse_pairs(f, is_build, array_operand, fuse_index_of_build, memo)
 }
 
 fn fuse_index_of_build(
@@ -481,7 +515,12 @@ fn fuse_index_of_build(
 /// when the build (non-linear, one result) is read only by the gather: only
 /// the gathered rows are computed.
 pub fn gather_of_build(f: &mut Func) -> bool {
-    fuse_pairs(f, is_build, array_operand, fuse_gather_of_build)
+    gather_of_build_with(f, &mut None)
+}
+
+/// [`gather_of_build`] with the body's counts kept between passes ([`CountsMemo`]).
+pub(crate) fn gather_of_build_with(f: &mut Func, memo: &mut CountsMemo) -> bool {
+    fuse_pairs(f, is_build, array_operand, fuse_gather_of_build, memo)
 }
 
 fn fuse_gather_of_build(
@@ -573,7 +612,12 @@ fn sums_vector(axis: &Option<usize>) -> bool {
 /// `x`, `y` when the map is read only by the sum; also `sum(map(|a| a * a, x))
 /// = matmul(x, x)`. The summation order may change.
 pub fn dot_of_map(f: &mut Func) -> bool {
-    fuse_pairs(f, is_map, array_operand, fuse_dot_of_map)
+    dot_of_map_with(f, &mut None)
+}
+
+/// [`dot_of_map`] with the body's counts kept between passes ([`CountsMemo`]).
+pub(crate) fn dot_of_map_with(f: &mut Func, memo: &mut CountsMemo) -> bool {
+    fuse_pairs(f, is_map, array_operand, fuse_dot_of_map, memo)
 }
 
 fn fuse_dot_of_map(
@@ -621,7 +665,12 @@ fn fuse_dot_of_map(
 /// `lsum(map(|a ; dx| lscale(a, dx), x ; dx)) = lmatmul(x ; dx)` for vectors
 /// (the linear dot product), when the map is read only by the sum.
 pub fn ldot_of_map(f: &mut Func) -> bool {
-    fuse_pairs(f, is_map, array_operand, fuse_ldot_of_map)
+    ldot_of_map_with(f, &mut None)
+}
+
+/// [`ldot_of_map`] with the body's counts kept between passes ([`CountsMemo`]).
+pub(crate) fn ldot_of_map_with(f: &mut Func, memo: &mut CountsMemo) -> bool {
+    fuse_pairs(f, is_map, array_operand, fuse_ldot_of_map, memo)
 }
 
 fn fuse_ldot_of_map(
@@ -687,7 +736,12 @@ fn fuse_ldot_of_map(
 /// `sum(build(n, f)) = loop n (acc = 0) |i| { acc + f(i) }`: no intermediate
 /// array (off by default: it trades a parallel build for a sequential loop).
 pub fn sum_to_loop(f: &mut Func) -> bool {
-    fuse_pairs(f, is_build, array_operand, fuse_sum_to_loop)
+    sum_to_loop_with(f, &mut None)
+}
+
+/// [`sum_to_loop`] with the body's counts kept between passes ([`CountsMemo`]).
+pub(crate) fn sum_to_loop_with(f: &mut Func, memo: &mut CountsMemo) -> bool {
+    fuse_pairs(f, is_build, array_operand, fuse_sum_to_loop, memo)
 }
 
 fn fuse_sum_to_loop(

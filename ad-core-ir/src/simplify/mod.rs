@@ -113,16 +113,19 @@ pub fn sweep(f: &mut Func, prog: &Program, opts: &Options) -> bool {
         changed |= cse::cse(f);
     }
     if opts.fuse {
-        changed |= fusion::map_map(f);
-        changed |= fusion::lin_elementwise(f);
-        changed |= fusion::map_of_build(f);
-        changed |= fusion::index_of_build(f);
-        changed |= fuse_into_loop::fuse_into_loop(f);
-        changed |= fusion::gather_of_build(f);
-        changed |= fusion::dot_of_map(f);
-        changed |= fusion::ldot_of_map(f);
+        // One count of the body for the fusion passes, recomputed only
+        // after a pass changed it.
+        let memo = &mut None;
+        changed |= fusion::map_map_with(f, memo);
+        changed |= fusion::lin_elementwise_with(f, memo);
+        changed |= fusion::map_of_build_with(f, memo);
+        changed |= fusion::index_of_build_with(f, memo);
+        changed |= fuse_into_loop::fuse_into_loop_with(f, memo);
+        changed |= fusion::gather_of_build_with(f, memo);
+        changed |= fusion::dot_of_map_with(f, memo);
+        changed |= fusion::ldot_of_map_with(f, memo);
         if opts.sum_to_loop {
-            changed |= fusion::sum_to_loop(f);
+            changed |= fusion::sum_to_loop_with(f, memo);
         }
     }
     if opts.licm {
