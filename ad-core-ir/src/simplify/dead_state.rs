@@ -14,7 +14,7 @@
 //! primal was already found dead.
 
 use crate::ir::*;
-use crate::visit::{free_vars_stmt, map_operands};
+use crate::visit::{for_each_operand, free_vars_stmt, reads_free_lin};
 use std::collections::BTreeSet;
 
 /// Removes dead linear loop state everywhere in `f`. Returns whether anything changed.
@@ -25,11 +25,18 @@ pub fn dead_lin_state(f: &mut Func) -> bool {
 /// The linear variables a statement reads (operands and captures).
 fn lin_reads(s: &Stmt) -> BTreeSet<Var> {
     let mut out: BTreeSet<Var> = free_vars_stmt(s).lin;
-    let mut e = s.expr.clone();
-    map_operands(&mut e, &mut |_| {}, &mut |v| {
-        out.insert(*v);
+    for_each_operand(&s.expr, &mut |_| {}, &mut |v| {
+        out.insert(v);
     });
     out
+}
+
+/// Whether `s` reads the linear variable `v` (`lin_reads(s).contains(&v)`
+/// without the set of the others).
+fn reads_lin(s: &Stmt, v: Var) -> bool {
+    let mut direct = false;
+    for_each_operand(&s.expr, &mut |_| {}, &mut |x| direct |= x == v);
+    direct || reads_free_lin(s, v)
 }
 
 /// Index of the statement after `from` that drops `v`, if that is its only use.
@@ -41,7 +48,7 @@ fn dropped_at(b: &Block, from: usize, v: Var) -> Option<usize> {
         .iter()
         .enumerate()
         .skip(from + 1)
-        .find(|(_, s)| lin_reads(s).contains(&v))
+        .find(|(_, s)| reads_lin(s, v))
         .and_then(|(k, s)| matches!(s.expr, Expr::Lin(LinOp::Drop(x)) if x == v).then_some(k))
 }
 

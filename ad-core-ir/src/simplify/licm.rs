@@ -66,11 +66,13 @@ fn hoist_from(lam: &mut Lambda, vars: &VarTable, nonneg: &HashSet<Var>) -> Vec<S
     let mut out = vec![];
     let mut kept = vec![];
     for s in std::mem::take(&mut lam.body.stmts) {
-        let fv = free_vars_stmt(&s);
-        if fv.lin.is_empty()
-            && fv.nl.iter().all(|v| !inner.contains(v))
-            && hoistable(&s, vars, nonneg)
-        {
+        // The cheap test first: most statements of a body (the linear ones,
+        // those that can fail) are not hoistable, whatever they read.
+        let invariant = |s: &Stmt| {
+            let fv = free_vars_stmt(s);
+            fv.lin.is_empty() && fv.nl.iter().all(|v| !inner.contains(v))
+        };
+        if hoistable(&s, vars, nonneg) && invariant(&s) {
             out.push(s);
         } else {
             inner.extend(s.binds.iter().chain(&s.lin_binds).copied());
