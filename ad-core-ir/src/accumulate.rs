@@ -24,7 +24,7 @@
 //! in any order or in parallel, and whose results are added in a fixed order.
 
 use crate::ir::*;
-use crate::visit::{blocks, free_vars_stmt};
+use crate::visit::{blocks, reads_free_lin};
 use std::collections::HashMap;
 
 /// Whether `l` is an accumulation loop: no non-linear state, no stacked
@@ -196,7 +196,7 @@ fn affine(a: &Atom, i: Var, defs: &HashMap<Var, &Expr>) -> Option<(i64, i64)> {
 
 /// Whether statement `s` reads linear `v` (as an operand or inside a body).
 fn uses(s: &Stmt, v: Var) -> bool {
-    free_vars_stmt(s).lin.contains(&v)
+    reads_free_lin(s, v)
 }
 
 /// Whether `v` is read inside the bodies of `s` (not only as its operand).
