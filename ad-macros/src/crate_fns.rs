@@ -465,7 +465,7 @@ fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
                         _ => {}
                     }
                 }
-                let uses_f32 = crate::f32s::fn_mentions_f32(f);
+                let uses_f32 = crate::f32s::mentions_f32(quote::ToTokens::to_token_stream(f));
                 let ret = match &f.sig.output {
                     syn::ReturnType::Default => None,
                     syn::ReturnType::Type(_, t) => {

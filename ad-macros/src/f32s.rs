@@ -90,20 +90,15 @@ pub fn mentions_f32(tokens: TokenStream) -> bool {
     })
 }
 
-/// Whether function `func` mentions the type `f32` ([`mentions_f32`]): a
-/// function may be called `f32`, or call one.
-pub fn fn_mentions_f32(func: &syn::ItemFn) -> bool {
-    mentions_f32(func.to_token_stream())
-}
-
-/// If `func` mentions `f32` ([`fn_mentions_f32`]), its expansion through an
-/// `f64` shadow (see the module doc); `None` otherwise.
+/// If `func` mentions the type `f32` ([`mentions_f32`]: a function may be
+/// called `f32`, or call one), its expansion through an `f64` shadow (see
+/// the module doc); `None` otherwise.
 pub fn expand(
     args: &Args,
     attr: &TokenStream,
     func: &syn::ItemFn,
 ) -> Option<Result<TokenStream, Vec<syn::Error>>> {
-    fn_mentions_f32(func).then(|| expand_shadow(args, attr, func))
+    mentions_f32(func.to_token_stream()).then(|| expand_shadow(args, attr, func))
 }
 
 fn expand_shadow(

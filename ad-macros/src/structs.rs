@@ -525,7 +525,7 @@ fn expand_flat(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::
     // With `f32` fields or parameters the flat function is an `f32`
     // function: differentiated through its `f64` shadow, whose signature
     // gives the parameter kinds (the wrappers write `f32` types).
-    let f32 = crate::f32s::fn_mentions_f32(&flat);
+    let f32 = crate::f32s::mentions_f32(flat.to_token_stream());
     let (generated, kinds_of) = if f32 {
         let flat_args = Args::parse(attr.clone()).map_err(rename)?;
         let generated = crate::f32s::companions(&flat_args, &attr, &flat).map_err(rename)?;
