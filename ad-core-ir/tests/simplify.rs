@@ -1031,7 +1031,7 @@ fn map_map_nonlinear() {
         vec![b.prim(Prim::Add, &[a.into(), p[2].into()]).into()]
     })[0];
     let f = b.finish(vec![m.into()], vec![]);
-    let g = pass(&f, fusion::map_map);
+    let g = pass(&f, |f| fusion::map_map(f, &mut None));
     assert_eq!(count(&g, &|e| matches!(e, Expr::Map(_))), 1);
     let ins: Inputs = vec![
         (
@@ -1075,7 +1075,7 @@ fn map_map_linear() {
         body: body2,
     }));
     let f = b.finish(vec![], d2);
-    let g = pass(&f, fusion::map_map);
+    let g = pass(&f, |f| fusion::map_map(f, &mut None));
     assert_eq!(count(&g, &|e| matches!(e, Expr::Map(_))), 1);
     let ins: Inputs = vec![(vec![vec_f(&[0.1, 0.2, 0.3])], vec![vec_f(&[1.0, 2.0, 3.0])])];
     verify(&f, &g, Mode::LinearB, &ins, 0.0);
@@ -1094,7 +1094,7 @@ fn fixture_func(text: &str) -> Func {
 #[test]
 fn lin_elementwise_ops_fuse_with_maps() {
     let f = fixture_func(fixtures::SUM_OF_MAP_OUTPUTS);
-    let g = pass(&f, fusion::lin_elementwise);
+    let g = pass(&f, |f| fusion::lin_elementwise(f, &mut None));
     let lin_ops = |g: &Func| {
         count(g, &|e| {
             matches!(e, Expr::Lin(LinOp::Add(..) | LinOp::Neg(_)))
@@ -1108,7 +1108,7 @@ fn lin_elementwise_ops_fuse_with_maps() {
         .iter()
         .all(|s| !matches!(s.expr, Expr::Lin(LinOp::Add(..) | LinOp::Neg(_)))));
     assert_eq!(lin_ops(&g), lin_ops(&f));
-    let h = pass(&g, fusion::map_map);
+    let h = pass(&g, |f| fusion::map_map(f, &mut None));
     assert_eq!(count(&h, &|e| matches!(e, Expr::Map(_))), 1);
     let ins: Inputs = vec![(
         vec![vec_f(&[0.5, -1.25, 3.0])],
@@ -1142,7 +1142,7 @@ fn lin_elementwise_takes_other_operands_and_leaves_scalars() {
 }
 ";
     let f = fixture_func(text);
-    let g = pass(&f, fusion::lin_elementwise);
+    let g = pass(&f, |f| fusion::lin_elementwise(f, &mut None));
     let top =
         |g: &Func, p: &dyn Fn(&Expr) -> bool| g.body.stmts.iter().filter(|s| p(&s.expr)).count();
     assert_eq!(top(&g, &|e| matches!(e, Expr::Lin(LinOp::Add(..)))), 0);
@@ -1193,9 +1193,9 @@ fn map_of_build_and_index_of_build() {
     })[0];
     let e = b.index(bl2.into(), &[i.into(), Atom::I64(1)]);
     let f = b.finish(vec![m.into(), e.into()], vec![]);
-    let g = pass(&f, fusion::map_of_build);
+    let g = pass(&f, |f| fusion::map_of_build(f, &mut None));
     assert_eq!(count(&g, &|e| matches!(e, Expr::Map(_))), 0);
-    let g = pass(&g, fusion::index_of_build);
+    let g = pass(&g, |f| fusion::index_of_build(f, &mut None));
     assert_eq!(
         count(&g, &|e| matches!(e, Expr::Build(_))),
         1,
@@ -1292,7 +1292,7 @@ fn gather_of_build() {
         idx: idx.into(),
     });
     let f = b.finish(vec![g0.into()], vec![]);
-    let g = pass(&f, fusion::gather_of_build);
+    let g = pass(&f, |f| fusion::gather_of_build(f, &mut None));
     assert_eq!(
         count(&g, &|e| matches!(e, Expr::Array(ArrayOp::Gather { .. }))),
         0
@@ -1346,8 +1346,8 @@ fn dot_of_map_and_ldot_of_map() {
         axis: None,
     });
     let f = b.finish(vec![s.into(), s2.into()], vec![ds]);
-    let g = pass(&f, fusion::dot_of_map);
-    let g = pass(&g, fusion::ldot_of_map);
+    let g = pass(&f, |f| fusion::dot_of_map(f, &mut None));
+    let g = pass(&g, |f| fusion::ldot_of_map(f, &mut None));
     assert_eq!(count(&g, &|e| matches!(e, Expr::Map(_))), 0);
     assert_eq!(
         count(&g, &|e| matches!(
@@ -1377,7 +1377,7 @@ fn sum_to_loop() {
         axis: None,
     });
     let f = b.finish(vec![s.into()], vec![]);
-    let g = pass(&f, fusion::sum_to_loop);
+    let g = pass(&f, |f| fusion::sum_to_loop(f, &mut None));
     assert_eq!(count(&g, &|e| matches!(e, Expr::Loop(_))), 1);
     assert_eq!(count(&g, &|e| matches!(e, Expr::Build(_))), 0);
     let ins: Inputs = [0, 1, 10]
@@ -1478,7 +1478,7 @@ fn row_sums_of_exp() -> Func {
 #[test]
 fn fuse_into_loop_computes_each_element_where_the_loop_reads_it() {
     let f = row_sums_of_exp();
-    let g = pass(&f, fuse_into_loop::fuse_into_loop);
+    let g = pass(&f, |f| fuse_into_loop::fuse_into_loop(f, &mut None));
     assert_eq!(
         count(&g, &|e| matches!(e, Expr::Map(_))),
         0,
@@ -1510,7 +1510,7 @@ fn fuse_into_loop_leaves_arrays_read_twice_or_at_other_indices() {
         )
     });
     let f = b.finish(vec![st[0].into()], vec![]);
-    assert!(!fuse_into_loop::fuse_into_loop(&mut f.clone()));
+    assert!(!fuse_into_loop::fuse_into_loop(&mut f.clone(), &mut None));
     // A build read by a loop that may run past its extent: reading `y` there
     // fails, the fused body (no array read) would not.
     let mut b = new_builder("g");
@@ -1526,7 +1526,7 @@ fn fuse_into_loop_leaves_arrays_read_twice_or_at_other_indices() {
         )
     });
     let g = b.finish(vec![st[0].into()], vec![]);
-    assert!(!fuse_into_loop::fuse_into_loop(&mut g.clone()));
+    assert!(!fuse_into_loop::fuse_into_loop(&mut g.clone(), &mut None));
     assert!(run(&prog_of(&g), "g", &[Value::I64(5)], &[]).is_err());
 }
 

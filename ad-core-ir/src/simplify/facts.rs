@@ -260,7 +260,8 @@ pub fn count_block(b: &Block, counts: &mut Counts, add: bool) {
 /// The occurrence counts of a function's body, kept by a sequence of passes
 /// while none of them changes the body (a pass takes them, or computes them,
 /// and puts them back only if it changed nothing): the fusion passes of a
-/// sweep share one count instead of each counting the whole body.
+/// sweep share one count instead of each counting the whole body. Each
+/// fusion pass takes one (`&mut None` counts afresh).
 pub type CountsMemo = Option<Counts>;
 
 /// Occurrence counts of a whole block.

@@ -30,14 +30,10 @@ use crate::ir::*;
 use crate::visit::substitute_block;
 use std::collections::HashMap;
 
-/// Fuses every eligible producer into its loop; returns whether anything changed.
-pub fn fuse_into_loop(f: &mut Func) -> bool {
-    fuse_into_loop_with(f, &mut None)
-}
-
-/// [`fuse_into_loop`] with the body's counts kept between passes
-/// ([`CountsMemo`]).
-pub(crate) fn fuse_into_loop_with(f: &mut Func, memo: &mut CountsMemo) -> bool {
+/// Fuses every eligible producer into its loop; returns whether anything
+/// changed. `memo`: the body's counts shared between passes ([`CountsMemo`];
+/// `&mut None` to count afresh).
+pub fn fuse_into_loop(f: &mut Func, memo: &mut CountsMemo) -> bool {
     let counts = memo.take().unwrap_or_else(|| counts_of(&f.body));
     let vars = &f.vars;
     let mut changed = false;

@@ -173,12 +173,7 @@ fn array_operand(s: &Stmt) -> Vec<Var> {
 /// `map(g, .. map(f, xs) ..) = map(g ∘ f, xs ..)` when every result of the
 /// inner map is read only as an array operand of the outer one (non-linear
 /// and linear maps alike).
-pub fn map_map(f: &mut Func) -> bool {
-    map_map_with(f, &mut None)
-}
-
-/// [`map_map`] with the body's counts kept between passes ([`CountsMemo`]).
-pub(crate) fn map_map_with(f: &mut Func, memo: &mut CountsMemo) -> bool {
+pub fn map_map(f: &mut Func, memo: &mut CountsMemo) -> bool {
     fuse_pairs(f, is_map, map_array_operands, fuse_map_map, memo)
 }
 
@@ -266,13 +261,7 @@ fn fuse_map_map(
 /// The same conditions as [`map_map`]: every result of the producer is read
 /// only by the consumer. Each element sees the same operations in the same
 /// order, so the values are the same bits.
-pub fn lin_elementwise(f: &mut Func) -> bool {
-    lin_elementwise_with(f, &mut None)
-}
-
-/// [`lin_elementwise`] with the body's counts kept between passes
-/// ([`CountsMemo`]).
-pub(crate) fn lin_elementwise_with(f: &mut Func, memo: &mut CountsMemo) -> bool {
+pub fn lin_elementwise(f: &mut Func, memo: &mut CountsMemo) -> bool {
     let into = fuse_pairs(
         f,
         is_map,
@@ -381,12 +370,7 @@ fn lin_as_map(s: &Stmt, vars: &mut VarTable) -> Option<Stmt> {
 
 /// `map(g, .. build(sh, f) ..) = build(sh, |i| g(.. f(i) .., other[i]..))`
 /// when the build (non-linear, scalar elements) is read only by the map.
-pub fn map_of_build(f: &mut Func) -> bool {
-    map_of_build_with(f, &mut None)
-}
-
-/// [`map_of_build`] with the body's counts kept between passes ([`CountsMemo`]).
-pub(crate) fn map_of_build_with(f: &mut Func, memo: &mut CountsMemo) -> bool {
+pub fn map_of_build(f: &mut Func, memo: &mut CountsMemo) -> bool {
     fuse_pairs(f, is_build, map_array_operands, fuse_map_of_build, memo)
 }
 
@@ -460,12 +444,7 @@ fn fuse_map_of_build(
 /// `build(sh, f)[i..] = f(i..)` for a full index of the build's index space
 /// when the build (non-linear, one result) is read only there: its body is
 /// inlined with the indices for its parameters.
-pub fn index_of_build(f: &mut Func) -> bool {
-    index_of_build_with(f, &mut None)
-}
-
-/// [`index_of_build`] with the body's counts kept between passes ([`CountsMemo`]).
-pub(crate) fn index_of_build_with(f: &mut Func, memo: &mut CountsMemo) -> bool {
+pub fn index_of_build(f: &mut Func, memo: &mut CountsMemo) -> bool {
     fuse_pairs(f, is_build, array_operand, fuse_index_of_build, memo)
 }
 
@@ -514,12 +493,7 @@ fn fuse_index_of_build(
 /// `gather(build(sh, f), idx) = build([len idx, sh[1..]], |k, j..| f(idx[k], j..))`
 /// when the build (non-linear, one result) is read only by the gather: only
 /// the gathered rows are computed.
-pub fn gather_of_build(f: &mut Func) -> bool {
-    gather_of_build_with(f, &mut None)
-}
-
-/// [`gather_of_build`] with the body's counts kept between passes ([`CountsMemo`]).
-pub(crate) fn gather_of_build_with(f: &mut Func, memo: &mut CountsMemo) -> bool {
+pub fn gather_of_build(f: &mut Func, memo: &mut CountsMemo) -> bool {
     fuse_pairs(f, is_build, array_operand, fuse_gather_of_build, memo)
 }
 
@@ -611,12 +585,7 @@ fn sums_vector(axis: &Option<usize>) -> bool {
 /// `sum(map(|a, b| a * b, x, y)) = matmul(x, y)` (a dot product) for vectors
 /// `x`, `y` when the map is read only by the sum; also `sum(map(|a| a * a, x))
 /// = matmul(x, x)`. The summation order may change.
-pub fn dot_of_map(f: &mut Func) -> bool {
-    dot_of_map_with(f, &mut None)
-}
-
-/// [`dot_of_map`] with the body's counts kept between passes ([`CountsMemo`]).
-pub(crate) fn dot_of_map_with(f: &mut Func, memo: &mut CountsMemo) -> bool {
+pub fn dot_of_map(f: &mut Func, memo: &mut CountsMemo) -> bool {
     fuse_pairs(f, is_map, array_operand, fuse_dot_of_map, memo)
 }
 
@@ -664,12 +633,7 @@ fn fuse_dot_of_map(
 
 /// `lsum(map(|a ; dx| lscale(a, dx), x ; dx)) = lmatmul(x ; dx)` for vectors
 /// (the linear dot product), when the map is read only by the sum.
-pub fn ldot_of_map(f: &mut Func) -> bool {
-    ldot_of_map_with(f, &mut None)
-}
-
-/// [`ldot_of_map`] with the body's counts kept between passes ([`CountsMemo`]).
-pub(crate) fn ldot_of_map_with(f: &mut Func, memo: &mut CountsMemo) -> bool {
+pub fn ldot_of_map(f: &mut Func, memo: &mut CountsMemo) -> bool {
     fuse_pairs(f, is_map, array_operand, fuse_ldot_of_map, memo)
 }
 
@@ -735,12 +699,7 @@ fn fuse_ldot_of_map(
 
 /// `sum(build(n, f)) = loop n (acc = 0) |i| { acc + f(i) }`: no intermediate
 /// array (off by default: it trades a parallel build for a sequential loop).
-pub fn sum_to_loop(f: &mut Func) -> bool {
-    sum_to_loop_with(f, &mut None)
-}
-
-/// [`sum_to_loop`] with the body's counts kept between passes ([`CountsMemo`]).
-pub(crate) fn sum_to_loop_with(f: &mut Func, memo: &mut CountsMemo) -> bool {
+pub fn sum_to_loop(f: &mut Func, memo: &mut CountsMemo) -> bool {
     fuse_pairs(f, is_build, array_operand, fuse_sum_to_loop, memo)
 }
 

@@ -116,16 +116,16 @@ pub fn sweep(f: &mut Func, prog: &Program, opts: &Options) -> bool {
         // One count of the body for the fusion passes, recomputed only
         // after a pass changed it.
         let memo = &mut None;
-        changed |= fusion::map_map_with(f, memo);
-        changed |= fusion::lin_elementwise_with(f, memo);
-        changed |= fusion::map_of_build_with(f, memo);
-        changed |= fusion::index_of_build_with(f, memo);
-        changed |= fuse_into_loop::fuse_into_loop_with(f, memo);
-        changed |= fusion::gather_of_build_with(f, memo);
-        changed |= fusion::dot_of_map_with(f, memo);
-        changed |= fusion::ldot_of_map_with(f, memo);
+        changed |= fusion::map_map(f, memo);
+        changed |= fusion::lin_elementwise(f, memo);
+        changed |= fusion::map_of_build(f, memo);
+        changed |= fusion::index_of_build(f, memo);
+        changed |= fuse_into_loop::fuse_into_loop(f, memo);
+        changed |= fusion::gather_of_build(f, memo);
+        changed |= fusion::dot_of_map(f, memo);
+        changed |= fusion::ldot_of_map(f, memo);
         if opts.sum_to_loop {
-            changed |= fusion::sum_to_loop_with(f, memo);
+            changed |= fusion::sum_to_loop(f, memo);
         }
     }
     if opts.licm {
@@ -173,7 +173,7 @@ pub fn exact(f: &mut Func, opts: &Options) -> bool {
     for _ in 0..opts.max_sweeps {
         let mut changed = false;
         if opts.fuse {
-            changed |= fuse_into_loop::fuse_into_loop(f);
+            changed |= fuse_into_loop::fuse_into_loop(f, &mut None);
         }
         if opts.licm {
             changed |= tabulate::tabulate(f);
