@@ -216,8 +216,12 @@ where
     }
     let a = a.view();
     // Note [rows path]: when the reduced axis is not contiguous, whole rows
-    // (index_axis(axis, k)) are streamed into per-lane accumulator rows.
-    let rows = a.stride_of(ax).unsigned_abs() != 1 && n > 1 && out_len >= 2 * LANES;
+    // (index_axis(axis, k)) are streamed into per-lane accumulator rows;
+    // wide outputs only, unless the rows are the consecutive rows of a
+    // row-major buffer (`fold_rows_flat`: a group of 8 is one pass).
+    let rows = a.stride_of(ax).unsigned_abs() != 1
+        && n > 1
+        && (out_len >= 2 * LANES || (axis == 0 && a.is_standard_layout()));
     let parallel = par::go_parallel(a.len());
     // Output blocks along the longest output axis (none for a 0-d output).
     let (ob, k, nb) = match (0..out_dim.ndim()).rev().max_by_key(|&i| out_dim[i]) {
@@ -395,6 +399,10 @@ where
     } else {
         None
     };
+    if let Some(xs) = flat {
+        fold_rows_flat(op, xs, w, base, &ps, l0, &mut accs);
+        return accs;
+    }
     let mine = (0..rows).filter(|k| k % LANES >= l0 && k % LANES < l0 + count);
     for k in mine {
         let l = k % LANES - l0;
@@ -434,6 +442,69 @@ where
         }
     }
     accs
+}
+
+/// [`fold_rows_lane`] over a row-major buffer `xs` of rows of `w`
+/// elements, for the `accs.len() / w` lanes from `l0`: rows `8g + l0 ..`
+/// of every group of 8 rows lie back to back as the lane rows do in
+/// `accs`, so each group is one elementwise pass over `accs` (a plain
+/// vector add for a sum). The same arithmetic, in the same order per
+/// output element, as the row-by-row loop.
+fn fold_rows_flat<T, O>(
+    op: &O,
+    xs: &[T],
+    w: usize,
+    base: usize,
+    ps: &[O::P],
+    l0: usize,
+    accs: &mut [O::Acc],
+) where
+    T: Elem,
+    O: LaneOp<T>,
+{
+    let count = accs.len() / w.max(1);
+    if w == 0 || count == 0 {
+        return;
+    }
+    let rows = xs.len() / w;
+    let span = count * w;
+    // The parameters of every lane row back to back, as `accs`.
+    let pz: Vec<O::P> = (0..count).flat_map(|_| ps.iter().copied()).collect();
+    let groups = rows / LANES;
+    for g in 0..groups {
+        let lo = (g * LANES + l0) * w;
+        let group = &xs[lo..lo + span];
+        let j0 = base + g * LANES + l0;
+        let (mut l, mut i) = (0, 0);
+        for ((a, &x), &p) in accs.iter_mut().zip(group).zip(&pz) {
+            *a = if g == 0 {
+                op.first(x, j0 + l, p)
+            } else {
+                op.step(*a, x, j0 + l, p)
+            };
+            i += 1;
+            if i == w {
+                i = 0;
+                l += 1;
+            }
+        }
+    }
+    // The last rows, fewer than 8: each its lane's next (or first) row.
+    for k in groups * LANES..rows {
+        let l = k % LANES;
+        if l < l0 || l >= l0 + count {
+            continue;
+        }
+        let acc = &mut accs[(l - l0) * w..(l - l0 + 1) * w];
+        let row = &xs[k * w..(k + 1) * w];
+        for ((a, &x), &p) in acc.iter_mut().zip(row).zip(ps) {
+            *a = if k < LANES {
+                op.first(x, base + k, p)
+            } else {
+                op.step(*a, x, base + k, p)
+            };
+        }
+    }
 }
 
 /// The lane tree of [`tree`], elementwise over 8 lane rows stored back to

@@ -97,6 +97,37 @@ fn sum_axis_all_ranks_and_layouts() {
     }
 }
 
+/// Axis-0 reductions of narrow row-major matrices (rows consecutive in
+/// memory, whatever their width) take the rows path a group of 8 rows at a
+/// time: each column still gets exactly the bits of reducing it alone, for
+/// row counts below, at and around the 8-row group and the chunk.
+#[test]
+fn narrow_row_major_axis_0_reductions_match_each_column() {
+    low_threshold();
+    for rows in [1, 2, 7, 8, 9, 15, 17, 8191, 8192, 8193, 20_003] {
+        for w in [1, 2, 3, 10] {
+            let a = mat(rows, w, (rows * 31 + w) as u64).mapv(|v| v * 40.0);
+            let s = sum_axis(&a, 0);
+            let (mx, imx) = max_arg_axis(&a, 0);
+            let (pr, z) = product_axis(&a.mapv(|v| 1.0 + 1e-3 * v), 0);
+            let lse = logsumexp_axis(&a, 0);
+            for j in 0..w {
+                let col = a.column(j);
+                let tag = format!("{rows}x{w} column {j}");
+                assert_eq!(s[j].to_bits(), sum(&col).to_bits(), "sum {tag}");
+                assert_eq!((mx[j], imx[j]), max_arg(&col), "max_arg {tag}");
+                let (cp, cz) = product(&col.mapv(|v| 1.0 + 1e-3 * v));
+                assert_eq!((pr[j].to_bits(), z[j]), (cp.to_bits(), cz), "product {tag}");
+                assert_eq!(
+                    lse[j].to_bits(),
+                    logsumexp(&col).to_bits(),
+                    "logsumexp {tag}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn product_counts_zeros() {
     low_threshold();
