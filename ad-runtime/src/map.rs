@@ -18,7 +18,7 @@
 
 use crate::check;
 use crate::par;
-use crate::scratch::{is_large, output_filled, output_vec};
+use crate::scratch::{is_large, output_for_overwrite, output_vec};
 use ndarray::{Array, ArrayBase, CowArray, Data, Dimension, IntoDimension, Zip};
 
 /// `out[idx] = f(idx)` for every index of `shape`.
@@ -88,9 +88,10 @@ fn from_vec<T, D: Dimension>(dim: D, v: Vec<T>) -> Array<T, D> {
 }
 
 /// For a large result (at least [`crate::POOL_MIN_BYTES`]): a row-major array of
-/// `dim` whose buffer is pooled, every element `first()` (the first
-/// element's value; `f` is pure), for the kernel to overwrite in `Zip`'s
-/// order (the fast walk over strided inputs, which is not row-major).
+/// `dim` whose buffer is pooled, for the kernel to overwrite in `Zip`'s
+/// order (the fast walk over strided inputs, which is not row-major); its
+/// values are a pooled buffer's, or `first()` (the first element's value;
+/// `f` is pure) beyond that buffer's length.
 /// `None` for a small or empty result: `Zip` then allocates it.
 fn prefilled<T: Copy + 'static, D: Dimension>(
     dim: D,
@@ -100,7 +101,7 @@ fn prefilled<T: Copy + 'static, D: Dimension>(
     if n == 0 || !is_large::<T>(n) {
         return None;
     }
-    Some(from_vec(dim, output_filled(n, first())))
+    Some(from_vec(dim, output_for_overwrite(n, first())))
 }
 
 /// `a` itself when row-major, else a row-major copy.

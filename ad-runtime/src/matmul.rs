@@ -217,9 +217,15 @@ fn gemm<T: Elem>(kernel: &str, a: ArrayView2<'_, T>, b: ArrayView2<'_, T>) -> Ar
             b.shape()
         );
     }
-    let buf = crate::scratch::output_filled(m * n, T::ZERO);
+    // With beta = 0 the product overwrites C (ndarray: C need not be
+    // initialised), unless there is no product to write (k = 0: zeros).
+    let buf = if k == 0 {
+        crate::scratch::output_filled(m * n, T::ZERO)
+    } else {
+        crate::scratch::output_for_overwrite(m * n, T::ZERO)
+    };
     let mut c = Array2::from_shape_vec((m, n), buf).expect("row-major shape");
-    if m == 0 || n == 0 {
+    if m == 0 || n == 0 || k == 0 {
         return c;
     }
     let parallel = par::go_parallel((m * n).saturating_mul(k) / 8);

@@ -112,7 +112,7 @@ impl<T: Pooled> Scratch<T> {
     /// small (the old one goes back to the pool).
     fn hold(&mut self, n: usize) {
         if self.buf.capacity() < n {
-            let old = std::mem::replace(&mut self.buf, take_buffer(n));
+            let old = std::mem::replace(&mut self.buf, take_buffer_as_is(n));
             drop(Scratch { buf: old });
         }
     }
@@ -195,7 +195,16 @@ impl<T: Pooled> Drop for Scratch<T> {
 /// that holds `n` (no allocation), else a new one. Give it back through
 /// [`recycle`] (as an array's buffer) once dead.
 pub(crate) fn take_buffer<T: Pooled>(n: usize) -> Vec<T> {
-    let mut buf = T::with_pool(|p| {
+    let mut buf = take_buffer_as_is(n);
+    buf.clear();
+    buf
+}
+
+/// [`take_buffer`] with the values the pooled buffer holds left in it (a
+/// vector of any length up to its capacity, which holds `n`): for callers
+/// that overwrite what they read.
+fn take_buffer_as_is<T: Pooled>(n: usize) -> Vec<T> {
+    T::with_pool(|p| {
         // The newest buffer that fits without waste (a loop taking and
         // giving back a few buffers per iteration finds its own at once).
         let snug = |b: &Vec<T>| b.capacity() >= n && b.capacity() / 2 <= n.max(256);
@@ -211,9 +220,7 @@ pub(crate) fn take_buffer<T: Pooled>(n: usize) -> Vec<T> {
         Some(p.remove(best))
     })
     .flatten()
-    .unwrap_or_else(|| Vec::with_capacity(n));
-    buf.clear();
-    buf
+    .unwrap_or_else(|| Vec::with_capacity(n))
 }
 
 /// Whether `n` values of `T` take at least [`POOL_MIN_BYTES`]: a buffer
@@ -258,6 +265,31 @@ pub(crate) fn output_filled<T: Copy + 'static>(n: usize, value: T) -> Vec<T> {
     v
 }
 
+/// `n` values for a kernel that overwrites every one before reading any:
+/// a pooled buffer's values as they are when `T` has a pool and the `n`
+/// values take at least [`POOL_MIN_BYTES`] (only elements beyond its
+/// current length become `value`), else `n` copies of `value`.
+pub(crate) fn output_for_overwrite<T: Copy + 'static>(n: usize, value: T) -> Vec<T> {
+    fn pooled<T: 'static, P: Pooled>(n: usize) -> Option<Vec<T>> {
+        let same = std::any::TypeId::of::<T>() == std::any::TypeId::of::<P>();
+        same.then(|| cast(take_buffer_as_is::<P>(n)).ok()).flatten()
+    }
+    if !is_large::<T>(n) {
+        return vec![value; n];
+    }
+    let mut v = pooled::<T, f64>(n)
+        .or_else(|| pooled::<T, i64>(n))
+        .or_else(|| pooled::<T, bool>(n))
+        .or_else(|| pooled::<T, f32>(n))
+        .unwrap_or_else(|| Vec::with_capacity(n));
+    if v.len() >= n {
+        v.truncate(n);
+    } else {
+        v.resize(n, value);
+    }
+    v
+}
+
 /// An array of shape `shape` filled with `value`, its buffer from this
 /// thread's pool when large (at least [`POOL_MIN_BYTES`]; `Array::from_elem`
 /// otherwise).
@@ -268,6 +300,23 @@ pub fn pooled_full<T: Pooled, Sh: ShapeBuilder>(shape: Sh, value: T) -> Array<T,
         return Array::from_elem(shape, value);
     }
     Array::from_shape_vec(shape, output_filled(n, value)).expect("a buffer of the shape's size")
+}
+
+/// An array of shape `shape` for a caller that writes every element before
+/// it reads any (the outputs of a multi-output map or build, written in one
+/// pass): a large one (at least [`POOL_MIN_BYTES`]) gets a pooled buffer
+/// whose values are left as they are instead of being filled first, only
+/// elements beyond the buffer's current length becoming `T::default()`
+/// (as [`Scratch::reset_for_overwrite`]); a small one is zeros. Its values
+/// are unspecified until written (never uninitialised memory).
+pub fn pooled_for_overwrite<T: Pooled, Sh: ShapeBuilder>(shape: Sh) -> Array<T, Sh::Dim> {
+    let shape = shape.into_shape_with_order();
+    let n = shape.size();
+    if !is_large::<T>(n) {
+        return Array::from_elem(shape, T::default());
+    }
+    let buf = output_for_overwrite(n, T::default());
+    Array::from_shape_vec(shape, buf).expect("a buffer of the shape's size")
 }
 
 /// An array of zeros of shape `shape` whose buffer comes from this thread's

@@ -113,3 +113,41 @@ fn products_deterministic() {
     same_bits("matmul_nt", || matmul_nt(&a, &a));
     same_bits("outer", || outer(&x, &y));
 }
+
+/// Results written over a pooled buffer never show its old values: with the
+/// pool full of NaN buffers, products (which overwrite their output without
+/// filling it first), strided maps and `pooled_for_overwrite` arrays written
+/// by a pass are exactly what fresh zeroed buffers give.
+#[test]
+fn overwritten_outputs_never_show_stale_pooled_values() {
+    let poison = || {
+        for n in [2_000, 10_000, 40_000, 160_000] {
+            recycle(Array1::from_elem(n, f64::NAN));
+        }
+    };
+    let a = mat(300, 40, 1);
+    let b = mat(40, 70, 2);
+    let tall = mat(1000, 10, 3);
+    let strided = tall.t();
+    poison();
+    let c = matmul(&a, &b);
+    poison();
+    let m = map(&strided, |x| 2.0 * x);
+    poison();
+    let z = zip_map(&strided, &strided, |x, y| x - y);
+    poison();
+    let mut o: Array2<f64> = pooled_for_overwrite((1000, 10));
+    o.zip_mut_with(&tall, |o, &x| *o = x + 1.0);
+    assert!(c.iter().all(|v| v.is_finite()));
+    close(&c, &naive_mm(&a, &b), 1e-12);
+    assert_eq!(m, strided.mapv(|x| 2.0 * x));
+    assert!(z.iter().all(|&v| v == 0.0));
+    assert_eq!(o, tall.mapv(|x| x + 1.0));
+    // No product at all (k = 0) is zeros, not the pool's values.
+    poison();
+    let empty = matmul(
+        &Array2::<f64>::zeros((300, 0)),
+        &Array2::<f64>::zeros((0, 70)),
+    );
+    assert!(empty.iter().all(|&v| v == 0.0));
+}

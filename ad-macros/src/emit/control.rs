@@ -624,9 +624,10 @@ impl Emitter<'_> {
         let rs: Vec<Ident> = elems.iter().map(|_| self.fresh("r")).collect();
         let xs: Vec<Ident> = inputs.iter().map(|_| self.fresh("x")).collect();
         let d = dim_ty(rank);
+        // Every element is written by the pass: no fill first.
         let allocs = outs.iter().zip(&elems).map(|(o, e)| {
-            let (t, z) = (elem_ty(*e), zero_of(*e));
-            quote!(let mut #o: #nd::Array<#t, #d> = #rt::pooled_full(#sh.clone(), #z);)
+            let t = elem_ty(*e);
+            quote!(let mut #o: #nd::Array<#t, #d> = #rt::pooled_for_overwrite(#sh.clone());)
         });
         let ix = self.fresh("ix");
         let (zip, params, call) = if build {
