@@ -542,19 +542,14 @@ impl<'a> Emitter<'a> {
     }
 
     /// Whether `v`, used at `site`, is an owned array of the current body
-    /// that no view may borrow ([`Emitter::mark_viewed`]): once dead, its
+    /// that no view may borrow (a statement with a view result marks what it
+    /// reads as viewed): once dead, its
     /// buffer may go back to the pool (`ad_runtime::release`).
     pub fn releasable(&self, v: Var, site: usize) -> bool {
         matches!(self.ty(v), Ty::Array { .. })
             && self.repr(v) == Repr::Owned
             && self.uses.local(v, site)
             && !self.viewed.contains(&self.uses.root(v))
-    }
-
-    /// Marks `v` as possibly borrowed by a view (never released early).
-    pub fn mark_viewed(&mut self, v: Var) {
-        let r = self.uses.root(v);
-        self.viewed.insert(r);
     }
 
     /// `ad_runtime::release(v);` for each temporary array that dies in the
@@ -565,7 +560,7 @@ impl<'a> Emitter<'a> {
     /// would be page-faulted in again on the next call).
     ///
     /// Released: owned arrays bound in `s`'s block, not borrowed by any view
-    /// ([`Emitter::mark_viewed`]), whose last use is an operand of a
+    /// (`viewed`), whose last use is an operand of a
     /// statement that reads its operands by reference (a map, a reduction,
     /// an element read, a matrix product) or lies inside a lambda of `s`
     /// (a closure or loop body borrows what it captures). An operand of any

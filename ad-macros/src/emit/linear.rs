@@ -87,7 +87,9 @@ impl Emitter<'_> {
         let (n, o, r) = (self.name(x), self.binder(other), self.binder(read));
         self.set_repr(other, Repr::Owned);
         self.set_repr(read, Repr::View);
-        self.mark_viewed(other);
+        // `other` is not marked viewed: the view's last use (a statement
+        // that borrows it for its own duration) comes before `other`'s, so
+        // `other` may go back to the pool where it dies.
         Some(quote!(let #o = #n; let #r = #o.view();))
     }
 
