@@ -60,7 +60,8 @@ fn append<T: Copy, S: Data<Elem = T>, D: Dimension>(data: &mut Vec<T>, a: &Array
 
 /// The per-iteration arrays of a loop whose trip count is known, copied as
 /// they come into one buffer: `push` copies an array's elements (in
-/// logical order) and drops it, so no iteration's array outlives its
+/// logical order) and drops it (an owned array's buffer goes back to the
+/// pool, as [`crate::release`]), so no iteration's array outlives its
 /// iteration, and `finish` returns them stacked along a new leading axis,
 /// `[count] ++ element shape`, without a second copy. All pushed arrays
 /// must have one shape (a push of another shape panics); with none pushed
@@ -101,6 +102,11 @@ impl<T: Pooled, D: Dimension> ArrayStack<T, D> {
         }
         append(&mut self.data, &a);
         self.count += 1;
+        // An owned array's buffer goes back to this thread's pool (the next
+        // iteration's array of the same size reuses it); a view is dropped.
+        if let Ok(owned) = a.try_into_owned_nocopy() {
+            crate::scratch::release(owned);
+        }
     }
 
     /// The arrays stacked in iteration order: in the order pushed, or with
