@@ -228,6 +228,26 @@ impl Emitter<'_> {
             LinOp::Gather { x, idx } => self.gather(&var(x), idx),
             LinOp::ScatterAdd { len, idx, x } => self.scatter_add(len, idx, &var(x)),
             LinOp::Sum { x, axis } => self.reduce(ReduceOp::Sum, &var(x), *axis, false),
+            // A scalar broadcast whose one use only borrows it (a map's
+            // linear input, a reduction): a view of the one value, bound
+            // just before the statement, instead of a filled array.
+            LinOp::Broadcast { x, shape, axes }
+                if axes.is_empty()
+                    && !shape.is_empty()
+                    && binds.len() == 1
+                    && self.uses.lin_borrowed(binds[0]) =>
+            {
+                let nd = super::types::nd();
+                let sizes: Vec<_> = shape.iter().map(|a| self.usize_of(a)).collect();
+                let sh = super::array::list(&sizes);
+                let (v, c, t) = (self.scalar(&var(x)), self.fresh("c"), self.fresh("t"));
+                self.before
+                    .extend(quote!(let #c = #v; let #t = #nd::aview0(&#c);));
+                Ok(Out::one(
+                    quote!(#t.broadcast(#sh).expect("linad: broadcast")),
+                    Repr::View,
+                ))
+            }
             LinOp::Broadcast { x, shape, axes } => {
                 let m = self.lin_movable(*x, site);
                 self.broadcast(&var(x), shape, axes, site, m, None)

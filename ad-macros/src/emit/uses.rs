@@ -49,6 +49,9 @@ pub struct Uses {
     lin_read: HashSet<Var>,
     /// Linear arrays whose one use reads one element (or drops them).
     lin_elem_read: HashSet<Var>,
+    /// Linear variables whose one use is an operand that its statement only
+    /// borrows ([`borrowed_lin_operands`]).
+    lin_borrowed: HashSet<Var>,
     /// For a statement's site, the variables bound in its block whose last
     /// use lies in the statement (its operands or its nested blocks).
     dies_in: HashMap<usize, Vec<Var>>,
@@ -66,6 +69,11 @@ impl Uses {
         pre_order(&f.body, &mut stmts);
         u.lin_read = lin_read_only(&stmts);
         u.lin_elem_read = lin_element_reads(&stmts, &f.vars);
+        u.lin_borrowed = stmts
+            .iter()
+            .filter_map(|s| borrowed_lin_operands(s))
+            .flatten()
+            .collect();
         u
     }
 
@@ -75,6 +83,14 @@ impl Uses {
     /// reduction, a map): nothing borrows `v` after that statement.
     pub fn lin_element_read(&self, v: Var) -> bool {
         self.lin_elem_read.contains(&v)
+    }
+
+    /// Whether the one use of the linear variable `v` is an operand that
+    /// its statement only borrows for the statement's duration (a map's
+    /// linear array, a matrix or outer product's, a reduction's input):
+    /// any array, a view of any layout included, serves there.
+    pub fn lin_borrowed(&self, v: Var) -> bool {
+        self.lin_borrowed.contains(&v)
     }
 
     /// Whether the linear variable `v` is only read (see the module doc).
