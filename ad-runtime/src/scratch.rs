@@ -240,22 +240,31 @@ fn cast<T: 'static, P: 'static>(v: Vec<T>) -> Result<Vec<P>, Vec<T>> {
     }
 }
 
-/// An empty vector with room for `n` values of any type `T`, for a
-/// kernel's result: a pooled buffer ([`take_buffer`]) when `T` has a pool
-/// and the `n` values take at least [`POOL_MIN_BYTES`], else a new one.
-pub(crate) fn output_vec<T: 'static>(n: usize) -> Vec<T> {
+/// A vector with room for `n` values of any type `T`: this thread's pooled
+/// buffer that fits ([`take_buffer_as_is`], its values left in it) when `T`
+/// has a pool, else a new empty one.
+fn any_buffer_as_is<T: 'static>(n: usize) -> Vec<T> {
     fn pooled<T: 'static, P: Pooled>(n: usize) -> Option<Vec<T>> {
         let same = std::any::TypeId::of::<T>() == std::any::TypeId::of::<P>();
-        same.then(|| cast(take_buffer::<P>(n)).ok()).flatten()
-    }
-    if !is_large::<T>(n) {
-        return Vec::with_capacity(n);
+        same.then(|| cast(take_buffer_as_is::<P>(n)).ok()).flatten()
     }
     pooled::<T, f64>(n)
         .or_else(|| pooled::<T, i64>(n))
         .or_else(|| pooled::<T, bool>(n))
         .or_else(|| pooled::<T, f32>(n))
         .unwrap_or_else(|| Vec::with_capacity(n))
+}
+
+/// An empty vector with room for `n` values of any type `T`, for a
+/// kernel's result: a pooled buffer ([`take_buffer`]) when `T` has a pool
+/// and the `n` values take at least [`POOL_MIN_BYTES`], else a new one.
+pub(crate) fn output_vec<T: 'static>(n: usize) -> Vec<T> {
+    if !is_large::<T>(n) {
+        return Vec::with_capacity(n);
+    }
+    let mut v = any_buffer_as_is(n);
+    v.clear();
+    v
 }
 
 /// `n` copies of `value` in an [`output_vec`].
@@ -270,18 +279,10 @@ pub(crate) fn output_filled<T: Copy + 'static>(n: usize, value: T) -> Vec<T> {
 /// values take at least [`POOL_MIN_BYTES`] (only elements beyond its
 /// current length become `value`), else `n` copies of `value`.
 pub(crate) fn output_for_overwrite<T: Copy + 'static>(n: usize, value: T) -> Vec<T> {
-    fn pooled<T: 'static, P: Pooled>(n: usize) -> Option<Vec<T>> {
-        let same = std::any::TypeId::of::<T>() == std::any::TypeId::of::<P>();
-        same.then(|| cast(take_buffer_as_is::<P>(n)).ok()).flatten()
-    }
     if !is_large::<T>(n) {
         return vec![value; n];
     }
-    let mut v = pooled::<T, f64>(n)
-        .or_else(|| pooled::<T, i64>(n))
-        .or_else(|| pooled::<T, bool>(n))
-        .or_else(|| pooled::<T, f32>(n))
-        .unwrap_or_else(|| Vec::with_capacity(n));
+    let mut v = any_buffer_as_is(n);
     if v.len() >= n {
         v.truncate(n);
     } else {
