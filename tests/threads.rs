@@ -66,6 +66,37 @@ fn gmm_vjp_is_bit_identical_for_1_2_and_4_threads() {
     }
 }
 
+/// The NumPy-style objective (whole-array operations: broadcasts, matrix
+/// products, axis sums of narrow arrays, multi-output maps, a `map_axis`
+/// log-sum-exp) with every kernel that can split going parallel: the same
+/// bits for 1, 2 and 4 threads, the primal is `f`'s, and the gradient is
+/// the scalar-loop objective's.
+#[test]
+fn gmm_numpy_vjp_is_bit_identical_for_1_2_and_4_threads() {
+    let mut rng = rng("threads_gmm_numpy");
+    let (n, k, d) = (203, 5, 4);
+    let alphas = rng.array1(k, -1.0, 1.0);
+    let means = rng.array2(k, d, -1.0, 1.0);
+    let icf = rng.array2(k, d * (d + 1) / 2, -0.5, 0.5);
+    let x = rng.array2(n, d, -1.0, 1.0);
+    let run = || {
+        let (f, (ga, gm, gi)) =
+            gmm::gmm_objective_numpy_vjp(&alphas, &means, &icf, &x, 1.0, 0, 1.0);
+        bits(std::iter::once(f).chain(ga).chain(gm).chain(gi))
+    };
+    let one = in_pool(1, run);
+    for threads in [2, 4] {
+        assert_eq!(one, in_pool(threads, run), "{threads} threads against 1");
+    }
+    let f = gmm::gmm_objective_numpy(&alphas, &means, &icf, &x, 1.0, 0);
+    assert_eq!(one[0], f.to_bits(), "the primal of the vjp is f's");
+    let (_, (ga, gm, gi)) = gmm::gmm_objective_vjp(&alphas, &means, &icf, &x, 1.0, 0, 1.0);
+    let scalar: Vec<f64> = ga.into_iter().chain(gm).chain(gi).collect();
+    for (a, b) in one[1..].iter().map(|b| f64::from_bits(*b)).zip(&scalar) {
+        assert!(gmm::rel_err(a, *b) < 1e-9, "{a} vs {b}");
+    }
+}
+
 #[test]
 fn transposed_build_is_bit_identical_for_1_2_and_4_threads() {
     let mut rng = rng("threads_build");
