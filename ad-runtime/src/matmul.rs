@@ -217,8 +217,9 @@ fn gemm<T: Elem>(kernel: &str, a: ArrayView2<'_, T>, b: ArrayView2<'_, T>) -> Ar
             b.shape()
         );
     }
-    // With beta = 0 the product overwrites C (ndarray: C need not be
-    // initialised), unless there is no product to write (k = 0: zeros).
+    // With beta = 0 the product overwrites C: matrixmultiply (ndarray's
+    // kernel for f32 and f64) reads no element of C then, and ndarray's
+    // generic path zero-fills C first. No product (k = 0) gives zeros.
     let buf = if k == 0 {
         crate::scratch::output_filled(m * n, T::ZERO)
     } else {
