@@ -16,6 +16,28 @@ fn bits(xs: impl IntoIterator<Item = f64>) -> Vec<u64> {
     xs.into_iter().map(f64::to_bits).collect()
 }
 
+/// GMM parameters and points (203 points, 5 components, 4 dimensions)
+/// drawn from the stream `name`: `(alphas, means, icf, x)`.
+fn gmm_inputs(name: &str) -> (Array1<f64>, Array2<f64>, Array2<f64>, Array2<f64>) {
+    let mut rng = rng(name);
+    let (n, k, d) = (203, 5, 4);
+    let alphas = rng.array1(k, -1.0, 1.0);
+    let means = rng.array2(k, d, -1.0, 1.0);
+    let icf = rng.array2(k, d * (d + 1) / 2, -0.5, 0.5);
+    let x = rng.array2(n, d, -1.0, 1.0);
+    (alphas, means, icf, x)
+}
+
+/// The bits `run` gives in a pool of 1 thread, asserted equal to those of
+/// pools of 2 and 4.
+fn same_bits_for_1_2_and_4_threads(run: impl Fn() -> Vec<u64> + Send + Sync) -> Vec<u64> {
+    let one = in_pool(1, &run);
+    for threads in [2, 4] {
+        assert_eq!(one, in_pool(threads, &run), "{threads} threads against 1");
+    }
+    one
+}
+
 /// A transposed build over (point, component) accumulating into
 /// per-component rows, as in a mixture model.
 #[differentiable(wrt(w, c))]
@@ -36,20 +58,11 @@ fn weighted_distances(w: &Array1<f64>, c: &Array2<f64>, x: &Array2<f64>) -> f64 
 
 #[test]
 fn gmm_vjp_is_bit_identical_for_1_2_and_4_threads() {
-    let mut rng = rng("threads_gmm");
-    let (n, k, d) = (203, 5, 4);
-    let alphas = rng.array1(k, -1.0, 1.0);
-    let means = rng.array2(k, d, -1.0, 1.0);
-    let icf = rng.array2(k, d * (d + 1) / 2, -0.5, 0.5);
-    let x = rng.array2(n, d, -1.0, 1.0);
-    let run = || {
+    let (alphas, means, icf, x) = gmm_inputs("threads_gmm");
+    same_bits_for_1_2_and_4_threads(|| {
         let (f, (ga, gm, gi)) = gmm::gmm_objective_vjp(&alphas, &means, &icf, &x, 1.0, 0, 1.0);
         bits(std::iter::once(f).chain(ga).chain(gm).chain(gi))
-    };
-    let one = in_pool(1, run);
-    for threads in [2, 4] {
-        assert_eq!(one, in_pool(threads, run), "{threads} threads against 1");
-    }
+    });
     // And the gradient is right (against the hand-written one).
     let input = gmm::GmmInput {
         alphas: alphas.clone(),
@@ -73,21 +86,12 @@ fn gmm_vjp_is_bit_identical_for_1_2_and_4_threads() {
 /// the scalar-loop objective's.
 #[test]
 fn gmm_numpy_vjp_is_bit_identical_for_1_2_and_4_threads() {
-    let mut rng = rng("threads_gmm_numpy");
-    let (n, k, d) = (203, 5, 4);
-    let alphas = rng.array1(k, -1.0, 1.0);
-    let means = rng.array2(k, d, -1.0, 1.0);
-    let icf = rng.array2(k, d * (d + 1) / 2, -0.5, 0.5);
-    let x = rng.array2(n, d, -1.0, 1.0);
-    let run = || {
+    let (alphas, means, icf, x) = gmm_inputs("threads_gmm_numpy");
+    let one = same_bits_for_1_2_and_4_threads(|| {
         let (f, (ga, gm, gi)) =
             gmm::gmm_objective_numpy_vjp(&alphas, &means, &icf, &x, 1.0, 0, 1.0);
         bits(std::iter::once(f).chain(ga).chain(gm).chain(gi))
-    };
-    let one = in_pool(1, run);
-    for threads in [2, 4] {
-        assert_eq!(one, in_pool(threads, run), "{threads} threads against 1");
-    }
+    });
     let f = gmm::gmm_objective_numpy(&alphas, &means, &icf, &x, 1.0, 0);
     assert_eq!(one[0], f.to_bits(), "the primal of the vjp is f's");
     let (_, (ga, gm, gi)) = gmm::gmm_objective_vjp(&alphas, &means, &icf, &x, 1.0, 0, 1.0);
@@ -105,14 +109,10 @@ fn transposed_build_is_bit_identical_for_1_2_and_4_threads() {
         rng.array2(6, 3, -1.0, 1.0),
         rng.array2(301, 3, -1.0, 1.0),
     );
-    let run = || {
+    same_bits_for_1_2_and_4_threads(|| {
         let (f, (gw, gc)) = weighted_distances_vjp(&w, &c, &x, 1.0);
         bits(std::iter::once(f).chain(gw).chain(gc))
-    };
-    let one = in_pool(1, run);
-    for threads in [2, 4] {
-        assert_eq!(one, in_pool(threads, run), "{threads} threads against 1");
-    }
+    });
     let small = (rng.array1(3, 0.5, 1.5), rng.array2(3, 2, -1.0, 1.0));
     let xs = rng.array2(9, 2, -1.0, 1.0);
     check_derivatives(
