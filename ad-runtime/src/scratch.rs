@@ -125,11 +125,7 @@ impl<T: Pooled> Scratch<T> {
     /// per block of a strip-mined kernel so pays no memset per run.
     pub fn reset_for_overwrite(&mut self, n: usize) {
         self.hold(n);
-        if self.buf.len() >= n {
-            self.buf.truncate(n);
-        } else {
-            self.buf.resize(n, T::default());
-        }
+        keep_for_overwrite(&mut self.buf, n, T::default());
     }
 
     /// The values as a one-dimensional array view.
@@ -283,12 +279,19 @@ pub(crate) fn output_for_overwrite<T: Copy + 'static>(n: usize, value: T) -> Vec
         return vec![value; n];
     }
     let mut v = any_buffer_as_is(n);
+    keep_for_overwrite(&mut v, n, value);
+    v
+}
+
+/// Makes `v` (its capacity holds `n`) `n` values long for a caller that
+/// overwrites them: the values it holds are kept, only elements beyond its
+/// length become `value`.
+fn keep_for_overwrite<T: Copy>(v: &mut Vec<T>, n: usize, value: T) {
     if v.len() >= n {
         v.truncate(n);
     } else {
         v.resize(n, value);
     }
-    v
 }
 
 /// An array of shape `shape` filled with `value`, its buffer from this
@@ -312,11 +315,7 @@ pub fn pooled_full<T: Pooled, Sh: ShapeBuilder>(shape: Sh, value: T) -> Array<T,
 /// are unspecified until written (never uninitialised memory).
 pub fn pooled_for_overwrite<T: Pooled, Sh: ShapeBuilder>(shape: Sh) -> Array<T, Sh::Dim> {
     let shape = shape.into_shape_with_order();
-    let n = shape.size();
-    if !is_large::<T>(n) {
-        return Array::from_elem(shape, T::default());
-    }
-    let buf = output_for_overwrite(n, T::default());
+    let buf = output_for_overwrite(shape.size(), T::default());
     Array::from_shape_vec(shape, buf).expect("a buffer of the shape's size")
 }
 
