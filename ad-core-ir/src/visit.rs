@@ -359,29 +359,25 @@ pub fn free_vars_lambda(l: &Lambda) -> FreeVars {
 /// of its nested blocks (not its own non-linear results, which `lin_shapes`
 /// of calls and ifs may name).
 pub fn free_vars_stmt(s: &Stmt) -> FreeVars {
-    let mut w = FreeWalk::default();
-    w.stmt(s);
-    for b in &s.binds {
-        w.unbind(*b);
-    }
-    w.fv
+    stmt_free(s, None)
 }
 
 /// Whether the non-linear variable `v` is a free variable of `s`
 /// (`free_vars_stmt(s).nl.contains(&v)`, without the sets of the others).
 pub fn reads_free_nl(s: &Stmt, v: Var) -> bool {
-    free_of_one(s, v).nl.contains(&v)
+    stmt_free(s, Some(v)).nl.contains(&v)
 }
 
 /// Whether the linear variable `v` is a free variable of `s`
 /// (`free_vars_stmt(s).lin.contains(&v)`, without the sets of the others).
 pub fn reads_free_lin(s: &Stmt, v: Var) -> bool {
-    free_of_one(s, v).lin.contains(&v)
+    stmt_free(s, Some(v)).lin.contains(&v)
 }
 
-fn free_of_one(s: &Stmt, v: Var) -> FreeVars {
+/// [`free_vars_stmt`], of `only` alone when given.
+fn stmt_free(s: &Stmt, only: Option<Var>) -> FreeVars {
     let mut w = FreeWalk {
-        only: Some(v),
+        only,
         ..FreeWalk::default()
     };
     w.stmt(s);
