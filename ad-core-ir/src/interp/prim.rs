@@ -48,23 +48,122 @@ impl Sc {
 
 /// `p(args)`; `Err` on operand types the typing rule rejects, on `i64`
 /// overflow or division by zero, and on a `powi` exponent outside `i32`.
+///
+/// One exhaustive `match` on the primitive: a new [`Prim`] is a compile error
+/// here. The helpers' `_ =>` arms are operand kinds the checker rules out.
 pub(crate) fn eval_prim(p: Prim, args: &[Sc]) -> Result<Sc, String> {
-    match *args {
-        [x] if p.arity() == 1 => unary(p, x),
-        [x, y] if p.arity() == 2 => binary(p, x, y),
-        [Sc::B(c), x, y] if p == Prim::Select && same_kind(x, y) => Ok(if c { x } else { y }),
-        [Sc::F(a), Sc::F(b), Sc::F(c)] if p == Prim::MulAdd => Ok(Sc::F(a.mul_add(b, c))),
+    use Prim as P;
+    let bad = || bad_operands(p, args);
+    match p {
+        P::Add => arith(p, args, |a, b| a + b, i64::checked_add),
+        P::Sub => arith(p, args, |a, b| a - b, i64::checked_sub),
+        P::Mul => arith(p, args, |a, b| a * b, i64::checked_mul),
+        P::Div => arith(p, args, |a, b| a / b, i64::checked_div),
+        P::Rem => int2(p, args, i64::checked_rem),
+        P::IntArith(op, t) => int2(p, args, |a, b| t.checked(op, a, b)),
+        P::Max => arith(p, args, f64::max, |a, b| Some(a.max(b))),
+        P::Min => arith(p, args, f64::min, |a, b| Some(a.min(b))),
+        P::UMax => int2(p, args, |a, b| Some((a as u64).max(b as u64) as i64)),
+        P::UMin => int2(p, args, |a, b| Some((a as u64).min(b as u64) as i64)),
+        P::Neg => match *args {
+            [Sc::F(a)] => Ok(Sc::F(-a)),
+            [Sc::I(a)] => a.checked_neg().map(Sc::I).ok_or_else(|| overflow(p, args)),
+            _ => Err(bad()),
+        },
+        P::Abs => match *args {
+            [Sc::F(a)] => Ok(Sc::F(a.abs())),
+            [Sc::I(a)] => a.checked_abs().map(Sc::I).ok_or_else(|| overflow(p, args)),
+            _ => Err(bad()),
+        },
+        P::Sin => float1(p, args, f64::sin),
+        P::Cos => float1(p, args, f64::cos),
+        P::Tan => float1(p, args, f64::tan),
+        P::Exp => float1(p, args, f64::exp),
+        P::Ln => float1(p, args, f64::ln),
+        P::Log2 => float1(p, args, f64::log2),
+        P::Log10 => float1(p, args, f64::log10),
+        P::Sqrt => float1(p, args, f64::sqrt),
+        P::Tanh => float1(p, args, f64::tanh),
+        P::Sinh => float1(p, args, f64::sinh),
+        P::Cosh => float1(p, args, f64::cosh),
+        P::Atan => float1(p, args, f64::atan),
+        P::ExpM1 => float1(p, args, f64::exp_m1),
+        P::Ln1p => float1(p, args, f64::ln_1p),
+        P::Exp2 => float1(p, args, f64::exp2),
+        P::Cbrt => float1(p, args, f64::cbrt),
+        P::Powf => float2(p, args, f64::powf),
+        P::Atan2 => float2(p, args, f64::atan2),
+        P::Hypot => float2(p, args, f64::hypot),
+        P::Powi => match *args {
+            [Sc::F(a), Sc::I(n)] => i32::try_from(n)
+                .map(|n| Sc::F(a.powi(n)))
+                .map_err(|_| format!("powi exponent {n} does not fit in i32")),
+            _ => Err(bad()),
+        },
+        P::MulAdd => match *args {
+            [Sc::F(a), Sc::F(b), Sc::F(c)] => Ok(Sc::F(a.mul_add(b, c))),
+            _ => Err(bad()),
+        },
         // Rust's `f64::clamp` panics unless `lo <= hi`
-        [Sc::F(x), Sc::F(lo), Sc::F(hi)] if p == Prim::Clamp => {
-            if lo <= hi {
-                Ok(Sc::F(x.clamp(lo, hi)))
-            } else {
-                Err(format!(
-                    "clamp: min > max, or either was NaN. min = {lo:?}, max = {hi:?}"
-                ))
-            }
-        }
-        _ => Err(bad_operands(p, args)),
+        P::Clamp => match *args {
+            [Sc::F(x), Sc::F(lo), Sc::F(hi)] if lo <= hi => Ok(Sc::F(x.clamp(lo, hi))),
+            [Sc::F(_), Sc::F(lo), Sc::F(hi)] => Err(format!(
+                "clamp: min > max, or either was NaN. min = {lo:?}, max = {hi:?}"
+            )),
+            _ => Err(bad()),
+        },
+        P::Lt => compare(p, args, Some(|a, b| a < b), Some(|a, b| a < b), None),
+        P::Le => compare(p, args, Some(|a, b| a <= b), Some(|a, b| a <= b), None),
+        P::Gt => compare(p, args, Some(|a, b| a > b), Some(|a, b| a > b), None),
+        P::Ge => compare(p, args, Some(|a, b| a >= b), Some(|a, b| a >= b), None),
+        P::Eq => compare(
+            p,
+            args,
+            Some(|a, b| a == b),
+            Some(|a, b| a == b),
+            Some(|a, b| a == b),
+        ),
+        P::Ne => compare(
+            p,
+            args,
+            Some(|a, b| a != b),
+            Some(|a, b| a != b),
+            Some(|a, b| a != b),
+        ),
+        P::ULt => compare(p, args, None, Some(|a, b| (a as u64) < (b as u64)), None),
+        P::ULe => compare(p, args, None, Some(|a, b| (a as u64) <= (b as u64)), None),
+        P::UGt => compare(p, args, None, Some(|a, b| (a as u64) > (b as u64)), None),
+        P::UGe => compare(p, args, None, Some(|a, b| (a as u64) >= (b as u64)), None),
+        P::And => compare(p, args, None, None, Some(|a, b| a && b)),
+        P::Or => compare(p, args, None, None, Some(|a, b| a || b)),
+        P::Not => match *args {
+            [Sc::B(a)] => Ok(Sc::B(!a)),
+            _ => Err(bad()),
+        },
+        P::ToF64 => match *args {
+            [Sc::I(a)] => Ok(Sc::F(a as f64)),
+            _ => Err(bad()),
+        },
+        P::U64ToF64 => match *args {
+            [Sc::I(a)] => Ok(Sc::F(a as u64 as f64)),
+            _ => Err(bad()),
+        },
+        P::ToI64 => match *args {
+            [Sc::F(a)] => Ok(Sc::I(a as i64)),
+            _ => Err(bad()),
+        },
+        P::FloatToInt(t) => match *args {
+            [Sc::F(a)] => Ok(Sc::I(t.from_f64(a))),
+            _ => Err(bad()),
+        },
+        P::IntCast(t) => match *args {
+            [Sc::I(a)] => Ok(Sc::I(t.wrap(a))),
+            _ => Err(bad()),
+        },
+        P::Select => match *args {
+            [Sc::B(c), x, y] if same_kind(x, y) => Ok(if c { x } else { y }),
+            _ => Err(bad()),
+        },
     }
 }
 
@@ -92,114 +191,57 @@ fn overflow(p: Prim, args: &[Sc]) -> String {
     )
 }
 
-/// The `f64 -> f64` method of a unary float primitive.
-fn float_unary(p: Prim) -> Option<fn(f64) -> f64> {
-    Some(match p {
-        Prim::Neg => |x: f64| -x,
-        Prim::Abs => f64::abs,
-        Prim::Sin => f64::sin,
-        Prim::Cos => f64::cos,
-        Prim::Tan => f64::tan,
-        Prim::Exp => f64::exp,
-        Prim::Ln => f64::ln,
-        Prim::Log2 => f64::log2,
-        Prim::Log10 => f64::log10,
-        Prim::Sqrt => f64::sqrt,
-        Prim::Tanh => f64::tanh,
-        Prim::Sinh => f64::sinh,
-        Prim::Cosh => f64::cosh,
-        Prim::Atan => f64::atan,
-        Prim::ExpM1 => f64::exp_m1,
-        Prim::Ln1p => f64::ln_1p,
-        Prim::Exp2 => f64::exp2,
-        Prim::Cbrt => f64::cbrt,
-        _ => return None,
-    })
-}
-
-fn unary(p: Prim, x: Sc) -> Result<Sc, String> {
-    let ovf = || overflow(p, &[x]);
-    match (p, x) {
-        (Prim::Neg, Sc::I(a)) => a.checked_neg().map(Sc::I).ok_or_else(ovf),
-        (Prim::Abs, Sc::I(a)) => a.checked_abs().map(Sc::I).ok_or_else(ovf),
-        (Prim::Not, Sc::B(a)) => Ok(Sc::B(!a)),
-        (Prim::ToF64, Sc::I(a)) => Ok(Sc::F(a as f64)),
-        (Prim::ToI64, Sc::F(a)) => Ok(Sc::I(a as i64)),
-        (Prim::FloatToInt(t), Sc::F(a)) => Ok(Sc::I(t.from_f64(a))),
-        (Prim::IntCast(t), Sc::I(a)) => Ok(Sc::I(t.wrap(a))),
-        (Prim::U64ToF64, Sc::I(a)) => Ok(Sc::F(a as u64 as f64)),
-        (_, Sc::F(a)) => float_unary(p)
-            .map(|f| Sc::F(f(a)))
-            .ok_or_else(|| bad_operands(p, &[x])),
-        _ => Err(bad_operands(p, &[x])),
+/// A float-only unary primitive.
+fn float1(p: Prim, args: &[Sc], f: fn(f64) -> f64) -> Result<Sc, String> {
+    match *args {
+        [Sc::F(a)] => Ok(Sc::F(f(a))),
+        _ => Err(bad_operands(p, args)),
     }
 }
 
-fn binary(p: Prim, x: Sc, y: Sc) -> Result<Sc, String> {
-    match (x, y) {
-        (Sc::F(a), Sc::F(b)) => float_binary(p, a, b),
-        (Sc::I(a), Sc::I(b)) => int_binary(p, a, b),
-        (Sc::F(a), Sc::I(n)) if p == Prim::Powi => i32::try_from(n)
-            .map(|n| Sc::F(a.powi(n)))
-            .map_err(|_| format!("powi exponent {n} does not fit in i32")),
-        (Sc::B(a), Sc::B(b)) => match p {
-            Prim::Eq => Ok(Sc::B(a == b)),
-            Prim::Ne => Ok(Sc::B(a != b)),
-            Prim::And => Ok(Sc::B(a && b)),
-            Prim::Or => Ok(Sc::B(a || b)),
-            _ => Err(bad_operands(p, &[x, y])),
-        },
-        _ => Err(bad_operands(p, &[x, y])),
+/// A float-only binary primitive.
+fn float2(p: Prim, args: &[Sc], f: fn(f64, f64) -> f64) -> Result<Sc, String> {
+    match *args {
+        [Sc::F(a), Sc::F(b)] => Ok(Sc::F(f(a, b))),
+        _ => Err(bad_operands(p, args)),
     }
 }
 
-fn float_binary(p: Prim, a: f64, b: f64) -> Result<Sc, String> {
-    Ok(match p {
-        Prim::Add => Sc::F(a + b),
-        Prim::Sub => Sc::F(a - b),
-        Prim::Mul => Sc::F(a * b),
-        Prim::Div => Sc::F(a / b),
-        Prim::Max => Sc::F(a.max(b)),
-        Prim::Min => Sc::F(a.min(b)),
-        Prim::Powf => Sc::F(a.powf(b)),
-        Prim::Atan2 => Sc::F(a.atan2(b)),
-        Prim::Hypot => Sc::F(a.hypot(b)),
-        Prim::Lt => Sc::B(a < b),
-        Prim::Le => Sc::B(a <= b),
-        Prim::Gt => Sc::B(a > b),
-        Prim::Ge => Sc::B(a >= b),
-        Prim::Eq => Sc::B(a == b),
-        Prim::Ne => Sc::B(a != b),
-        _ => return Err(bad_operands(p, &[Sc::F(a), Sc::F(b)])),
-    })
+/// An integer-only binary primitive; `None` from `f` is an overflow (or a
+/// division by zero).
+fn int2(p: Prim, args: &[Sc], f: impl Fn(i64, i64) -> Option<i64>) -> Result<Sc, String> {
+    match *args {
+        [Sc::I(a), Sc::I(b)] => f(a, b).map(Sc::I).ok_or_else(|| overflow(p, args)),
+        _ => Err(bad_operands(p, args)),
+    }
 }
 
-fn int_binary(p: Prim, a: i64, b: i64) -> Result<Sc, String> {
-    let checked = |r: Option<i64>| {
-        r.map(Sc::I)
-            .ok_or_else(|| overflow(p, &[Sc::I(a), Sc::I(b)]))
-    };
-    match p {
-        Prim::Add => checked(a.checked_add(b)),
-        Prim::Sub => checked(a.checked_sub(b)),
-        Prim::Mul => checked(a.checked_mul(b)),
-        Prim::Div => checked(a.checked_div(b)),
-        Prim::Rem => checked(a.checked_rem(b)),
-        Prim::IntArith(op, t) => checked(t.checked(op, a, b)),
-        Prim::ULt => Ok(Sc::B((a as u64) < (b as u64))),
-        Prim::ULe => Ok(Sc::B((a as u64) <= (b as u64))),
-        Prim::UGt => Ok(Sc::B((a as u64) > (b as u64))),
-        Prim::UGe => Ok(Sc::B((a as u64) >= (b as u64))),
-        Prim::UMax => Ok(Sc::I((a as u64).max(b as u64) as i64)),
-        Prim::UMin => Ok(Sc::I((a as u64).min(b as u64) as i64)),
-        Prim::Max => Ok(Sc::I(a.max(b))),
-        Prim::Min => Ok(Sc::I(a.min(b))),
-        Prim::Lt => Ok(Sc::B(a < b)),
-        Prim::Le => Ok(Sc::B(a <= b)),
-        Prim::Gt => Ok(Sc::B(a > b)),
-        Prim::Ge => Ok(Sc::B(a >= b)),
-        Prim::Eq => Ok(Sc::B(a == b)),
-        Prim::Ne => Ok(Sc::B(a != b)),
-        _ => Err(bad_operands(p, &[Sc::I(a), Sc::I(b)])),
+/// A binary primitive of `f64` pairs (`f`) and checked `i64` pairs (`i`).
+fn arith(
+    p: Prim,
+    args: &[Sc],
+    f: fn(f64, f64) -> f64,
+    i: impl Fn(i64, i64) -> Option<i64>,
+) -> Result<Sc, String> {
+    match *args {
+        [Sc::F(a), Sc::F(b)] => Ok(Sc::F(f(a, b))),
+        _ => int2(p, args, i),
+    }
+}
+
+/// A comparison (or a boolean connective): `f` on `f64` pairs, `i` on `i64`
+/// pairs, `b` on `bool` pairs; `None` where the primitive takes no such pair.
+fn compare(
+    p: Prim,
+    args: &[Sc],
+    f: Option<fn(f64, f64) -> bool>,
+    i: Option<fn(i64, i64) -> bool>,
+    b: Option<fn(bool, bool) -> bool>,
+) -> Result<Sc, String> {
+    match (args, f, i, b) {
+        (&[Sc::F(x), Sc::F(y)], Some(f), _, _) => Ok(Sc::B(f(x, y))),
+        (&[Sc::I(x), Sc::I(y)], _, Some(i), _) => Ok(Sc::B(i(x, y))),
+        (&[Sc::B(x), Sc::B(y)], _, _, Some(b)) => Ok(Sc::B(b(x, y))),
+        _ => Err(bad_operands(p, args)),
     }
 }

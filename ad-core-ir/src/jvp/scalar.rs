@@ -15,17 +15,39 @@ enum Rule {
     /// No tangent (integer, boolean and comparison results; casts from i64).
     None,
     /// Linear in its operands: `neg`, `add`, `sub`.
-    Linear,
-    /// Chooses one operand's tangent: `select(c, a, b)`, `max`, `min`.
-    Choice,
+    Linear(Linear),
+    /// Chooses one operand's tangent: `select(c, a, b)`, `max`, `min`, `clamp`.
+    Choice(Choice),
     /// Partial derivatives with respect to each operand.
     Partials,
 }
 
+/// The primitives linear in their operands.
+#[derive(Clone, Copy)]
+enum Linear {
+    Neg,
+    Add,
+    Sub,
+}
+
+/// The primitives whose tangent is one operand's, chosen by a comparison.
+#[derive(Clone, Copy)]
+enum Choice {
+    Select,
+    Max,
+    Min,
+    Clamp,
+}
+
 fn rule(p: Prim) -> Rule {
     match p {
-        Prim::Neg | Prim::Add | Prim::Sub => Rule::Linear,
-        Prim::Select | Prim::Max | Prim::Min | Prim::Clamp => Rule::Choice,
+        Prim::Neg => Rule::Linear(Linear::Neg),
+        Prim::Add => Rule::Linear(Linear::Add),
+        Prim::Sub => Rule::Linear(Linear::Sub),
+        Prim::Select => Rule::Choice(Choice::Select),
+        Prim::Max => Rule::Choice(Choice::Max),
+        Prim::Min => Rule::Choice(Choice::Min),
+        Prim::Clamp => Rule::Choice(Choice::Clamp),
         Prim::Mul
         | Prim::Div
         | Prim::Abs
@@ -91,32 +113,20 @@ impl<'p> Jvp<'p> {
     ) -> Option<Var> {
         match rule(p) {
             Rule::None => None,
-            Rule::Linear => match p {
-                Prim::Neg => dargs[0].map(|d| self.lin(LinOp::Neg(d))),
-                Prim::Add => self.ladd(dargs[0], dargs[1]),
-                Prim::Sub => {
+            Rule::Linear(l) => match l {
+                Linear::Neg => dargs[0].map(|d| self.lin(LinOp::Neg(d))),
+                Linear::Add => self.ladd(dargs[0], dargs[1]),
+                Linear::Sub => {
                     let nb = dargs[1].map(|d| self.lin(LinOp::Neg(d)));
                     self.ladd(dargs[0], nb)
                 }
-                _ => unreachable!("not a linear primitive: {p:?}"),
             },
-            // clamp(x, lo, hi): lo's tangent if x < lo, hi's if x > hi, else x's
-            Rule::Choice if p == Prim::Clamp => {
-                let below = self.nl(Prim::Lt, &[args[0], args[1]]);
-                let above = self.nl(Prim::Gt, &[args[0], args[2]]);
-                let inner = if dargs[0].is_none() && dargs[2].is_none() {
-                    None
-                } else {
-                    Some(self.choose(above, dargs[2], dargs[0]))
-                };
-                Some(self.choose(below, dargs[1], inner))
-            }
-            Rule::Choice => {
-                let (cond, a, b) = match p {
-                    Prim::Select => (args[0], 1, 2),
-                    Prim::Max => (self.nl(Prim::Ge, &[args[0], args[1]]), 0, 1),
-                    Prim::Min => (self.nl(Prim::Le, &[args[0], args[1]]), 0, 1),
-                    _ => unreachable!("not a choice primitive: {p:?}"),
+            Rule::Choice(c) => {
+                let (cond, a, b) = match c {
+                    Choice::Select => (args[0], 1, 2),
+                    Choice::Max => (self.nl(Prim::Ge, &[args[0], args[1]]), 0, 1),
+                    Choice::Min => (self.nl(Prim::Le, &[args[0], args[1]]), 0, 1),
+                    Choice::Clamp => return Some(self.clamp_tangent(args, dargs)),
                 };
                 Some(self.choose(cond, dargs[a], dargs[b]))
             }
@@ -132,6 +142,19 @@ impl<'p> Jvp<'p> {
                 acc
             }
         }
+    }
+
+    /// The tangent of `clamp(x, lo, hi)`: `lo`'s if `x < lo`, `hi`'s if
+    /// `x > hi`, else `x`'s.
+    fn clamp_tangent(&mut self, args: &[Atom], dargs: &[Option<Var>]) -> Var {
+        let below = self.nl(Prim::Lt, &[args[0], args[1]]);
+        let above = self.nl(Prim::Gt, &[args[0], args[2]]);
+        let inner = if dargs[0].is_none() && dargs[2].is_none() {
+            None
+        } else {
+            Some(self.choose(above, dargs[2], dargs[0]))
+        };
+        self.choose(below, dargs[1], inner)
     }
 
     /// A scalar linear `if cond { da } else { db }` (zeros where absent).
