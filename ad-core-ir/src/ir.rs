@@ -880,6 +880,99 @@ impl ArrayOp {
             ArrayOp::Shape { .. } => "shape",
         }
     }
+
+    /// A short prefix for the names of its results (`ix`, `red`, ..).
+    pub fn hint(&self) -> &'static str {
+        match self {
+            ArrayOp::Index { .. } => "ix",
+            ArrayOp::Update { .. } => "upd",
+            ArrayOp::Gather { .. } => "gat",
+            ArrayOp::ScatterAdd { .. } => "sca",
+            ArrayOp::Reduce { .. } => "red",
+            ArrayOp::ArgReduce { .. } => "arg",
+            ArrayOp::Scan { .. } => "scan",
+            ArrayOp::MatMul { .. } => "mm",
+            ArrayOp::Transpose { .. } => "tr",
+            ArrayOp::Broadcast { .. } => "bc",
+            ArrayOp::Shape { .. } => "n",
+        }
+    }
+
+    /// Calls `f` on each operand, in the order printed IR lists them (the
+    /// array first, then indices, values, sizes).
+    pub fn for_each_atom<'a>(&'a self, f: &mut dyn FnMut(&'a Atom)) {
+        match self {
+            ArrayOp::Index { arr, idx } => {
+                f(arr);
+                idx.iter().for_each(f);
+            }
+            ArrayOp::Update { arr, idx, val, .. } => {
+                f(arr);
+                idx.iter().for_each(&mut *f);
+                f(val);
+            }
+            ArrayOp::Gather { arr, idx } => [arr, idx].into_iter().for_each(f),
+            ArrayOp::ScatterAdd { len, idx, vals } => [len, idx, vals].into_iter().for_each(f),
+            ArrayOp::Reduce { arr, .. }
+            | ArrayOp::ArgReduce { arr, .. }
+            | ArrayOp::Scan { arr, .. }
+            | ArrayOp::Transpose { arr }
+            | ArrayOp::Shape { arr, .. } => f(arr),
+            ArrayOp::MatMul { a, b } => [a, b].into_iter().for_each(f),
+            ArrayOp::Broadcast { arr, shape, .. } => {
+                f(arr);
+                shape.iter().for_each(f);
+            }
+        }
+    }
+
+    /// As [`ArrayOp::for_each_atom`], rewriting each operand in place.
+    pub fn for_each_atom_mut(&mut self, f: &mut dyn FnMut(&mut Atom)) {
+        match self {
+            ArrayOp::Index { arr, idx } => {
+                f(arr);
+                idx.iter_mut().for_each(f);
+            }
+            ArrayOp::Update { arr, idx, val, .. } => {
+                f(arr);
+                idx.iter_mut().for_each(&mut *f);
+                f(val);
+            }
+            ArrayOp::Gather { arr, idx } => [arr, idx].into_iter().for_each(f),
+            ArrayOp::ScatterAdd { len, idx, vals } => [len, idx, vals].into_iter().for_each(f),
+            ArrayOp::Reduce { arr, .. }
+            | ArrayOp::ArgReduce { arr, .. }
+            | ArrayOp::Scan { arr, .. }
+            | ArrayOp::Transpose { arr }
+            | ArrayOp::Shape { arr, .. } => f(arr),
+            ArrayOp::MatMul { a, b } => [a, b].into_iter().for_each(f),
+            ArrayOp::Broadcast { arr, shape, .. } => {
+                f(arr);
+                shape.iter_mut().for_each(f);
+            }
+        }
+    }
+
+    /// Its parameters that are not operands (flags, the operator, axes) as
+    /// numbers: two operations with the same [`name`](ArrayOp::name),
+    /// operands and parameters compute the same value.
+    pub fn params(&self) -> Vec<usize> {
+        let axis_code = |a: &Option<usize>| a.map_or(usize::MAX, |a| a);
+        match self {
+            ArrayOp::Index { .. }
+            | ArrayOp::Gather { .. }
+            | ArrayOp::ScatterAdd { .. }
+            | ArrayOp::MatMul { .. }
+            | ArrayOp::Transpose { .. } => vec![],
+            ArrayOp::Update { idx, add, .. } => vec![idx.len(), *add as usize],
+            ArrayOp::Reduce { op, axis, .. } | ArrayOp::ArgReduce { op, axis, .. } => {
+                vec![*op as usize, axis_code(axis)]
+            }
+            ArrayOp::Scan { reverse, .. } => vec![*reverse as usize],
+            ArrayOp::Broadcast { axes, .. } => axes.clone(),
+            ArrayOp::Shape { axis, .. } => vec![*axis],
+        }
+    }
 }
 
 /// Linear operations: every operand in a `Var` position is linear, every `Atom`
@@ -1042,6 +1135,123 @@ impl LinOp {
             LinOp::MatMul { .. } => "lmatmul",
             LinOp::Outer { .. } => "louter",
             LinOp::Scan { .. } => "lscan",
+        }
+    }
+
+    /// Calls `nl` on each non-linear operand, `lin` on each linear operand
+    /// and `shape` on the shape it carries (`lzero`'s), in printed order.
+    pub fn for_each_operand<'a>(
+        &'a self,
+        nl: &mut dyn FnMut(&'a Atom),
+        lin: &mut dyn FnMut(Var),
+        shape: &mut dyn FnMut(&'a ShapeTree),
+    ) {
+        match self {
+            LinOp::Zero(s) => shape(s),
+            LinOp::Add(x, y) => {
+                lin(*x);
+                lin(*y);
+            }
+            LinOp::Neg(x)
+            | LinOp::Dup(x)
+            | LinOp::Drop(x)
+            | LinOp::Untuple(x)
+            | LinOp::Transpose(x)
+            | LinOp::Sum { x, .. }
+            | LinOp::Scan { x, .. } => lin(*x),
+            LinOp::Scale { s, x } => {
+                nl(s);
+                lin(*x);
+            }
+            LinOp::Tuple(xs) => xs.iter().for_each(|x| lin(*x)),
+            LinOp::Index { x, idx } | LinOp::Take { x, idx, .. } => {
+                lin(*x);
+                idx.iter().for_each(nl);
+            }
+            LinOp::Update { x, idx, val, .. } => {
+                lin(*x);
+                idx.iter().for_each(nl);
+                lin(*val);
+            }
+            LinOp::Gather { x, idx } => {
+                lin(*x);
+                nl(idx);
+            }
+            LinOp::ScatterAdd { len, idx, x } => {
+                nl(len);
+                nl(idx);
+                lin(*x);
+            }
+            LinOp::Broadcast { x, shape, .. } | LinOp::SumTo { x, shape } => {
+                lin(*x);
+                shape.iter().for_each(nl);
+            }
+            LinOp::MatMul { a, x, .. } => {
+                nl(a);
+                lin(*x);
+            }
+            LinOp::Outer { x, b, .. } => {
+                lin(*x);
+                nl(b);
+            }
+        }
+    }
+
+    /// As [`LinOp::for_each_operand`], rewriting each operand in place.
+    pub fn for_each_operand_mut<'a>(
+        &'a mut self,
+        nl: &mut dyn FnMut(&mut Atom),
+        lin: &mut dyn FnMut(&mut Var),
+        shape: &mut dyn FnMut(&'a mut ShapeTree),
+    ) {
+        match self {
+            LinOp::Zero(s) => shape(s),
+            LinOp::Add(x, y) => {
+                lin(x);
+                lin(y);
+            }
+            LinOp::Neg(x)
+            | LinOp::Dup(x)
+            | LinOp::Drop(x)
+            | LinOp::Untuple(x)
+            | LinOp::Transpose(x)
+            | LinOp::Sum { x, .. }
+            | LinOp::Scan { x, .. } => lin(x),
+            LinOp::Scale { s, x } => {
+                nl(s);
+                lin(x);
+            }
+            LinOp::Tuple(xs) => xs.iter_mut().for_each(lin),
+            LinOp::Index { x, idx } | LinOp::Take { x, idx, .. } => {
+                lin(x);
+                idx.iter_mut().for_each(nl);
+            }
+            LinOp::Update { x, idx, val, .. } => {
+                lin(x);
+                idx.iter_mut().for_each(nl);
+                lin(val);
+            }
+            LinOp::Gather { x, idx } => {
+                lin(x);
+                nl(idx);
+            }
+            LinOp::ScatterAdd { len, idx, x } => {
+                nl(len);
+                nl(idx);
+                lin(x);
+            }
+            LinOp::Broadcast { x, shape, .. } | LinOp::SumTo { x, shape } => {
+                lin(x);
+                shape.iter_mut().for_each(nl);
+            }
+            LinOp::MatMul { a, x, .. } => {
+                nl(a);
+                lin(x);
+            }
+            LinOp::Outer { x, b, .. } => {
+                lin(x);
+                nl(b);
+            }
         }
     }
 }

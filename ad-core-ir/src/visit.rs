@@ -33,76 +33,14 @@ pub fn for_each_operand(e: &Expr, nl: &mut dyn FnMut(&Atom), lin: &mut dyn FnMut
     match e {
         Expr::Atom(a) | Expr::Untuple(a) => atoms.push(a),
         Expr::Prim(_, xs) | Expr::Tuple(xs) => atoms.extend(xs),
-        Expr::Array(op) => match op {
-            ArrayOp::Index { arr, idx } => {
-                atoms.push(arr);
-                atoms.extend(idx);
+        Expr::Array(op) => op.for_each_atom(&mut |a| atoms.push(a)),
+        Expr::Lin(op) => {
+            let mut zero = None;
+            op.for_each_operand(&mut |a| atoms.push(a), lin, &mut |s| zero = Some(s));
+            if let Some(s) = zero {
+                dims_atoms(s, &mut atoms, &mut of);
             }
-            ArrayOp::Update { arr, idx, val, .. } => {
-                atoms.push(arr);
-                atoms.extend(idx);
-                atoms.push(val);
-            }
-            ArrayOp::Gather { arr, idx } => atoms.extend([arr, idx]),
-            ArrayOp::ScatterAdd { len, idx, vals } => atoms.extend([len, idx, vals]),
-            ArrayOp::Reduce { arr, .. }
-            | ArrayOp::ArgReduce { arr, .. }
-            | ArrayOp::Scan { arr, .. }
-            | ArrayOp::Transpose { arr }
-            | ArrayOp::Shape { arr, .. } => atoms.push(arr),
-            ArrayOp::MatMul { a, b } => atoms.extend([a, b]),
-            ArrayOp::Broadcast { arr, shape, .. } => {
-                atoms.push(arr);
-                atoms.extend(shape);
-            }
-        },
-        Expr::Lin(op) => match op {
-            LinOp::Zero(s) => dims_atoms(s, &mut atoms, &mut of),
-            LinOp::Add(x, y) => {
-                lin(*x);
-                lin(*y);
-            }
-            LinOp::Neg(x)
-            | LinOp::Dup(x)
-            | LinOp::Drop(x)
-            | LinOp::Untuple(x)
-            | LinOp::Transpose(x) => lin(*x),
-            LinOp::Scale { s, x } => {
-                atoms.push(s);
-                lin(*x);
-            }
-            LinOp::Tuple(xs) => xs.iter().for_each(|x| lin(*x)),
-            LinOp::Index { x, idx } | LinOp::Take { x, idx, .. } => {
-                lin(*x);
-                atoms.extend(idx);
-            }
-            LinOp::Update { x, idx, val, .. } => {
-                lin(*x);
-                atoms.extend(idx);
-                lin(*val);
-            }
-            LinOp::Gather { x, idx } => {
-                lin(*x);
-                atoms.push(idx);
-            }
-            LinOp::ScatterAdd { len, idx, x } => {
-                atoms.extend([len, idx]);
-                lin(*x);
-            }
-            LinOp::Sum { x, .. } | LinOp::Scan { x, .. } => lin(*x),
-            LinOp::Broadcast { x, shape, .. } | LinOp::SumTo { x, shape } => {
-                lin(*x);
-                atoms.extend(shape);
-            }
-            LinOp::MatMul { a, x, .. } => {
-                atoms.push(a);
-                lin(*x);
-            }
-            LinOp::Outer { x, b, .. } => {
-                lin(*x);
-                atoms.push(b);
-            }
-        },
+        }
         Expr::Call(c) => {
             atoms.extend(&c.args);
             c.lin_args.iter().for_each(|x| lin(*x));
@@ -169,87 +107,14 @@ pub fn map_operands(e: &mut Expr, nl: &mut dyn FnMut(&mut Atom), lin: &mut dyn F
     match e {
         Expr::Atom(a) | Expr::Untuple(a) => nl(a),
         Expr::Prim(_, xs) | Expr::Tuple(xs) => xs.iter_mut().for_each(nl),
-        Expr::Array(op) => match op {
-            ArrayOp::Index { arr, idx } => {
-                nl(arr);
-                idx.iter_mut().for_each(nl);
+        Expr::Array(op) => op.for_each_atom_mut(nl),
+        Expr::Lin(op) => {
+            let mut zero = None;
+            op.for_each_operand_mut(nl, lin, &mut |s| zero = Some(s));
+            if let Some(s) = zero {
+                dims(s, nl);
             }
-            ArrayOp::Update { arr, idx, val, .. } => {
-                nl(arr);
-                idx.iter_mut().for_each(&mut *nl);
-                nl(val);
-            }
-            ArrayOp::Gather { arr, idx } => {
-                nl(arr);
-                nl(idx);
-            }
-            ArrayOp::ScatterAdd { len, idx, vals } => {
-                nl(len);
-                nl(idx);
-                nl(vals);
-            }
-            ArrayOp::Reduce { arr, .. }
-            | ArrayOp::ArgReduce { arr, .. }
-            | ArrayOp::Scan { arr, .. }
-            | ArrayOp::Transpose { arr }
-            | ArrayOp::Shape { arr, .. } => nl(arr),
-            ArrayOp::MatMul { a, b } => {
-                nl(a);
-                nl(b);
-            }
-            ArrayOp::Broadcast { arr, shape, .. } => {
-                nl(arr);
-                shape.iter_mut().for_each(nl);
-            }
-        },
-        Expr::Lin(op) => match op {
-            LinOp::Zero(s) => dims(s, nl),
-            LinOp::Add(x, y) => {
-                lin(x);
-                lin(y);
-            }
-            LinOp::Neg(x)
-            | LinOp::Dup(x)
-            | LinOp::Drop(x)
-            | LinOp::Untuple(x)
-            | LinOp::Transpose(x) => lin(x),
-            LinOp::Scale { s, x } => {
-                nl(s);
-                lin(x);
-            }
-            LinOp::Tuple(xs) => xs.iter_mut().for_each(lin),
-            LinOp::Index { x, idx } | LinOp::Take { x, idx, .. } => {
-                lin(x);
-                idx.iter_mut().for_each(nl);
-            }
-            LinOp::Update { x, idx, val, .. } => {
-                lin(x);
-                idx.iter_mut().for_each(nl);
-                lin(val);
-            }
-            LinOp::Gather { x, idx } => {
-                lin(x);
-                nl(idx);
-            }
-            LinOp::ScatterAdd { len, idx, x } => {
-                nl(len);
-                nl(idx);
-                lin(x);
-            }
-            LinOp::Sum { x, .. } | LinOp::Scan { x, .. } => lin(x),
-            LinOp::Broadcast { x, shape, .. } | LinOp::SumTo { x, shape } => {
-                lin(x);
-                shape.iter_mut().for_each(nl);
-            }
-            LinOp::MatMul { a, x, .. } => {
-                nl(a);
-                lin(x);
-            }
-            LinOp::Outer { x, b, .. } => {
-                lin(x);
-                nl(b);
-            }
-        },
+        }
         Expr::Call(c) => {
             c.args.iter_mut().for_each(&mut *nl);
             c.lin_args.iter_mut().for_each(lin);

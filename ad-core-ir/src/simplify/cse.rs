@@ -41,41 +41,12 @@ fn commutative(p: Prim) -> bool {
     )
 }
 
-fn axis_code(a: Option<usize>) -> usize {
-    a.map_or(usize::MAX, |a| a)
-}
-
 /// The key of an array operation: its name ([`ArrayOp::name`]), operands
 /// and parameters; two operations with equal keys compute the same value.
 fn array_key(op: &ArrayOp) -> Key {
-    let (atoms, params): (Vec<Atom>, Vec<usize>) = match op {
-        ArrayOp::Index { arr, idx } => {
-            let mut v = vec![*arr];
-            v.extend(idx);
-            (v, vec![])
-        }
-        ArrayOp::Update { arr, idx, val, add } => {
-            let mut v = vec![*arr];
-            v.extend(idx);
-            v.push(*val);
-            (v, vec![idx.len(), *add as usize])
-        }
-        ArrayOp::Gather { arr, idx } => (vec![*arr, *idx], vec![]),
-        ArrayOp::ScatterAdd { len, idx, vals } => (vec![*len, *idx, *vals], vec![]),
-        ArrayOp::Reduce { op, arr, axis } | ArrayOp::ArgReduce { op, arr, axis } => {
-            (vec![*arr], vec![*op as usize, axis_code(*axis)])
-        }
-        ArrayOp::Scan { arr, reverse } => (vec![*arr], vec![*reverse as usize]),
-        ArrayOp::MatMul { a, b } => (vec![*a, *b], vec![]),
-        ArrayOp::Transpose { arr } => (vec![*arr], vec![]),
-        ArrayOp::Broadcast { arr, shape, axes } => {
-            let mut v = vec![*arr];
-            v.extend(shape);
-            (v, axes.clone())
-        }
-        ArrayOp::Shape { arr, axis } => (vec![*arr], vec![*axis]),
-    };
-    Key::Array(op.name(), atoms, params)
+    let mut atoms = vec![];
+    op.for_each_atom(&mut |a| atoms.push(*a));
+    Key::Array(op.name(), atoms, op.params())
 }
 
 /// The key of a statement that may be merged, `None` for others.
