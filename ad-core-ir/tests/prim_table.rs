@@ -47,10 +47,11 @@ fn scalar_row(p: Prim, args: &[f64]) {
     check(p.name(), f, &vals, &wrt);
 }
 
-#[test]
-fn every_differentiable_scalar_primitive() {
+/// The rows of the differentiable scalar primitives: the primitive and its
+/// operands.
+const ROWS: &[(Prim, &[f64])] = {
     use Prim::*;
-    let rows: &[(Prim, &[f64])] = &[
+    &[
         (Add, &[0.3, -1.2]),
         (Sub, &[0.3, -1.2]),
         (Mul, &[0.3, -1.2]),
@@ -85,9 +86,55 @@ fn every_differentiable_scalar_primitive() {
         (Clamp, &[0.3, -1.0, 1.0]),
         (Clamp, &[-1.5, -1.0, 1.0]),
         (Clamp, &[1.5, -1.0, 1.0]),
-    ];
-    for (p, a) in rows {
+    ]
+};
+
+#[test]
+fn every_differentiable_scalar_primitive() {
+    for (p, a) in ROWS {
         scalar_row(*p, a);
+    }
+}
+
+/// The primitives with no tangent: integer, boolean and comparison results,
+/// casts to and from integers (`select` has its own test below).
+fn has_no_tangent(p: Prim) -> bool {
+    use Prim::*;
+    matches!(
+        p,
+        Rem | Lt
+            | Le
+            | Gt
+            | Ge
+            | Eq
+            | Ne
+            | And
+            | Or
+            | Not
+            | ToI64
+            | ToF64
+            | U64ToF64
+            | IntArith(..)
+            | IntCast(_)
+            | FloatToInt(_)
+            | ULt
+            | ULe
+            | UGt
+            | UGe
+            | UMax
+            | UMin
+    )
+}
+
+#[test]
+fn the_rows_cover_every_primitive() {
+    for p in Prim::ALL {
+        let row = ROWS.iter().any(|(q, _)| *q == p);
+        let tested_below = p == Prim::Select;
+        assert!(
+            row || tested_below || has_no_tangent(p),
+            "{p:?} has no row in the primitive table: add one"
+        );
     }
 }
 
