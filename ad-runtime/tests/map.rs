@@ -57,6 +57,36 @@ fn map_and_zips_on_all_layouts() {
     assert_eq!(flags, x.mapv(|v| v > 0.0));
 }
 
+/// Sequential kernels walk inputs whose rows are contiguous but which are
+/// not one slice (a row broadcast, a column range, a 3-D slab) row by row;
+/// the results are ndarray's, element for element, for those and for the
+/// inputs that keep `Zip`'s walk (short rows, a transposed operand).
+#[test]
+fn rows_of_views_and_broadcasts_map_like_ndarray() {
+    in_pool(1, || {
+        let m = mat(50, 10, 4);
+        let row = vec1(10, 5);
+        let b = row.broadcast((50, 10)).unwrap();
+        assert_eq!(zip_map(&m, &b, |a, c| a - c), &m - &row);
+        let cols = m.slice(s![.., 2..9]);
+        assert_eq!(map(&cols, |v| v * 3.0), cols.mapv(|v| v * 3.0));
+        let (l, r) = (m.slice(s![.., ..8]), m.slice(s![.., 2..]));
+        let b8 = row.slice(s![..8]);
+        let b8 = b8.broadcast((50, 8)).unwrap();
+        assert_eq!(zip3_map(&l, &b8, &r, |x, y, z| x * y + z), &l * &b8 + &r);
+        let a3 = arr3(4, 5, 12, 6);
+        let slab = a3.slice(s![.., 1..4, ..]);
+        assert_eq!(map(&slab, f64::exp), slab.mapv(f64::exp));
+        let short = m.slice(s![.., ..3]);
+        assert_eq!(map(&short, |v| -v), short.mapv(|v| -v));
+        let n = mat(10, 50, 7);
+        assert_eq!(
+            zip_map(&cols, &n.t().slice(s![.., 2..9]), |a, c| a * c),
+            &cols * &n.t().slice(s![.., 2..9])
+        );
+    });
+}
+
 #[test]
 fn nested_kernels_run_sequentially() {
     low_threshold();
