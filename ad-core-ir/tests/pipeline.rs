@@ -408,6 +408,64 @@ fn nested_loop_residual_stacks_are_stored_when_their_shape_is_fixed() {
     }
 }
 
+/// The residual policy for arrays of fixed shape in a loop body (issue 16,
+/// item 2): the centred points `c = x - m[k]` (an elementwise map of one
+/// cheap operation on views of the parameters) are recomputed by the linear
+/// side, not stacked per iteration; `exp(x - m[k])` (a libm call per
+/// element) is stored. Both are checked against finite differences and the
+/// dot-product identity.
+#[test]
+fn cheap_elementwise_arrays_in_a_loop_are_recomputed_dear_ones_stored() {
+    use ad_core_ir::driver::{differentiate, Options};
+    use ad_core_ir::pretty::func_to_string;
+    let text = |elem: &str| {
+        format!(
+            "def f(x_0: [[f64]], m_1: [[f64]]) -> (f64) {{
+  let n_2: i64 = shape m_1, 0
+  let r_3: i64 = shape x_0, 0
+  let c_4: i64 = shape x_0, 1
+  let lp_5: f64 = loop n_2 (s_6: f64 = 0.0) |k_7: i64| {{
+    let row_8: [f64] = index m_1[k_7]
+    let b_9: [[f64]] = broadcast row_8, [r_3, c_4], axes=[1]
+    let c_10: [[f64]] = map(x_0, b_9) |a_11: f64, b_12: f64| {{
+      let d_13: f64 = sub a_11, b_12
+{elem}
+    }}
+    let e_15: [[f64]] = map(c_10, c_10) |p_16: f64, q_17: f64| {{
+      let w_18: f64 = mul p_16, q_17
+      yield w_18
+    }}
+    let t_19: f64 = reduce_sum e_15
+    let u_20: f64 = add s_6, t_19
+    yield u_20
+  }}
+  return lp_5
+}}"
+        )
+    };
+    let cheap = "      yield d_13";
+    let dear = "      let x_14: f64 = exp d_13\n      yield x_14";
+    for (elem, recomputed) in [(cheap, true), (dear, false)] {
+        let p = ad_core_ir::parse::parse_program(&text(elem)).unwrap();
+        let x = Value::f64s(
+            &[3, 4],
+            (0..12).map(|k| (k as f64 * 0.3).sin()).collect::<Vec<_>>(),
+        );
+        let m = Value::f64s(
+            &[2, 4],
+            (0..8).map(|k| (k as f64 * 0.7).cos()).collect::<Vec<_>>(),
+        );
+        let r = check_derivatives(&p, "f", &[x, m], &[true, true], 4, 1e-6).unwrap();
+        assert_good(&r);
+        let d = differentiate(&p, "f", &[true, true], &Options::default()).unwrap();
+        let lin_t = func_to_string(d.program.func(&d.names.lin_t).unwrap());
+        let has_sub = lin_t.contains(" = sub ");
+        let has_exp = lin_t.contains(" = exp ");
+        assert_eq!(has_sub, recomputed, "{elem}:\n{lin_t}");
+        assert!(!has_exp, "exp is stored, not recomputed:\n{lin_t}");
+    }
+}
+
 /// A loop nest updating an array `a` (the outer loop's state) whose inner
 /// loop multiplies by two elements of `a`: the linear side needs those
 /// elements, and it stores them (two scalars per outer iteration) rather than

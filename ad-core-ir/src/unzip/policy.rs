@@ -43,7 +43,10 @@ impl<'p> Unzip<'p> {
     /// operands all have the map's rank, nor yet in builds, whose emitted
     /// form stacks scalar elements only) — arrays whose shape is the same
     /// in every iteration ([`fixed_shape_vars`], the residual stacks of a
-    /// nested loop with a fixed trip count included) are *stored* (stacked); other arrays computed in
+    /// nested loop with a fixed trip count included) are *stored* (stacked),
+    /// except those that an elementwise map of a few cheap operations on
+    /// views of outer values makes, which are recomputed
+    /// ([`cheap_array_slice`]); other arrays computed in
     /// the body are *recomputed* on the linear side from a backward slice of
     /// the primal body (the slice stops at stored residuals and parameters),
     /// so stacks are never ragged and map operands keep the map's rank.
@@ -71,6 +74,7 @@ impl<'p> Unzip<'p> {
         let mut todo: Vec<Var> = vec![];
         let mut scalars: Vec<Var> = vec![];
         let mut broadcasts: Vec<Var> = vec![];
+        let mut fixed_arrays: Vec<Var> = vec![];
         for &v in &res {
             if binder.contains_key(&v) && is_array(self, v) && !fixed.contains(&v) {
                 todo.push(v);
@@ -82,6 +86,8 @@ impl<'p> Unzip<'p> {
                 broadcasts.push(v);
             } else if binder.contains_key(&v) && !is_array(self, v) {
                 scalars.push(v);
+            } else if binder.contains_key(&v) && fixed.contains(&v) {
+                fixed_arrays.push(v);
             } else {
                 stored.insert(v);
             }
@@ -120,6 +126,17 @@ impl<'p> Unzip<'p> {
             });
             if sizes_cheap && src.is_none_or(|u| fixed.contains(&u)) {
                 stored.extend(src);
+                todo.push(v);
+            } else {
+                stored.insert(v);
+            }
+        }
+        // Fixed-shape arrays: recomputed when an elementwise map of a few
+        // cheap operations on views of outer values makes them (the
+        // centred points `x - means[j]`: a pass over the array costs no
+        // more than writing it to a stack and reading it back), else stored.
+        for v in fixed_arrays {
+            if cheap_array_slice(v, &body, &stored, &self.top, &self.vars) {
                 todo.push(v);
             } else {
                 stored.insert(v);
@@ -192,6 +209,72 @@ fn cheap_slice(
                 return false;
             }
             todo.extend(free_vars_stmt(&body.prim[k]).nl);
+        } else if body.params.contains(&u) {
+            if !body.free_params.contains(&u) {
+                return false;
+            }
+        } else if vars.ty(u).rank().is_none_or(|r| r > 0) && !top.contains(&u) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Whether the fixed-shape array residual `v` (bound in `body`) is
+/// recomputed on the linear side rather than stored: its backward slice,
+/// stopping at `stored` residuals, is views (`broadcast`, `index` of an
+/// array) and cheap scalar statements as for [`cheap_slice`], with `v`
+/// itself made by an elementwise `map` (no linear operand) whose body is
+/// cheap scalar statements; the slice and the map's body together are at
+/// most [`MAX_RECOMPUTE`] statements, and the slice reads only what
+/// [`cheap_slice`] allows (free parameters, top-level values, stored
+/// residuals).
+///
+/// Invariant kept: recomputing adds no stack, and the linear side's extra
+/// work per iteration is a bounded number of operations per element of
+/// `v`, the work of storing `v` and reading it back.
+fn cheap_array_slice(
+    v: Var,
+    body: &Body,
+    stored: &BTreeSet<Var>,
+    top: &BTreeSet<Var>,
+    vars: &VarTable,
+) -> bool {
+    let Some(&k) = body.binder.get(&v) else {
+        return false;
+    };
+    let Expr::Map(m) = &body.prim[k].expr else {
+        return false;
+    };
+    let lam = &m.body.body;
+    let map_cheap = m.lin_arrs.is_empty()
+        && lam.lin_results.is_empty()
+        && lam.stmts.iter().all(|s| is_cheap_stmt(s, vars));
+    if !map_cheap {
+        return false;
+    }
+    let mut cost = 1 + lam.stmts.len();
+    let mut seen: BTreeSet<usize> = BTreeSet::from([k]);
+    let mut todo: Vec<Var> = free_vars_stmt(&body.prim[k]).nl.into_iter().collect();
+    while let Some(u) = todo.pop() {
+        if stored.contains(&u) {
+            continue;
+        }
+        if let Some(&j) = body.binder.get(&u) {
+            if !seen.insert(j) {
+                continue;
+            }
+            let s = &body.prim[j];
+            let view = s.lin_binds.is_empty()
+                && matches!(
+                    s.expr,
+                    Expr::Array(ArrayOp::Broadcast { .. } | ArrayOp::Index { .. })
+                );
+            cost += 1;
+            if cost > MAX_RECOMPUTE || !(view || is_cheap_stmt(s, vars)) {
+                return false;
+            }
+            todo.extend(free_vars_stmt(s).nl);
         } else if body.params.contains(&u) {
             if !body.free_params.contains(&u) {
                 return false;
