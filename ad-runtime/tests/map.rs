@@ -73,7 +73,7 @@ fn rows_of_views_and_broadcasts_map_like_ndarray() {
         let (l, r) = (m.slice(s![.., ..8]), m.slice(s![.., 2..]));
         let b8 = row.slice(s![..8]);
         let b8 = b8.broadcast((50, 8)).unwrap();
-        assert_eq!(zip3_map(&l, &b8, &r, |x, y, z| x * y + z), &l * &b8 + &r);
+        assert_eq!(zip3_map(&l, &b8, &r, |x, y, z| x * y + z), &l * &b8 + r);
         let a3 = arr3(4, 5, 12, 6);
         let slab = a3.slice(s![.., 1..4, ..]);
         assert_eq!(map(&slab, f64::exp), slab.mapv(f64::exp));
