@@ -36,6 +36,7 @@
 mod accumulate;
 pub mod arg;
 mod broadcast;
+mod build_rows;
 mod check;
 mod elem;
 mod fold;
@@ -59,6 +60,7 @@ pub use arg::{arg_index, arg_index_axis, Ordered, ARG_MAX_RANK};
 pub use broadcast::{
     broadcast_axis, broadcast_to, outer, stretch_owned, sum_to_owned, sum_to_shape,
 };
+pub use build_rows::{build_rows, RowSink};
 pub use check::check_arg_shape;
 pub use elem::Elem;
 pub use gather::{add_at, add_row_at, gather, scatter_add, scatter_add_i64};
