@@ -204,6 +204,12 @@ fn take_buffer_as_is<T: Pooled>(n: usize) -> Vec<T> {
         // The newest buffer that fits without waste (a loop taking and
         // giving back a few buffers per iteration finds its own at once).
         let snug = |b: &Vec<T>| b.capacity() >= n && b.capacity() / 2 <= n.max(256);
+        if !is_large::<T>(n) {
+            // A small buffer: the newest if it is snug, else a new one (the
+            // allocator serves small blocks fast; searching a pool full of
+            // large arrays per request, once per loop iteration, did not).
+            return p.last().is_some_and(snug).then(|| p.pop()).flatten();
+        }
         if let Some(k) = p.iter().rposition(snug) {
             return Some(p.remove(k));
         }
