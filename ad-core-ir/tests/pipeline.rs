@@ -466,6 +466,59 @@ fn cheap_elementwise_arrays_in_a_loop_are_recomputed_dear_ones_stored() {
     }
 }
 
+/// The residual policy for arrays of fixed shape in a build body (issue 16,
+/// item 5): the exponentials of a per-point log-sum-exp (a nested loop's
+/// stack, a libm call per element) are stored, one row per point; a stack
+/// of products (cheap) is recomputed by the linear side. Both are checked
+/// against finite differences and the dot-product identity.
+#[test]
+fn dear_arrays_in_a_build_are_stored_cheap_ones_recomputed() {
+    use ad_core_ir::driver::{differentiate, Options};
+    use ad_core_ir::pretty::func_to_string;
+    let text = |op: &str| {
+        format!(
+            "def f(x_0: [[f64]]) -> (f64) {{
+  let n_1: i64 = shape x_0, 0
+  let k_2: i64 = shape x_0, 1
+  let b_3: [f64] = build [n_1] |i_4: i64| {{
+    let lp_5: f64 = loop k_2 (s_6: f64 = 0.0) |j_7: i64| {{
+      let v_8: f64 = index x_0[i_4, j_7]
+      let e_9: f64 = {op} v_8, v_8
+      let t_10: f64 = add s_6, e_9
+      yield t_10
+    }}
+    let l_11: f64 = mul lp_5, lp_5
+    yield l_11
+  }}
+  let r_12: f64 = reduce_sum b_3
+  return r_12
+}}"
+        )
+    };
+    // `exp v` needs one operand: `e = exp(v) * v` keeps the body's shape.
+    let dear = text("mul").replace(
+        "let e_9: f64 = mul v_8, v_8",
+        "let w_13: f64 = exp v_8\n      let e_9: f64 = mul w_13, v_8",
+    );
+    for (prog, stored) in [(dear, true), (text("mul"), false)] {
+        let p = ad_core_ir::parse::parse_program(&prog).unwrap();
+        let x = Value::f64s(
+            &[5, 3],
+            (0..15).map(|k| (k as f64 * 0.4).sin()).collect::<Vec<_>>(),
+        );
+        let r = check_derivatives(&p, "f", &[x], &[true], 4, 1e-6).unwrap();
+        assert_good(&r);
+        let d = differentiate(&p, "f", &[true], &Options::default()).unwrap();
+        let lin_t = func_to_string(d.program.func(&d.names.lin_t).unwrap());
+        assert!(!lin_t.contains(" = exp "), "exp recomputed:\n{lin_t}");
+        let fwd = func_to_string(d.program.func(&d.names.fwd).unwrap());
+        let stacked = fwd
+            .lines()
+            .any(|l| l.contains("= build") && l.contains("[[f64]]"));
+        assert_eq!(stacked, stored, "{prog}\nfwd:\n{fwd}\nlin_t:\n{lin_t}");
+    }
+}
+
 /// A loop nest updating an array `a` (the outer loop's state) whose inner
 /// loop multiplies by two elements of `a`: the linear side needs those
 /// elements, and it stores them (two scalars per outer iteration) rather than

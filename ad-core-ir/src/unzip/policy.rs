@@ -28,6 +28,19 @@ struct Body<'a> {
     free_params: &'a [Var],
 }
 
+/// Which fixed-shape arrays computed in a stacked body are stored
+/// ([`Unzip::split_stacked`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum ArrayResiduals {
+    /// Loops: every one but cheap elementwise maps ([`cheap_array_slice`]).
+    All,
+    /// Builds: the `f64` arrays dear to recompute ([`dear_stmt`]); the
+    /// rest are recomputed per element.
+    Dear,
+    /// Maps: none (recomputed).
+    None,
+}
+
 impl<'p> Unzip<'p> {
     /// Splits the body of a loop, build or map, whose residuals are stacked.
     ///
@@ -39,24 +52,22 @@ impl<'p> Unzip<'p> {
     /// stored residuals are *recomputed* on the linear side ([`cheap_slice`]:
     /// a reload and a few arithmetic operations cost less than a stack write
     /// and read); other scalars computed in the body, parameters (loop state,
-    /// map elements) and — in loops (`stack_arrays`; not in maps, whose
-    /// operands all have the map's rank, nor yet in builds, whose emitted
-    /// form stacks scalar elements only) — arrays whose shape is the same
-    /// in every iteration ([`fixed_shape_vars`], the residual stacks of a
-    /// nested loop with a fixed trip count included) are *stored* (stacked),
-    /// except those that an elementwise map of a few cheap operations on
-    /// views of outer values makes, which are recomputed
-    /// ([`cheap_array_slice`]); other arrays computed in
-    /// the body are *recomputed* on the linear side from a backward slice of
-    /// the primal body (the slice stops at stored residuals and parameters),
-    /// so stacks are never ragged and map operands keep the map's rank.
+    /// map elements) and arrays whose shape is the same in every iteration
+    /// ([`fixed_shape_vars`], the residual stacks of a nested loop with a
+    /// fixed trip count included) are *stored* (stacked) as `arrays` says
+    /// ([`ArrayResiduals`]): in loops all of them except those that an
+    /// elementwise map of a few cheap operations on views of outer values
+    /// makes, which are recomputed ([`cheap_array_slice`]); in builds only
+    /// the dear ones ([`dear_stmt`]: a libm call or a function call to
+    /// redo, the log-sum-exp's exponentials per point); in maps none (their
+    /// operands all have the map's rank). Other arrays computed in
     /// Returns `(primal, slice ++ linear, stored residuals)`.
     pub(super) fn split_stacked(
         &mut self,
         b: &Block,
         params: &[Var],
         free_params: &[Var],
-        stack_arrays: bool,
+        arrays: ArrayResiduals,
     ) -> Result<Split, UnzipError> {
         let (prim, lin, res) = self.split_nested(b, params)?;
         let binder: HashMap<Var, usize> = prim
@@ -65,7 +76,7 @@ impl<'p> Unzip<'p> {
             .flat_map(|(k, s)| s.binds.iter().map(move |v| (*v, k)))
             .collect();
         let is_array = |u: &Self, v: Var| u.vars.ty(v).rank().is_none_or(|r| r > 0);
-        let fixed = if stack_arrays {
+        let fixed = if arrays != ArrayResiduals::None {
             fixed_shape_vars(&prim, params, &self.vars)
         } else {
             BTreeSet::new()
@@ -79,6 +90,7 @@ impl<'p> Unzip<'p> {
             if binder.contains_key(&v) && is_array(self, v) && !fixed.contains(&v) {
                 todo.push(v);
             } else if fixed.contains(&v)
+                && arrays == ArrayResiduals::All
                 && binder.get(&v).is_some_and(|k| {
                     matches!(prim[*k].expr, Expr::Array(ArrayOp::Broadcast { .. }))
                 })
@@ -136,10 +148,18 @@ impl<'p> Unzip<'p> {
         // centred points `x - means[j]`: a pass over the array costs no
         // more than writing it to a stack and reading it back), else stored.
         for v in fixed_arrays {
-            if cheap_array_slice(v, &body, &stored, &self.top, &self.vars) {
-                todo.push(v);
-            } else {
+            let keep = match arrays {
+                ArrayResiduals::All => !cheap_array_slice(v, &body, &stored, &self.top, &self.vars),
+                ArrayResiduals::Dear => {
+                    self.vars.ty(v).elem() == Some(crate::types::Scalar::F64)
+                        && dear_stmt(&prim[binder[&v]])
+                }
+                ArrayResiduals::None => false,
+            };
+            if keep {
                 stored.insert(v);
+            } else {
+                todo.push(v);
             }
         }
         let mut slice: BTreeSet<usize> = BTreeSet::new();
@@ -284,4 +304,19 @@ fn cheap_array_slice(
         }
     }
     true
+}
+
+/// Whether recomputing the array `s` binds costs a libm call (a primitive
+/// that is not [`Prim::is_cheap`]) or a function call per element, at any
+/// depth of its nested bodies: the exponentials of a log-sum-exp, stacked
+/// by its loop over components. Storing such an array writes and reads
+/// each element once; recomputing it redoes that call per element.
+fn dear_stmt(s: &Stmt) -> bool {
+    match &s.expr {
+        Expr::Prim(p, _) => !p.is_cheap(),
+        Expr::Call(_) => true,
+        _ => crate::visit::blocks(&s.expr)
+            .into_iter()
+            .any(|b| b.stmts.iter().any(dear_stmt)),
+    }
 }

@@ -16,6 +16,7 @@
 //! }
 //! ```
 
+use super::policy::ArrayResiduals;
 use super::{Unzip, UnzipError};
 use crate::ir::*;
 use crate::typing::atom_ty;
@@ -70,7 +71,8 @@ impl<'p> Unzip<'p> {
         lin: &mut Vec<Stmt>,
     ) -> Result<(), UnzipError> {
         let i = l.body.params[0];
-        let (pb, lb, res) = self.split_stacked(&l.body.body, &l.body.params, &[i], true)?;
+        let (pb, lb, res) =
+            self.split_stacked(&l.body.body, &l.body.params, &[i], ArrayResiduals::All)?;
         let res: Vec<Var> = res.into_iter().filter(|v| *v != i).collect();
         let (results, binds, stacks) =
             self.stack_outputs(&res, 1, &l.body.body.results, &s.binds)?;
@@ -127,7 +129,7 @@ impl<'p> Unzip<'p> {
         lin: &mut Vec<Stmt>,
     ) -> Result<(), UnzipError> {
         let idx = &b.body.params;
-        let (pb, lb, res) = self.split_stacked(&b.body.body, idx, idx, false)?;
+        let (pb, lb, res) = self.split_stacked(&b.body.body, idx, idx, ArrayResiduals::Dear)?;
         let res: Vec<Var> = res.into_iter().filter(|v| !idx.contains(v)).collect();
         let (results, binds, stacks) =
             self.stack_outputs(&res, idx.len(), &b.body.body.results, &s.binds)?;
@@ -179,7 +181,8 @@ impl<'p> Unzip<'p> {
         lin: &mut Vec<Stmt>,
     ) -> Result<(), UnzipError> {
         let params = &m.body.params;
-        let (pb, lb, res) = self.split_stacked(&m.body.body, params, params, false)?;
+        let (pb, lb, res) =
+            self.split_stacked(&m.body.body, params, params, ArrayResiduals::None)?;
         // Element parameters read by the linear side come from the input arrays.
         let mut arrs = vec![];
         let mut lparams = vec![];

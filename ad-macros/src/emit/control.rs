@@ -491,11 +491,19 @@ impl Emitter<'_> {
         let ity = lam.params.iter().map(|_| quote!(i64));
         let (views, saved) = self.local_views(lam, true);
         let bind = quote!(#views let (#(#binds,)*): (#(#ity,)*) = (#(#casts,)*););
+        let tys = self.out_tys(lam, 0, 0);
+        let work = work_estimate(&lam.body, 4).max(1);
+        if let Some(elem) = array_elements(&tys) {
+            let e = self.build_rows(lam, &tys, elem, &sizes, &closure_param, &bind, work);
+            self.restore_reprs(saved);
+            return Ok(Out {
+                expr: e?,
+                reprs: self.owned_reprs(s),
+            });
+        }
         let (stmts, results, _) = self.closed_block_parts(&lam.body, false)?;
         self.restore_reprs(saved);
         let res = flat(&results);
-        let tys = self.out_tys(lam, 0, 0);
-        let work = work_estimate(&lam.body, 4).max(1);
         if let Some(e) = self.one_pass(
             &tys,
             r,
@@ -554,6 +562,86 @@ impl Emitter<'_> {
             }),
             reprs: self.owned_reprs(s),
         })
+    }
+
+    /// A build whose elements hold arrays as well as scalars (a stored
+    /// fixed-shape residual: a log-sum-exp's exponentials per point):
+    /// `ad_runtime::build_rows`, the body putting each array result into
+    /// the sink (copied into its row of an output allocated once) and
+    /// returning its scalar results; the outputs in the body's result order.
+    #[allow(clippy::too_many_arguments)]
+    fn build_rows(
+        &mut self,
+        lam: &Lambda,
+        tys: &[Ty],
+        elem: Scalar,
+        sizes: &[TokenStream],
+        closure_param: &TokenStream,
+        bind: &TokenStream,
+        work: usize,
+    ) -> R<TokenStream> {
+        let (rt, nd) = (rt(), nd());
+        self.hoist.push(None);
+        let mut stmts = TokenStream::new();
+        for st in &lam.body.stmts {
+            match self.stmt(st) {
+                Ok(t) => stmts.extend(t),
+                Err(e) => {
+                    self.hoist.pop();
+                    return Err(e);
+                }
+            }
+        }
+        self.hoist.pop();
+        let site = self.uses.results(&lam.body);
+        let (sink, scal, arrs) = (self.fresh("sink"), self.fresh("b"), self.fresh("arrs"));
+        let mut puts = TokenStream::new();
+        let mut scalars = vec![];
+        let mut ranks = vec![];
+        for a in &lam.body.results {
+            match self.atom_ty(a) {
+                Ty::Array { rank, .. } => {
+                    let k = ranks.len();
+                    let r = self.by_ref(a);
+                    puts.extend(quote!(#sink.put(#k, #r);));
+                    ranks.push(rank);
+                }
+                _ => scalars.push(self.own(a, site)),
+            }
+        }
+        let res = flat(&scalars);
+        let e = elem_ty(elem);
+        let lead = sizes.len();
+        let mut parts = vec![];
+        let mut nk = 0;
+        for ty in tys {
+            parts.push(match ty {
+                Ty::Array { rank, .. } => {
+                    let d = dim_ty(lead + rank);
+                    quote!(#arrs.next().expect("linad: array result").into_dimensionality::<#d>().expect("linad: rank"))
+                }
+                _ => {
+                    let f = syn::Index::from(nk);
+                    nk += 1;
+                    if scalars.len() == 1 {
+                        quote!(#scal)
+                    } else {
+                        quote!(#scal.map(|__t| __t.#f))
+                    }
+                }
+            });
+        }
+        let fin = flat(&parts);
+        Ok(quote!({
+            let (#scal, #arrs): (#nd::Array<_, _>, Vec<#nd::ArrayD<#e>>) = #rt::build_rows(
+                [#(#sizes),*],
+                #work,
+                &[#(#ranks),*],
+                |#closure_param, #sink: &mut #rt::RowSink<'_, #e>| { #bind #stmts #puts #res },
+            );
+            let mut #arrs = #arrs.into_iter();
+            #fin
+        }))
     }
 
     /// The lane closure of a strip-mined build (`strip.rs`): the same
@@ -910,4 +998,23 @@ fn assign_all<N: quote::ToTokens>(names: &[N], results: &[TokenStream]) -> Token
         ([n], [r]) => quote!(#n = #r;),
         _ => quote!((#(#names,)*) = (#(#results,)*);),
     }
+}
+
+/// The element type shared by the array results of a build with scalar
+/// and array results (`Emitter::build_rows`); `None` when no result is an
+/// array, or when the arrays' element types differ, or a result is a tuple.
+fn array_elements(tys: &[Ty]) -> Option<Scalar> {
+    let mut elem = None;
+    for t in tys {
+        match t {
+            Ty::Array { elem: e, .. } => match elem {
+                None => elem = Some(*e),
+                Some(x) if x == *e => {}
+                Some(_) => return None,
+            },
+            Ty::Scalar(_) => {}
+            Ty::Tuple(_) | Ty::Opaque(_) => return None,
+        }
+    }
+    elem
 }

@@ -179,6 +179,15 @@ impl Uses {
     }
 
     fn block(&mut self, b: &Block, depth: u32, vars: &VarTable) {
+        self.block_results(b, depth, vars, false);
+    }
+
+    /// [`Self::block`]; with `copied`, the block is a build's body, whose
+    /// array results the emitter copies into rows of the build's outputs
+    /// (`Emitter::build_rows`): they are borrowed there, not moved out, so
+    /// they do not escape (a nested loop's stack of them may be a reused
+    /// buffer).
+    fn block_results(&mut self, b: &Block, depth: u32, vars: &VarTable, copied: bool) {
         // Each statement's sites: its own, then its nested blocks'.
         let mut ranges = Vec::with_capacity(b.stmts.len());
         for s in &b.stmts {
@@ -191,7 +200,9 @@ impl Uses {
         for a in &b.results {
             if let Atom::Var(v) = a {
                 self.use_var(*v, site);
-                self.escaping.insert(self.root(*v));
+                if !(copied && matches!(vars.ty(*v), Ty::Array { .. })) {
+                    self.escaping.insert(self.root(*v));
+                }
             }
         }
         for v in &b.lin_results {
@@ -278,7 +289,8 @@ impl Uses {
                     for p in l.params.iter().chain(&l.lin_params) {
                         self.bind_depth.insert(*p, depth + 1);
                     }
-                    self.block(&l.body, depth + 1, vars);
+                    let copied = matches!(e, Expr::Build(_));
+                    self.block_results(&l.body, depth + 1, vars, copied);
                 }
             }
         }
