@@ -493,7 +493,8 @@ impl Emitter<'_> {
         let bind = quote!(#views let (#(#binds,)*): (#(#ity,)*) = (#(#casts,)*););
         let tys = self.out_tys(lam, 0, 0);
         let work = work_estimate(&lam.body, 4).max(1);
-        if let Some(elem) = array_elements(&tys) {
+        let rows = array_elements(&tys).filter(|_| lam.body.lin_results.is_empty());
+        if let Some(elem) = rows {
             let e = self.build_rows(lam, &tys, elem, &sizes, &closure_param, &bind, work);
             self.restore_reprs(saved);
             return Ok(Out {
