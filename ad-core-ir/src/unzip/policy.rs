@@ -215,20 +215,42 @@ fn cheap_slice(
     top: &BTreeSet<Var>,
     vars: &VarTable,
 ) -> bool {
-    let mut seen: BTreeSet<usize> = BTreeSet::new();
-    let mut todo = vec![v];
+    let Some(&k) = body.binder.get(&v) else {
+        return false;
+    };
+    let ok = |s: &Stmt| is_cheap_stmt(s, vars);
+    ok(&body.prim[k]) && slice_fits(k, 1, body, stored, top, vars, &ok)
+}
+
+/// The walk both slices share: the backward slice of statement `k` of
+/// `body` (already costed at `cost`), stopping at `stored` residuals, is
+/// statements that `ok` allows, at most [`MAX_RECOMPUTE`] in all (each
+/// costs one), reading no parameter of the body other than its free ones
+/// and no array from outside the body other than those in `top`.
+fn slice_fits(
+    k: usize,
+    mut cost: usize,
+    body: &Body,
+    stored: &BTreeSet<Var>,
+    top: &BTreeSet<Var>,
+    vars: &VarTable,
+    ok: &dyn Fn(&Stmt) -> bool,
+) -> bool {
+    let mut seen: BTreeSet<usize> = BTreeSet::from([k]);
+    let mut todo: Vec<Var> = free_vars_stmt(&body.prim[k]).nl.into_iter().collect();
     while let Some(u) = todo.pop() {
-        if stored.contains(&u) && u != v {
+        if stored.contains(&u) {
             continue;
         }
-        if let Some(&k) = body.binder.get(&u) {
-            if !seen.insert(k) {
+        if let Some(&j) = body.binder.get(&u) {
+            if !seen.insert(j) {
                 continue;
             }
-            if seen.len() > MAX_RECOMPUTE || !is_cheap_stmt(&body.prim[k], vars) {
+            cost += 1;
+            if cost > MAX_RECOMPUTE || !ok(&body.prim[j]) {
                 return false;
             }
-            todo.extend(free_vars_stmt(&body.prim[k]).nl);
+            todo.extend(free_vars_stmt(&body.prim[j]).nl);
         } else if body.params.contains(&u) {
             if !body.free_params.contains(&u) {
                 return false;
@@ -237,7 +259,7 @@ fn cheap_slice(
             return false;
         }
     }
-    true
+    cost <= MAX_RECOMPUTE
 }
 
 /// Whether the fixed-shape array residual `v` (bound in `body`) is
@@ -270,40 +292,15 @@ fn cheap_array_slice(
     let map_cheap = m.lin_arrs.is_empty()
         && lam.lin_results.is_empty()
         && lam.stmts.iter().all(|s| is_cheap_stmt(s, vars));
-    if !map_cheap {
-        return false;
-    }
-    let mut cost = 1 + lam.stmts.len();
-    let mut seen: BTreeSet<usize> = BTreeSet::from([k]);
-    let mut todo: Vec<Var> = free_vars_stmt(&body.prim[k]).nl.into_iter().collect();
-    while let Some(u) = todo.pop() {
-        if stored.contains(&u) {
-            continue;
-        }
-        if let Some(&j) = body.binder.get(&u) {
-            if !seen.insert(j) {
-                continue;
-            }
-            let s = &body.prim[j];
-            let view = s.lin_binds.is_empty()
-                && matches!(
-                    s.expr,
-                    Expr::Array(ArrayOp::Broadcast { .. } | ArrayOp::Index { .. })
-                );
-            cost += 1;
-            if cost > MAX_RECOMPUTE || !(view || is_cheap_stmt(s, vars)) {
-                return false;
-            }
-            todo.extend(free_vars_stmt(s).nl);
-        } else if body.params.contains(&u) {
-            if !body.free_params.contains(&u) {
-                return false;
-            }
-        } else if vars.ty(u).rank().is_none_or(|r| r > 0) && !top.contains(&u) {
-            return false;
-        }
-    }
-    true
+    let ok = |s: &Stmt| {
+        let view = s.lin_binds.is_empty()
+            && matches!(
+                s.expr,
+                Expr::Array(ArrayOp::Broadcast { .. } | ArrayOp::Index { .. })
+            );
+        view || is_cheap_stmt(s, vars)
+    };
+    map_cheap && slice_fits(k, 1 + lam.stmts.len(), body, stored, top, vars, &ok)
 }
 
 /// Whether recomputing the array `s` binds costs a libm call (a primitive
