@@ -60,7 +60,10 @@ impl<'p> Unzip<'p> {
     /// makes, which are recomputed ([`cheap_array_slice`]); in builds only
     /// the dear ones ([`dear_stmt`]: a libm call or a function call to
     /// redo, the log-sum-exp's exponentials per point); in maps none (their
-    /// operands all have the map's rank). Other arrays computed in
+    /// operands all have the map's rank). Other arrays computed in the body
+    /// are *recomputed* on the linear side from a backward slice of the
+    /// primal body (the slice stops at stored residuals and parameters), so
+    /// stacks are never ragged and map operands keep the map's rank.
     /// Returns `(primal, slice ++ linear, stored residuals)`.
     pub(super) fn split_stacked(
         &mut self,
@@ -143,10 +146,12 @@ impl<'p> Unzip<'p> {
                 stored.insert(v);
             }
         }
-        // Fixed-shape arrays: recomputed when an elementwise map of a few
-        // cheap operations on views of outer values makes them (the
-        // centred points `x - means[j]`: a pass over the array costs no
-        // more than writing it to a stack and reading it back), else stored.
+        // Fixed-shape arrays, as `arrays` says: in a loop stored unless an
+        // elementwise map of a few cheap operations on views of outer
+        // values makes them (the centred points `x - means[j]`: a pass over
+        // the array costs no more than writing it to a stack and reading it
+        // back); in a build stored only when dear (an `f64` array whose
+        // making calls libm); in a map never.
         for v in fixed_arrays {
             let keep = match arrays {
                 ArrayResiduals::All => !cheap_array_slice(v, &body, &stored, &self.top, &self.vars),
