@@ -79,7 +79,12 @@ impl<'p> Unzip<'p> {
             .flat_map(|(k, s)| s.binds.iter().map(move |v| (*v, k)))
             .collect();
         let is_array = |u: &Self, v: Var| u.vars.ty(v).rank().is_none_or(|r| r > 0);
-        let fixed = if arrays != ArrayResiduals::None {
+        // The fixed-shape analysis walks the body: only when an array is
+        // a residual.
+        let array_residual = res
+            .iter()
+            .any(|v| binder.contains_key(v) && is_array(self, *v));
+        let fixed = if arrays != ArrayResiduals::None && array_residual {
             fixed_shape_vars(&prim, params, &self.vars)
         } else {
             BTreeSet::new()

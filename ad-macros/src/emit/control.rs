@@ -582,18 +582,7 @@ impl Emitter<'_> {
         work: usize,
     ) -> R<TokenStream> {
         let (rt, nd) = (rt(), nd());
-        self.hoist.push(None);
-        let mut stmts = TokenStream::new();
-        for st in &lam.body.stmts {
-            match self.stmt(st) {
-                Ok(t) => stmts.extend(t),
-                Err(e) => {
-                    self.hoist.pop();
-                    return Err(e);
-                }
-            }
-        }
-        self.hoist.pop();
+        let stmts = self.closed_stmts(&lam.body)?;
         let site = self.uses.results(&lam.body);
         let (sink, scal, arrs) = (self.fresh("sink"), self.fresh("b"), self.fresh("arrs"));
         let mut puts = TokenStream::new();

@@ -351,6 +351,23 @@ impl<'a> Emitter<'a> {
         r
     }
 
+    /// The statements of `b` alone (its results left to the caller), as
+    /// in [`Emitter::closed_block_parts`]: scratch declarations stay in it.
+    pub fn closed_stmts(&mut self, b: &Block) -> R<TokenStream> {
+        self.hoist.push(None);
+        let r = self.stmts(b);
+        self.hoist.pop();
+        r
+    }
+
+    fn stmts(&mut self, b: &Block) -> R<TokenStream> {
+        let mut stmts = TokenStream::new();
+        for s in &b.stmts {
+            stmts.extend(self.stmt(s)?);
+        }
+        Ok(stmts)
+    }
+
     /// Places scratch declarations: with the enclosing sequential loop's
     /// (to go before it), or before the current statement.
     pub fn declare_scratch(&mut self, decls: TokenStream) {
@@ -365,10 +382,7 @@ impl<'a> Emitter<'a> {
         b: &Block,
         view_results: bool,
     ) -> R<(TokenStream, Vec<TokenStream>, Vec<Repr>)> {
-        let mut stmts = TokenStream::new();
-        for s in &b.stmts {
-            stmts.extend(self.stmt(s)?);
-        }
+        let stmts = self.stmts(b)?;
         let site = self.uses.results(b);
         let mut results = vec![];
         let mut reprs = vec![];
