@@ -91,6 +91,12 @@ pub struct FileFns {
     structs: Vec<(String, Vec<FieldInfo>)>,
     /// Enums without fields, with their variants' discriminants.
     enums: Vec<(String, Variants)>,
+    /// How often each word (a run of letters, digits and `_`) occurs in
+    /// the text, comments and strings included: an over-count, never an
+    /// under-count, of the identifiers (see [`callers_possible`]).
+    words: HashMap<String, u32>,
+    /// The text calls `include!`: code the index does not see.
+    includes: bool,
 }
 
 /// The variants of a field-less enum: names and discriminants.
@@ -350,6 +356,73 @@ fn matches(fns: &FileFns, name: &str) -> Vec<FnInfo> {
         .collect()
 }
 
+/// Whether code other than `name`'s own definition may call the building
+/// blocks of the `#[differentiable]` function `name` (`__linad_name_lin`,
+/// ..., `crate::names`), which its expansion then has to emit. `false`
+/// only when the source settles it: the function is not visible outside
+/// the crate (not `pub`, or `pub` in a binary: `CARGO_BIN_NAME`), the
+/// index sees the whole crate (the files under `src/`, or those a test's,
+/// example's or bench's root file loads; every file parsed, none calling
+/// `include!`), and the word `name` occurs exactly once in all of it (its
+/// definition: any other occurrence, a call, a `use`, a comment, keeps the
+/// blocks). A caller the index cannot see (made by a macro from pieces of
+/// names, in a file loaded from outside `src/`) then fails to compile
+/// with rustc's "cannot find function `__linad_name_lin`"; nothing runs
+/// wrong.
+pub fn callers_possible(name: &str, vis: &syn::Visibility) -> bool {
+    let exported = match vis {
+        syn::Visibility::Public(_) => std::env::var_os("CARGO_BIN_NAME").is_none(),
+        syn::Visibility::Restricted(_) | syn::Visibility::Inherited => false,
+    };
+    exported || !sole_mention(name).unwrap_or(false)
+}
+
+/// Whether `name` occurs once in the whole crate (`None`: the index does
+/// not see the whole crate).
+fn sole_mention(name: &str) -> Option<bool> {
+    let mut guard = CACHE.lock().ok()?;
+    let cache = guard.get_or_insert_with(HashMap::new);
+    let files = files(cache)?;
+    if !whole_crate(&files[0]) {
+        return None;
+    }
+    let mut count = 0;
+    for f in &files {
+        let ff = fns_of(cache, f)?;
+        if ff.includes {
+            return None;
+        }
+        count += ff.words.get(name).copied().unwrap_or(0);
+    }
+    Some(count == 1)
+}
+
+/// Whether [`files`] starting at `current` is the whole crate: `current`
+/// is under `src/` (all of it is read), or it is the crate's root file
+/// (`tests/t.rs`, `examples/e/main.rs`: named after the crate or `main`),
+/// not a module a root loads.
+fn whole_crate(current: &Path) -> bool {
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    if let Ok(dir) = std::env::var("CARGO_MANIFEST_DIR") {
+        if canon(current).starts_with(canon(&Path::new(&dir).join("src"))) {
+            return true;
+        }
+    }
+    let stem = current.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    let krate = std::env::var("CARGO_CRATE_NAME").unwrap_or_default();
+    stem == "main" || (!krate.is_empty() && stem.replace('-', "_") == krate)
+}
+
+/// The words of `text` (runs of alphanumeric characters and `_`), counted.
+fn words(text: &str) -> HashMap<String, u32> {
+    let mut out: HashMap<String, u32> = HashMap::new();
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    for w in text.split(|c: char| !is_word(c)).filter(|w| !w.is_empty()) {
+        *out.entry(w.to_string()).or_insert(0) += 1;
+    }
+    out
+}
+
 /// The `.rs` files under `dir` (at most 8 directories deep).
 fn rs_files(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -383,7 +456,11 @@ fn fns_of<'c>(cache: &'c mut Cache, path: &Path) -> Option<&'c FileFns> {
 /// The free functions of a file (inline modules included).
 pub fn parse_fns(text: &str) -> Option<FileFns> {
     let file = syn::parse_file(text).ok()?;
-    let mut fns = FileFns::default();
+    let mut fns = FileFns {
+        words: words(text),
+        includes: text.contains("include!"),
+        ..FileFns::default()
+    };
     let mut ruled = vec![];
     collect(&file.items, &mut fns, &mut ruled);
     for (name, info) in &mut fns.fns {
@@ -657,6 +734,62 @@ mod tests {
         assert!(get("d").linear.is_empty());
         assert!(get("ruled").differentiable);
         assert_eq!(get("nothing").ret, None);
+    }
+
+    /// The building blocks of a function nothing else in the crate names
+    /// are not emitted; those of a called, exported or unindexed one are.
+    #[test]
+    fn building_blocks_only_for_possible_callers() {
+        use crate::test_crate::TestCrate;
+        let items = [
+            "#[differentiable] fn alone(x: f64) -> f64 { x.sin() * x }",
+            "#[differentiable] fn called(x: f64) -> f64 { x.exp() }",
+            "#[differentiable] fn caller(x: f64) -> f64 { called(x) * 2.0 }",
+            "#[differentiable] pub fn exported(x: f64) -> f64 { x.cos() }",
+            "#[differentiable(reverse)] fn back(x: f64) -> f64 { x.ln() }",
+            "#[differentiable(wrt(a))] fn some(a: f64, b: f64) -> f64 { a * b.sin() }",
+        ];
+        let source = items.join("\n");
+        // The attribute's arguments go to the macro, the rest is the item.
+        let has = |krate: &TestCrate, item: &str, name: &str| {
+            let (attr, rest) = item.split_once(']').unwrap();
+            let args = attr.trim_start_matches("#[differentiable");
+            let args = args
+                .strip_prefix('(')
+                .and_then(|a| a.strip_suffix(')'))
+                .unwrap_or("");
+            let idents = krate.expand_idents_with(args.parse().unwrap(), rest.parse().unwrap());
+            idents.iter().any(|i| i == name)
+        };
+        let whole = TestCrate::whole("blocks-whole", &source);
+        assert!(has(&whole, items[0], "alone_vjp") && has(&whole, items[0], "alone_jvp"));
+        for block in ["primal", "lin", "lin_t", "fwdres", "linres_t"] {
+            let name = |f: &str| format!("__linad_{f}_{block}");
+            assert!(!has(&whole, items[0], &name("alone")), "{block}");
+            assert!(has(&whole, items[1], &name("called")), "{block}");
+            assert!(has(&whole, items[3], &name("exported")), "{block}");
+        }
+        // One mode: the halves the other one would use are gone too.
+        assert!(has(&whole, items[4], "__linad_back_lin_t_at"));
+        assert!(!has(&whole, items[4], "__linad_back_jvp"));
+        assert!(!has(&whole, items[4], "__linad_back_lin_at"));
+        // `wrt`: only the restricted set, for the public items.
+        assert!(has(&whole, items[5], "__linadw_some_fwd"));
+        assert!(!has(&whole, items[5], "__linad_some_fwd"));
+        assert!(!has(&whole, items[5], "__linadw_some_lin"));
+        drop(whole);
+        // A file some other root may load as a module: everything.
+        let part = TestCrate::new("blocks-part", &source);
+        assert!(has(&part, items[0], "__linad_alone_lin_t"));
+        assert!(has(&part, items[5], "__linad_some_fwd"));
+    }
+
+    #[test]
+    fn words_over_count_identifiers() {
+        let w = words("fn f(x: f64) { g(x) } // f again\n\"f\" r#f é_f");
+        assert_eq!(w["f"], 4);
+        assert_eq!(w["g"], 1);
+        assert_eq!(w["é_f"], 1);
     }
 
     #[test]

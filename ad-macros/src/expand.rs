@@ -124,6 +124,7 @@ fn derivatives(
     all: &[bool],
     trace: bool,
     reverse: bool,
+    callers: bool,
 ) -> Result<Result<(Derivatives, Derivatives), DriverError>, String> {
     let (prog, name) = (&lowered.program, &lowered.name);
     on_large_stack(move || {
@@ -137,7 +138,9 @@ fn derivatives(
             ..Options::default()
         };
         let user = differentiate(prog, name, wrt, &opts)?;
-        let all = if wrt == all {
+        // The set for every parameter is for callers alone when `wrt` is
+        // smaller (`emit::Input::callers`).
+        let all = if wrt == all || !callers {
             user.clone()
         } else {
             let opts = Options {
@@ -261,12 +264,14 @@ fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Err
     let lowered = lower::lower(func, &sig)?;
     let span = sig.span;
     let trace = args.dump.is_present();
+    let callers = crate::crate_fns::callers_possible(&func.sig.ident.to_string(), &func.vis);
     let (user, all) = derivatives(
         &lowered,
         &sig.wrt_mask(),
         &sig.all_mask(),
         trace,
         modes.reverse,
+        callers,
     )
     .map_err(|e| vec![internal_error(span, &e)])?
     .map_err(|e| vec![driver_error(e, &lowered, span)])?;
@@ -276,6 +281,7 @@ fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Err
         user: &user,
         all: &all,
         modes,
+        callers,
     });
     let dump = if args.dump.is_present() {
         // The lowered function, then every pass's output in pipeline order.

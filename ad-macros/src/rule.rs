@@ -103,6 +103,8 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
         user: &d,
         all: &d,
         modes: crate::attr::Modes::BOTH,
+        // The rule's target is called by other functions.
+        callers: true,
     });
     let assert = signature_assertion(&f_sig, &target);
     // The rule is a specification read by the macro: not calling it is normal.

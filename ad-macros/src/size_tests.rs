@@ -56,17 +56,26 @@ fn sizes(file: &str) -> (usize, usize, f64) {
         })
 }
 
-/// The text of the file `LINAD_EXPANSION_FILE`.
-fn expansion_file() -> String {
+/// The text of the file `LINAD_EXPANSION_FILE`, the `src/lib.rs` of a
+/// crate, expanded as the compiler would while building that crate: the
+/// source index (`crate_fns`) sees it (these tests run alone, each in a
+/// process of its own, so setting `CARGO_MANIFEST_DIR` here is theirs).
+fn expansion_file() -> (String, crate::crate_fns::Scope) {
     let path = std::env::var("LINAD_EXPANSION_FILE").expect("LINAD_EXPANSION_FILE is set");
-    std::fs::read_to_string(&path).expect("the file is readable")
+    let path = std::path::PathBuf::from(path);
+    if let Some(dir) = path.parent().and_then(|src| src.parent()) {
+        std::env::set_var("CARGO_MANIFEST_DIR", dir);
+    }
+    let text = std::fs::read_to_string(&path).expect("the file is readable");
+    (text, crate::crate_fns::Scope::enter(Some(path)))
 }
 
 /// The expansion of the file `LINAD_EXPANSION_FILE` (bench/compile-time).
 #[test]
 #[ignore]
 fn expansion_size() {
-    let (src, out, secs) = sizes(&expansion_file());
+    let (text, _crate) = expansion_file();
+    let (src, out, secs) = sizes(&text);
     println!(
         "source tokens {src}, expanded tokens {out}, expansion {:.1} ms",
         secs * 1e3
@@ -109,7 +118,8 @@ fn typical_expansion_is_compact() {
 #[ignore]
 fn expansion_breakdown() {
     let mut by: std::collections::BTreeMap<String, usize> = Default::default();
-    for e in expansions(&expansion_file()) {
+    let (text, _crate) = expansion_file();
+    for e in expansions(&text) {
         let out: syn::File = syn::parse2(e.expanded).expect("the expansion parses");
         for it in out.items {
             let key = match &it {
@@ -133,7 +143,8 @@ fn expansion_breakdown() {
 #[test]
 #[ignore]
 fn expansion_print() {
-    for e in expansions(&expansion_file()) {
+    let (text, _crate) = expansion_file();
+    for e in expansions(&text) {
         println!("{}", e.expanded);
     }
 }

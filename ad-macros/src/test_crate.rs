@@ -13,11 +13,22 @@ pub struct TestCrate {
 }
 
 impl TestCrate {
-    /// The crate whose `lib.rs` is `source` (`tag` names its folder).
+    /// The crate whose `lib.rs` is `source` (`tag` names its folder); the
+    /// index does not know it is the whole crate (a module could load it).
     pub fn new(tag: &str, source: &str) -> TestCrate {
+        Self::with_file(tag, "lib.rs", source)
+    }
+
+    /// The crate whose root file `main.rs` is `source`: the index sees the
+    /// whole crate (`crate_fns::callers_possible` can say no).
+    pub fn whole(tag: &str, source: &str) -> TestCrate {
+        Self::with_file(tag, "main.rs", source)
+    }
+
+    fn with_file(tag: &str, name: &str, source: &str) -> TestCrate {
         let dir = std::env::temp_dir().join(format!("linad-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("lib.rs");
+        let file = dir.join(name);
         std::fs::write(&file, source).unwrap();
         TestCrate {
             _scope: Scope::enter(Some(file)),
@@ -27,7 +38,12 @@ impl TestCrate {
 
     /// The identifiers of `#[differentiable] item`'s expansion.
     pub fn expand_idents(&self, item: TokenStream) -> Vec<String> {
-        idents(crate::expand::expand(TokenStream::new(), item))
+        self.expand_idents_with(TokenStream::new(), item)
+    }
+
+    /// The identifiers of `#[differentiable(args)] item`'s expansion.
+    pub fn expand_idents_with(&self, args: TokenStream, item: TokenStream) -> Vec<String> {
+        idents(crate::expand::expand(args, item))
     }
 }
 

@@ -184,7 +184,11 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
     // The linear maps at given residuals.
     let elided = quote!('_);
     // A function of the IR function's parameters, returning owned results.
-    let mut owned_half = |f: &Func, doc: String, name: &Ident| -> R<Vec<Repr>> {
+    let mut owned_half = |f: &Func, doc: String, name: &Ident, emitted: bool| -> R<Vec<Repr>> {
+        let reprs = result_tys(f).iter().map(owned_repr).collect();
+        if !emitted {
+            return Ok(reprs);
+        }
         let (rdecls, rbinds) = ir_params(f, false, &elided);
         let (ldecls, lbinds) = ir_params(f, true, &elided);
         let (b, _) = body(cx, f, rbinds, lbinds, false)?;
@@ -198,19 +202,27 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
             b,
             nested,
         ));
-        Ok(result_tys(f).iter().map(owned_repr).collect())
+        Ok(reprs)
     };
+    // What the public items use, everything when other functions may call
+    // the building blocks.
+    let (forward, reverse) = (
+        input.callers || input.modes.forward,
+        input.callers || input.modes.reverse,
+    );
     let lin = func(cx.prog, &d.names.lin)?;
     let lin_reprs = owned_half(
         lin,
         format!(" The linear map of [`{fname}`] at the residuals of its forward half."),
         &lin_name,
+        forward,
     )?;
     let lin_t = func(cx.prog, &d.names.lin_t)?;
     let lin_t_reprs = owned_half(
         lin_t,
         format!(" The transposed linear map of [`{fname}`] at the residuals of its forward half."),
         &lin_t_name,
+        reverse,
     )?;
 
     // Forward mode in one sweep.
@@ -219,6 +231,7 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
         jvp,
         format!(" Forward mode of [`{fname}`] (canonical signature)."),
         &jvp_name,
+        forward,
     )?;
 
     // Reverse mode in one sweep.
@@ -229,6 +242,7 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
                 func(cx.prog, v)?,
                 format!(" Reverse mode of [`{fname}`] in one sweep (canonical signature)."),
                 &vjp_name,
+                reverse,
             )?;
             Some((vjp_name, reprs))
         }

@@ -62,6 +62,11 @@ pub struct Input<'a> {
     pub all: &'a Derivatives,
     /// Which public derivatives to emit.
     pub modes: crate::attr::Modes,
+    /// Whether other functions may call the hidden building blocks
+    /// (`crate_fns::callers_possible`); without, only what the public
+    /// derivatives use is emitted, and [`Input::all`] is not read when the
+    /// `wrt` set is smaller.
+    pub callers: bool,
 }
 
 /// `f_jvp`, `f_vjp` and the hidden building blocks of `crate::names`.

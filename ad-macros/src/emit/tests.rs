@@ -192,6 +192,7 @@ fn emit(d: &Derived) -> TokenStream {
         user: &d.user,
         all: &d.all,
         modes: crate::attr::Modes::BOTH,
+        callers: true,
     })
 }
 

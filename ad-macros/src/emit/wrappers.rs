@@ -29,23 +29,36 @@ pub fn companions(input: &Input) -> R<TokenStream> {
     let user = Ctx::new(&input.user.program, &input.lowered.callees);
     let all = Ctx::new(&input.all.program, &input.lowered.callees);
     let mut out = TokenStream::new();
-    let hall = halves(input, &all, Set::All)?;
-    out.extend(hidden_blocks(input, &all, &hall)?);
-    let hwrt = if sig.wrt_mask() == sig.all_mask() {
-        None
+    let restricted = sig.wrt_mask() != sig.all_mask();
+    // The set for every parameter is only for callers when `wrt` is
+    // smaller; its blocks only when callers may exist.
+    let hall = if input.callers || !restricted {
+        Some(halves(input, &all, Set::All)?)
     } else {
-        let h = halves(input, &user, Set::Wrt)?;
-        // For callers whose other arguments of `f` are constants.
-        out.extend(recomputing_blocks(input, &user, &h, Set::Wrt)?);
-        out.extend(super::residuals::residual_blocks(
-            input,
-            &user,
-            &h,
-            Set::Wrt,
-        )?);
-        Some(h)
+        None
     };
-    let h = hwrt.as_ref().unwrap_or(&hall);
+    if let (Some(h), true) = (&hall, input.callers) {
+        out.extend(hidden_blocks(input, &all, h)?);
+    }
+    let hwrt = if restricted {
+        let h = halves(input, &user, Set::Wrt)?;
+        if input.callers {
+            // For callers whose other arguments of `f` are constants.
+            out.extend(recomputing_blocks(input, &user, &h, Set::Wrt)?);
+            out.extend(super::residuals::residual_blocks(
+                input,
+                &user,
+                &h,
+                Set::Wrt,
+            )?);
+        }
+        Some(h)
+    } else {
+        None
+    };
+    let Some(h) = hwrt.as_ref().or(hall.as_ref()) else {
+        return Err("no set of derivatives for the public items".to_string());
+    };
     if input.modes.forward {
         out.extend(f_jvp(input, h)?);
         out.extend(super::closures::f_linearize(input, h)?);
@@ -54,7 +67,7 @@ pub fn companions(input: &Input) -> R<TokenStream> {
         out.extend(f_vjp(input, h)?);
         out.extend(super::closures::f_pullback(input, h)?);
     }
-    out.extend(hall.items);
+    out.extend(hall.map(|h| h.items));
     out.extend(hwrt.map(|h| h.items));
     Ok(out)
 }
