@@ -377,9 +377,22 @@ pub fn callers_possible(name: &str, vis: &syn::Visibility) -> bool {
     exported || !sole_mention(name).unwrap_or(false)
 }
 
+/// Whether the word `word` occurs in the crate's source (`None`: the index
+/// does not see the whole crate). A function nothing outside the crate can
+/// call gets only the public derivatives (`f_vjp`, ...) its crate names.
+pub fn mentioned(word: &str) -> Option<bool> {
+    Some(occurrences(word)? > 0)
+}
+
 /// Whether `name` occurs once in the whole crate (`None`: the index does
 /// not see the whole crate).
 fn sole_mention(name: &str) -> Option<bool> {
+    Some(occurrences(name)? == 1)
+}
+
+/// How often the word `word` occurs in the crate's source (`None`: the
+/// index does not see the whole crate).
+fn occurrences(word: &str) -> Option<u32> {
     let mut guard = CACHE.lock().ok()?;
     let cache = guard.get_or_insert_with(HashMap::new);
     let files = files(cache)?;
@@ -392,9 +405,9 @@ fn sole_mention(name: &str) -> Option<bool> {
         if ff.includes {
             return None;
         }
-        count += ff.words.get(name).copied().unwrap_or(0);
+        count += ff.words.get(word).copied().unwrap_or(0);
     }
-    Some(count == 1)
+    Some(count)
 }
 
 /// Whether [`files`] starting at `current` is the whole crate: `current`
@@ -737,7 +750,8 @@ mod tests {
     }
 
     /// The building blocks of a function nothing else in the crate names
-    /// are not emitted; those of a called, exported or unindexed one are.
+    /// are not emitted, nor the public derivatives the crate does not name;
+    /// everything of a called, exported or unindexed function is.
     #[test]
     fn building_blocks_only_for_possible_callers() {
         use crate::test_crate::TestCrate;
@@ -749,7 +763,10 @@ mod tests {
             "#[differentiable(reverse)] fn back(x: f64) -> f64 { x.ln() }",
             "#[differentiable(wrt(a))] fn some(a: f64, b: f64) -> f64 { a * b.sin() }",
         ];
-        let source = items.join("\n");
+        // What the crate calls of them.
+        let uses = "fn main() { alone_vjp(0.5, 1.0); exported_jvp(1.0, 1.0); back_pullback(2.0);
+                     some_vjp(1.0, 2.0, 1.0); caller_jvp(1.0, 1.0); }";
+        let source = items.join("\n") + "\n" + uses;
         // The attribute's arguments go to the macro, the rest is the item.
         let has = |krate: &TestCrate, item: &str, name: &str| {
             let (attr, rest) = item.split_once(']').unwrap();
@@ -762,18 +779,35 @@ mod tests {
             idents.iter().any(|i| i == name)
         };
         let whole = TestCrate::whole("blocks-whole", &source);
-        assert!(has(&whole, items[0], "alone_vjp") && has(&whole, items[0], "alone_jvp"));
+        // The public derivatives the crate names, and what they call.
+        assert!(has(&whole, items[0], "alone_vjp"));
+        for unused in [
+            "alone_jvp",
+            "alone_linearize",
+            "alone_pullback",
+            "__linad_alone_jvp",
+        ] {
+            assert!(!has(&whole, items[0], unused), "{unused}");
+        }
+        assert!(!has(&whole, items[0], "__linad_alone_lin_at"));
+        // An exported function and a called one keep every item.
+        for item in ["exported_vjp", "exported_linearize", "exported_pullback"] {
+            assert!(has(&whole, items[3], item), "{item}");
+        }
+        assert!(has(&whole, items[1], "called_linearize"));
         for block in ["primal", "lin", "lin_t", "fwdres", "linres_t"] {
             let name = |f: &str| format!("__linad_{f}_{block}");
             assert!(!has(&whole, items[0], &name("alone")), "{block}");
             assert!(has(&whole, items[1], &name("called")), "{block}");
             assert!(has(&whole, items[3], &name("exported")), "{block}");
         }
-        // One mode: the halves the other one would use are gone too.
+        // One mode: the pullback, not the forward mode it does not have.
+        assert!(has(&whole, items[4], "back_pullback"));
         assert!(has(&whole, items[4], "__linad_back_lin_t_at"));
         assert!(!has(&whole, items[4], "__linad_back_jvp"));
         assert!(!has(&whole, items[4], "__linad_back_lin_at"));
         // `wrt`: only the restricted set, for the public items.
+        assert!(has(&whole, items[5], "some_vjp") && !has(&whole, items[5], "some_jvp"));
         assert!(has(&whole, items[5], "__linadw_some_fwd"));
         assert!(!has(&whole, items[5], "__linad_some_fwd"));
         assert!(!has(&whole, items[5], "__linadw_some_lin"));
@@ -781,6 +815,7 @@ mod tests {
         // A file some other root may load as a module: everything.
         let part = TestCrate::new("blocks-part", &source);
         assert!(has(&part, items[0], "__linad_alone_lin_t"));
+        assert!(has(&part, items[0], "alone_linearize"));
         assert!(has(&part, items[5], "__linad_some_fwd"));
     }
 

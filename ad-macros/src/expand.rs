@@ -265,6 +265,11 @@ fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Err
     let span = sig.span;
     let trace = args.dump.is_present();
     let callers = crate::crate_fns::callers_possible(&func.sig.ident.to_string(), &func.vis);
+    // Without callers outside the crate's source, the public derivatives
+    // it names.
+    let public = emit::Public::of(&func.sig.ident, modes, |item| {
+        callers || crate::crate_fns::mentioned(&item.to_string()) != Some(false)
+    });
     let (user, all) = derivatives(
         &lowered,
         &sig.wrt_mask(),
@@ -280,7 +285,7 @@ fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Err
         lowered: &lowered,
         user: &user,
         all: &all,
-        modes,
+        public,
         callers,
     });
     let dump = if args.dump.is_present() {

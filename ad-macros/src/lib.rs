@@ -45,9 +45,16 @@ use proc_macro::TokenStream;
 /// // fn f_vjp(x: f64, w: &Array1<f64>, n: usize, ct: f64) -> (f64, (f64, Array1<f64>))
 /// ```
 ///
-/// Arguments: `wrt(x, w)` differentiates only the named parameters; `dump`
-/// also generates `f_linad_dump() -> &'static str` with the IR after every
-/// pass and the generated Rust.
+/// Arguments: `wrt(x, w)` differentiates only the named parameters;
+/// `forward` / `reverse` emit one mode's public derivatives; `dump` also
+/// generates `f_linad_dump() -> &'static str` with the IR after every pass
+/// and the generated Rust.
+///
+/// A function nothing outside the crate can call (not `pub`, or `pub` in a
+/// binary) gets only what the crate's source names: the public derivatives
+/// it mentions (`f_vjp`, `f_jvp`, `f_linearize`, `f_pullback`), and the
+/// hidden building blocks other functions' derivatives call only when some
+/// other code mentions `f`.
 #[proc_macro_attribute]
 pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
     let _crate = crate_fns::Scope::enter(proc_macro::Span::call_site().local_file());

@@ -102,7 +102,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
         lowered: &lowered,
         user: &d,
         all: &d,
-        modes: crate::attr::Modes::BOTH,
+        public: emit::Public::all_of(crate::attr::Modes::BOTH),
         // The rule's target is called by other functions.
         callers: true,
     });

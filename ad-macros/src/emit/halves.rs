@@ -205,24 +205,24 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
         Ok(reprs)
     };
     // What the public items use, everything when other functions may call
-    // the building blocks.
-    let (forward, reverse) = (
-        input.callers || input.modes.forward,
-        input.callers || input.modes.reverse,
-    );
+    // the building blocks: `f_jvp` the forward mode, `f_linearize` the
+    // linear map, `f_vjp` (when it cannot use the one-sweep reverse) and
+    // `f_pullback` the transposed one.
+    let (p, c) = (input.public, input.callers);
+    let (forward, linear, transposed) = (c || p.jvp, c || p.linearize, c || p.vjp || p.pullback);
     let lin = func(cx.prog, &d.names.lin)?;
     let lin_reprs = owned_half(
         lin,
         format!(" The linear map of [`{fname}`] at the residuals of its forward half."),
         &lin_name,
-        forward,
+        linear,
     )?;
     let lin_t = func(cx.prog, &d.names.lin_t)?;
     let lin_t_reprs = owned_half(
         lin_t,
         format!(" The transposed linear map of [`{fname}`] at the residuals of its forward half."),
         &lin_t_name,
-        reverse,
+        transposed,
     )?;
 
     // Forward mode in one sweep.
@@ -242,7 +242,7 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
                 func(cx.prog, v)?,
                 format!(" Reverse mode of [`{fname}`] in one sweep (canonical signature)."),
                 &vjp_name,
-                reverse,
+                c || p.vjp,
             )?;
             Some((vjp_name, reprs))
         }

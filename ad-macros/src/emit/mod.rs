@@ -61,12 +61,54 @@ pub struct Input<'a> {
     /// building blocks called by other differentiable functions).
     pub all: &'a Derivatives,
     /// Which public derivatives to emit.
-    pub modes: crate::attr::Modes,
+    pub public: Public,
     /// Whether other functions may call the hidden building blocks
     /// (`crate_fns::callers_possible`); without, only what the public
     /// derivatives use is emitted, and [`Input::all`] is not read when the
     /// `wrt` set is smaller.
     pub callers: bool,
+}
+
+/// Which public derivatives of `f` are emitted: those of the attribute's
+/// modes, and, for a function nothing outside the crate can call, only
+/// those the crate's source names (`crate_fns::mentioned`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Public {
+    /// `f_jvp`.
+    pub jvp: bool,
+    /// `f_linearize`.
+    pub linearize: bool,
+    /// `f_vjp`.
+    pub vjp: bool,
+    /// `f_pullback`.
+    pub pullback: bool,
+}
+
+impl Public {
+    /// Those of `modes` that `named` keeps (given each item's name).
+    pub fn of(
+        f: &proc_macro2::Ident,
+        modes: crate::attr::Modes,
+        named: impl Fn(&proc_macro2::Ident) -> bool,
+    ) -> Public {
+        use crate::names;
+        Public {
+            jvp: modes.forward && named(&names::jvp(f)),
+            linearize: modes.forward && named(&names::linearize(f)),
+            vjp: modes.reverse && named(&names::vjp(f)),
+            pullback: modes.reverse && named(&names::pullback(f)),
+        }
+    }
+
+    /// Every item of `modes`.
+    pub fn all_of(modes: crate::attr::Modes) -> Public {
+        Public {
+            jvp: modes.forward,
+            linearize: modes.forward,
+            vjp: modes.reverse,
+            pullback: modes.reverse,
+        }
+    }
 }
 
 /// `f_jvp`, `f_vjp` and the hidden building blocks of `crate::names`.

@@ -191,7 +191,7 @@ fn emit(d: &Derived) -> TokenStream {
         lowered: &d.lowered,
         user: &d.user,
         all: &d.all,
-        modes: crate::attr::Modes::BOTH,
+        public: super::Public::all_of(crate::attr::Modes::BOTH),
         callers: true,
     })
 }

@@ -59,12 +59,17 @@ pub fn companions(input: &Input) -> R<TokenStream> {
     let Some(h) = hwrt.as_ref().or(hall.as_ref()) else {
         return Err("no set of derivatives for the public items".to_string());
     };
-    if input.modes.forward {
+    let public = input.public;
+    if public.jvp {
         out.extend(f_jvp(input, h)?);
+    }
+    if public.linearize {
         out.extend(super::closures::f_linearize(input, h)?);
     }
-    if input.modes.reverse {
+    if public.vjp {
         out.extend(f_vjp(input, h)?);
+    }
+    if public.pullback {
         out.extend(super::closures::f_pullback(input, h)?);
     }
     out.extend(hall.map(|h| h.items));
