@@ -123,7 +123,7 @@ fn derivatives(
     wrt: &[bool],
     all: &[bool],
     trace: bool,
-    reverse: bool,
+    vjp: bool,
     callers: bool,
 ) -> Result<Result<(Derivatives, Derivatives), DriverError>, String> {
     let (prog, name) = (&lowered.program, &lowered.name);
@@ -134,7 +134,7 @@ fn derivatives(
         let opts = Options {
             trace,
             check_every_pass: trace,
-            fused_vjp: reverse,
+            fused_vjp: vjp,
             ..Options::default()
         };
         let user = differentiate(prog, name, wrt, &opts)?;
@@ -275,7 +275,7 @@ fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Err
         &sig.wrt_mask(),
         &sig.all_mask(),
         trace,
-        modes.reverse,
+        public.vjp,
         callers,
     )
     .map_err(|e| vec![internal_error(span, &e)])?

@@ -242,7 +242,7 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
                 func(cx.prog, v)?,
                 format!(" Reverse mode of [`{fname}`] in one sweep (canonical signature)."),
                 &vjp_name,
-                c || p.vjp,
+                p.vjp,
             )?;
             Some((vjp_name, reprs))
         }
