@@ -23,9 +23,9 @@
 //! iterations can be cut into chunks that start from zero accumulators, run
 //! in any order or in parallel, and whose results are added in a fixed order.
 
+use crate::fast_hash::FastMap;
 use crate::ir::*;
 use crate::visit::{blocks, reads_free_lin};
-use std::collections::HashMap;
 
 /// Whether `l` is an accumulation loop: no non-linear state, no stacked
 /// outputs, at least one linear state variable, and every state variable
@@ -131,7 +131,7 @@ pub fn is_disjoint_accumulation(l: &Loop) -> bool {
     let (Some(paths), Some(&i)) = (accumulation_paths(l), l.body.params.first()) else {
         return false;
     };
-    let mut defs = HashMap::new();
+    let mut defs = FastMap::default();
     collect_defs(&l.body.body, &mut defs);
     paths.iter().all(|p| {
         !p.ladd && (p.updates.is_empty() || disjoint_axis(&p.updates, &|a| affine(a, i, &defs)))
@@ -153,7 +153,7 @@ fn disjoint_axis(idx: &[&[Atom]], affine: &dyn Fn(&Atom) -> Option<(i64, i64)>) 
 
 /// Every single-result primitive or copy bound in `b` (nested blocks
 /// included; binders are unique).
-fn collect_defs<'b>(b: &'b Block, out: &mut HashMap<Var, &'b Expr>) {
+fn collect_defs<'b>(b: &'b Block, out: &mut FastMap<Var, &'b Expr>) {
     for s in &b.stmts {
         if let ([v], Expr::Prim(..) | Expr::Atom(_)) = (s.binds.as_slice(), &s.expr) {
             out.insert(*v, &s.expr);
@@ -167,7 +167,7 @@ fn collect_defs<'b>(b: &'b Block, out: &mut HashMap<Var, &'b Expr>) {
 /// `a` as `c·i + b` (integer constants), reading definitions in `defs`:
 /// `i` itself, integer literals, copies, and `+`, `-` by a constant and `·`
 /// by a constant in `i64` or wrapping `u64` arithmetic.
-fn affine(a: &Atom, i: Var, defs: &HashMap<Var, &Expr>) -> Option<(i64, i64)> {
+fn affine(a: &Atom, i: Var, defs: &FastMap<Var, &Expr>) -> Option<(i64, i64)> {
     let v = match a {
         Atom::I64(b) => return Some((0, *b)),
         Atom::Var(v) if *v == i => return Some((1, 0)),

@@ -21,11 +21,12 @@
 //! 5. *Linear B* (mode [`Mode::LinearB`], after unzip): no statement both binds
 //!    non-linear results and binds or consumes linear values.
 
+use crate::fast_hash::FastSet;
 use crate::ir::*;
 use crate::types::Ty;
 use crate::typing::{atom_ty, expr_types};
 use crate::visit::for_each_operand;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// Which discipline to check.
@@ -65,7 +66,7 @@ impl std::error::Error for CheckError {}
 /// Checks every function of a program.
 pub fn check_program(prog: &Program, mode: Mode) -> Result<(), Vec<CheckError>> {
     let mut errs = vec![];
-    let mut seen = HashSet::new();
+    let mut seen = FastSet::default();
     for f in &prog.funcs {
         if !seen.insert(f.name.as_str()) {
             errs.push(CheckError {
@@ -121,7 +122,7 @@ struct Checker<'a> {
     /// Whether each variable has been bound somewhere already (single binding).
     bound: Vec<bool>,
     /// Variables in scope, innermost scope last.
-    scope: Vec<HashSet<Var>>,
+    scope: Vec<FastSet<Var>>,
     src: Option<SrcId>,
 }
 
@@ -221,7 +222,7 @@ impl<'a> Checker<'a> {
 
     fn check_func(&mut self) {
         let f = self.f;
-        self.scope.push(HashSet::new());
+        self.scope.push(FastSet::default());
         for &p in &f.params {
             self.bind(p, false);
         }
@@ -308,7 +309,7 @@ impl<'a> Checker<'a> {
         lin_params: &[Var],
         where_: &str,
     ) -> BTreeSet<Var> {
-        self.scope.push(HashSet::new());
+        self.scope.push(FastSet::default());
         for &p in params {
             self.bind(p, false);
         }

@@ -39,13 +39,14 @@
 use crate::check::{check_func, Mode};
 use crate::dupdrop::insert_dup_drop;
 use crate::error::{ErrorKind, PassError};
+use crate::fast_hash::FastSet;
 use crate::ir::*;
 use crate::jvp::jvp_func_raw;
 use crate::normalize::lower_folds;
 use crate::prune::prune_residuals;
 use crate::transpose::transpose_func_raw;
 use crate::unzip::unzip_func;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 use std::fmt;
 
 // The extern declarations the macro makes before differentiating and the
@@ -152,7 +153,7 @@ fn call_order(prog: &Program, name: &str) -> Result<Vec<String>, DriverError> {
     fn visit(
         prog: &Program,
         name: &str,
-        seen: &mut HashSet<String>,
+        seen: &mut FastSet<String>,
         stack: &mut Vec<String>,
         out: &mut Vec<String>,
     ) -> Result<(), DriverError> {
@@ -181,7 +182,7 @@ fn call_order(prog: &Program, name: &str) -> Result<Vec<String>, DriverError> {
         Ok(())
     }
     let mut out = vec![];
-    visit(prog, name, &mut HashSet::new(), &mut vec![], &mut out)?;
+    visit(prog, name, &mut FastSet::default(), &mut vec![], &mut out)?;
     Ok(out)
 }
 

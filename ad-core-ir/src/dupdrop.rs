@@ -14,9 +14,10 @@
 //! Invariant: the output satisfies rule 4 of [`crate::check`]; values are
 //! unchanged (`dup` copies, `drop` discards).
 
+use crate::fast_hash::FastMap;
 use crate::ir::*;
 use crate::visit::{blocks_mut, free_vars_block, free_vars_lambda, map_operands, substitute_block};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 /// Inserts dups and drops in a whole function.
 pub fn insert_dup_drop(f: &mut Func) {
@@ -34,7 +35,7 @@ fn fix_block(vars: &mut VarTable, b: &mut Block, entry: &[Var]) {
         fix_nested(vars, &mut s.expr);
     }
     // 2. Count reads in this block.
-    let mut counts: HashMap<Var, usize> = HashMap::new();
+    let mut counts: FastMap<Var, usize> = FastMap::default();
     for s in &b.stmts {
         for v in stmt_reads(s) {
             *counts.entry(v).or_insert(0) += 1;
@@ -45,7 +46,7 @@ fn fix_block(vars: &mut VarTable, b: &mut Block, entry: &[Var]) {
     }
     // 3. Plan copies for entry variables and for linear binders of this block.
     let mut out: Vec<Stmt> = Vec::with_capacity(b.stmts.len());
-    let mut copies: HashMap<Var, Vec<Var>> = HashMap::new();
+    let mut copies: FastMap<Var, Vec<Var>> = FastMap::default();
     for &v in entry {
         plan(vars, v, &counts, &mut out, &mut copies);
     }
@@ -138,9 +139,9 @@ fn captured(e: &Expr) -> BTreeSet<Var> {
 fn plan(
     vars: &mut VarTable,
     v: Var,
-    counts: &HashMap<Var, usize>,
+    counts: &FastMap<Var, usize>,
     out: &mut Vec<Stmt>,
-    copies: &mut HashMap<Var, Vec<Var>>,
+    copies: &mut FastMap<Var, Vec<Var>>,
 ) {
     let k = counts.get(&v).copied().unwrap_or(0);
     if k == 0 {
@@ -179,7 +180,7 @@ fn plan(
 }
 
 /// Renames the linear reads of a statement to the next planned copies.
-fn rename_reads(s: &mut Stmt, copies: &mut HashMap<Var, Vec<Var>>) {
+fn rename_reads(s: &mut Stmt, copies: &mut FastMap<Var, Vec<Var>>) {
     if copies.is_empty() {
         return;
     }
@@ -189,14 +190,14 @@ fn rename_reads(s: &mut Stmt, copies: &mut HashMap<Var, Vec<Var>>) {
         }
     });
     let caps = captured(&s.expr);
-    let mut ren: HashMap<Var, Var> = HashMap::new();
+    let mut ren: FastMap<Var, Var> = FastMap::default();
     for v in caps {
         if let Some(cs) = copies.get_mut(&v) {
             ren.insert(v, cs.pop().expect("one copy per read"));
         }
     }
     if !ren.is_empty() {
-        let none = HashMap::new();
+        let none = FastMap::default();
         for blk in blocks_mut(&mut s.expr) {
             substitute_block(blk, &none, &ren);
         }

@@ -15,6 +15,7 @@ pub mod driver;
 pub mod dupdrop;
 pub mod error;
 pub mod externs;
+pub mod fast_hash;
 pub mod interp;
 pub mod ir;
 pub mod jvp;

@@ -40,12 +40,12 @@
 //! checker in Linear A mode (the caller checks).
 
 use crate::dupdrop::insert_dup_drop;
+use crate::fast_hash::{FastMap, FastSet};
 use crate::ir::*;
 use crate::taint::tainted;
 use crate::transpose::shapes::Binders;
 use crate::types::Ty;
 use crate::visit::binders;
-use std::collections::{HashMap, HashSet};
 
 /// Where and why linearity breaks.
 #[derive(Clone, Debug, PartialEq)]
@@ -130,7 +130,7 @@ pub fn linear_form(
         .filter(|(_, l)| **l)
         .map(|(p, _)| *p)
         .collect();
-    let per_seed: Vec<(String, HashSet<Var>)> = seeds
+    let per_seed: Vec<(String, FastSet<Var>)> = seeds
         .iter()
         .map(|s| (f.vars.info(*s).name.clone(), tainted(&f, &[*s])))
         .collect();
@@ -138,10 +138,10 @@ pub fn linear_form(
         vars: f.vars.clone(),
         taint: tainted(&f, &seeds),
         per_seed,
-        alias: HashMap::new(),
-        zeros: HashMap::new(),
-        seed_shapes: HashMap::new(),
-        lin_shapes: HashMap::new(),
+        alias: FastMap::default(),
+        zeros: FastMap::default(),
+        seed_shapes: FastMap::default(),
+        lin_shapes: FastMap::default(),
         linear_calls: vec![],
         linear_callees: linear_callees.to_vec(),
         errors: vec![],
@@ -216,17 +216,17 @@ fn pending() -> ShapeTree {
 struct Conv {
     vars: VarTable,
     /// The linear values (before conversion: dependence on a linear parameter).
-    taint: HashSet<Var>,
+    taint: FastSet<Var>,
     /// Each linear parameter's name and the values that depend on it.
-    per_seed: Vec<(String, HashSet<Var>)>,
+    per_seed: Vec<(String, FastSet<Var>)>,
     /// A copy of a linear value stands for it.
-    alias: HashMap<Var, Var>,
+    alias: FastMap<Var, Var>,
     /// Non-linear values known to be zero, with their shapes.
-    zeros: HashMap<Var, ShapeTree>,
+    zeros: FastMap<Var, ShapeTree>,
     /// The shape of each linear array parameter.
-    seed_shapes: HashMap<Var, Vec<Dim>>,
+    seed_shapes: FastMap<Var, Vec<Dim>>,
     /// Known shapes of other linear arrays (what a call's zero argument needs).
-    lin_shapes: HashMap<Var, Vec<Dim>>,
+    lin_shapes: FastMap<Var, Vec<Dim>>,
     /// Calls with linear arguments: callee, argument positions, source.
     linear_calls: Vec<(String, Vec<usize>, Option<SrcId>)>,
     /// Callees known to be linear, with their linear parameters.
@@ -1222,7 +1222,7 @@ fn fix_if_shapes(f: &mut Func) -> Result<(), String> {
 fn fix_block(b: &mut Block, bs: &Binders, vars: &VarTable, fixed: &mut usize, open: &mut usize) {
     for s in &mut b.stmts {
         if let Expr::If(i) = &mut s.expr {
-            let inner: HashSet<Var> = binders(&i.then_.stmts)
+            let inner: FastSet<Var> = binders(&i.then_.stmts)
                 .into_iter()
                 .chain(binders(&i.else_.stmts))
                 .collect();
@@ -1255,7 +1255,7 @@ fn fix_block(b: &mut Block, bs: &Binders, vars: &VarTable, fixed: &mut usize, op
 /// `t` with sizes bound inside the branch (`n = shape a, k` or copies, with
 /// `a` from outside) replaced by their outside equivalents; `None` if a size
 /// stays inside.
-fn outer_shape(t: ShapeTree, stmts: &[Stmt], inner: &HashSet<Var>) -> Option<ShapeTree> {
+fn outer_shape(t: ShapeTree, stmts: &[Stmt], inner: &FastSet<Var>) -> Option<ShapeTree> {
     let def = |v: Var| -> Option<&Expr> {
         fn find(stmts: &[Stmt], v: Var) -> Option<&Expr> {
             for s in stmts {

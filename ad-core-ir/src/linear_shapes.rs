@@ -20,10 +20,10 @@
 //! (the loop covers the array). A size still open is an error for the caller
 //! to report.
 
+use crate::fast_hash::FastMap;
 use crate::ir::*;
 use crate::linear_form::LinearForm;
 use crate::transpose::shapes::Binders;
-use std::collections::HashMap;
 
 /// Where a shape parameter's value comes from, for a caller that has the
 /// function's non-linear parameters and the cotangents of its results.
@@ -60,10 +60,10 @@ pub fn solve_shapes(lf: &LinearForm, n_params: usize) -> Vec<Option<ShapeSource>
         &f.vars,
         &shape,
         &mut pairs,
-        &mut HashMap::new(),
+        &mut FastMap::default(),
         &mut weak,
     );
-    let mut defs: HashMap<Var, Expr> = HashMap::new();
+    let mut defs: FastMap<Var, Expr> = FastMap::default();
     definitions(&f.body, &mut defs);
     // Looks through copies and loop-count guards.
     let resolve = |mut v: Var| -> Var {
@@ -107,7 +107,7 @@ pub fn solve_shapes(lf: &LinearForm, n_params: usize) -> Vec<Option<ShapeSource>
             Dim::Atom(_) => None,
         }
     };
-    let mut solved: HashMap<Var, ShapeSource> = HashMap::new();
+    let mut solved: FastMap<Var, ShapeSource> = FastMap::default();
     let mut all: Vec<(Known, Known)> = vec![];
     for (a, b) in &pairs {
         if let (Some(x), Some(y)) = (known(a), known(b)) {
@@ -136,11 +136,11 @@ pub fn solve_shapes(lf: &LinearForm, n_params: usize) -> Vec<Option<ShapeSource>
 }
 
 /// Solves unknowns equal to known sizes, to the fixpoint.
-fn propagate(all: &[(Known, Known)], solved: &mut HashMap<Var, ShapeSource>) {
+fn propagate(all: &[(Known, Known)], solved: &mut FastMap<Var, ShapeSource>) {
     loop {
         let before = solved.len();
         for (a, b) in all {
-            let value = |k: &Known, solved: &mut HashMap<Var, ShapeSource>| match k {
+            let value = |k: &Known, solved: &mut FastMap<Var, ShapeSource>| match k {
                 Known::Src(s) => Some(*s),
                 Known::Unknown(v) => solved.get(v).copied(),
             };
@@ -161,7 +161,7 @@ fn propagate(all: &[(Known, Known)], solved: &mut HashMap<Var, ShapeSource>) {
 }
 
 /// The defining expression of every non-linear scalar variable.
-fn definitions(b: &Block, out: &mut HashMap<Var, Expr>) {
+fn definitions(b: &Block, out: &mut FastMap<Var, Expr>) {
     for s in &b.stmts {
         if let ([v], Expr::Atom(_) | Expr::Prim(..) | Expr::Array(ArrayOp::Shape { .. })) =
             (s.binds.as_slice(), &s.expr)
@@ -190,7 +190,7 @@ fn collect_equations(
     vars: &VarTable,
     shape: &dyn Fn(Var) -> Option<Vec<Dim>>,
     out: &mut Vec<(Dim, Dim)>,
-    ranges: &mut HashMap<Var, Atom>,
+    ranges: &mut FastMap<Var, Atom>,
     weak: &mut Vec<(Dim, Dim)>,
 ) {
     let of = |a: &Atom| -> Vec<Dim> {

@@ -7,12 +7,12 @@
 //! those) are tainted: an integer or a boolean computed from a
 //! differentiable value (a shape, a comparison) carries no derivative.
 
+use crate::fast_hash::FastSet;
 use crate::ir::{Atom, Block, Expr, Func, Var, VarTable};
 use crate::visit::{for_each_operand, free_vars_block};
-use std::collections::HashSet;
 
 /// The variables of `f` that depend on `seeds`.
-pub fn tainted(f: &Func, seeds: &[Var]) -> HashSet<Var> {
+pub fn tainted(f: &Func, seeds: &[Var]) -> FastSet<Var> {
     let mut t = Taint {
         set: seeds.iter().copied().collect(),
         vars: &f.vars,
@@ -29,7 +29,7 @@ pub fn tainted(f: &Func, seeds: &[Var]) -> HashSet<Var> {
 }
 
 struct Taint<'f> {
-    set: HashSet<Var>,
+    set: FastSet<Var>,
     vars: &'f VarTable,
 }
 

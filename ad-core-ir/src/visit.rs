@@ -6,8 +6,9 @@
 //! the *free variables* of a block are the variables it reads that it does not
 //! bind (lambda parameters count as bound).
 
+use crate::fast_hash::FastMap;
 use crate::ir::*;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 fn dims_atoms<'a>(s: &'a ShapeTree, out: &mut Vec<&'a Atom>, of: &mut Vec<Var>) {
     match s {
@@ -375,7 +376,7 @@ impl FreeWalk {
 /// Substitutes variables everywhere in a block (operands, results, nested
 /// blocks): non-linear uses through `nl`, linear uses through `lin`. Binders
 /// are not renamed.
-pub fn substitute_block(b: &mut Block, nl: &HashMap<Var, Atom>, lin: &HashMap<Var, Var>) {
+pub fn substitute_block(b: &mut Block, nl: &FastMap<Var, Atom>, lin: &FastMap<Var, Var>) {
     for s in &mut b.stmts {
         substitute_stmt(s, nl, lin);
     }
@@ -394,7 +395,7 @@ pub fn substitute_block(b: &mut Block, nl: &HashMap<Var, Atom>, lin: &HashMap<Va
 }
 
 /// Substitutes variables in one statement (operands and nested blocks).
-pub fn substitute_stmt(s: &mut Stmt, nl: &HashMap<Var, Atom>, lin: &HashMap<Var, Var>) {
+pub fn substitute_stmt(s: &mut Stmt, nl: &FastMap<Var, Atom>, lin: &FastMap<Var, Var>) {
     if nl.is_empty() && lin.is_empty() {
         return;
     }
@@ -451,7 +452,7 @@ pub fn binders(stmts: &[Stmt]) -> Vec<Var> {
 
 /// Renames variables everywhere in a statement — binders, lambda parameters,
 /// uses, shapes, nested blocks — through `map` (variables not in `map` stay).
-pub fn rename_stmt(s: &mut Stmt, map: &HashMap<Var, Var>) {
+pub fn rename_stmt(s: &mut Stmt, map: &FastMap<Var, Var>) {
     let r = |v: &mut Var| {
         if let Some(w) = map.get(v) {
             *v = *w;

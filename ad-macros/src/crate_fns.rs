@@ -24,8 +24,8 @@
 //! current file ([`Scope`]): the unit tests and the
 //! fuzzer's in-process runs see no crate.
 
+use ad_core_ir::fast_hash::FastMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
@@ -94,7 +94,7 @@ pub struct FileFns {
     /// How often each word (a run of letters, digits and `_`) occurs in
     /// the text, comments and strings included: an over-count, never an
     /// under-count, of the identifiers (see [`callers_possible`]).
-    words: HashMap<String, u32>,
+    words: FastMap<String, u32>,
     /// The text calls `include!`: code the index does not see.
     includes: bool,
 }
@@ -103,7 +103,7 @@ pub struct FileFns {
 pub type Variants = Vec<(String, i64)>;
 
 /// Parsed files by path, with the length and modification time they had.
-type Cache = HashMap<PathBuf, (u64, Option<SystemTime>, FileFns)>;
+type Cache = FastMap<PathBuf, (u64, Option<SystemTime>, FileFns)>;
 
 static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
 
@@ -112,10 +112,10 @@ thread_local! {
     static CURRENT: RefCell<Option<PathBuf>> = const { RefCell::new(None) };
     /// Answers given during this expansion (one walk of the crate's files
     /// per expansion, not per call): function lookups and module names.
-    static MEMO: RefCell<HashMap<String, Option<FnInfo>>> = RefCell::new(HashMap::new());
-    static MODULES: RefCell<HashMap<String, bool>> = RefCell::new(HashMap::new());
-    static STRUCTS: RefCell<HashMap<String, Option<Vec<FieldInfo>>>> = RefCell::new(HashMap::new());
-    static ENUMS: RefCell<HashMap<String, Option<Variants>>> = RefCell::new(HashMap::new());
+    static MEMO: RefCell<FastMap<String, Option<FnInfo>>> = RefCell::new(FastMap::default());
+    static MODULES: RefCell<FastMap<String, bool>> = RefCell::new(FastMap::default());
+    static STRUCTS: RefCell<FastMap<String, Option<Vec<FieldInfo>>>> = RefCell::new(FastMap::default());
+    static ENUMS: RefCell<FastMap<String, Option<Variants>>> = RefCell::new(FastMap::default());
 }
 
 /// While alive, lookups see the crate around `file` (the expanding item's
@@ -206,7 +206,7 @@ fn find_module(name: &str) -> bool {
     let Ok(mut guard) = CACHE.lock() else {
         return false;
     };
-    let cache = guard.get_or_insert_with(HashMap::new);
+    let cache = guard.get_or_insert_with(FastMap::default);
     let Some(files) = files(cache) else {
         return false;
     };
@@ -262,7 +262,7 @@ pub fn lookup(name: &str) -> Option<FnInfo> {
 
 fn find(name: &str) -> Option<FnInfo> {
     let mut guard = CACHE.lock().ok()?;
-    let cache = guard.get_or_insert_with(HashMap::new);
+    let cache = guard.get_or_insert_with(FastMap::default);
     let files = files(cache)?;
     let current = files[0].clone();
     let here_fns = fns_of(cache, &current)?;
@@ -329,7 +329,7 @@ pub fn lookup_enum(name: &str) -> Option<Variants> {
 /// other files agree on.
 fn find_item<T: Clone + PartialEq>(of: impl Fn(&FileFns) -> Vec<T>) -> Option<T> {
     let mut guard = CACHE.lock().ok()?;
-    let cache = guard.get_or_insert_with(HashMap::new);
+    let cache = guard.get_or_insert_with(FastMap::default);
     let files = files(cache)?;
     let here = of(fns_of(cache, &files[0])?);
     if let [one] = here.as_slice() {
@@ -394,7 +394,7 @@ fn sole_mention(name: &str) -> Option<bool> {
 /// index does not see the whole crate).
 fn occurrences(word: &str) -> Option<u32> {
     let mut guard = CACHE.lock().ok()?;
-    let cache = guard.get_or_insert_with(HashMap::new);
+    let cache = guard.get_or_insert_with(FastMap::default);
     let files = files(cache)?;
     if !whole_crate(&files[0]) {
         return None;
@@ -427,8 +427,8 @@ fn whole_crate(current: &Path) -> bool {
 }
 
 /// The words of `text` (runs of alphanumeric characters and `_`), counted.
-fn words(text: &str) -> HashMap<String, u32> {
-    let mut out: HashMap<String, u32> = HashMap::new();
+fn words(text: &str) -> FastMap<String, u32> {
+    let mut out: FastMap<String, u32> = FastMap::default();
     let is_word = |c: char| c.is_alphanumeric() || c == '_';
     for w in text.split(|c: char| !is_word(c)).filter(|w| !w.is_empty()) {
         *out.entry(w.to_string()).or_insert(0) += 1;

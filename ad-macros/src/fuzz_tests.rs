@@ -192,7 +192,7 @@ fn expand_str(attr: &str, item: &str) -> Result<(Result<String, String>, Duratio
 fn expansion_well_formed(text: &str) -> Result<(), String> {
     let file: syn::File =
         syn::parse_str(text).map_err(|e| format!("expansion does not parse: {e}"))?;
-    let mut names = std::collections::HashSet::new();
+    let mut names = ad_core_ir::fast_hash::FastSet::default();
     for item in &file.items {
         if let syn::Item::Fn(f) = item {
             // `#[cfg]`-gated variants (one per configuration) share names
@@ -200,7 +200,7 @@ fn expansion_well_formed(text: &str) -> Result<(), String> {
             if !gated && !names.insert(f.sig.ident.to_string()) {
                 return Err(format!("two functions named `{}`", f.sig.ident));
             }
-            let mut ps = std::collections::HashSet::new();
+            let mut ps = ad_core_ir::fast_hash::FastSet::default();
             for input in &f.sig.inputs {
                 if let syn::FnArg::Typed(pt) = input {
                     if let syn::Pat::Ident(pi) = pt.pat.as_ref() {

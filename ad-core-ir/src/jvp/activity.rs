@@ -12,25 +12,25 @@
 
 use super::scalar::has_rule;
 use crate::build::FuncBuilder;
+use crate::fast_hash::{FastMap, FastSet};
 use crate::ir::*;
-use std::collections::{HashMap, HashSet};
 
 /// The analysis state: variables known to have a tangent, on top of the
 /// tangents JVP has already produced (`base`).
 pub(super) struct Activity<'a, 'p> {
     b: &'a FuncBuilder<'p>,
-    base: &'a HashMap<Var, Var>,
-    on: HashSet<Var>,
-    off: HashSet<Var>,
+    base: &'a FastMap<Var, Var>,
+    on: FastSet<Var>,
+    off: FastSet<Var>,
 }
 
 impl<'a, 'p> Activity<'a, 'p> {
-    pub(super) fn new(b: &'a FuncBuilder<'p>, base: &'a HashMap<Var, Var>) -> Self {
+    pub(super) fn new(b: &'a FuncBuilder<'p>, base: &'a FastMap<Var, Var>) -> Self {
         Activity {
             b,
             base,
-            on: HashSet::new(),
-            off: HashSet::new(),
+            on: FastSet::default(),
+            off: FastSet::default(),
         }
     }
 

@@ -35,11 +35,11 @@ mod scalar;
 use crate::build::FuncBuilder;
 use crate::dupdrop::insert_dup_drop;
 use crate::error::PassError;
+use crate::fast_hash::FastMap;
 use crate::ir::*;
 use crate::names::Derived;
 use crate::normalize::lower_folds;
 use crate::types::Ty;
-use std::collections::HashMap;
 
 /// A JVP failure: a construct it cannot differentiate, or an input its
 /// contract rules out (a non-linear function without folds).
@@ -81,7 +81,7 @@ pub fn jvp_func(prog: &Program, f: &Func, wrt: &[bool]) -> Result<Func, JvpError
 pub fn jvp_func_raw(prog: &Program, f: &Func, wrt: &[bool]) -> Result<Func, JvpError> {
     let mut j = Jvp {
         b: FuncBuilder::with_vars(prog, Derived::Jvp.of(&f.name), f.vars.clone()),
-        tan: HashMap::new(),
+        tan: FastMap::default(),
     };
     for (k, &p) in f.params.iter().enumerate() {
         j.b.add_param(p);
@@ -143,7 +143,7 @@ fn param_shape(vars: &VarTable, p: Var) -> Result<ShapeTree, JvpError> {
 #[derive(Clone)]
 pub(crate) struct Jvp<'p> {
     pub(crate) b: FuncBuilder<'p>,
-    pub(crate) tan: HashMap<Var, Var>,
+    pub(crate) tan: FastMap<Var, Var>,
 }
 
 impl<'p> Jvp<'p> {

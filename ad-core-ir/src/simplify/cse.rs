@@ -11,9 +11,9 @@
 //! one that ran first, so no failure is introduced.
 
 use super::facts::Subst;
+use crate::fast_hash::FastMap;
 use crate::ir::*;
 use crate::visit::blocks_mut;
-use std::collections::HashMap;
 
 /// What identifies a pure statement.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -83,15 +83,15 @@ fn key(s: &Stmt) -> Option<Key> {
 /// Merges identical pure statements; returns whether anything changed.
 pub fn cse(f: &mut Func) -> bool {
     let mut subst = Subst::default();
-    let mut scopes: Vec<HashMap<Key, Vec<Var>>> = vec![];
+    let mut scopes: Vec<FastMap<Key, Vec<Var>>> = vec![];
     let changed = cse_block(&mut f.body, &mut scopes, &mut subst);
     subst.apply_block(&mut f.body);
     changed
 }
 
-fn cse_block(b: &mut Block, scopes: &mut Vec<HashMap<Key, Vec<Var>>>, subst: &mut Subst) -> bool {
+fn cse_block(b: &mut Block, scopes: &mut Vec<FastMap<Key, Vec<Var>>>, subst: &mut Subst) -> bool {
     let mut changed = false;
-    scopes.push(HashMap::new());
+    scopes.push(FastMap::default());
     let old = std::mem::take(&mut b.stmts);
     for mut s in old {
         subst.apply_operands(&mut s.expr);

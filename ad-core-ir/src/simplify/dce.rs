@@ -14,9 +14,10 @@
 //! instead (where the rules above continue).
 
 use super::facts::{count, count_stmt, counts_of, drop_stmt, is_drop, Counts, Subst};
+use crate::fast_hash::FastMap;
 use crate::ir::*;
 use crate::visit::{blocks_mut, free_vars_block, free_vars_stmt};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 /// Removes dead statements and unread results everywhere; returns whether
 /// anything changed.
@@ -183,7 +184,7 @@ fn ddl_block(b: &mut Block, counts: &Counts, subst: &mut Subst) -> bool {
         .into_iter()
         .map(|s| vec![Some(s)])
         .collect();
-    let mut drops: HashMap<Var, (usize, usize)> = HashMap::new();
+    let mut drops: FastMap<Var, (usize, usize)> = FastMap::default();
     for (i, slot) in slots.iter().enumerate() {
         if let Some(Some(Stmt {
             expr: Expr::Lin(LinOp::Drop(x)),

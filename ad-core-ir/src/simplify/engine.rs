@@ -19,10 +19,11 @@
 //! counts of linear variables up to date as uses move.
 
 use super::facts::{count_block, counts_of, Counts, Facts, Subst};
+use crate::fast_hash::FastSet;
 use crate::ir::*;
 use crate::types::Ty;
 use crate::visit::blocks_mut;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 /// A named local rewrite rule. `apply` must not change the context when it
 /// declines.
@@ -77,7 +78,7 @@ pub struct Cx<'a> {
     pub facts: Facts,
     uses: Counts,
     subst: Subst,
-    killed: HashSet<Var>,
+    killed: FastSet<Var>,
     src: Option<SrcId>,
 }
 
@@ -89,7 +90,7 @@ impl<'a> Cx<'a> {
             facts: Facts::default(),
             uses: counts_of(body),
             subst: Subst::default(),
-            killed: HashSet::new(),
+            killed: FastSet::default(),
             src: None,
         }
     }

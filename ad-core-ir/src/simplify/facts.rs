@@ -2,11 +2,10 @@
 //! the defining expression of each variable, the known sizes of arrays
 //! (for shape folding and fusion), occurrence counts, substitutions.
 
+use crate::fast_hash::FastMap;
 use crate::ir::*;
 use crate::types::Ty;
 use crate::visit::{blocks, blocks_mut, for_each_operand, substitute_block};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// What a forward walk knows about the variables bound so far.
 ///
@@ -18,8 +17,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// in canonical form (see [`Facts::canon_dim`]).
 #[derive(Clone, Debug, Default)]
 pub struct Facts {
-    defs: HashMap<Var, (Expr, usize)>,
-    dims: HashMap<Var, Vec<Option<Dim>>>,
+    defs: FastMap<Var, (Expr, usize)>,
+    dims: FastMap<Var, Vec<Option<Dim>>>,
 }
 
 impl Facts {
@@ -178,38 +177,6 @@ impl Facts {
 /// are not occurrences).
 pub type Counts = FastMap<Var, usize>;
 
-/// A hash map keyed by variables (or other small integer-like keys) with
-/// [`VarHasher`].
-pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<VarHasher>>;
-
-/// A fast hasher for variable keys (multiplicative, as rustc's `FxHasher`):
-/// occurrence counts are rebuilt many times per simplifier sweep, and
-/// SipHash dominated their cost.
-#[derive(Clone, Copy, Default)]
-pub struct VarHasher(u64);
-
-impl Hasher for VarHasher {
-    fn finish(&self) -> u64 {
-        // The well-mixed high bits of the product to the low bits, which
-        // pick the bucket (keys like aligned pointers have zero low bits).
-        self.0.rotate_left(26)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(u64::from(*b));
-        }
-    }
-    fn write_u32(&mut self, x: u32) {
-        self.write_u64(u64::from(x));
-    }
-    fn write_usize(&mut self, x: usize) {
-        self.write_u64(x as u64);
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
 /// Adds (`add = true`) or removes the occurrences in one statement.
 pub fn count_stmt(s: &Stmt, counts: &mut Counts, add: bool) {
     let mut bump = |v: Var| {
@@ -280,9 +247,9 @@ pub fn count(counts: &Counts, v: Var) -> usize {
 #[derive(Clone, Debug, Default)]
 pub struct Subst {
     /// Non-linear replacements.
-    pub nl: HashMap<Var, Atom>,
+    pub nl: FastMap<Var, Atom>,
     /// Linear replacements.
-    pub lin: HashMap<Var, Var>,
+    pub lin: FastMap<Var, Var>,
 }
 
 impl Subst {
@@ -335,7 +302,7 @@ impl Subst {
     }
 
     /// The substitution with every chain resolved.
-    pub fn resolved(&self) -> (HashMap<Var, Atom>, HashMap<Var, Var>) {
+    pub fn resolved(&self) -> (FastMap<Var, Atom>, FastMap<Var, Var>) {
         let nl = self
             .nl
             .keys()

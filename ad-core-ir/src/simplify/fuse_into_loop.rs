@@ -26,9 +26,9 @@
 use super::facts::{
     count, counts_of, for_each_block_mut, stmt, touches_linear, Counts, CountsMemo,
 };
+use crate::fast_hash::FastMap;
 use crate::ir::*;
 use crate::visit::substitute_block;
-use std::collections::HashMap;
 
 /// Fuses every eligible producer into its loop; returns whether anything
 /// changed. `memo`: the body's counts shared between passes ([`CountsMemo`];
@@ -166,8 +166,8 @@ fn inline(producer: &Stmt, i: Var, z: Var, src: Option<SrcId>) -> Option<Vec<Stm
         }
         Expr::Build(bd) => {
             let mut body = bd.body;
-            let nl: HashMap<Var, Atom> = HashMap::from([(body.params[0], Atom::Var(i))]);
-            substitute_block(&mut body.body, &nl, &HashMap::new());
+            let nl: FastMap<Var, Atom> = [(body.params[0], Atom::Var(i))].into_iter().collect();
+            substitute_block(&mut body.body, &nl, &FastMap::default());
             body
         }
         _ => return None,

@@ -40,10 +40,10 @@ use super::engine::{Cx, Rule};
 use super::facts::{
     count, counts_of, for_each_block_mut, stmt, touches_linear, Counts, CountsMemo,
 };
+use crate::fast_hash::{FastMap, FastSet};
 use crate::ir::*;
 use crate::types::Ty;
 use crate::visit::substitute_block;
-use std::collections::{HashMap, HashSet};
 
 /// A fusion of `producer` (binding `v`, among others) into `consumer`.
 type Fuser = fn(
@@ -73,7 +73,7 @@ fn fuse_pairs(
             .into_iter()
             .map(|s| vec![s])
             .collect();
-        let mut producers: HashMap<Var, usize> = HashMap::new();
+        let mut producers: FastMap<Var, usize> = FastMap::default();
         for j in 0..slots.len() {
             'retry: while let [consumer] = slots[j].as_slice() {
                 for v in operands(consumer) {
@@ -210,8 +210,8 @@ fn fuse_map_map(
             body: Block::default(),
         },
     };
-    let mut nl = HashMap::new();
-    let mut lin = HashMap::new();
+    let mut nl = FastMap::default();
+    let mut lin = FastMap::default();
     for (a, p) in outer.arrs.iter().zip(&outer.body.params) {
         match a
             .var()
@@ -398,7 +398,7 @@ fn fuse_map_of_build(
     }
     let idx: Vec<Atom> = inner.body.params.iter().map(|p| Atom::Var(*p)).collect();
     let mut stmts = inner.body.body.stmts.clone();
-    let mut nl = HashMap::new();
+    let mut nl = FastMap::default();
     for (a, p) in outer.arrs.iter().zip(&outer.body.params) {
         match a
             .var()
@@ -419,7 +419,7 @@ fn fuse_map_of_build(
         }
     }
     let mut ob = outer.body.body.clone();
-    substitute_block(&mut ob, &nl, &HashMap::new());
+    substitute_block(&mut ob, &nl, &FastMap::default());
     stmts.extend(ob.stmts);
     let new = Build {
         shape: inner.shape.clone(),
@@ -471,7 +471,7 @@ fn fuse_index_of_build(
     {
         return None;
     }
-    let nl: HashMap<Var, Atom> = inner
+    let nl: FastMap<Var, Atom> = inner
         .body
         .params
         .iter()
@@ -479,7 +479,7 @@ fn fuse_index_of_build(
         .zip(idx.iter().copied())
         .collect();
     let mut body = inner.body.body.clone();
-    substitute_block(&mut body, &nl, &HashMap::new());
+    substitute_block(&mut body, &nl, &FastMap::default());
     let mut out = body.stmts;
     out.push(stmt(
         vec![*y],
@@ -773,7 +773,7 @@ pub fn build_of_index(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
     };
     let body = &b.body.body;
     let params: Vec<Atom> = b.body.params.iter().map(|p| Atom::Var(*p)).collect();
-    let local: HashSet<Var> = b
+    let local: FastSet<Var> = b
         .body
         .params
         .iter()

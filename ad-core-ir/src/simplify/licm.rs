@@ -8,15 +8,15 @@
 //! everything in it is infallible. Hoisting goes one level per statement; nested bodies are handled
 //! first, so an invariant moves out of every lambda it does not depend on.
 
+use crate::fast_hash::FastSet;
 use crate::ir::*;
 use crate::types::{Scalar, Ty};
 use crate::typing::atom_ty;
 use crate::visit::{blocks_mut, free_vars_stmt};
-use std::collections::HashSet;
 
 /// Hoists invariant statements everywhere; returns whether anything moved.
 pub fn licm(f: &mut Func) -> bool {
-    let mut nonneg = HashSet::new();
+    let mut nonneg = FastSet::default();
     super::facts::for_each_block_mut(&mut f.body, &mut |b| {
         for s in &b.stmts {
             if let (Expr::Array(ArrayOp::Shape { .. }), [y]) = (&s.expr, s.binds.as_slice()) {
@@ -27,7 +27,7 @@ pub fn licm(f: &mut Func) -> bool {
     licm_block(&mut f.body, &f.vars, &nonneg)
 }
 
-fn licm_block(b: &mut Block, vars: &VarTable, nonneg: &HashSet<Var>) -> bool {
+fn licm_block(b: &mut Block, vars: &VarTable, nonneg: &FastSet<Var>) -> bool {
     let mut changed = false;
     let old = std::mem::take(&mut b.stmts);
     for mut s in old {
@@ -61,8 +61,8 @@ fn licm_block(b: &mut Block, vars: &VarTable, nonneg: &HashSet<Var>) -> bool {
 }
 
 /// Removes the invariant statements of a lambda body and returns them in order.
-fn hoist_from(lam: &mut Lambda, vars: &VarTable, nonneg: &HashSet<Var>) -> Vec<Stmt> {
-    let mut inner: HashSet<Var> = lam.params.iter().chain(&lam.lin_params).copied().collect();
+fn hoist_from(lam: &mut Lambda, vars: &VarTable, nonneg: &FastSet<Var>) -> Vec<Stmt> {
+    let mut inner: FastSet<Var> = lam.params.iter().chain(&lam.lin_params).copied().collect();
     let mut out = vec![];
     let mut kept = vec![];
     for s in std::mem::take(&mut lam.body.stmts) {
@@ -84,7 +84,7 @@ fn hoist_from(lam: &mut Lambda, vars: &VarTable, nonneg: &HashSet<Var>) -> Vec<S
 }
 
 /// Whether a statement is pure, non-linear and cannot fail.
-pub fn hoistable(s: &Stmt, vars: &VarTable, nonneg: &HashSet<Var>) -> bool {
+pub fn hoistable(s: &Stmt, vars: &VarTable, nonneg: &FastSet<Var>) -> bool {
     !s.binds.is_empty() && infallible(s, vars, nonneg)
 }
 
@@ -92,7 +92,7 @@ pub fn hoistable(s: &Stmt, vars: &VarTable, nonneg: &HashSet<Var>) -> bool {
 /// compound statement qualifies when every statement of its bodies does
 /// (and a map's arrays cannot differ in shape, a build's sizes are
 /// non-negative).
-fn infallible(s: &Stmt, vars: &VarTable, nonneg: &HashSet<Var>) -> bool {
+fn infallible(s: &Stmt, vars: &VarTable, nonneg: &FastSet<Var>) -> bool {
     if !s.lin_binds.is_empty() {
         return false;
     }

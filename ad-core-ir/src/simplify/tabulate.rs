@@ -32,10 +32,11 @@
 //! too. Work drops by the product of the extents left out; memory grows by
 //! the table.
 
+use crate::fast_hash::{FastMap, FastSet};
 use crate::ir::*;
 use crate::types::{Scalar, Ty};
 use crate::visit::{binders, blocks_mut, free_vars_stmt, rename_stmt};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
 
 /// Tabulates every candidate of every build; returns whether anything changed.
 pub fn tabulate(f: &mut Func) -> bool {
@@ -67,7 +68,7 @@ struct Site<'a> {
     idx: &'a [Var],
     shape: &'a [Atom],
     /// Everything bound in the build body (and its indices).
-    inner: &'a HashSet<Var>,
+    inner: &'a FastSet<Var>,
     /// The loop index and trip count, for a loop at the body's top level.
     lp: Option<(Var, Atom)>,
 }
@@ -76,7 +77,7 @@ struct Site<'a> {
 /// rewrites each candidate into an element read of its table.
 fn tab_build(bd: &mut Build, vars: &mut VarTable) -> Vec<Stmt> {
     let idx = bd.body.params.clone();
-    let mut inner: HashSet<Var> = idx.iter().copied().collect();
+    let mut inner: FastSet<Var> = idx.iter().copied().collect();
     inner.extend(binders(&bd.body.body.stmts));
     let mut out = vec![];
     let site = Site {
@@ -105,7 +106,7 @@ fn tab_build(bd: &mut Build, vars: &mut VarTable) -> Vec<Stmt> {
 /// order) and its free variables, or `None` when a statement in it is not a
 /// [`Stmt::is_scalar_step`].
 fn slice_of(stmts: &[Stmt], p: usize, vars: &VarTable) -> Option<(Vec<usize>, BTreeSet<Var>)> {
-    let pos: HashMap<Var, usize> = stmts[..=p]
+    let pos: FastMap<Var, usize> = stmts[..=p]
         .iter()
         .enumerate()
         .flat_map(|(q, s)| s.binds.iter().map(move |v| (*v, q)))
@@ -188,7 +189,7 @@ fn tab_in(stmts: &mut [Stmt], site: &Site, vars: &mut VarTable, out: &mut Vec<St
             );
         }
         // The table's body: the slice with fresh binders, the indices renamed.
-        let mut ren: HashMap<Var, Var> = HashMap::new();
+        let mut ren: FastMap<Var, Var> = FastMap::default();
         let mut params = vec![];
         let axes: Vec<Var> = used
             .iter()

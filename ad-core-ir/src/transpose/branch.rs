@@ -15,9 +15,10 @@
 //! ```
 
 use super::{Contrib, TransposeError, Transposer};
+use crate::fast_hash::FastMap;
 use crate::ir::*;
 use crate::visit::free_vars_block;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 impl<'p> Transposer<'p> {
     /// `if c { A } else { B }` with captured linear variables `F`:
@@ -34,7 +35,7 @@ impl<'p> Transposer<'p> {
         // statements, or an enclosing accumulator) are threaded: their sum is
         // the base each branch adds to, so a branch that does not touch one
         // returns it unchanged and no zero array is made.
-        let mut base: HashMap<Var, Var> = HashMap::new();
+        let mut base: FastMap<Var, Var> = FastMap::default();
         for &f in &caps {
             if let Some(b) = self.materialize(f)? {
                 base.insert(f, b);

@@ -24,8 +24,9 @@
 //! ```
 
 use super::{Contrib, TransposeError, Transposer};
+use crate::fast_hash::FastMap;
 use crate::ir::*;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 impl<'p> Transposer<'p> {
     /// Captured variables, one per cotangent list (copies made by `dup` share
@@ -39,14 +40,14 @@ impl<'p> Transposer<'p> {
     }
 
     /// Removes and returns the contributions of `vs`.
-    pub(super) fn stash(&mut self, vs: &[Var]) -> HashMap<Var, Vec<Contrib>> {
+    pub(super) fn stash(&mut self, vs: &[Var]) -> FastMap<Var, Vec<Contrib>> {
         vs.iter()
             .filter_map(|v| self.take(*v).map(|c| (*v, c)))
             .collect()
     }
 
     /// Puts back contributions set aside by [`Transposer::stash`].
-    pub(super) fn restore(&mut self, saved: HashMap<Var, Vec<Contrib>>) {
+    pub(super) fn restore(&mut self, saved: FastMap<Var, Vec<Contrib>>) {
         for (v, cs) in saved {
             self.put(v, cs);
         }

@@ -45,10 +45,10 @@ pub(crate) mod shapes;
 
 use crate::build::FuncBuilder;
 use crate::dupdrop::insert_dup_drop;
+use crate::fast_hash::FastMap;
 use crate::ir::*;
 use crate::names::transpose_name;
 use shapes::Binders;
-use std::collections::HashMap;
 
 /// A transposition failure: an unsupported linear construct (from the
 /// shapes of linear values, `shapes.rs`) or an input its contract rules out.
@@ -90,8 +90,8 @@ pub fn transpose_func_raw(prog: &Program, f: &Func) -> Result<Func, TransposeErr
     let binders = Binders::of(f);
     let mut t = Transposer {
         b: FuncBuilder::with_vars(prog, transpose_name(&f.name), f.vars.clone()),
-        ct: HashMap::new(),
-        alias: HashMap::new(),
+        ct: FastMap::default(),
+        alias: FastMap::default(),
         binders,
     };
     for &p in &f.params {
@@ -121,12 +121,12 @@ pub fn transpose_func_raw(prog: &Program, f: &Func) -> Result<Func, TransposeErr
 pub(crate) struct Transposer<'p> {
     pub(crate) b: FuncBuilder<'p>,
     /// Contributions to the cotangent of each forward linear variable.
-    pub(crate) ct: HashMap<Var, Vec<Contrib>>,
+    pub(crate) ct: FastMap<Var, Vec<Contrib>>,
     /// `dup(x) -> (a, b)`: `ct(x) = ct(a) + ct(b)`, so contributions to `a`
     /// and `b` go straight into `x`'s list (`a -> x`, `b -> x`). A construct
     /// capturing only the copy `a` then threads `x`'s accumulated cotangent
     /// instead of starting from a zero, and `dup` transposes to nothing.
-    pub(crate) alias: HashMap<Var, Var>,
+    pub(crate) alias: FastMap<Var, Var>,
     pub(crate) binders: Binders,
 }
 

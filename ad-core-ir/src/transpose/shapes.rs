@@ -10,8 +10,8 @@
 //! shape(x)[1..]`, `shape(lmatmul(A; x)) = [shape(A, 0)]` for a mat·vec).
 
 use crate::error::PassError;
+use crate::fast_hash::FastMap;
 use crate::ir::*;
-use std::collections::HashMap;
 
 /// How a linear variable got its value.
 #[derive(Clone, Debug)]
@@ -32,7 +32,7 @@ enum Binder {
 /// The binders of every linear variable of a function.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Binders {
-    map: HashMap<Var, Binder>,
+    map: FastMap<Var, Binder>,
 }
 
 impl Binders {
@@ -57,7 +57,7 @@ impl Binders {
     }
 
     fn stmt(&mut self, s: &Stmt) {
-        let ins = |m: &mut HashMap<Var, Binder>, v: Var, b: Binder| {
+        let ins = |m: &mut FastMap<Var, Binder>, v: Var, b: Binder| {
             m.insert(v, b);
         };
         match &s.expr {

@@ -14,10 +14,11 @@
 
 use super::shape_residuals::ShapeCache;
 use super::{Unzip, UnzipError};
+use crate::fast_hash::FastMap;
 use crate::ir::*;
 use crate::types::Ty;
 use crate::visit::{free_vars_stmt, substitute_block};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 impl<'p> Unzip<'p> {
     fn placeholder(&mut self, ty: &Ty, stmts: &mut Vec<Stmt>) -> Result<Atom, UnzipError> {
@@ -76,7 +77,7 @@ impl<'p> Unzip<'p> {
         }
         res2.extend(r2.iter().map(|v| Atom::Var(*v)));
         // Outer variables receiving the residuals.
-        let mut ren: HashMap<Var, Atom> = HashMap::new();
+        let mut ren: FastMap<Var, Atom> = FastMap::default();
         let mut binds = s.binds.clone();
         for v in r1.iter().chain(&r2) {
             let info = self.vars.info(*v).clone();
@@ -103,7 +104,7 @@ impl<'p> Unzip<'p> {
             }),
             src: s.src,
         });
-        let none = HashMap::new();
+        let none = FastMap::default();
         let mut then_ = Block {
             stmts: l1,
             results: vec![],

@@ -64,6 +64,7 @@ mod stacked;
 
 pub use fixed_shape::fixed_shape_vars;
 
+use crate::fast_hash::FastMap;
 use crate::ir::*;
 use crate::names::{Derived, DerivedName};
 use crate::visit::{
@@ -71,7 +72,7 @@ use crate::visit::{
     substitute_block,
 };
 use shape_residuals::ShapeCache;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 /// An unzip failure: always [`crate::error::ErrorKind::Internal`] (every
 /// JVP output can be unzipped).
@@ -118,7 +119,7 @@ pub fn unzip_func(prog: &Program, f: &Func) -> Result<Unzipped, UnzipError> {
     let mut prim = vec![];
     let mut lin = vec![];
     // Shapes of the linear parameters become residuals computed first.
-    let mut shapes = HashMap::new();
+    let mut shapes = FastMap::default();
     let lin_param_shapes: Vec<ShapeTree> = f
         .lin_param_shapes
         .iter()
@@ -255,7 +256,7 @@ impl<'p> Unzip<'p> {
         for blk in blocks_mut(&mut s.expr) {
             let mut prim = vec![];
             let mut lin = vec![];
-            let mut cache = ShapeCache::new();
+            let mut cache = ShapeCache::default();
             let stmts = std::mem::take(&mut blk.stmts);
             self.split_inner(&stmts, &mut prim, &mut lin, &mut cache)?;
             // Both halves now live in one function: the primal half gets
@@ -272,7 +273,7 @@ impl<'p> Unzip<'p> {
     /// renamed only inside it (they may reappear in `rest` as lambda
     /// parameters or stack reads of the linear half).
     fn with_fresh_copy(&mut self, mut copy: Vec<Stmt>, rest: Vec<Stmt>) -> Vec<Stmt> {
-        let mut ren: HashMap<Var, Var> = HashMap::new();
+        let mut ren: FastMap<Var, Var> = FastMap::default();
         for v in binders(&copy) {
             let info = self.vars.info(v).clone();
             ren.insert(v, self.vars.fresh(info.name, info.ty, info.linear));
@@ -281,7 +282,7 @@ impl<'p> Unzip<'p> {
         for st in &mut copy {
             rename_stmt(st, &ren);
         }
-        let uses: HashMap<Var, Atom> = ren
+        let uses: FastMap<Var, Atom> = ren
             .iter()
             .filter(|(k, _)| top.contains(k))
             .map(|(k, v)| (*k, Atom::Var(*v)))
@@ -291,7 +292,7 @@ impl<'p> Unzip<'p> {
             results: vec![],
             lin_results: vec![],
         };
-        substitute_block(&mut rest, &uses, &HashMap::new());
+        substitute_block(&mut rest, &uses, &FastMap::default());
         copy.extend(rest.stmts);
         copy
     }
@@ -301,7 +302,7 @@ impl<'p> Unzip<'p> {
     fn split_nested(&mut self, b: &Block, params: &[Var]) -> Result<Split, UnzipError> {
         let mut prim = vec![];
         let mut lin = vec![];
-        let mut cache = ShapeCache::new();
+        let mut cache = ShapeCache::default();
         self.split_inner(&b.stmts, &mut prim, &mut lin, &mut cache)?;
         let lin_block = Block {
             stmts: lin.clone(),

@@ -13,9 +13,10 @@
 
 use super::fixed_shape::fixed_shape_vars;
 use super::{Split, Unzip, UnzipError};
+use crate::fast_hash::FastMap;
 use crate::ir::*;
 use crate::visit::free_vars_stmt;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 /// A loop, build or map body being split: its primal statements, which
 /// statement binds each variable, its parameters, and those of them the
@@ -23,7 +24,7 @@ use std::collections::{BTreeSet, HashMap};
 /// elements).
 struct Body<'a> {
     prim: &'a [Stmt],
-    binder: &'a HashMap<Var, usize>,
+    binder: &'a FastMap<Var, usize>,
     params: &'a [Var],
     free_params: &'a [Var],
 }
@@ -73,7 +74,7 @@ impl<'p> Unzip<'p> {
         arrays: ArrayResiduals,
     ) -> Result<Split, UnzipError> {
         let (prim, lin, res) = self.split_nested(b, params)?;
-        let binder: HashMap<Var, usize> = prim
+        let binder: FastMap<Var, usize> = prim
             .iter()
             .enumerate()
             .flat_map(|(k, s)| s.binds.iter().map(move |v| (*v, k)))

@@ -10,13 +10,14 @@
 //! One `shape` statement per `(array, axis)` and block ([`ShapeCache`]).
 
 use super::Unzip;
+use crate::fast_hash::FastMap;
 use crate::ir::*;
 use crate::types::Ty;
 use crate::visit::{blocks_mut, free_vars_stmt};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 /// `(v, axis) -> i64 residual` computed on the primal side of the current block.
-pub(super) type ShapeCache = HashMap<(Var, usize), Var>;
+pub(super) type ShapeCache = FastMap<(Var, usize), Var>;
 
 impl<'p> Unzip<'p> {
     /// Rewrites `Dim::Of(v, k)` into an `i64` variable computed by a `shape`

@@ -45,10 +45,10 @@
 
 pub mod siblings;
 
+use crate::fast_hash::FastMap;
 use crate::ir::*;
 use crate::types::Ty;
 use crate::visit::{binders, rename_stmt, substitute_block};
-use std::collections::HashMap;
 
 /// `name(fwd.params ; lin_t.lin_params) -> (y ; x̄)`: the body of `fwd`
 /// (its first `n_out` results are `y`), then the body of `lin_t` reading
@@ -62,7 +62,7 @@ pub fn compose(fwd: &Func, lin_t: &Func, n_out: usize, name: &str) -> Option<Fun
     let mut f = fwd.clone();
     f.name = name.to_string();
     // Fresh copies of `lin_t`'s variables.
-    let mut ren: HashMap<Var, Var> = HashMap::new();
+    let mut ren: FastMap<Var, Var> = FastMap::default();
     let mut fresh = |v: Var, vars: &mut VarTable| {
         *ren.entry(v).or_insert_with(|| {
             let i = lin_t.vars.info(v);
@@ -86,7 +86,7 @@ pub fn compose(fwd: &Func, lin_t: &Func, n_out: usize, name: &str) -> Option<Fun
     body.lin_results.iter_mut().for_each(|v| *v = ren[v]);
     // The residual parameters read `fwd`'s residual results: a variable in
     // place, a literal through a copy (a shape may name only a variable).
-    let mut subst = HashMap::new();
+    let mut subst = FastMap::default();
     let mut copies = vec![];
     for (p, r) in lin_t.params.iter().zip(resid) {
         let p = ren[p];
@@ -102,7 +102,7 @@ pub fn compose(fwd: &Func, lin_t: &Func, n_out: usize, name: &str) -> Option<Fun
             }),
         }
     }
-    substitute_block(&mut body, &subst, &HashMap::new());
+    substitute_block(&mut body, &subst, &FastMap::default());
     f.lin_params = lin_t.lin_params.iter().map(|v| ren[v]).collect();
     f.body.results.truncate(n_out);
     f.body.stmts.extend(copies);

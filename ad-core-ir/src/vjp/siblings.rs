@@ -31,10 +31,10 @@
 //! `L1` keeps its order and its code, so its results keep every bit.
 
 use crate::accumulate::is_disjoint_accumulation;
+use crate::fast_hash::{FastMap, FastSet};
 use crate::ir::*;
 use crate::simplify::facts::{count, counts_of, for_each_block_mut};
 use crate::visit::{free_vars_stmt, rename_stmt};
-use std::collections::{HashMap, HashSet};
 
 /// Fuses every legal pair of sibling loops in `f` (nested blocks included,
 /// until none is left: fusing two loops makes their inner loops siblings);
@@ -67,7 +67,7 @@ pub fn could_fuse(fwd: &Func, lin_t: &Func) -> bool {
 /// Fuses the first legal pair of `b` (the latest forward loop before each
 /// linear loop); returns whether one fused.
 fn fuse_one(b: &mut Block) -> bool {
-    let copies: HashMap<Var, Atom> = b
+    let copies: FastMap<Var, Atom> = b
         .stmts
         .iter()
         .filter_map(|s| match (s.binds.as_slice(), &s.expr) {
@@ -127,8 +127,8 @@ fn linear_loop(s: &Stmt) -> Option<&Loop> {
 /// `L1` (they move after the fused loop), and for each stacked output of
 /// `L1` that `L2` reads, the atom `L1`'s body yields for it.
 struct Plan {
-    after: HashSet<usize>,
-    stacks: HashMap<Var, Atom>,
+    after: FastSet<usize>,
+    stacks: FastMap<Var, Atom>,
 }
 
 /// The plan fusing loops `p` and `q` of `b`, if legal (module doc).
@@ -138,8 +138,8 @@ fn plan(b: &Block, p: usize, q: usize) -> Option<Plan> {
         return None;
     };
     let n_state = l1.init.len();
-    let mut tainted: HashSet<Var> = s1.binds.iter().copied().collect();
-    let mut after = HashSet::new();
+    let mut tainted: FastSet<Var> = s1.binds.iter().copied().collect();
+    let mut after = FastSet::default();
     for (j, s) in b.stmts.iter().enumerate().take(q).skip(p + 1) {
         let fv = free_vars_stmt(s);
         if fv.nl.iter().chain(&fv.lin).any(|v| tainted.contains(v)) {
@@ -148,7 +148,7 @@ fn plan(b: &Block, p: usize, q: usize) -> Option<Plan> {
         }
     }
     let fv2 = free_vars_stmt(s2);
-    let mut stacks = HashMap::new();
+    let mut stacks = FastMap::default();
     for v in fv2.nl.iter().chain(&fv2.lin) {
         if !tainted.contains(v) {
             continue;
@@ -216,12 +216,12 @@ fn apply(b: &mut Block, p: usize, q: usize, plan: Plan) {
 /// The fused loop of `s1` (`L1`) and `s2` (`L2`): `L1`'s index, state and
 /// outputs, `L2`'s linear state and outputs, `L2`'s body after `L1`'s with
 /// its index renamed and its reads of `stacks` replaced by the yielded atoms.
-fn fuse(s1: Stmt, s2: Stmt, stacks: &HashMap<Var, Atom>) -> Stmt {
+fn fuse(s1: Stmt, s2: Stmt, stacks: &FastMap<Var, Atom>) -> Stmt {
     let (Expr::Loop(l1), Expr::Loop(l2)) = (s1.expr, s2.expr) else {
         unreachable!("fuse is called on two loops");
     };
     let k = l1.body.params[0];
-    let rename: HashMap<Var, Var> = [(l2.body.params[0], k)].into_iter().collect();
+    let rename: FastMap<Var, Var> = [(l2.body.params[0], k)].into_iter().collect();
     let mut body = l1.body.body;
     for mut s in l2.body.body.stmts {
         rename_stmt(&mut s, &rename);

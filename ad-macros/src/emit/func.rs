@@ -14,12 +14,12 @@ use super::names;
 use super::types::{self, owned_repr, repr_ty, Repr};
 use super::uses::Uses;
 use crate::sig::Callee;
+use ad_core_ir::fast_hash::FastMap;
 use ad_core_ir::ir::*;
 use ad_core_ir::types::{Scalar, Ty};
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::quote;
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 /// Emission result: generated tokens or an internal error message.
 pub type R<T> = Result<T, String>;
@@ -74,15 +74,15 @@ pub struct Emitter<'a> {
     names: Vec<Ident>,
     /// Use analysis.
     pub uses: Uses,
-    repr: HashMap<Var, Repr>,
+    repr: FastMap<Var, Repr>,
     tmp: u32,
     /// Statements the statement being emitted needs before its `let`
     /// (declarations of buffers that its value borrows).
     pub before: TokenStream,
     /// Lanes taken before the loops being emitted (see `lanes.rs`).
-    pub lanes: HashMap<super::lanes::LaneKey, Ident>,
+    pub lanes: FastMap<super::lanes::LaneKey, Ident>,
     /// Lanes with one row per strip-mined index (see `strip.rs`).
-    pub strip_lanes: HashMap<super::lanes::LaneKey, Ident>,
+    pub strip_lanes: FastMap<super::lanes::LaneKey, Ident>,
     /// Where the declarations of per-thread scratch buffers go: one entry
     /// per enclosing body being emitted, `Some` for a sequential loop's
     /// (they move before the outermost such loop), `None` for a closure's
@@ -90,10 +90,10 @@ pub struct Emitter<'a> {
     pub hoist: Vec<Option<TokenStream>>,
     /// Views that borrow a binding of this body (a broadcast's, and views
     /// taken of those): never returned as views.
-    local_views: std::collections::HashSet<Var>,
+    local_views: ad_core_ir::fast_hash::FastSet<Var>,
     /// Variables some view may borrow (read by a statement with a view
     /// result): never released early (see [`Emitter::release_dead`]).
-    viewed: std::collections::HashSet<Var>,
+    viewed: ad_core_ir::fast_hash::FastSet<Var>,
 }
 
 /// A function body as a block expression evaluating to its results (flat:
@@ -131,11 +131,11 @@ pub fn body(
         f,
         names: names::var_names(f),
         uses: Uses::of(f),
-        repr: HashMap::new(),
+        repr: FastMap::default(),
         tmp: 0,
         before: TokenStream::new(),
-        lanes: HashMap::new(),
-        strip_lanes: HashMap::new(),
+        lanes: FastMap::default(),
+        strip_lanes: FastMap::default(),
         hoist: vec![],
         local_views: Default::default(),
         viewed: Default::default(),

@@ -63,12 +63,13 @@ use super::func::{Emitter, R};
 use super::lanes::{lane_fn, LaneKey, Lead};
 use super::scalar::prim_tokens;
 use super::types::{elem_ty, flat, owned_repr, owned_ty, rt};
+use ad_core_ir::fast_hash::FastMap;
 use ad_core_ir::ir::{ArrayOp, Atom, Block, Expr, Lambda, LinOp, Loop, Stmt, Var};
 use ad_core_ir::types::{Scalar, Ty};
 use ad_core_ir::visit::{free_vars_lambda, free_vars_stmt};
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 /// Indices of the first axis computed per call of a lane closure (the
 /// runtime's `LANES`).
@@ -107,7 +108,7 @@ pub struct Strip {
     /// base: `v = ±(s_1 · (s_2 · .. base))`. An accumulator update of `v`
     /// adds `±(s_1 · (s_2 · .. lanes_sum(base)))` (sum_l a·b_l = a·sum_l
     /// b_l, the factor moved out of the sum over the block's lanes).
-    factors: HashMap<Var, Factor>,
+    factors: FastMap<Var, Factor>,
 }
 
 /// `±(scales[0] · (scales[1] · .. base))` (see [`Strip::factors`]).

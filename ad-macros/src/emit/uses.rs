@@ -28,33 +28,33 @@
 //! that holds its last use ([`Uses::dying_in`]), after which the emitter
 //! hands a dead temporary array's buffer back to the per-thread pool.
 
+use ad_core_ir::fast_hash::{FastMap, FastSet};
 use ad_core_ir::ir::*;
 use ad_core_ir::types::Ty;
 use ad_core_ir::visit::for_each_operand;
-use std::collections::{HashMap, HashSet};
 
 /// The result of the analysis.
 #[derive(Default, Debug)]
 pub struct Uses {
-    alias: HashMap<Var, Var>,
-    bind_depth: HashMap<Var, u32>,
-    last: HashMap<Var, usize>,
-    count: HashMap<(usize, Var), u32>,
-    stmt_site: HashMap<*const Stmt, usize>,
-    result_site: HashMap<*const Block, usize>,
+    alias: FastMap<Var, Var>,
+    bind_depth: FastMap<Var, u32>,
+    last: FastMap<Var, usize>,
+    count: FastMap<(usize, Var), u32>,
+    stmt_site: FastMap<*const Stmt, usize>,
+    result_site: FastMap<*const Block, usize>,
     site_depth: Vec<u32>,
     /// Roots used other than by an element read or a shape.
-    escaping: HashSet<Var>,
+    escaping: FastSet<Var>,
     /// Linear variables that are only read.
-    lin_read: HashSet<Var>,
+    lin_read: FastSet<Var>,
     /// Linear arrays whose one use reads one element (or drops them).
-    lin_elem_read: HashSet<Var>,
+    lin_elem_read: FastSet<Var>,
     /// Linear variables whose one use is an operand that its statement only
     /// borrows ([`borrowed_lin_operands`]).
-    lin_borrowed: HashSet<Var>,
+    lin_borrowed: FastSet<Var>,
     /// For a statement's site, the variables bound in its block whose last
     /// use lies in the statement (its operands or its nested blocks).
-    dies_in: HashMap<usize, Vec<Var>>,
+    dies_in: FastMap<usize, Vec<Var>>,
 }
 
 impl Uses {
@@ -304,8 +304,8 @@ impl Uses {
 /// pre-order) that are only read. A use comes after its binder in
 /// pre-order, so one walk in reverse decides each `dup`'s results before
 /// the `dup` itself.
-fn lin_read_only(stmts: &[&Stmt]) -> HashSet<Var> {
-    let mut read = HashSet::new();
+fn lin_read_only(stmts: &[&Stmt]) -> FastSet<Var> {
+    let mut read = FastSet::default();
     for s in stmts.iter().rev() {
         if let Some(xs) = borrowed_lin_operands(s) {
             read.extend(xs);
@@ -343,8 +343,8 @@ fn borrowed_lin_operands(s: &Stmt) -> Option<Vec<Var>> {
 /// full-rank `Index`), a `Drop`, or an operand that the statement only
 /// borrows ([`borrowed_lin_operands`]): nothing borrows the variable after
 /// that statement.
-fn lin_element_reads(stmts: &[&Stmt], vars: &VarTable) -> HashSet<Var> {
-    let mut out = HashSet::new();
+fn lin_element_reads(stmts: &[&Stmt], vars: &VarTable) -> FastSet<Var> {
+    let mut out = FastSet::default();
     for s in stmts {
         if let Some(xs) = borrowed_lin_operands(s) {
             out.extend(xs);

@@ -35,12 +35,12 @@ pub struct Lowerer<'p> {
     /// Results of calls without a `let` type annotation, taken to be `f64`:
     /// variable -> the callee as written (for a hint when it is used as
     /// something else).
-    pub defaulted: std::collections::HashMap<Var, String>,
+    pub defaulted: ad_core_ir::fast_hash::FastMap<Var, String>,
     /// Arrays made by `insert_axis`: variable -> (the array it was made
     /// from, the inserted axis, of length 1). Elementwise arithmetic
     /// stretches that axis to the other operand's size, as ndarray's
     /// co-broadcasting does (`e / &s.insert_axis(Axis(1))`).
-    pub unit_axis: std::collections::HashMap<Var, (Atom, usize)>,
+    pub unit_axis: ad_core_ir::fast_hash::FastMap<Var, (Atom, usize)>,
     /// Elementwise arithmetic of same-rank arrays needs equal shapes (no
     /// stretching of length-1 axes not made by `insert_axis`): in the
     /// bodies of linear functions and custom rules, whose transposes size
@@ -71,8 +71,8 @@ impl<'p> Lowerer<'p> {
             calls: vec![],
             fn_name: name.to_string(),
             closure_floor: 0,
-            defaulted: std::collections::HashMap::new(),
-            unit_axis: std::collections::HashMap::new(),
+            defaulted: ad_core_ir::fast_hash::FastMap::default(),
+            unit_axis: ad_core_ir::fast_hash::FastMap::default(),
             exact_shapes: false,
         }
     }
