@@ -146,20 +146,16 @@ impl Drop for Scope {
 /// transitively.
 fn files(cache: &mut Cache) -> Option<Vec<PathBuf>> {
     let current = CURRENT.with(|c| c.borrow().clone())?;
-    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let mut files = vec![current.clone()];
-    if let Ok(dir) = std::env::var("CARGO_MANIFEST_DIR") {
-        let src = Path::new(&dir).join("src");
-        if canon(&current).starts_with(canon(&src)) {
-            rs_files(&src, &mut files, 0);
-            let rest: Vec<PathBuf> = files
-                .split_off(1)
-                .into_iter()
-                .filter(|f| *f != current)
-                .collect();
-            files.extend(rest);
-            return Some(files);
-        }
+    if let Some(src) = src_dir_of(&current) {
+        rs_files(&src, &mut files, 0);
+        let rest: Vec<PathBuf> = files
+            .split_off(1)
+            .into_iter()
+            .filter(|f| *f != current)
+            .collect();
+        files.extend(rest);
+        return Some(files);
     }
     // Follow `mod m;` from the expanding file.
     let mut k = 0;
@@ -415,15 +411,19 @@ fn occurrences(word: &str) -> Option<u32> {
 /// (`tests/t.rs`, `examples/e/main.rs`: named after the crate or `main`),
 /// not a module a root loads.
 fn whole_crate(current: &Path) -> bool {
-    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    if let Ok(dir) = std::env::var("CARGO_MANIFEST_DIR") {
-        if canon(current).starts_with(canon(&Path::new(&dir).join("src"))) {
-            return true;
-        }
+    if src_dir_of(current).is_some() {
+        return true;
     }
     let stem = current.file_stem().and_then(|s| s.to_str()).unwrap_or("");
     let krate = std::env::var("CARGO_CRATE_NAME").unwrap_or_default();
     stem == "main" || (!krate.is_empty() && stem.replace('-', "_") == krate)
+}
+
+/// The package's `src/` (`CARGO_MANIFEST_DIR`), when `file` is under it.
+fn src_dir_of(file: &Path) -> Option<PathBuf> {
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let src = Path::new(&std::env::var("CARGO_MANIFEST_DIR").ok()?).join("src");
+    canon(file).starts_with(canon(&src)).then_some(src)
 }
 
 /// The words of `text` (runs of alphanumeric characters and `_`), counted.
