@@ -136,8 +136,15 @@ where
 }
 
 impl<D: Dimension> Unflatten for Array<f64, D> {
+    /// In logical (row-major) order, as [`Flatten`] lists the elements,
+    /// keeping `self`'s memory layout (ndarray's `map` would visit a
+    /// column-major array in memory order and transpose the data).
     fn unflatten_from(&self, data: &mut std::slice::Iter<'_, f64>) -> Self {
-        self.map(|_| next_leaf(data))
+        let mut out = self.clone();
+        for x in out.iter_mut() {
+            *x = next_leaf(data);
+        }
+        out
     }
 }
 
@@ -546,6 +553,18 @@ mod tests {
             array![[1.0, 2.0], [3.0, 4.0]].t().flatten(),
             vec![1.0, 3.0, 2.0, 4.0]
         );
+    }
+
+    /// A column-major array unflattens in logical order, as it flattens
+    /// (perturbations of column-major inputs were transposed before).
+    #[test]
+    fn column_major_arrays_roundtrip_in_logical_order() {
+        let c = array![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]];
+        let f = c.t().as_standard_layout().into_owned().reversed_axes();
+        assert!(!f.is_standard_layout());
+        assert_eq!(f, c);
+        let back = f.unflatten_like(&f.flatten());
+        assert_eq!(back, c);
     }
 
     #[test]
