@@ -9,7 +9,7 @@
 //!
 //! | group | kernels |
 //! |---|---|
-//! | elementwise | [`build`], [`build_weighted`], [`build_lanes`] (strip-mined: [`LANES`] rows per call; [`LaneRows`], [`lanes_sum`]), [`map`], [`zip_map`], [`zip3_map`] |
+//! | elementwise | [`build`], [`build_weighted`], [`build_lanes`] (strip-mined: [`LANES`] rows per call; [`LaneRows`], [`lanes_sum`]), [`map`], [`zip_map`], [`zip3_map`]; results stored in ndarray's memory order ([`result_order`], [`pooled_for_overwrite_in`]) |
 //! | reductions | [`sum`], [`sum_axis`], [`product`], [`product_axis`], [`max_arg`], [`min_arg`], [`max_arg_axis`], [`min_arg_axis`], [`logsumexp`], [`logsumexp_axis`], [`unravel_index`] |
 //! | arg-reductions (floats and integers, NaNs skipped) | [`arg_index`], [`arg_index_axis`] |
 //! | scans | [`scan_inclusive`], [`scan_exclusive`], [`scan_reverse`], [`scan_axis`], [`scan_i64`] |
@@ -42,6 +42,7 @@ mod elem;
 mod fold;
 mod gather;
 mod lane;
+mod layout;
 mod map;
 mod matmul;
 pub mod par;
@@ -65,6 +66,9 @@ pub use check::check_arg_shape;
 pub use elem::Elem;
 pub use gather::{add_at, add_row_at, gather, scatter_add, scatter_add_i64};
 pub use lane::{lane1, lane2, lane3};
+pub use layout::{
+    from_vec_in, layout_of, pooled_for_overwrite_in, result_order, stored_in, ArrLayout, MemOrder,
+};
 pub use map::{build, build_weighted, map, zip3_map, zip_map};
 pub use matmul::{dot, matmul, matmul_nt, matmul_tn, matvec, matvec_t, vecmat};
 pub use par::{

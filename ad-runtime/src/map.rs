@@ -3,7 +3,11 @@
 //! Inputs are any `&ArrayBase` (owned arrays, views, strided or transposed
 //! views) of the same shape; there is no implicit broadcasting (use
 //! [`crate::broadcast_to`] to make a broadcast view). Outputs are new arrays
-//! in row-major layout. Work for the parallel threshold: the number of output
+//! stored as ndarray stores the same operation's result (`crate::layout`):
+//! `map` keeps the memory order of a contiguous input (a transposed view's
+//! map is column-major), `zip_map` / `zip3_map` are column-major where
+//! `Zip::map_collect` is, and everything else is row-major; a later sum then
+//! adds in ndarray's order. Work for the parallel threshold: the number of output
 //! elements. Elementwise results never depend on the thread count.
 //!
 //! In parallel, the output is cut into blocks of consecutive elements, one
@@ -17,6 +21,7 @@
 //! pool ([`crate::scratch`]).
 
 use crate::check;
+use crate::layout::{contiguous_order, from_vec_in, layout_of, prefer_f};
 use crate::par;
 use crate::scratch::{is_large, output_for_overwrite, output_vec};
 use ndarray::{Array, ArrayBase, CowArray, Data, Dimension, IntoDimension, Zip};
@@ -144,6 +149,17 @@ where
     D: Dimension,
     F: Fn(A) -> B + Sync + Send,
 {
+    // ndarray's `map` keeps the memory order of a contiguous input.
+    if let (Some(order), Some(xs)) = (contiguous_order(&layout_of(a)), a.as_slice_memory_order()) {
+        if !order.is_row_major() {
+            let v = if par::go_parallel(a.len()) {
+                par::fill(xs.len(), |k| f(xs[k]))
+            } else {
+                collect_vec(xs.len(), xs.iter().map(|&x| f(x)))
+            };
+            return from_vec_in(a.raw_dim(), v, &order);
+        }
+    }
     if !par::go_parallel(a.len()) {
         if let Some(xs) = a.as_slice() {
             return from_vec(a.raw_dim(), collect_vec(xs.len(), xs.iter().map(|&x| f(x))));
@@ -156,7 +172,8 @@ where
             return from_vec(a.raw_dim(), v);
         }
         let Some(mut out) = prefilled(a.raw_dim(), || f(*a.first().expect("nonempty"))) else {
-            return Zip::from(a).map_collect(|&x| f(x));
+            // Row-major, as ndarray's `map` of a non-contiguous input.
+            return from_vec(a.raw_dim(), collect_vec(a.len(), a.iter().map(|&x| f(x))));
         };
         Zip::from(&mut out).and(a).for_each(|o, &x| *o = f(x));
         return out;
@@ -184,6 +201,30 @@ where
     F: Fn(A, B) -> C + Sync + Send,
 {
     check::same_shape("zip_map", a.shape(), b.shape());
+    if prefer_f(&[layout_of(a), layout_of(b)]) {
+        // Column-major, as `Zip::map_collect` (ndarray's `&a + &b`) here:
+        // the row-major result of the transposed inputs, transposed.
+        let (at, bt) = (a.view().reversed_axes(), b.view().reversed_axes());
+        return zip_map_rows(&at, &bt, f).reversed_axes();
+    }
+    zip_map_rows(a, b, f)
+}
+
+/// [`zip_map`]'s row-major result.
+fn zip_map_rows<A, B, C, SA, SB, D, F>(
+    a: &ArrayBase<SA, D>,
+    b: &ArrayBase<SB, D>,
+    f: F,
+) -> Array<C, D>
+where
+    A: Copy + Sync,
+    B: Copy + Sync,
+    C: Copy + Send + Sync + 'static,
+    SA: Data<Elem = A>,
+    SB: Data<Elem = B>,
+    D: Dimension,
+    F: Fn(A, B) -> C + Sync + Send,
+{
     if !par::go_parallel(a.len()) {
         if let (Some(xs), Some(ys)) = (a.as_slice(), b.as_slice()) {
             let v = collect_vec(xs.len(), xs.iter().zip(ys).map(|(&x, &y)| f(x, y)));
@@ -198,7 +239,8 @@ where
         }
         let first = || f(*a.first().expect("nonempty"), *b.first().expect("nonempty"));
         let Some(mut out) = prefilled(a.raw_dim(), first) else {
-            return Zip::from(a).and(b).map_collect(|&x, &y| f(x, y));
+            let v = a.iter().zip(b.iter()).map(|(&x, &y)| f(x, y));
+            return from_vec(a.raw_dim(), collect_vec(a.len(), v));
         };
         Zip::from(&mut out)
             .and(a)
@@ -236,6 +278,36 @@ where
 {
     check::same_shape("zip3_map", a.shape(), b.shape());
     check::same_shape("zip3_map", a.shape(), c.shape());
+    if prefer_f(&[layout_of(a), layout_of(b), layout_of(c)]) {
+        // Column-major, as `Zip::map_collect` here (see `zip_map`).
+        let (at, bt, ct) = (
+            a.view().reversed_axes(),
+            b.view().reversed_axes(),
+            c.view().reversed_axes(),
+        );
+        return zip3_map_rows(&at, &bt, &ct, f).reversed_axes();
+    }
+    zip3_map_rows(a, b, c, f)
+}
+
+/// [`zip3_map`]'s row-major result.
+fn zip3_map_rows<A, B, C, E, SA, SB, SC, D, F>(
+    a: &ArrayBase<SA, D>,
+    b: &ArrayBase<SB, D>,
+    c: &ArrayBase<SC, D>,
+    f: F,
+) -> Array<E, D>
+where
+    A: Copy + Sync,
+    B: Copy + Sync,
+    C: Copy + Sync,
+    E: Copy + Send + Sync + 'static,
+    SA: Data<Elem = A>,
+    SB: Data<Elem = B>,
+    SC: Data<Elem = C>,
+    D: Dimension,
+    F: Fn(A, B, C) -> E + Sync + Send,
+{
     if !par::go_parallel(a.len()) {
         if let (Some(xs), Some(ys), Some(ws)) = (a.as_slice(), b.as_slice(), c.as_slice()) {
             let it = xs.iter().zip(ys).zip(ws).map(|((&x, &y), &w)| f(x, y, w));
@@ -258,10 +330,9 @@ where
             )
         };
         let Some(mut out) = prefilled(a.raw_dim(), first) else {
-            return Zip::from(a)
-                .and(b)
-                .and(c)
-                .map_collect(|&x, &y, &w| f(x, y, w));
+            let v = a.iter().zip(b.iter()).zip(c.iter());
+            let v = v.map(|((&x, &y), &w)| f(x, y, w));
+            return from_vec(a.raw_dim(), collect_vec(a.len(), v));
         };
         Zip::from(&mut out)
             .and(a)

@@ -702,10 +702,25 @@ impl Emitter<'_> {
         let rs: Vec<Ident> = elems.iter().map(|_| self.fresh("r")).collect();
         let xs: Vec<Ident> = inputs.iter().map(|_| self.fresh("x")).collect();
         let d = dim_ty(rank);
-        // Every element is written by the pass: no fill first.
+        // Every element is written by the pass: no fill first. The outputs
+        // of a map are stored as ndarray stores the same operation's result
+        // (a transposed input's map is column-major), so that a later sum
+        // adds in the order of the function's own (`ad_runtime::layout`).
+        let order = self.fresh("ord");
+        let order_of = if build {
+            TokenStream::new()
+        } else {
+            let lays = inputs.iter().map(|x| quote!(#rt::layout_of(&(#x))));
+            quote!(let #order = #rt::result_order(&[#(#lays),*]);)
+        };
         let allocs = outs.iter().zip(&elems).map(|(o, e)| {
             let t = elem_ty(*e);
-            quote!(let mut #o: #nd::Array<#t, #d> = #rt::pooled_for_overwrite(#sh.clone());)
+            let alloc = if build {
+                quote!(#rt::pooled_for_overwrite(#sh.clone()))
+            } else {
+                quote!(#rt::pooled_for_overwrite_in(#sh.clone(), &#order))
+            };
+            quote!(let mut #o: #nd::Array<#t, #d> = #alloc;)
         });
         let ix = self.fresh("ix");
         let (zip, params, call) = if build {
@@ -733,6 +748,7 @@ impl Emitter<'_> {
         Some(quote!({
             let #f = #body;
             let #sh = #shape;
+            #order_of
             #(#allocs)*
             let #par = #rt::go_parallel(#o0.len().saturating_mul(#work_per_elem));
             #rt::#pass(#zip, #par, #shim);
@@ -817,9 +833,16 @@ impl Emitter<'_> {
                     let (b, t) = (self.binder(*p), elem_ty(*e));
                     quote!(let #b: #t = (#a)[#ix];)
                 });
+                // Stored as ndarray would store the same elementwise
+                // operation's result (see `one_pass`).
+                let lays = arrs.iter().map(|x| quote!(#rt::layout_of(&(#x))));
                 quote!({
                     #(#checks)*
-                    #rt::build((#a0).raw_dim(), |#ix| { #(#fetch)* #stmts #res })
+                    let __order = #rt::result_order(&[#(#lays),*]);
+                    #rt::stored_in(
+                        #rt::build((#a0).raw_dim(), |#ix| { #(#fetch)* #stmts #res }),
+                        &__order,
+                    )
                 })
             }
         };

@@ -141,12 +141,23 @@ impl Lowerer<'_> {
                         return self.fail(m, format!("a value of type `{}` cannot be made by summing an iterator over elements of type `{}`", w.name(), elem.name()));
                     }
                 }
-                if elem == Elem::F64 && rank == 1 {
+                if elem == Elem::F64 {
                     // `Iterator::sum`/`product` of f64 is a sequential left
                     // fold from -0.0 / 1.0 (std's `impl Sum for f64`): lower it
                     // to exactly that, so the derivative's primal is
                     // bit-identical to the user's (ndarray's `sum` is a
-                    // different, unrolled order).
+                    // different, unrolled order). ndarray's `iter()` walks a
+                    // matrix in logical (row-major) order, whatever its
+                    // strides: so does the fold, over the flattened array.
+                    let arr = if rank == 1 {
+                        arr
+                    } else {
+                        let n = self.count(arr, rank, span_of(m))?;
+                        let Val::Array(flat, ..) = self.reshape(arr, elem, rank, vec![n], m)? else {
+                            return None;
+                        };
+                        flat
+                    };
                     let (init, p) = if name == "sum" {
                         (Atom::F64(-0.0), Prim::Add)
                     } else {
