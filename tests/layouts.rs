@@ -5,7 +5,7 @@
 //! (`ad_runtime::layout`). Each function runs on a row-major and a
 //! column-major input whose entries span eight orders of magnitude (a sum in
 //! another order differs in the last bits).
-#![allow(clippy::type_complexity)]
+#![allow(clippy::type_complexity, clippy::op_ref)]
 
 mod common;
 use common::*;
