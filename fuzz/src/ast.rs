@@ -361,6 +361,24 @@ pub enum E {
     EwIns(Op, Box<E>, Box<E>, usize, bool),
     /// `&a * s`.
     Scale(Box<E>, Box<E>),
+    /// `a.slice(s![.., ..;-1])`: the array (of the given rank) reversed
+    /// along one axis (a view).
+    Rev(Box<E>, usize, usize),
+    /// `m.t()` (a view).
+    T(Box<E>),
+    /// `m.diag()` (a view).
+    Diag(Box<E>),
+    /// `a.index_axis(Axis(k), i)` of an array of the given rank (a view);
+    /// `named`: `row(i)` / `column(i)` for a matrix.
+    AxisAt(Box<E>, usize, usize, Box<E>, bool),
+    /// `a.sum_axis(Axis(k))`.
+    SumAxis(Box<E>, usize),
+    /// `a.map_axis(Axis(k), |lane| lane.sum())`, or `lane.dot(&lane)` when
+    /// `true`.
+    MapAxis(Box<E>, usize, bool),
+    /// `&a op &v` with `v` of one rank fewer, broadcast along `a`'s leading
+    /// axis (ndarray's broadcasting); `left` puts `v` first.
+    EwB(Op, Box<E>, Box<E>, bool),
     Call(String, Vec<E>),
     /// Verbatim source (mutations only; not evaluable).
     Raw(String),
@@ -545,6 +563,13 @@ pub fn typed(e: &E) -> bool {
         E::Ew(_, a, b) | E::Dot(a, b) | E::EwIns(_, a, b, _, _) => typed(a) || typed(b),
         E::Scale(a, s) => typed(a) || typed(s),
         E::Sum(a) | E::Index(a, _) => typed(a),
+        E::Rev(a, ..)
+        | E::T(a)
+        | E::Diag(a)
+        | E::AxisAt(a, ..)
+        | E::SumAxis(a, _)
+        | E::MapAxis(a, ..) => typed(a),
+        E::EwB(_, a, v, _) => typed(a) || typed(v),
         _ => true,
     }
 }
@@ -558,21 +583,52 @@ fn fmt_f(x: f64) -> String {
     }
 }
 
-/// `&e` where a reference to an array is wanted.
+/// `&e` where a reference to an array is wanted (a view as it is).
 fn aref(e: &E) -> String {
     match e {
         E::Var(n, _, Pass::Ref) => n.clone(),
         E::Var(n, _, _) => format!("&{n}"),
-        _ => format!("&({})", pe(e)),
+        _ => match view(e) {
+            Some(v) => format!("&{v}"),
+            None => format!("&({})", pe(e)),
+        },
     }
 }
 
-/// A receiver: a variable bare, anything else parenthesised.
+/// A receiver: a variable bare, a view as it is, anything else
+/// parenthesised.
 fn recv(e: &E) -> String {
     match e {
         E::Var(n, _, _) => n.clone(),
-        _ => format!("({})", pe(e)),
+        _ => match view(e) {
+            Some(v) => v,
+            None => format!("({})", pe(e)),
+        },
     }
+}
+
+/// The text of a view expression (`m.t()`, `m.row(i)`, ...), which `pe`
+/// makes owned (`.to_owned()`) where a value is wanted.
+fn view(e: &E) -> Option<String> {
+    let axis = |k: usize| format!("linad::ndarray::Axis({k})");
+    Some(match e {
+        E::Rev(a, rank, k) => {
+            let parts: Vec<&str> = (0..*rank)
+                .map(|j| if j == *k { "..;-1" } else { ".." })
+                .collect();
+            format!(
+                "{}.slice(linad::ndarray::s![{}])",
+                recv(a),
+                parts.join(", ")
+            )
+        }
+        E::T(a) => format!("{}.t()", recv(a)),
+        E::Diag(a) => format!("{}.diag()", recv(a)),
+        E::AxisAt(a, 2, 0, i, true) => format!("{}.row({})", recv(a), pe(i)),
+        E::AxisAt(a, 2, 1, i, true) => format!("{}.column({})", recv(a), pe(i)),
+        E::AxisAt(a, _, k, i, _) => format!("{}.index_axis({}, {})", recv(a), axis(*k), pe(i)),
+        _ => return None,
+    })
 }
 
 fn shape_text(rank: usize, n: &str) -> String {
@@ -703,6 +759,28 @@ pub fn pe(e: &E) -> String {
             }
         }
         E::Scale(a, s) => format!("({} * {})", aref(a), pe(s)),
+        E::Rev(..) | E::T(_) | E::Diag(_) | E::AxisAt(..) => {
+            format!("{}.to_owned()", view(e).unwrap_or_default())
+        }
+        E::SumAxis(a, k) => format!("{}.sum_axis(linad::ndarray::Axis({k}))", recv(a)),
+        E::MapAxis(a, k, squares) => {
+            let body = if *squares {
+                "lane.dot(&lane)"
+            } else {
+                "lane.sum()"
+            };
+            format!(
+                "{}.map_axis(linad::ndarray::Axis({k}), |lane| {body})",
+                recv(a)
+            )
+        }
+        E::EwB(op, a, v, left) => {
+            if *left {
+                format!("({} {} {})", aref(v), op.sym(), aref(a))
+            } else {
+                format!("({} {} {})", aref(a), op.sym(), aref(v))
+            }
+        }
         E::Call(f, args) => {
             let xs: Vec<String> = args.iter().map(pe).collect();
             format!("{f}({})", xs.join(", "))
@@ -960,6 +1038,21 @@ fn int_check(v: i128, t: IntTy) -> Result<V, Trap> {
     } else {
         Ok(V::I(v, t))
     }
+}
+
+/// The multi-index of the row-major position `j` in `shape`.
+fn unravel(shape: &[usize], mut j: usize) -> Vec<usize> {
+    let mut ix = vec![0; shape.len()];
+    for a in (0..shape.len()).rev() {
+        ix[a] = j % shape[a];
+        j /= shape[a];
+    }
+    ix
+}
+
+/// The row-major position of the multi-index `ix` in `shape`.
+fn ravel(shape: &[usize], ix: &[usize]) -> usize {
+    ix.iter().zip(shape).fold(0, |k, (i, d)| k * d + i)
 }
 
 fn flat_index(shape: &[usize], ix: &[usize]) -> Result<usize, Trap> {
@@ -1375,8 +1468,27 @@ impl<'a> Eval<'a> {
             E::Dot(a, b) => {
                 let (x, y) = (self.e(a)?, self.e(b)?);
                 let (xs, xd) = x.arr();
-                let yd = y.arr().1;
-                if xs.len() == 2 {
+                let (ys, yd) = y.arr();
+                if ys.len() == 2 {
+                    // matrix-matrix or vector-matrix product
+                    let (m, kk) = if xs.len() == 2 {
+                        (xs[0], xs[1])
+                    } else {
+                        (1, xs[0])
+                    };
+                    let c = ys[1];
+                    if ys[0] != kk {
+                        return Err(Trap::Bounds);
+                    }
+                    let out = (0..m * c)
+                        .map(|ij| {
+                            let (i, j) = (ij / c, ij % c);
+                            plus_zero_sum((0..kk).map(|t| xd[i * kk + t] * yd[t * c + j]))
+                        })
+                        .collect();
+                    let shape = if xs.len() == 2 { vec![m, c] } else { vec![c] };
+                    V::A(shape, out)
+                } else if xs.len() == 2 {
                     // matrix-vector product
                     let (r, c) = (xs[0], xs[1]);
                     let out = (0..r)
@@ -1470,6 +1582,90 @@ impl<'a> Eval<'a> {
                 let (s, d) = x.arr();
                 V::A(s.to_vec(), d.iter().map(|v| v * c).collect())
             }
+            E::Rev(a, _, k) => {
+                let x = self.e(a)?;
+                let (s, d) = x.arr();
+                let out = (0..d.len())
+                    .map(|j| {
+                        let mut ix = unravel(s, j);
+                        ix[*k] = s[*k] - 1 - ix[*k];
+                        d[ravel(s, &ix)]
+                    })
+                    .collect();
+                V::A(s.to_vec(), out)
+            }
+            E::T(a) => {
+                let x = self.e(a)?;
+                let (s, d) = x.arr();
+                let (r, c) = (s[0], s[1]);
+                V::A(
+                    vec![c, r],
+                    (0..r * c).map(|j| d[(j % r) * c + j / r]).collect(),
+                )
+            }
+            E::Diag(a) => {
+                let x = self.e(a)?;
+                let (s, d) = x.arr();
+                let n = s[0].min(s[1]);
+                V::A(vec![n], (0..n).map(|i| d[i * s[1] + i]).collect())
+            }
+            E::AxisAt(a, _, k, i, _) => {
+                let x = self.e(a)?;
+                let i = self.e(i)?.i() as usize;
+                let (s, d) = x.arr();
+                if i >= s[*k] {
+                    return Err(Trap::Bounds);
+                }
+                let mut rest = s.to_vec();
+                rest.remove(*k);
+                let out = (0..rest.iter().product())
+                    .map(|j| {
+                        let mut ix = unravel(&rest, j);
+                        ix.insert(*k, i);
+                        d[ravel(s, &ix)]
+                    })
+                    .collect();
+                V::A(rest, out)
+            }
+            E::SumAxis(a, k) | E::MapAxis(a, k, _) => {
+                let squares = matches!(e, E::MapAxis(_, _, true));
+                let x = self.e(a)?;
+                let (s, d) = x.arr();
+                let mut rest = s.to_vec();
+                rest.remove(*k);
+                let out = (0..rest.iter().product())
+                    .map(|j| {
+                        let ix = unravel(&rest, j);
+                        plus_zero_sum((0..s[*k]).map(|t| {
+                            let mut full = ix.clone();
+                            full.insert(*k, t);
+                            let v = d[ravel(s, &full)];
+                            if squares {
+                                v * v
+                            } else {
+                                v
+                            }
+                        }))
+                    })
+                    .collect();
+                V::A(rest, out)
+            }
+            E::EwB(op, a, v, left) => {
+                let (x, y) = (self.e(a)?, self.e(v)?);
+                let (s, d) = x.arr();
+                let (sv, dv) = y.arr();
+                if sv != &s[1..] {
+                    return Err(Trap::Bounds);
+                }
+                let inner = dv.len();
+                let mut out = Vec::with_capacity(d.len());
+                for (j, p) in d.iter().enumerate() {
+                    let q = dv[j % inner.max(1)];
+                    let (l, r) = if *left { (q, *p) } else { (*p, q) };
+                    out.push(arith(*op, &V::F(l), &V::F(r), &Ty::F).map(|v| v.f())?);
+                }
+                V::A(s.to_vec(), out)
+            }
             E::Call(f, args) => {
                 let mut vs = vec![];
                 for a in args {
@@ -1540,7 +1736,10 @@ impl Program {
     /// the oracle does not model bit for bit).
     pub fn has_reductions(&self) -> bool {
         let src = self.source();
-        src.contains(".sum()") || src.contains(".dot(")
+        src.contains(".sum()")
+            || src.contains(".dot(")
+            || src.contains(".sum_axis(")
+            || src.contains(".map_axis(")
     }
 }
 
