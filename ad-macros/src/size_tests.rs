@@ -75,6 +75,15 @@ fn expansion_file() -> (String, crate::crate_fns::Scope) {
 #[ignore]
 fn expansion_size() {
     let (text, _crate) = expansion_file();
+    for e in expansions(&text) {
+        println!(
+            "{:>24} {:>6} -> {:>7} tokens, {:>6.1} ms",
+            e.name,
+            count(e.source),
+            count(e.expanded),
+            e.secs * 1e3
+        );
+    }
     let (src, out, secs) = sizes(&text);
     println!(
         "source tokens {src}, expanded tokens {out}, expansion {:.1} ms",
