@@ -25,51 +25,76 @@
 use crate::scratch::{output_for_overwrite, Pooled};
 use ndarray::{Array, ArrayBase, Axis, Data, Dimension};
 
+/// The most axes a layout is worked out for (held inline: kernels called
+/// in loops allocate nothing for it); higher ranks are stored row-major.
+const MAX_RANK: usize = 8;
+
 /// The shape and strides of one input of an elementwise operation.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct ArrLayout {
-    dim: Vec<usize>,
-    strides: Vec<isize>,
+    n: usize,
+    dim: [usize; MAX_RANK],
+    strides: [isize; MAX_RANK],
     one_d: bool,
 }
 
-/// The shape and strides of `a`.
-pub fn layout_of<A, S: Data<Elem = A>, D: Dimension>(a: &ArrayBase<S, D>) -> ArrLayout {
-    ArrLayout {
-        dim: a.shape().to_vec(),
-        strides: a.strides().to_vec(),
+/// The shape and strides of `a` (`None` past [`MAX_RANK`] axes).
+pub fn layout_of<A, S: Data<Elem = A>, D: Dimension>(a: &ArrayBase<S, D>) -> Option<ArrLayout> {
+    let n = a.ndim();
+    if n > MAX_RANK {
+        return None;
+    }
+    let mut l = ArrLayout {
+        n,
+        dim: [0; MAX_RANK],
+        strides: [0; MAX_RANK],
         one_d: D::NDIM == Some(1),
+    };
+    l.dim[..n].copy_from_slice(a.shape());
+    l.strides[..n].copy_from_slice(a.strides());
+    Some(l)
+}
+
+impl ArrLayout {
+    fn dim(&self) -> &[usize] {
+        &self.dim[..self.n]
     }
 }
 
 /// The memory order of an array: its axes from outermost to innermost, and
 /// which of them run backwards in memory.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemOrder {
-    axes: Vec<usize>,
-    flip: Vec<bool>,
+    n: usize,
+    axes: [usize; MAX_RANK],
+    flip: [bool; MAX_RANK],
 }
 
 impl MemOrder {
     /// Row-major order of a rank-`n` array.
     pub fn row_major(n: usize) -> MemOrder {
+        let mut axes = [0; MAX_RANK];
+        for (k, a) in axes.iter_mut().enumerate() {
+            *a = k;
+        }
         MemOrder {
-            axes: (0..n).collect(),
-            flip: vec![false; n],
+            n,
+            axes,
+            flip: [false; MAX_RANK],
         }
     }
 
-    /// Column-major order of a rank-`n` array.
+    /// Column-major order of a rank-`n` array (`n` at most [`MAX_RANK`]).
     pub fn column_major(n: usize) -> MemOrder {
-        MemOrder {
-            axes: (0..n).rev().collect(),
-            flip: vec![false; n],
-        }
+        let mut o = MemOrder::row_major(n);
+        o.axes[..n].reverse();
+        o
     }
 
     /// Whether this is the row-major order.
     pub fn is_row_major(&self) -> bool {
-        self.axes.iter().enumerate().all(|(k, &a)| k == a) && !self.flip.contains(&true)
+        self.axes[..self.n].iter().enumerate().all(|(k, &a)| k == a)
+            && !self.flip[..self.n].contains(&true)
     }
 }
 
@@ -79,10 +104,10 @@ impl MemOrder {
 /// `Zip::map_collect`'s (column-major when the inputs lean so, else
 /// row-major). Lengths-1 axes are placed outermost (their place changes
 /// no address).
-pub fn result_order(inputs: &[ArrLayout]) -> MemOrder {
-    let n = inputs.first().map_or(0, |l| l.dim.len());
+pub fn result_order(inputs: &[Option<ArrLayout>]) -> MemOrder {
+    let n = inputs.iter().flatten().next().map_or(0, |l| l.n);
     match inputs {
-        [one] => contiguous_order(one).unwrap_or_else(|| MemOrder::row_major(n)),
+        [Some(one)] => contiguous_order(one).unwrap_or(MemOrder::row_major(n)),
         _ if prefer_f(inputs) => MemOrder::column_major(n),
         _ => MemOrder::row_major(n),
     }
@@ -93,24 +118,36 @@ pub fn result_order(inputs: &[ArrLayout]) -> MemOrder {
 /// stride magnitude, after those of length 1; row-major when that is the
 /// order of the longer axes and none runs backwards.
 pub(crate) fn contiguous_order(l: &ArrLayout) -> Option<MemOrder> {
-    let n = l.dim.len();
-    let (short, mut long): (Vec<usize>, Vec<usize>) = (0..n).partition(|&k| l.dim[k] <= 1);
-    long.sort_by_key(|&k| std::cmp::Reverse(l.strides[k].unsigned_abs()));
+    let n = l.n;
+    let mut order = MemOrder::row_major(n);
+    // The axes of length 1 first (in index order), then the others by
+    // decreasing stride magnitude (a stable sort on a key that is 0 for
+    // the short ones).
+    let axes = &mut order.axes[..n];
+    axes.sort_by_key(|&k| {
+        let long = l.dim[k] > 1;
+        (
+            long,
+            std::cmp::Reverse(if long { l.strides[k].unsigned_abs() } else { 0 }),
+        )
+    });
     let mut expect = 1usize;
-    for &k in long.iter().rev() {
-        if l.strides[k].unsigned_abs() != expect {
-            return None;
+    for &k in axes.iter().rev() {
+        if l.dim[k] > 1 {
+            if l.strides[k].unsigned_abs() != expect {
+                return None;
+            }
+            expect *= l.dim[k];
         }
-        expect *= l.dim[k];
     }
-    let flip: Vec<bool> = (0..n).map(|k| l.dim[k] > 1 && l.strides[k] < 0).collect();
-    if long.windows(2).all(|w| w[0] < w[1]) && !flip.contains(&true) {
+    for k in 0..n {
+        order.flip[k] = l.dim[k] > 1 && l.strides[k] < 0;
+    }
+    let long: Vec<usize> = axes.iter().copied().filter(|&k| l.dim[k] > 1).collect();
+    if long.windows(2).all(|w| w[0] < w[1]) && !order.flip[..n].contains(&true) {
         return Some(MemOrder::row_major(n));
     }
-    Some(MemOrder {
-        axes: short.into_iter().chain(long).collect(),
-        flip,
-    })
+    Some(order)
 }
 
 const CORDER: u8 = 1;
@@ -121,7 +158,7 @@ const FPREFER: u8 = 8;
 /// ndarray's `Zip` layout of one input (`array_layout` in ndarray's
 /// `zip/mod.rs`).
 fn layout_bits(l: &ArrLayout) -> u8 {
-    let (dim, st, n) = (&l.dim, &l.strides, l.dim.len());
+    let (dim, st, n) = (l.dim(), &l.strides, l.n);
     if is_layout(l, false) {
         if n <= 1 || dim.iter().filter(|&&d| d > 1).count() <= 1 {
             CORDER | FORDER | CPREFER | FPREFER
@@ -149,15 +186,13 @@ fn is_layout(l: &ArrLayout, f: bool) -> bool {
     if l.one_d {
         return l.strides[0] == 1 || l.dim[0] <= 1;
     }
-    if l.dim.contains(&0) {
+    if l.dim().contains(&0) {
         return true;
     }
     let mut contig = 1isize;
-    let mut axes: Vec<usize> = (0..l.dim.len()).collect();
-    if !f {
-        axes.reverse();
-    }
-    for k in axes {
+    let n = l.n;
+    for j in 0..n {
+        let k = if f { j } else { n - 1 - j };
         if l.dim[k] != 1 {
             if l.strides[k] != contig {
                 return false;
@@ -169,13 +204,15 @@ fn is_layout(l: &ArrLayout, f: bool) -> bool {
 }
 
 /// `Zip::prefer_f`: not all row-major, and all column-major or more
-/// column- than row-leaning.
-pub(crate) fn prefer_f(inputs: &[ArrLayout]) -> bool {
-    let bits: Vec<u8> = inputs.iter().map(layout_bits).collect();
-    let all = bits.iter().fold(!0u8, |a, &b| a & b);
+/// column- than row-leaning (false when a layout is past [`MAX_RANK`]).
+pub(crate) fn prefer_f(inputs: &[Option<ArrLayout>]) -> bool {
+    if inputs.iter().any(Option::is_none) {
+        return false;
+    }
+    let bits = inputs.iter().flatten().map(layout_bits);
+    let all = bits.clone().fold(!0u8, |a, b| a & b);
     let tendency: i32 = bits
-        .iter()
-        .map(|&b| {
+        .map(|b| {
             i32::from(b & CORDER != 0) - i32::from(b & FORDER != 0) + i32::from(b & CPREFER != 0)
                 - i32::from(b & FPREFER != 0)
         })
@@ -190,18 +227,19 @@ pub fn from_vec_in<T, D: Dimension>(dim: D, v: Vec<T>, order: &MemOrder) -> Arra
     if order.is_row_major() {
         return Array::from_shape_vec(dim, v).expect("row-major shape");
     }
+    let n = order.n;
     let mut pdim = dim.clone();
-    for (j, &k) in order.axes.iter().enumerate() {
+    for (j, &k) in order.axes[..n].iter().enumerate() {
         pdim[j] = dim[k];
     }
     let stored = Array::from_shape_vec(pdim, v).expect("permuted shape");
     // Axis k of the result is axis j of `stored` where order.axes[j] == k.
     let mut back = D::zeros(dim.ndim());
-    for (j, &k) in order.axes.iter().enumerate() {
+    for (j, &k) in order.axes[..n].iter().enumerate() {
         back[k] = j;
     }
     let mut out = stored.permuted_axes(back);
-    for (k, &f) in order.flip.iter().enumerate() {
+    for (k, &f) in order.flip[..n].iter().enumerate() {
         if f {
             out.invert_axis(Axis(k));
         }
@@ -216,14 +254,15 @@ pub fn stored_in<T: Copy, D: Dimension>(a: Array<T, D>, order: &MemOrder) -> Arr
     if order.is_row_major() && a.is_standard_layout() {
         return a;
     }
+    let n = order.n;
     let mut walk = a.view();
-    for (k, &f) in order.flip.iter().enumerate() {
+    for (k, &f) in order.flip[..n].iter().enumerate() {
         if f {
             walk.invert_axis(Axis(k));
         }
     }
     let mut axes = D::zeros(a.ndim());
-    for (j, &k) in order.axes.iter().enumerate() {
+    for (j, &k) in order.axes[..n].iter().enumerate() {
         axes[j] = k;
     }
     let v: Vec<T> = walk.permuted_axes(axes).iter().copied().collect();

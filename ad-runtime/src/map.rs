@@ -150,7 +150,11 @@ where
     F: Fn(A) -> B + Sync + Send,
 {
     // ndarray's `map` keeps the memory order of a contiguous input.
-    if let (Some(order), Some(xs)) = (contiguous_order(&layout_of(a)), a.as_slice_memory_order()) {
+    let order = match layout_of(a) {
+        Some(l) if !a.is_standard_layout() => contiguous_order(&l),
+        _ => None,
+    };
+    if let (Some(order), Some(xs)) = (order, a.as_slice_memory_order()) {
         if !order.is_row_major() {
             let v = if par::go_parallel(a.len()) {
                 par::fill(xs.len(), |k| f(xs[k]))
