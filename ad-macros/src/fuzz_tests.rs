@@ -10,7 +10,8 @@
 //! (default 1), `LINAD_FUZZ_FEATURES` (default `linad_fuzz::ci_features()`,
 //! e.g. `all` or `all,-cfg`), `LINAD_FUZZ_MUTATIONS` (default every kind not
 //! in `KNOWN_FAILING_MUTATIONS`, or `all`), `LINAD_FUZZ_DEPTH` (nesting depth
-//! and body size of stress cases, default 64), `LINAD_FUZZ_STRICT=0` (report
+//! and body size of stress cases, default 64), `LINAD_FUZZ_MAX_N` (array
+//! sizes drawn from 1 up to it, default 3), `LINAD_FUZZ_STRICT=0` (report
 //! without failing), `LINAD_FUZZ_SEEDS=7077171,7078309` (re-run exactly these
 //! case seeds of a reported finding, each with its mutant, instead of
 //! `LINAD_FUZZ_CASES` cases from `LINAD_FUZZ_SEED`).
@@ -583,6 +584,7 @@ fn fuzz_main() {
     let small = Config {
         features: linad_fuzz::Features::none(),
         max_stmts: 3,
+        max_n: 3,
     };
     for kind in ["deep_expr", "deep_blocks", "deep_if", "huge_body"] {
         if !kinds.contains(&kind) {
@@ -684,6 +686,8 @@ fn fuzz_regressions() {
     for (features, seed, what) in linad_fuzz::REGRESSIONS {
         let cfg = Config {
             features: linad_fuzz::Features::parse(features).unwrap(),
+            // The sizes these seeds were found with.
+            max_n: 3,
             ..Config::default()
         };
         let before = fd.list.len();
@@ -700,6 +704,7 @@ fn fuzz_regressions() {
         // `views` and `strided` came later).
         let cfg = Config {
             features: linad_fuzz::Features::parse("all,-whiles,-exits,-views,-strided").unwrap(),
+            max_n: 3,
             ..Config::default()
         };
         let case = generate(*seed, &cfg, "f");

@@ -1035,6 +1035,10 @@ pub struct Config {
     pub features: Features,
     /// Statements in the main body (upper bound, nested ones included).
     pub max_stmts: usize,
+    /// Array sizes are drawn from `1..=max_n` (3 by default; larger sizes
+    /// reach the 8-way unrolled sums of ndarray, whose order a wrong
+    /// layout changes).
+    pub max_n: usize,
 }
 
 impl Default for Config {
@@ -1042,6 +1046,7 @@ impl Default for Config {
         Config {
             features: Features::all(),
             max_stmts: 8,
+            max_n: crate::env_num("LINAD_FUZZ_MAX_N", 3).max(1) as usize,
         }
     }
 }
@@ -1093,7 +1098,7 @@ fn param(g: &mut Gen, name: String, ty: Ty, pass: Pass) -> Param {
 /// Generates one program (no validity filtering: see [`generate`]).
 pub fn generate_raw(rng: &mut Rng, cfg: &Config, fn_name: &str) -> Program {
     let fs = cfg.features;
-    let n = 1 + rng.below(3);
+    let n = 1 + rng.below(cfg.max_n);
     let mut g = Gen {
         rng,
         fs,
