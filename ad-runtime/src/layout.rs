@@ -38,7 +38,7 @@ pub struct ArrLayout {
     one_d: bool,
 }
 
-/// The shape and strides of `a` (`None` past [`MAX_RANK`] axes).
+/// The shape and strides of `a` (`None` past 8 axes).
 pub fn layout_of<A, S: Data<Elem = A>, D: Dimension>(a: &ArrayBase<S, D>) -> Option<ArrLayout> {
     let n = a.ndim();
     if n > MAX_RANK {
@@ -84,7 +84,7 @@ impl MemOrder {
         }
     }
 
-    /// Column-major order of a rank-`n` array (`n` at most [`MAX_RANK`]).
+    /// Column-major order of a rank-`n` array (`n` at most 8).
     pub fn column_major(n: usize) -> MemOrder {
         let mut o = MemOrder::row_major(n);
         o.axes[..n].reverse();
@@ -204,7 +204,7 @@ fn is_layout(l: &ArrLayout, f: bool) -> bool {
 }
 
 /// `Zip::prefer_f`: not all row-major, and all column-major or more
-/// column- than row-leaning (false when a layout is past [`MAX_RANK`]).
+/// column- than row-leaning (false when a layout is past 8 axes).
 pub(crate) fn prefer_f(inputs: &[Option<ArrLayout>]) -> bool {
     if inputs.iter().any(Option::is_none) {
         return false;
@@ -312,6 +312,31 @@ mod tests {
                 "strides of {:?}",
                 v.strides()
             );
+        }
+    }
+
+    /// The kernels' results have the strides of ndarray's own: `map` of a
+    /// transposed or reversed view, `zip_map` of transposed views
+    /// (column-major) and of mixed layouts (row-major), `zip3_map` as
+    /// `Zip::map_collect` of its three inputs.
+    #[test]
+    fn kernel_results_have_ndarrays_strides() {
+        let a = Array2::from_shape_fn((5, 7), |(i, j)| (i * 7 + j) as f64);
+        let b = Array2::from_shape_fn((7, 5), |(i, j)| (i * 5 + j) as f64 * 0.5);
+        for v in [a.t(), a.slice(s![..;-1, ..]).reversed_axes()] {
+            let (mine, theirs) = (crate::map(&v, |x| x + 1.0), v.map(|x| x + 1.0));
+            assert_eq!((&mine, mine.strides()), (&theirs, theirs.strides()));
+        }
+        for (x, y) in [(a.t(), b.view()), (b.view(), b.view()), (a.t(), a.t())] {
+            let mine = crate::zip_map(&x, &y, |p, q| p * q);
+            let theirs = &x * &y;
+            assert_eq!((&mine, mine.strides()), (&theirs, theirs.strides()));
+            let mine3 = crate::zip3_map(&x, &y, &x, |p, q, r| p * q - r);
+            let theirs3 = Zip::from(&x)
+                .and(&y)
+                .and(&x)
+                .map_collect(|p, q, r| p * q - r);
+            assert_eq!((&mine3, mine3.strides()), (&theirs3, theirs3.strides()));
         }
     }
 

@@ -205,60 +205,52 @@ where
     F: Fn(A, B) -> C + Sync + Send,
 {
     check::same_shape("zip_map", a.shape(), b.shape());
-    if prefer_f(&[layout_of(a), layout_of(b)]) {
-        // Column-major, as `Zip::map_collect` (ndarray's `&a + &b`) here:
-        // the row-major result of the transposed inputs, transposed.
-        let (at, bt) = (a.view().reversed_axes(), b.view().reversed_axes());
-        return zip_map_rows(&at, &bt, f).reversed_axes();
-    }
-    zip_map_rows(a, b, f)
-}
-
-/// [`zip_map`]'s row-major result.
-fn zip_map_rows<A, B, C, SA, SB, D, F>(
-    a: &ArrayBase<SA, D>,
-    b: &ArrayBase<SB, D>,
-    f: F,
-) -> Array<C, D>
-where
-    A: Copy + Sync,
-    B: Copy + Sync,
-    C: Copy + Send + Sync + 'static,
-    SA: Data<Elem = A>,
-    SB: Data<Elem = B>,
-    D: Dimension,
-    F: Fn(A, B) -> C + Sync + Send,
-{
-    if !par::go_parallel(a.len()) {
-        if let (Some(xs), Some(ys)) = (a.as_slice(), b.as_slice()) {
-            let v = collect_vec(xs.len(), xs.iter().zip(ys).map(|(&x, &y)| f(x, y)));
-            return from_vec(a.raw_dim(), v);
-        }
-        if rows_contiguous(a) && rows_contiguous(b) {
-            let mut v = output_vec(a.len());
-            for (xs, ys) in row_slices(a).zip(row_slices(b)) {
-                v.extend(xs.iter().zip(ys).map(|(&x, &y)| f(x, y)));
+    // Column-major where `Zip::map_collect` (ndarray's `&a + &b`) is: the
+    // row-major result of the transposed inputs, transposed.
+    let column_major = prefer_f(&[layout_of(a), layout_of(b)]);
+    let (a, b) = if column_major {
+        (a.view().reversed_axes(), b.view().reversed_axes())
+    } else {
+        (a.view(), b.view())
+    };
+    let (a, b) = (&a, &b);
+    let out = 'rows: {
+        if !par::go_parallel(a.len()) {
+            if let (Some(xs), Some(ys)) = (a.as_slice(), b.as_slice()) {
+                let v = collect_vec(xs.len(), xs.iter().zip(ys).map(|(&x, &y)| f(x, y)));
+                break 'rows from_vec(a.raw_dim(), v);
             }
-            return from_vec(a.raw_dim(), v);
+            if rows_contiguous(a) && rows_contiguous(b) {
+                let mut v = output_vec(a.len());
+                for (xs, ys) in row_slices(a).zip(row_slices(b)) {
+                    v.extend(xs.iter().zip(ys).map(|(&x, &y)| f(x, y)));
+                }
+                break 'rows from_vec(a.raw_dim(), v);
+            }
+            let first = || f(*a.first().expect("nonempty"), *b.first().expect("nonempty"));
+            let Some(mut out) = prefilled(a.raw_dim(), first) else {
+                let v = a.iter().zip(b.iter()).map(|(&x, &y)| f(x, y));
+                break 'rows from_vec(a.raw_dim(), collect_vec(a.len(), v));
+            };
+            Zip::from(&mut out)
+                .and(a)
+                .and(b)
+                .for_each(|o, &x, &y| *o = f(x, y));
+            break 'rows out;
         }
-        let first = || f(*a.first().expect("nonempty"), *b.first().expect("nonempty"));
-        let Some(mut out) = prefilled(a.raw_dim(), first) else {
-            let v = a.iter().zip(b.iter()).map(|(&x, &y)| f(x, y));
-            return from_vec(a.raw_dim(), collect_vec(a.len(), v));
-        };
-        Zip::from(&mut out)
-            .and(a)
-            .and(b)
-            .for_each(|o, &x, &y| *o = f(x, y));
-        return out;
+        let (a, b) = (row_major(a), row_major(b));
+        let (xs, ys) = (
+            a.as_slice().expect("row-major"),
+            b.as_slice().expect("row-major"),
+        );
+        let v = par::fill(xs.len(), |k| f(xs[k], ys[k]));
+        Array::from_shape_vec(a.raw_dim(), v).expect("row-major shape")
+    };
+    if column_major {
+        out.reversed_axes()
+    } else {
+        out
     }
-    let (a, b) = (row_major(a), row_major(b));
-    let (xs, ys) = (
-        a.as_slice().expect("row-major"),
-        b.as_slice().expect("row-major"),
-    );
-    let v = par::fill(xs.len(), |k| f(xs[k], ys[k]));
-    Array::from_shape_vec(a.raw_dim(), v).expect("row-major shape")
 }
 
 /// `out[i] = f(a[i], b[i], c[i])`; all inputs must have the same shape.
@@ -282,75 +274,64 @@ where
 {
     check::same_shape("zip3_map", a.shape(), b.shape());
     check::same_shape("zip3_map", a.shape(), c.shape());
-    if prefer_f(&[layout_of(a), layout_of(b), layout_of(c)]) {
-        // Column-major, as `Zip::map_collect` here (see `zip_map`).
-        let (at, bt, ct) = (
+    // Column-major where `Zip::map_collect` is (see `zip_map`).
+    let column_major = prefer_f(&[layout_of(a), layout_of(b), layout_of(c)]);
+    let (a, b, c) = if column_major {
+        (
             a.view().reversed_axes(),
             b.view().reversed_axes(),
             c.view().reversed_axes(),
-        );
-        return zip3_map_rows(&at, &bt, &ct, f).reversed_axes();
-    }
-    zip3_map_rows(a, b, c, f)
-}
-
-/// [`zip3_map`]'s row-major result.
-fn zip3_map_rows<A, B, C, E, SA, SB, SC, D, F>(
-    a: &ArrayBase<SA, D>,
-    b: &ArrayBase<SB, D>,
-    c: &ArrayBase<SC, D>,
-    f: F,
-) -> Array<E, D>
-where
-    A: Copy + Sync,
-    B: Copy + Sync,
-    C: Copy + Sync,
-    E: Copy + Send + Sync + 'static,
-    SA: Data<Elem = A>,
-    SB: Data<Elem = B>,
-    SC: Data<Elem = C>,
-    D: Dimension,
-    F: Fn(A, B, C) -> E + Sync + Send,
-{
-    if !par::go_parallel(a.len()) {
-        if let (Some(xs), Some(ys), Some(ws)) = (a.as_slice(), b.as_slice(), c.as_slice()) {
-            let it = xs.iter().zip(ys).zip(ws).map(|((&x, &y), &w)| f(x, y, w));
-            return from_vec(a.raw_dim(), collect_vec(xs.len(), it));
-        }
-        if rows_contiguous(a) && rows_contiguous(b) && rows_contiguous(c) {
-            let mut v = output_vec(a.len());
-            let rows = row_slices(a).zip(row_slices(b)).zip(row_slices(c));
-            for ((xs, ys), ws) in rows {
-                v.extend(xs.iter().zip(ys).zip(ws).map(|((&x, &y), &w)| f(x, y, w)));
+        )
+    } else {
+        (a.view(), b.view(), c.view())
+    };
+    let (a, b, c) = (&a, &b, &c);
+    let out = 'rows: {
+        if !par::go_parallel(a.len()) {
+            if let (Some(xs), Some(ys), Some(ws)) = (a.as_slice(), b.as_slice(), c.as_slice()) {
+                let it = xs.iter().zip(ys).zip(ws).map(|((&x, &y), &w)| f(x, y, w));
+                break 'rows from_vec(a.raw_dim(), collect_vec(xs.len(), it));
             }
-            return from_vec(a.raw_dim(), v);
+            if rows_contiguous(a) && rows_contiguous(b) && rows_contiguous(c) {
+                let mut v = output_vec(a.len());
+                let rows = row_slices(a).zip(row_slices(b)).zip(row_slices(c));
+                for ((xs, ys), ws) in rows {
+                    v.extend(xs.iter().zip(ys).zip(ws).map(|((&x, &y), &w)| f(x, y, w)));
+                }
+                break 'rows from_vec(a.raw_dim(), v);
+            }
+            let e = "nonempty";
+            let first = || {
+                f(
+                    *a.first().expect(e),
+                    *b.first().expect(e),
+                    *c.first().expect(e),
+                )
+            };
+            let Some(mut out) = prefilled(a.raw_dim(), first) else {
+                let v = a.iter().zip(b.iter()).zip(c.iter());
+                let v = v.map(|((&x, &y), &w)| f(x, y, w));
+                break 'rows from_vec(a.raw_dim(), collect_vec(a.len(), v));
+            };
+            Zip::from(&mut out)
+                .and(a)
+                .and(b)
+                .and(c)
+                .for_each(|o, &x, &y, &w| *o = f(x, y, w));
+            break 'rows out;
         }
-        let e = "nonempty";
-        let first = || {
-            f(
-                *a.first().expect(e),
-                *b.first().expect(e),
-                *c.first().expect(e),
-            )
-        };
-        let Some(mut out) = prefilled(a.raw_dim(), first) else {
-            let v = a.iter().zip(b.iter()).zip(c.iter());
-            let v = v.map(|((&x, &y), &w)| f(x, y, w));
-            return from_vec(a.raw_dim(), collect_vec(a.len(), v));
-        };
-        Zip::from(&mut out)
-            .and(a)
-            .and(b)
-            .and(c)
-            .for_each(|o, &x, &y, &w| *o = f(x, y, w));
-        return out;
+        let (a, b, c) = (row_major(a), row_major(b), row_major(c));
+        let xs = a.as_slice().expect("row-major");
+        let (ys, ws) = (
+            b.as_slice().expect("row-major"),
+            c.as_slice().expect("row-major"),
+        );
+        let v = par::fill(xs.len(), |k| f(xs[k], ys[k], ws[k]));
+        Array::from_shape_vec(a.raw_dim(), v).expect("row-major shape")
+    };
+    if column_major {
+        out.reversed_axes()
+    } else {
+        out
     }
-    let (a, b, c) = (row_major(a), row_major(b), row_major(c));
-    let xs = a.as_slice().expect("row-major");
-    let (ys, ws) = (
-        b.as_slice().expect("row-major"),
-        c.as_slice().expect("row-major"),
-    );
-    let v = par::fill(xs.len(), |k| f(xs[k], ys[k], ws[k]));
-    Array::from_shape_vec(a.raw_dim(), v).expect("row-major shape")
 }
