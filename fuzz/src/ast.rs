@@ -379,9 +379,37 @@ pub enum E {
     /// `&a op &v` with `v` of one rank fewer, broadcast along `a`'s leading
     /// axis (ndarray's broadcasting); `left` puts `v` first.
     EwB(Op, Box<E>, Box<E>, bool),
+    /// A whole-array reduction other than `sum`.
+    Reduce(Reduction, Box<E>),
     Call(String, Vec<E>),
     /// Verbatim source (mutations only; not evaluable).
     Raw(String),
+}
+
+/// Whole-array reductions besides `sum` ([`E::Reduce`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reduction {
+    /// `a.mean().unwrap()`: ndarray's `sum() / n` (panics when empty).
+    Mean,
+    /// `a.product()`.
+    Product,
+    /// `a.iter().sum::<f64>()`: std's sequential fold from -0.0, in
+    /// logical order.
+    IterSum,
+    /// `a.var(1.0)`: Welford's one pass with `mul_add`, in memory order.
+    /// (`std` is not drawn: its derivative at a constant array is `sqrt`'s
+    /// at 0, infinite, and the fuzzer's arrays are often constant.)
+    Var,
+}
+
+impl Reduction {
+    /// Every reduction.
+    pub const ALL: [Reduction; 4] = [
+        Reduction::Mean,
+        Reduction::Product,
+        Reduction::IterSum,
+        Reduction::Var,
+    ];
 }
 
 /// One part of `s![..]` in a [`S::SliceFill`].
@@ -568,7 +596,8 @@ pub fn typed(e: &E) -> bool {
         | E::Diag(a)
         | E::AxisAt(a, ..)
         | E::SumAxis(a, _)
-        | E::MapAxis(a, ..) => typed(a),
+        | E::MapAxis(a, ..)
+        | E::Reduce(_, a) => typed(a),
         E::EwB(_, a, v, _) => typed(a) || typed(v),
         _ => true,
     }
@@ -774,6 +803,12 @@ pub fn pe(e: &E) -> String {
                 recv(a)
             )
         }
+        E::Reduce(kind, a) => match kind {
+            Reduction::Mean => format!("{}.mean().unwrap()", recv(a)),
+            Reduction::Product => format!("{}.product()", recv(a)),
+            Reduction::IterSum => format!("{}.iter().sum::<f64>()", recv(a)),
+            Reduction::Var => format!("{}.var(1.0)", recv(a)),
+        },
         E::EwB(op, a, v, left) => {
             if *left {
                 format!("({} {} {})", aref(v), op.sym(), aref(a))
@@ -1650,6 +1685,31 @@ impl<'a> Eval<'a> {
                     .collect();
                 V::A(rest, out)
             }
+            E::Reduce(kind, a) => {
+                let x = self.e(a)?;
+                let d = x.arr().1;
+                let n = d.len() as f64;
+                V::F(match kind {
+                    // ndarray's order is its unrolled one: compared with a
+                    // tolerance (`has_reductions`).
+                    Reduction::Mean if d.is_empty() => return Err(Trap::Bounds),
+                    Reduction::Mean => plus_zero_sum(d.iter().copied()) / n,
+                    Reduction::Product => d.iter().fold(1.0, |p, x| p * x),
+                    Reduction::IterSum => d.iter().fold(-0.0, |s, x| s + x),
+                    Reduction::Var => {
+                        if n < 1.0 {
+                            return Err(Trap::Bounds);
+                        }
+                        let (mut mean, mut ss) = (0.0f64, 0.0f64);
+                        for (i, &x) in d.iter().enumerate() {
+                            let delta = x - mean;
+                            mean += delta / (i + 1) as f64;
+                            ss = (x - mean).mul_add(delta, ss);
+                        }
+                        ss / (n - 1.0)
+                    }
+                })
+            }
             E::EwB(op, a, v, left) => {
                 let (x, y) = (self.e(a)?, self.e(v)?);
                 let (s, d) = x.arr();
@@ -1740,6 +1800,8 @@ impl Program {
             || src.contains(".dot(")
             || src.contains(".sum_axis(")
             || src.contains(".map_axis(")
+            || src.contains(".mean()")
+            || src.contains(".product()")
     }
 }
 

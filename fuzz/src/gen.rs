@@ -55,15 +55,17 @@ pub enum Feature {
     /// body (`continue` in `for` loops only: a `while` counts at its end).
     Exits,
     /// Views and whole-array forms of ndarray's docs: `t()`, `row(i)`,
-    /// `column(j)`, `sum_axis`, `map_axis`, matrix products
-    /// (`mat.dot(&mat)`, `vec.dot(&mat)`), broadcasting a lower-rank array
-    /// along the leading axes (`&m - &v`).
+    /// `sum_axis`, `map_axis`, matrix products (`mat.dot(&mat)`,
+    /// `vec.dot(&mat)`), broadcasting a lower-rank array along the leading
+    /// axes (`&m - &v`), and the reductions `mean`, `product`, `var`,
+    /// `iter().sum()`.
     Views,
     /// With [`Feature::Views`], views whose elements are not one block of
-    /// memory in ndarray (reversed slices `s![..;-1]`, `diag()`,
-    /// `index_axis` of a rank-3 array): their sums add in another order
-    /// than ndarray's (README, "Guarantees"), so they are known to fail the
-    /// primal's bit-identity and are off in CI (`KNOWN_FAILING`).
+    /// memory in ndarray (`column(j)`, reversed slices `s![..;-1]`,
+    /// `diag()`, `index_axis` of a rank-3 array): their sums and dot
+    /// products add in another order than ndarray's (README, "Guarantees"),
+    /// so they are known to fail the primal's bit-identity and are off in
+    /// CI (`KNOWN_FAILING`).
     Strided,
 }
 
@@ -426,6 +428,12 @@ impl<'a> Gen<'a> {
                     if r == 1 && self.rng.chance(0.4) {
                         return E::Dot(b(self.ea(1, d1)), b(self.ea(1, d1)));
                     }
+                    // The other whole-array reductions (draws only with
+                    // `views` on: programs without it stay as they were).
+                    if self.on(Feature::Views) && self.rng.chance(0.5) {
+                        let kind = *self.rng.pick(&Reduction::ALL);
+                        return E::Reduce(kind, b(self.ea(r, d1)));
+                    }
                     return E::Sum(b(self.ea(r, d1)));
                 }
                 16 if self.on(Feature::Branches) => {
@@ -705,7 +713,9 @@ impl<'a> Gen<'a> {
             0 | 1 if r == 2 => Some(E::T(b(self.ea(2, d)))),
             1 if r == 1 && strided && self.rank_on(2) => Some(E::Diag(b(self.ea(2, d)))),
             2 if self.rank_on(up) && (up == 2 || strided) => {
-                let k = self.rng.below(up);
+                // A matrix's column is strided: `strided` only (rows are
+                // contiguous).
+                let k = if strided { self.rng.below(up) } else { 0 };
                 let i = self.index_e();
                 let named = up == 2 && self.rng.chance(0.7);
                 Some(E::AxisAt(b(self.ea(up, d)), up, k, b(i), named))
