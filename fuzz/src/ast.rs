@@ -396,9 +396,11 @@ pub enum Reduction {
     /// `a.iter().sum::<f64>()`: std's sequential fold from -0.0, in
     /// logical order.
     IterSum,
-    /// `a.var(1.0)`: Welford's one pass with `mul_add`, in memory order.
-    /// (`std` is not drawn: its derivative at a constant array is `sqrt`'s
-    /// at 0, infinite, and the fuzzer's arrays are often constant.)
+    /// `a.var(0.0)`: Welford's one pass with `mul_add`, in memory order.
+    /// (Not `var(1.0)`: of one element it is 0 / 0, a NaN that a program
+    /// may drop while the reverse pass multiplies a zero cotangent by it;
+    /// nor `std`: its derivative at a constant array, common here, is
+    /// `sqrt`'s at 0.)
     Var,
 }
 
@@ -807,7 +809,7 @@ pub fn pe(e: &E) -> String {
             Reduction::Mean => format!("{}.mean().unwrap()", recv(a)),
             Reduction::Product => format!("{}.product()", recv(a)),
             Reduction::IterSum => format!("{}.iter().sum::<f64>()", recv(a)),
-            Reduction::Var => format!("{}.var(1.0)", recv(a)),
+            Reduction::Var => format!("{}.var(0.0)", recv(a)),
         },
         E::EwB(op, a, v, left) => {
             if *left {
@@ -1697,16 +1699,13 @@ impl<'a> Eval<'a> {
                     Reduction::Product => d.iter().fold(1.0, |p, x| p * x),
                     Reduction::IterSum => d.iter().fold(-0.0, |s, x| s + x),
                     Reduction::Var => {
-                        if n < 1.0 {
-                            return Err(Trap::Bounds);
-                        }
                         let (mut mean, mut ss) = (0.0f64, 0.0f64);
                         for (i, &x) in d.iter().enumerate() {
                             let delta = x - mean;
                             mean += delta / (i + 1) as f64;
                             ss = (x - mean).mul_add(delta, ss);
                         }
-                        ss / (n - 1.0)
+                        ss / n
                     }
                 })
             }
