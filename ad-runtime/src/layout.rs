@@ -35,7 +35,6 @@ pub struct ArrLayout {
     n: usize,
     dim: [usize; MAX_RANK],
     strides: [isize; MAX_RANK],
-    one_d: bool,
 }
 
 /// The shape and strides of `a` (`None` past 8 axes).
@@ -48,7 +47,6 @@ pub fn layout_of<A, S: Data<Elem = A>, D: Dimension>(a: &ArrayBase<S, D>) -> Opt
         n,
         dim: [0; MAX_RANK],
         strides: [0; MAX_RANK],
-        one_d: D::NDIM == Some(1),
     };
     l.dim[..n].copy_from_slice(a.shape());
     l.strides[..n].copy_from_slice(a.strides());
@@ -143,8 +141,17 @@ pub(crate) fn contiguous_order(l: &ArrLayout) -> Option<MemOrder> {
     for k in 0..n {
         order.flip[k] = l.dim[k] > 1 && l.strides[k] < 0;
     }
-    let long: Vec<usize> = axes.iter().copied().filter(|&k| l.dim[k] > 1).collect();
-    if long.windows(2).all(|w| w[0] < w[1]) && !order.flip[..n].contains(&true) {
+    // Row-major when the longer axes keep their index order (checked
+    // without collecting them: `map` calls this on every non-standard input).
+    let mut long = axes.iter().copied().filter(|&k| l.dim[k] > 1);
+    let mut in_order = true;
+    if let Some(mut prev) = long.next() {
+        for k in long {
+            in_order &= prev < k;
+            prev = k;
+        }
+    }
+    if in_order && !order.flip[..n].contains(&true) {
         return Some(MemOrder::row_major(n));
     }
     Some(order)
@@ -181,11 +188,10 @@ fn layout_bits(l: &ArrLayout) -> u8 {
 }
 
 /// ndarray's `is_layout_c` (`f`: `is_layout_f`): unit-stride contiguous
-/// in that order, axes of length 1 ignored.
+/// in that order, axes of length 1 ignored (ndarray's special case for
+/// `Ix1`, "stride 1 or at most one element", is what this gives for one
+/// axis).
 fn is_layout(l: &ArrLayout, f: bool) -> bool {
-    if l.one_d {
-        return l.strides[0] == 1 || l.dim[0] <= 1;
-    }
     if l.dim().contains(&0) {
         return true;
     }
