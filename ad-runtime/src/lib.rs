@@ -9,7 +9,7 @@
 //!
 //! | group | kernels |
 //! |---|---|
-//! | elementwise | [`build`], [`build_weighted`], [`build_lanes`] (strip-mined: [`LANES`] rows per call; [`LaneRows`], [`lanes_sum`]), [`map`], [`zip_map`], [`zip3_map`]; results stored in ndarray's memory order ([`result_order`], [`pooled_for_overwrite_in`]) |
+//! | elementwise | [`build`], [`build_weighted`], [`build_lanes`] (strip-mined: [`LANES`] rows per call; [`LaneRows`], [`lanes_sum`]), [`map`], [`zip_map`], [`zip3_map`], several results per element: [`multi_map_2_1`] .. [`multi_map_5_1`] (broadcast inputs read in blocks of slices); results stored in ndarray's memory order ([`result_order`], [`pooled_for_overwrite_in`]) |
 //! | reductions | [`sum`], [`sum_axis`], [`product`], [`product_axis`], [`max_arg`], [`min_arg`], [`max_arg_axis`], [`min_arg_axis`], [`logsumexp`], [`logsumexp_axis`], [`unravel_index`] |
 //! | arg-reductions (floats and integers, NaNs skipped) | [`arg_index`], [`arg_index_axis`] |
 //! | scans | [`scan_inclusive`], [`scan_exclusive`], [`scan_reverse`], [`scan_axis`], [`scan_i64`] |
@@ -35,6 +35,7 @@
 
 mod accumulate;
 pub mod arg;
+mod blocks;
 mod broadcast;
 mod build_rows;
 mod check;
@@ -58,6 +59,10 @@ pub use accumulate::{
     MIN_CHUNK_ITERS,
 };
 pub use arg::{arg_index, arg_index_axis, Ordered, ARG_MAX_RANK};
+pub use blocks::{
+    multi_map_2_1, multi_map_2_2, multi_map_2_3, multi_map_2_4, multi_map_3_1, multi_map_3_2,
+    multi_map_3_3, multi_map_4_1, multi_map_4_2, multi_map_5_1,
+};
 pub use broadcast::{
     broadcast_axis, broadcast_to, outer, stretch_owned, sum_to_owned, sum_to_shape,
 };

@@ -20,6 +20,7 @@
 //! in the parallel path. A large result's buffer comes from the per-thread
 //! pool ([`crate::scratch`]).
 
+use crate::blocks::{blocked_map1, blocked_map2, blocked_map3};
 use crate::check;
 use crate::layout::{contiguous_order, from_vec_in, layout_of, prefer_f};
 use crate::par;
@@ -168,6 +169,9 @@ where
         if let Some(xs) = a.as_slice() {
             return from_vec(a.raw_dim(), collect_vec(xs.len(), xs.iter().map(|&x| f(x))));
         }
+        if let Some(v) = blocked_map1(a, &f) {
+            return from_vec(a.raw_dim(), v);
+        }
         if rows_contiguous(a) {
             let mut v = output_vec(a.len());
             for xs in row_slices(a) {
@@ -218,6 +222,9 @@ where
         if !par::go_parallel(a.len()) {
             if let (Some(xs), Some(ys)) = (a.as_slice(), b.as_slice()) {
                 let v = collect_vec(xs.len(), xs.iter().zip(ys).map(|(&x, &y)| f(x, y)));
+                break 'rows from_vec(a.raw_dim(), v);
+            }
+            if let Some(v) = blocked_map2(a, b, &f) {
                 break 'rows from_vec(a.raw_dim(), v);
             }
             if rows_contiguous(a) && rows_contiguous(b) {
@@ -291,6 +298,9 @@ where
             if let (Some(xs), Some(ys), Some(ws)) = (a.as_slice(), b.as_slice(), c.as_slice()) {
                 let it = xs.iter().zip(ys).zip(ws).map(|((&x, &y), &w)| f(x, y, w));
                 break 'rows from_vec(a.raw_dim(), collect_vec(xs.len(), it));
+            }
+            if let Some(v) = blocked_map3(a, b, c, &f) {
+                break 'rows from_vec(a.raw_dim(), v);
             }
             if rows_contiguous(a) && rows_contiguous(b) && rows_contiguous(c) {
                 let mut v = output_vec(a.len());

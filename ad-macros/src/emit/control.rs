@@ -666,13 +666,15 @@ impl Emitter<'_> {
     }
 
     /// Several scalar results of a build (no inputs) or a map (inputs
-    /// `inputs`, by reference) in one pass writing every output in place:
-    /// `Zip` over the outputs (indexed for a build) and the inputs, run by
-    /// the runtime's `zip_passN` (N producers): in parallel when the
-    /// elements times the body's estimated work reach the runtime's
-    /// threshold, unless already inside a parallel kernel. `None` when not
-    /// applicable (one result, an array result, or more than ndarray's six
-    /// `Zip` producers).
+    /// `inputs`, by reference) in one pass writing every output in place.
+    /// A map calls the runtime's `multi_map_K_M` (K outputs, M inputs:
+    /// outputs stored as ndarray stores elementwise results, broadcast
+    /// inputs read in blocks of slices); a build runs a `Zip` over its
+    /// indexed outputs by `zip_passN` (N producers). Either runs in parallel
+    /// when the elements times the body's estimated work reach the
+    /// runtime's threshold, unless already inside a parallel kernel. `None`
+    /// when not applicable (one result, an array result, or more than
+    /// ndarray's six `Zip` producers).
     fn one_pass(
         &mut self,
         tys: &[Ty],
@@ -696,59 +698,33 @@ impl Emitter<'_> {
         }
         let (nd, rt) = (nd(), rt());
         let f = self.fresh("body");
+        if !build {
+            let pass = quote::format_ident!("multi_map_{}_{}", elems.len(), inputs.len());
+            return Some(quote!({
+                let #f = #body;
+                #rt::#pass(#(#inputs,)* #work_per_elem, #f)
+            }));
+        }
         let sh = self.fresh("sh");
         let par = self.fresh("par");
         let outs: Vec<Ident> = elems.iter().map(|_| self.fresh("o")).collect();
         let rs: Vec<Ident> = elems.iter().map(|_| self.fresh("r")).collect();
-        let xs: Vec<Ident> = inputs.iter().map(|_| self.fresh("x")).collect();
         let d = dim_ty(rank);
-        // Every element is written by the pass: no fill first. The outputs
-        // of a map are stored as ndarray stores the same operation's result
-        // (a transposed input's map is column-major), so that a later sum
-        // adds in the order of the function's own (`ad_runtime::layout`).
-        let order = self.fresh("ord");
-        let order_of = if build {
-            TokenStream::new()
-        } else {
-            let lays = inputs.iter().map(|x| quote!(#rt::layout_of(&(#x))));
-            quote!(let #order = #rt::result_order(&[#(#lays),*]);)
-        };
+        // Every element is written by the pass: no fill first.
         let allocs = outs.iter().zip(&elems).map(|(o, e)| {
             let t = elem_ty(*e);
-            let alloc = if build {
-                quote!(#rt::pooled_for_overwrite(#sh.clone()))
-            } else {
-                quote!(#rt::pooled_for_overwrite_in(#sh.clone(), &#order))
-            };
-            quote!(let mut #o: #nd::Array<#t, #d> = #alloc;)
+            quote!(let mut #o: #nd::Array<#t, #d> = #rt::pooled_for_overwrite(#sh.clone());)
         });
         let ix = self.fresh("ix");
-        let (zip, params, call) = if build {
-            let (o0, rest) = (&outs[0], &outs[1..]);
-            (
-                quote!(#nd::Zip::indexed(&mut #o0)#(.and(&mut #rest))*),
-                quote!(#ix, #(#outs),*),
-                quote!(#f(#ix)),
-            )
-        } else {
-            let o0 = &outs[0];
-            let rest = &outs[1..];
-            (
-                quote!(#nd::Zip::from(&mut #o0)#(.and(&mut #rest))*#(.and(#inputs))*),
-                quote!(#(#outs,)* #(&#xs),*),
-                quote!(#f(#(#xs),*)),
-            )
-        };
+        let (o0, rest) = (&outs[0], &outs[1..]);
+        let zip = quote!(#nd::Zip::indexed(&mut #o0)#(.and(&mut #rest))*);
         let rpat = tuple(&rs.iter().map(|r| quote!(#r)).collect::<Vec<_>>());
-        let shim = quote!(|#params| { let #rpat = #call; #(*#outs = #rs;)* });
-        let o0 = &outs[0];
+        let shim = quote!(|#ix, #(#outs),*| { let #rpat = #f(#ix); #(*#outs = #rs;)* });
         let fin = flat(&outs.iter().map(|o| quote!(#o)).collect::<Vec<_>>());
-        let pass =
-            quote::format_ident!("zip_pass{}", outs.len() + inputs.len() + usize::from(build));
+        let pass = quote::format_ident!("zip_pass{}", outs.len() + 1);
         Some(quote!({
             let #f = #body;
             let #sh = #shape;
-            #order_of
             #(#allocs)*
             let #par = #rt::go_parallel(#o0.len().saturating_mul(#work_per_elem));
             #rt::#pass(#zip, #par, #shim);
