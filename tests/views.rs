@@ -121,6 +121,33 @@ fn fused_reverse_of_array_products() {
     );
 }
 
+/// A broadcast product whose cotangent is read twice (by a matrix product
+/// and by a map), as in the NumPy-style GMM's `&xc * &diag + xc.dot(&l)`:
+/// the transposes of the broadcasts read the cotangent itself when nothing
+/// was stretched (`x` of `n x d`) and sum it when something was (`x` of
+/// `n x 1`, stretched along the rows of `diag`).
+#[differentiable]
+fn broadcast_read_twice(x: &Array2<f64>, diag: &Array1<f64>, l: &Array2<f64>) -> f64 {
+    let z = x * diag + x.dot(l);
+    (&z * &z).sum() + z.sum_axis(Axis(0)).dot(diag)
+}
+
+#[test]
+fn broadcast_cotangents_read_twice() {
+    let mut rng = rng("broadcast_read_twice");
+    for (n, k, d) in [(6, 4, 4), (5, 1, 3)] {
+        let x = rng.array2(n, k, -1.0, 1.0);
+        let diag = rng.array1(d, -1.0, 1.0);
+        let l = rng.array2(k, d, -1.0, 1.0);
+        check_derivatives(
+            &(x, diag, l),
+            |(x, g, l)| broadcast_read_twice(x, g, l),
+            |(x, g, l), (dx, dg, dl)| broadcast_read_twice_jvp(x, g, l, dx, dg, dl),
+            |(x, g, l), ct: &f64| broadcast_read_twice_vjp(x, g, l, *ct),
+        );
+    }
+}
+
 #[differentiable]
 fn axes(a: &Array2<f64>) -> (f64, Array1<f64>, Array1<f64>, Array1<f64>) {
     let m = a.mean().unwrap();

@@ -125,6 +125,21 @@ where
     out
 }
 
+/// [`sum_to_shape`] of `x` when it differs from the target shape, `None`
+/// when `x` already has it (nothing to sum: the caller reads `x` itself, no
+/// copy).
+#[track_caller]
+pub fn sum_to_if_needed<T, S, D, E>(x: &ArrayBase<S, D>, shape: E) -> Option<Array<T, E::Dim>>
+where
+    T: Elem,
+    S: Data<Elem = T>,
+    D: Dimension,
+    E: IntoDimension,
+{
+    let target = shape.into_dimension();
+    (x.shape() != target.slice()).then(|| sum_to_shape(x, target))
+}
+
 /// [`sum_to_shape`] of an owned `x` of the target's rank: `x` itself
 /// (moved, no copy) when it already has the target shape.
 #[track_caller]

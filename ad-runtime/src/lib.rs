@@ -15,7 +15,7 @@
 //! | scans | [`scan_inclusive`], [`scan_exclusive`], [`scan_reverse`], [`scan_axis`], [`scan_i64`] |
 //! | indexing | [`lane1`], [`lane2`], [`lane3`] (a lane read in a loop, taken once before it), [`gather`], [`scatter_add`], [`scatter_add_i64`], [`add_at`], [`add_row_at`] |
 //! | products | [`dot`], [`matvec`], [`matvec_t`], [`vecmat`], [`matmul`], [`matmul_tn`], [`matmul_nt`], [`outer`] |
-//! | broadcasting | [`broadcast_to`], [`broadcast_axis`], [`sum_to_shape`], [`stretch_owned`], [`sum_to_owned`] |
+//! | broadcasting | [`broadcast_to`], [`broadcast_axis`], [`sum_to_shape`], [`stretch_owned`], [`sum_to_owned`], [`sum_to_if_needed`] |
 //! | accumulation | [`add_scaled`], [`add_assign`], [`zeros_like`], [`accumulate_chunked`] (accumulation loops in fixed chunks) |
 //! | per-iteration values | [`stack_arrays`], [`ResidualStack`], [`ArrayResidualStack`], [`Scratch`], [`pooled_zeros`], [`recycle`] (per-thread reusable buffers) |
 //! | tasks (blocks of a generated kernel with several outputs) | [`for_each_item`], [`rows_per_task`] |
@@ -64,7 +64,8 @@ pub use blocks::{
     multi_map_3_3, multi_map_4_1, multi_map_4_2, multi_map_5_1,
 };
 pub use broadcast::{
-    broadcast_axis, broadcast_to, outer, stretch_owned, sum_to_owned, sum_to_shape,
+    broadcast_axis, broadcast_to, outer, stretch_owned, sum_to_if_needed, sum_to_owned,
+    sum_to_shape,
 };
 pub use build_rows::{build_rows, RowSink};
 pub use check::check_arg_shape;

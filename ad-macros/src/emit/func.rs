@@ -542,7 +542,10 @@ impl<'a> Emitter<'a> {
         if self.borrows_local(s, &out.reprs) {
             self.local_views.extend(vars.iter().copied());
         }
-        if out.reprs.contains(&Repr::View) {
+        // Views whose lender lives until their last use (`Uses::lenders`)
+        // leave it releasable there; any other view pins what it reads.
+        let tracked = vars.iter().all(|v| self.uses.borrows_operand(*v));
+        if out.reprs.contains(&Repr::View) && !tracked {
             let mut read = vec![];
             reads_deep(&s.expr, &mut read);
             let roots: Vec<Var> = read.iter().map(|v| self.uses.root(*v)).collect();
@@ -591,7 +594,13 @@ impl<'a> Emitter<'a> {
         ad_core_ir::visit::for_each_operand(&s.expr, &mut |a| nl.extend(a.var()), &mut |v| {
             lin.push(v)
         });
-        let direct: Vec<Var> = nl.iter().chain(&lin).map(|v| self.uses.root(*v)).collect();
+        // An operand that is a view of another array (`Uses::lenders`)
+        // reads that array too.
+        let direct: Vec<Var> = nl
+            .iter()
+            .chain(&lin)
+            .flat_map(|v| std::iter::once(self.uses.root(*v)).chain(self.uses.lenders(*v)))
+            .collect();
         let rt = types::rt();
         let mut out = TokenStream::new();
         for &v in dying {

@@ -68,6 +68,10 @@ impl Emitter<'_> {
         site: usize,
     ) -> Option<TokenStream> {
         let [b0, b1] = *binds else { return None };
+        // Both copies only read: two views of the array (`lin_op`).
+        if self.uses.borrows_operand(b0) {
+            return None;
+        }
         let local_owned = matches!(self.ty(x), Ty::Array { .. })
             && self.repr(x) == Repr::Owned
             && self.uses.local(x, site);
@@ -131,8 +135,12 @@ impl Emitter<'_> {
             LinOp::Dup(x) => {
                 let a = self.opnd(*x, site);
                 let n = &a.name;
-                let read_only = matches!(self.ty(*x), Ty::Array { .. })
-                    && binds.iter().all(|v| self.uses.lin_read_only(*v));
+                // Views also when the copies are views others stand for
+                // (`Uses::borrows_operand`: the array then lives until the
+                // last use of its views, and goes back to the pool there).
+                let read_only = self.uses.borrows_operand(binds[0])
+                    || matches!(self.ty(*x), Ty::Array { .. })
+                        && binds.iter().all(|v| self.uses.lin_read_only(*v));
                 Ok(match a.repr {
                     // Both copies are only read: two views of the one array.
                     Repr::Owned if read_only => Out {
@@ -256,6 +264,20 @@ impl Emitter<'_> {
                 let rt = rt();
                 let sizes: Vec<_> = shape.iter().map(|a| self.usize_of(a)).collect();
                 let sh = super::array::list(&sizes);
+                if self.uses.borrows_operand(binds[0]) {
+                    // A result only read: a view of `x` itself when nothing
+                    // is summed (a broadcast that stretched nothing), so a
+                    // cotangent read twice is not copied for it. `x` lives
+                    // until the view's last use (`Uses::borrows_operand`).
+                    let (c, s) = (self.fresh("c"), self.fresh("s"));
+                    let (xr, n) = (self.var_ref(*x), self.name(*x));
+                    self.before
+                        .extend(quote!(let #c = #rt::sum_to_if_needed(#xr, #sh);));
+                    return Ok(Out::one(
+                        quote!(match &#c { Some(#s) => #s.view(), None => #n.view() }),
+                        Repr::View,
+                    ));
+                }
                 let e = if self.lin_movable(*x, site) {
                     let n = self.name(*x);
                     quote!(#rt::sum_to_owned(#n, #sh))

@@ -20,9 +20,10 @@
 //! never escapes its scope, so a loop may write it into a reused buffer;
 //! and the linear variables that are only *read* (their one use is a linear
 //! `Index` or a `Drop`, an operand a statement only borrows — a matrix
-//! product's, a reduction's, a map's — or a `Dup` whose two results are
-//! only read): a `dup` of such a value hands out two views instead of a
-//! clone.
+//! product's, a reduction's, a map's — or a `Dup` or `SumTo` whose results
+//! are only read): a `dup` of such an array hands out two views instead of
+//! a clone, an `lsum_to` a view of its operand when nothing is summed; the
+//! operand then lives until the last use of its views ([`Uses::lenders`]).
 //!
 //! Last, it finds where each variable dies: the statement of its own block
 //! that holds its last use ([`Uses::dying_in`]), after which the emitter
@@ -47,6 +48,9 @@ pub struct Uses {
     escaping: FastSet<Var>,
     /// Linear variables that are only read.
     lin_read: FastSet<Var>,
+    /// Linear variables only read for the duration of the statements that
+    /// use them ([`lin_borrowed_only`]).
+    lin_borrowed_only: FastSet<Var>,
     /// Linear arrays whose one use reads one element (or drops them).
     lin_elem_read: FastSet<Var>,
     /// Linear variables whose one use is an operand that its statement only
@@ -55,6 +59,11 @@ pub struct Uses {
     /// For a statement's site, the variables bound in its block whose last
     /// use lies in the statement (its operands or its nested blocks).
     dies_in: FastMap<usize, Vec<Var>>,
+    /// A view and the array it borrows (the root of the operand): the
+    /// results of a `dup` of an array and of a `lsum_to`, when only read
+    /// ([`Uses::borrows_operand`]). A use of the view is a use of the array
+    /// for its lifetime: the array dies with its last view.
+    lender: FastMap<Var, Var>,
 }
 
 impl Uses {
@@ -64,10 +73,11 @@ impl Uses {
         for p in f.params.iter().chain(&f.lin_params) {
             u.bind_depth.insert(*p, 0);
         }
-        u.block(&f.body, 0, &f.vars);
         let mut stmts = vec![];
         pre_order(&f.body, &mut stmts);
         u.lin_read = lin_read_only(&stmts);
+        u.lin_borrowed_only = lin_borrowed_only(&stmts, &f.vars);
+        u.block(&f.body, 0, &f.vars);
         u.lin_elem_read = lin_element_reads(&stmts, &f.vars);
         u.lin_borrowed = stmts
             .iter()
@@ -159,6 +169,26 @@ impl Uses {
         self.last.get(&self.root(v)).copied()
     }
 
+    /// Whether the linear array `v`, a result of a `dup` or an `lsum_to`,
+    /// is emitted as a view of that statement's operand: `v` (and the
+    /// `dup`'s other result) is only read ([`Uses::lin_read_only`]). The
+    /// operand then lives until the last use of its views.
+    pub fn borrows_operand(&self, v: Var) -> bool {
+        self.lender.contains_key(&v)
+    }
+
+    /// The arrays `v` borrows, directly or through other views
+    /// ([`Uses::borrows_operand`]), nearest first.
+    pub fn lenders(&self, v: Var) -> Vec<Var> {
+        let mut out = vec![];
+        let mut b = self.root(v);
+        while let Some(&r) = self.lender.get(&b) {
+            out.push(r);
+            b = r;
+        }
+        out
+    }
+
     /// Whether the non-linear use of `v` at `site` may move it.
     pub fn movable(&self, v: Var, site: usize) -> bool {
         let v = self.root(v);
@@ -176,6 +206,9 @@ impl Uses {
         let v = self.root(v);
         self.last.insert(v, site);
         *self.count.entry((site, v)).or_insert(0) += 1;
+        for r in self.lenders(v) {
+            self.last.insert(r, site);
+        }
     }
 
     fn block(&mut self, b: &Block, depth: u32, vars: &VarTable) {
@@ -251,6 +284,21 @@ impl Uses {
                 return;
             }
         }
+        // Results only read of an array `dup` or `lsum_to`: views of the
+        // operand (see `Emitter::lin_op`).
+        if let Expr::Lin(LinOp::Dup(x) | LinOp::SumTo { x, .. }) = &s.expr {
+            let array = matches!(vars.ty(*x), Ty::Array { .. });
+            if array
+                && s.lin_binds
+                    .iter()
+                    .all(|v| self.lin_borrowed_only.contains(v))
+            {
+                let r = self.root(*x);
+                for y in &s.lin_binds {
+                    self.lender.insert(*y, r);
+                }
+            }
+        }
         let mut nl: Vec<Var> = vec![];
         let mut lin: Vec<Var> = vec![];
         match &s.expr {
@@ -315,7 +363,9 @@ fn lin_read_only(stmts: &[&Stmt]) -> FastSet<Var> {
             Expr::Lin(LinOp::Index { x, .. } | LinOp::Drop(x)) => {
                 read.insert(*x);
             }
-            Expr::Lin(LinOp::Dup(x)) if s.lin_binds.iter().all(|v| read.contains(v)) => {
+            Expr::Lin(LinOp::Dup(x) | LinOp::SumTo { x, .. })
+                if s.lin_binds.iter().all(|v| read.contains(v)) =>
+            {
                 read.insert(*x);
             }
             _ => {}
@@ -337,6 +387,38 @@ fn borrowed_lin_operands(s: &Stmt) -> Option<Vec<Var>> {
         Expr::Map(m) => Some(m.lin_arrs.clone()),
         _ => None,
     }
+}
+
+/// The linear variables of a function's statements (all, in pre-order)
+/// whose one use borrows them for that statement only, so that a view of
+/// another array may stand for them and that array may be given back once
+/// the statement has run: an element read (a full-rank `Index`), a `Drop`,
+/// an operand a statement only borrows ([`borrowed_lin_operands`]), or an
+/// array `Dup` or `SumTo` whose results are such variables. (A sub-array
+/// `Index` is a read whose result is a view that may live on.)
+fn lin_borrowed_only(stmts: &[&Stmt], vars: &VarTable) -> FastSet<Var> {
+    let mut out = FastSet::default();
+    for s in stmts.iter().rev() {
+        if let Some(xs) = borrowed_lin_operands(s) {
+            out.extend(xs);
+            continue;
+        }
+        match &s.expr {
+            Expr::Lin(LinOp::Index { x, idx }) if vars.ty(*x).rank() == Some(idx.len()) => {
+                out.insert(*x);
+            }
+            Expr::Lin(LinOp::Drop(x)) => {
+                out.insert(*x);
+            }
+            Expr::Lin(LinOp::Dup(x) | LinOp::SumTo { x, .. })
+                if s.lin_binds.iter().all(|v| out.contains(v)) =>
+            {
+                out.insert(*x);
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// The linear variables of `stmts` whose one use is an element read (a
