@@ -48,9 +48,9 @@ pub struct Uses {
     escaping: FastSet<Var>,
     /// Linear variables that are only read.
     lin_read: FastSet<Var>,
-    /// Linear variables only read for the duration of the statements that
-    /// use them ([`lin_borrowed_only`]).
-    lin_borrowed_only: FastSet<Var>,
+    /// Results of `dup` and `lsum_to` emitted as views of the operand
+    /// ([`lent_views`]).
+    lent: FastSet<Var>,
     /// Linear arrays whose one use reads one element (or drops them).
     lin_elem_read: FastSet<Var>,
     /// Linear variables whose one use is an operand that its statement only
@@ -76,7 +76,7 @@ impl Uses {
         let mut stmts = vec![];
         pre_order(&f.body, &mut stmts);
         u.lin_read = lin_read_only(&stmts);
-        u.lin_borrowed_only = lin_borrowed_only(&stmts, &f.vars);
+        u.lent = lent_views(&stmts, &f.vars);
         u.block(&f.body, 0, &f.vars);
         u.lin_elem_read = lin_element_reads(&stmts, &f.vars);
         u.lin_borrowed = stmts
@@ -170,9 +170,8 @@ impl Uses {
     }
 
     /// Whether the linear array `v`, a result of a `dup` or an `lsum_to`,
-    /// is emitted as a view of that statement's operand: `v` (and the
-    /// `dup`'s other result) is only read ([`Uses::lin_read_only`]). The
-    /// operand then lives until the last use of its views.
+    /// is emitted as a view of that statement's operand ([`lent_views`]):
+    /// the operand then lives until the last use of its views.
     pub fn borrows_operand(&self, v: Var) -> bool {
         self.lender.contains_key(&v)
     }
@@ -287,12 +286,7 @@ impl Uses {
         // Results only read of an array `dup` or `lsum_to`: views of the
         // operand (see `Emitter::lin_op`).
         if let Expr::Lin(LinOp::Dup(x) | LinOp::SumTo { x, .. }) = &s.expr {
-            let array = matches!(vars.ty(*x), Ty::Array { .. });
-            if array
-                && s.lin_binds
-                    .iter()
-                    .all(|v| self.lin_borrowed_only.contains(v))
-            {
+            if s.lin_binds.iter().all(|v| self.lent.contains(v)) {
                 let r = self.root(*x);
                 for y in &s.lin_binds {
                     self.lender.insert(*y, r);
@@ -389,36 +383,48 @@ fn borrowed_lin_operands(s: &Stmt) -> Option<Vec<Var>> {
     }
 }
 
-/// The linear variables of a function's statements (all, in pre-order)
-/// whose one use borrows them for that statement only, so that a view of
-/// another array may stand for them and that array may be given back once
-/// the statement has run: an element read (a full-rank `Index`), a `Drop`,
-/// an operand a statement only borrows ([`borrowed_lin_operands`]), or an
-/// array `Dup` or `SumTo` whose results are such variables. (A sub-array
-/// `Index` is a read whose result is a view that may live on.)
-fn lin_borrowed_only(stmts: &[&Stmt], vars: &VarTable) -> FastSet<Var> {
-    let mut out = FastSet::default();
+/// The results of array `lsum_to`s, and of array `dup`s on the way to one,
+/// that are emitted as views of the statement's operand (the views
+/// [`Uses::lenders`] tracks): every use of such a result borrows it for one
+/// statement only (an element read, a full-rank `Index`; a `Drop`; an
+/// operand a statement only borrows, [`borrowed_lin_operands`]; or an
+/// `lsum_to` or `dup` of such results), so the operand may be given back
+/// once the last of them has run. (A sub-array `Index` is a read whose
+/// result is a view that may live on.) A `dup` whose copies reach no
+/// `lsum_to` keeps its own rules (`Emitter::lin_op`, `dup_view_then_move`).
+fn lent_views(stmts: &[&Stmt], vars: &VarTable) -> FastSet<Var> {
+    // Borrowed for one statement only; of those, on the way to an `lsum_to`.
+    let (mut borrowed, mut to_sum) = (FastSet::default(), FastSet::default());
+    let mut lent = FastSet::default();
     for s in stmts.iter().rev() {
         if let Some(xs) = borrowed_lin_operands(s) {
-            out.extend(xs);
+            borrowed.extend(xs);
             continue;
         }
+        let all_borrowed = s.lin_binds.iter().all(|v| borrowed.contains(v));
         match &s.expr {
             Expr::Lin(LinOp::Index { x, idx }) if vars.ty(*x).rank() == Some(idx.len()) => {
-                out.insert(*x);
+                borrowed.insert(*x);
             }
             Expr::Lin(LinOp::Drop(x)) => {
-                out.insert(*x);
+                borrowed.insert(*x);
             }
-            Expr::Lin(LinOp::Dup(x) | LinOp::SumTo { x, .. })
-                if s.lin_binds.iter().all(|v| out.contains(v)) =>
-            {
-                out.insert(*x);
+            Expr::Lin(LinOp::SumTo { x, .. }) if all_borrowed => {
+                borrowed.insert(*x);
+                to_sum.insert(*x);
+                lent.extend(s.lin_binds.iter().copied());
+            }
+            Expr::Lin(LinOp::Dup(x)) if all_borrowed && matches!(vars.ty(*x), Ty::Array { .. }) => {
+                borrowed.insert(*x);
+                if s.lin_binds.iter().any(|v| to_sum.contains(v)) {
+                    to_sum.insert(*x);
+                    lent.extend(s.lin_binds.iter().copied());
+                }
             }
             _ => {}
         }
     }
-    out
+    lent
 }
 
 /// The linear variables of `stmts` whose one use is an element read (a
