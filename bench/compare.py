@@ -28,6 +28,7 @@ CASES = [
     # No zero or subnormal posterior weights (bench/gmm_input.py): the same
     # shapes as ADBench's d64 K100 without the cost of subnormal arithmetic.
     ("GMM", "d64 K100 n1000 (normal weights)", "gmm", "gen:64 100 1000", False),
+    ("GMM (NumPy style)", "d10 K25 n1000", "gmm-np", "gmm/1k/gmm_d10_K25.txt", True),
     ("BA (reverse)", "ba1 p=31843", "ba-rev", "ba/ba1_n49_m7776_p31843.txt", True),
     ("BA (forward)", "ba1 p=31843", "ba-fwd", "ba/ba1_n49_m7776_p31843.txt", True),
     ("BA (reverse)", "ba2 p=36455", "ba-rev", "ba/ba2_n21_m11315_p36455.txt", False),

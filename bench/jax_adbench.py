@@ -1,7 +1,8 @@
 """The ADBench objectives and derivatives in JAX (CPU, float64, jit), for bench/compare.
 
 usage: python jax_adbench.py KIND FILE MIN_RUNS MIN_SECS
-KIND: gmm | ba-rev | ba-fwd | lstm | hand
+KIND: gmm | gmm-np | ba-rev | ba-fwd | lstm | hand (gmm-np: the same JAX objective
+as gmm, timed against linad's NumPy-style one)
 Prints one JSON line: median seconds of the jitted primal and derivative
 (compilation excluded, timed separately), and the derivative's checksum.
 """
@@ -257,7 +258,7 @@ def timed(fn, args, min_runs, min_secs):
 
 def main():
     kind, path, min_runs, min_secs = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
-    if kind == "gmm":
+    if kind in ("gmm", "gmm-np"):
         obj, der, args = gmm(path)
     elif kind in ("ba-rev", "ba-fwd"):
         obj, der, args = ba(path, kind[3:])

@@ -550,6 +550,18 @@ impl GmmInput {
         )
     }
 
+    /// The objective written the NumPy way ([`gmm_objective_numpy`]).
+    pub fn objective_numpy(&self) -> f64 {
+        gmm_objective_numpy(
+            &self.alphas,
+            &self.means,
+            &self.icf,
+            &self.x,
+            self.gamma,
+            self.m,
+        )
+    }
+
     /// The objective and its gradient by linad's reverse mode, flattened in
     /// ADBench order `[alphas | means | icf]`.
     pub fn gradient(&self) -> (f64, Vec<f64>) {
