@@ -1,7 +1,7 @@
 """Runs the ADBench suite in linad and JAX side by side (see bench/compare).
 
 Each measurement is one process (linad: the `adbench` example's `time`
-command; JAX: jax_adbench.py) pinned to the first THREADS cores with
+command, the `gmm` example's `time-np` for the NumPy-style GMM; JAX: jax_adbench.py) pinned to the first THREADS cores with
 taskset, reporting medians over repeated calls. The systems take turns case
 by case, in an order that rotates every round, so that machine noise hits
 them alike; a system's figure for a case is the median over the rounds.
@@ -19,6 +19,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 LINAD = os.path.join(ROOT, "target", "release", "examples", "adbench")
+# The NumPy-style GMM (kind gmm-np) is timed by the `gmm` example's `time-np`.
+LINAD_GMM = os.path.join(ROOT, "target", "release", "examples", "gmm")
 
 # (problem, size, kind, file relative to the data folder, quick?)
 CASES = [
@@ -72,7 +74,10 @@ def run(system, kind, path, threads, runs, secs):
     cpus = ",".join(str(c) for c in range(threads))
     env = dict(os.environ, RAYON_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
     if system == "linad":
-        cmd = [LINAD, "time", kind, path, str(runs), str(secs)]
+        if kind == "gmm-np":
+            cmd = [LINAD_GMM, "time-np", path, str(runs), str(secs)]
+        else:
+            cmd = [LINAD, "time", kind, path, str(runs), str(secs)]
     else:
         if threads == 1:
             env["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"

@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release --example gmm                       # examples/data/gmm_d10_K25.txt
 //! cargo run --release --example gmm -- path/to/gmm.txt    # any ADBench GMM file
+//! cargo run --release --example gmm -- time-np FILE       # NumPy-style timings as JSON (bench/compare)
 //! ```
 //!
 //! Prints the objective, the norm of its gradient, a finite-difference check
@@ -652,7 +653,51 @@ pub fn median_time<T>(runs: usize, mut f: impl FnMut() -> T) -> Duration {
     times[runs / 2]
 }
 
+/// `gmm time-np FILE [MIN_RUNS MIN_SECS]`: one JSON line with the median
+/// times (seconds) of the NumPy-style objective, its `f_vjp` and the
+/// hand-written gradient, as `adbench time` prints them (`bench/compare`
+/// and `bench/ab` run it as case `gmm-np`). In this binary rather than in
+/// `adbench`: compiled into that one, the NumPy-style code moved HAND's
+/// timings there by 25% (identical HAND code, a code-layout effect).
+fn time_numpy(args: &[String]) -> Result<(), String> {
+    let path = args
+        .first()
+        .ok_or("usage: gmm time-np FILE [MIN_RUNS MIN_SECS]")?;
+    let min_runs: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(10);
+    let min_secs: f64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1.0);
+    let input = GmmInput::read(path)?;
+    let median = |f: &mut dyn FnMut()| {
+        let (start, mut t) = (Instant::now(), vec![]);
+        while t.len() < min_runs || start.elapsed().as_secs_f64() < min_secs {
+            let s = Instant::now();
+            f();
+            t.push(s.elapsed());
+        }
+        t.sort();
+        t[t.len() / 2].as_secs_f64()
+    };
+    let mut sink = 0.0;
+    let p = median(&mut || sink += input.objective_numpy());
+    let d = median(&mut || sink += input.gradient_numpy().0);
+    let h = median(&mut || sink += input.gradient_hand().0);
+    let checksum: f64 = input.gradient_numpy().1.iter().map(|g| g.abs()).sum();
+    let threads = std::env::var("RAYON_NUM_THREADS").unwrap_or_default();
+    println!(
+        "{{\"kind\": \"gmm-np\", \"primal_s\": {p:e}, \"deriv_s\": {d:e}, \"hand_s\": {h:e}, \"checksum\": {checksum:e}, \"threads\": \"{threads}\"}}"
+    );
+    std::hint::black_box(sink);
+    Ok(())
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("time-np") {
+        if let Err(e) = time_numpy(&args[2..]) {
+            eprintln!("gmm: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let path = std::env::args().nth(1).unwrap_or_else(|| {
         concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data/gmm_d10_K25.txt").to_string()
     });

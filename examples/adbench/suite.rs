@@ -141,8 +141,8 @@ pub type Timing = (f64, f64, Option<f64>);
 
 /// Median times (seconds) of one case: `(primal, derivative, hand-written)`,
 /// and the sum of the absolute values of the derivative's entries (to compare
-/// with other systems). `kind`: `gmm`, `gmm-np` (the NumPy-style objective
-/// of `examples/gmm.rs`), `ba-rev`, `ba-fwd`, `lstm`, `hand`.
+/// with other systems). `kind`: `gmm`, `ba-rev`, `ba-fwd`, `lstm`, `hand` (the
+/// NumPy-style GMM: `examples/gmm.rs`'s `time-np`).
 pub fn time(
     kind: &str,
     path: &str,
@@ -153,7 +153,6 @@ pub fn time(
     let abs_sum = |v: &mut dyn Iterator<Item = f64>| v.map(f64::abs).sum::<f64>();
     let checksum = match kind {
         "gmm" => abs_sum(&mut GmmInput::read(path)?.gradient().1.into_iter()),
-        "gmm-np" => abs_sum(&mut GmmInput::read(path)?.gradient_numpy().1.into_iter()),
         "ba-rev" | "ba-fwd" => {
             abs_sum(&mut BaInput::read(path)?.jacobian_reverse().vals.into_iter())
         }
@@ -170,13 +169,6 @@ pub fn time(
             let i = GmmInput::read(path)?;
             let p = med(timed_runs(min_runs, min_secs, || i.objective()));
             let d = med(timed_runs(min_runs, min_secs, || i.gradient()));
-            let h = med(timed_runs(min_runs, min_secs, || i.gradient_hand()));
-            (p, d, Some(h))
-        }
-        "gmm-np" => {
-            let i = GmmInput::read(path)?;
-            let p = med(timed_runs(min_runs, min_secs, || i.objective_numpy()));
-            let d = med(timed_runs(min_runs, min_secs, || i.gradient_numpy()));
             let h = med(timed_runs(min_runs, min_secs, || i.gradient_hand()));
             (p, d, Some(h))
         }
