@@ -22,8 +22,10 @@
 //! `Index` or a `Drop`, an operand a statement only borrows — a matrix
 //! product's, a reduction's, a map's — or a `Dup` or `SumTo` whose results
 //! are only read): a `dup` of such an array hands out two views instead of
-//! a clone, an `lsum_to` a view of its operand when nothing is summed; the
-//! operand then lives until the last use of its views ([`Uses::lenders`]).
+//! a clone. An `lsum_to` whose result is borrowed for one statement at a
+//! time, and a `dup` whose copies reach one ([`lent_views`]), are views of
+//! their operand, which then lives until the last use of its views
+//! ([`Uses::lenders`]).
 //!
 //! Last, it finds where each variable dies: the statement of its own block
 //! that holds its last use ([`Uses::dying_in`]), after which the emitter
@@ -60,9 +62,9 @@ pub struct Uses {
     /// use lies in the statement (its operands or its nested blocks).
     dies_in: FastMap<usize, Vec<Var>>,
     /// A view and the array it borrows (the root of the operand): the
-    /// results of a `dup` of an array and of a `lsum_to`, when only read
-    /// ([`Uses::borrows_operand`]). A use of the view is a use of the array
-    /// for its lifetime: the array dies with its last view.
+    /// results of the `lsum_to`s and `dup`s [`lent_views`] picks. A use of
+    /// the view is a use of the array for its lifetime: the array dies
+    /// with its last view.
     lender: FastMap<Var, Var>,
 }
 
@@ -283,8 +285,8 @@ impl Uses {
                 return;
             }
         }
-        // Results only read of an array `dup` or `lsum_to`: views of the
-        // operand (see `Emitter::lin_op`).
+        // Results of an `lsum_to` or `dup` emitted as views of the operand
+        // (`lent_views`, `Emitter::lin_op`).
         if let Expr::Lin(LinOp::Dup(x) | LinOp::SumTo { x, .. }) = &s.expr {
             if s.lin_binds.iter().all(|v| self.lent.contains(v)) {
                 let r = self.root(*x);
