@@ -247,6 +247,18 @@ impl Emitter<'_> {
                 let repr = if scalar_out { Repr::Val } else { Repr::Owned };
                 return Ok(Out::one(e, repr));
             }
+            // ndarray's own product (8 lanes in memory order, then the
+            // rest in turn), as the user's `a.product()`: a left fold
+            // rounds differently from 8 elements on.
+            (ReduceOp::Prod, Scalar::F64) if primal => {
+                let e = match axis {
+                    None => quote!(#x.product()),
+                    Some(a) if rank == 1 => quote!(#x.product_axis(#nd::Axis(#a)).into_scalar()),
+                    Some(a) => quote!(#x.product_axis(#nd::Axis(#a))),
+                };
+                let repr = if scalar_out { Repr::Val } else { Repr::Owned };
+                return Ok(Out::one(e, repr));
+            }
             (ReduceOp::Sum, Scalar::F64) => {
                 let e = match axis {
                     None => quote!(#rt::sum(#xr)),
