@@ -114,8 +114,20 @@ impl<'a, A: Copy> Src<'a, A> {
     /// nor a broadcast of the two kinds above (then the caller walks it
     /// with `Zip`). An empty array is `None`.
     pub(crate) fn of<S: Data<Elem = A>, D: Dimension>(a: &'a ArrayBase<S, D>) -> Option<Self> {
-        let first = *a.first()?;
-        let kind = if let Some(xs) = a.as_slice() {
+        // Classified first: an input the walk cannot read fills no buffer.
+        let kind = Kind::of(a)?;
+        Some(Src {
+            buf: [*a.first()?; BLOCK],
+            kind,
+            tiled: false,
+        })
+    }
+}
+
+impl<'a, A: Copy> Kind<'a, A> {
+    /// How `a` is read by blocks ([`Src::of`]).
+    fn of<S: Data<Elem = A>, D: Dimension>(a: &'a ArrayBase<S, D>) -> Option<Self> {
+        Some(if let Some(xs) = a.as_slice() {
             Kind::Flat(xs)
         } else if a.ndim() == 0 {
             return None;
@@ -131,14 +143,11 @@ impl<'a, A: Copy> Src<'a, A> {
             } else {
                 return None;
             }
-        };
-        Some(Src {
-            kind,
-            buf: [first; BLOCK],
-            tiled: false,
         })
     }
+}
 
+impl<'a, A: Copy> Src<'a, A> {
     /// Whether the input is its own slice (no buffer).
     pub(crate) fn is_flat(&self) -> bool {
         matches!(self.kind, Kind::Flat(_))

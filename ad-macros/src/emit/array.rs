@@ -238,23 +238,19 @@ impl Emitter<'_> {
         let xr = self.by_ref(arr);
         let scalar_out = axis.is_none() || rank == 1;
         let (init, comb) = match (op, elem) {
-            (ReduceOp::Sum, Scalar::F64) if primal => {
-                let e = match axis {
-                    None => quote!(#x.sum()),
-                    Some(a) if rank == 1 => quote!(#x.sum_axis(#nd::Axis(#a)).into_scalar()),
-                    Some(a) => quote!(#x.sum_axis(#nd::Axis(#a))),
+            // ndarray's own sum and product, as the user's `a.sum()` /
+            // `a.product()` (8 lanes in memory order, then the rest in
+            // turn): a left fold rounds differently from 8 elements on.
+            (ReduceOp::Sum | ReduceOp::Prod, Scalar::F64) if primal => {
+                let (whole, along) = if op == ReduceOp::Sum {
+                    (quote!(sum), quote!(sum_axis))
+                } else {
+                    (quote!(product), quote!(product_axis))
                 };
-                let repr = if scalar_out { Repr::Val } else { Repr::Owned };
-                return Ok(Out::one(e, repr));
-            }
-            // ndarray's own product (8 lanes in memory order, then the
-            // rest in turn), as the user's `a.product()`: a left fold
-            // rounds differently from 8 elements on.
-            (ReduceOp::Prod, Scalar::F64) if primal => {
                 let e = match axis {
-                    None => quote!(#x.product()),
-                    Some(a) if rank == 1 => quote!(#x.product_axis(#nd::Axis(#a)).into_scalar()),
-                    Some(a) => quote!(#x.product_axis(#nd::Axis(#a))),
+                    None => quote!(#x.#whole()),
+                    Some(a) if rank == 1 => quote!(#x.#along(#nd::Axis(#a)).into_scalar()),
+                    Some(a) => quote!(#x.#along(#nd::Axis(#a))),
                 };
                 let repr = if scalar_out { Repr::Val } else { Repr::Owned };
                 return Ok(Out::one(e, repr));
