@@ -41,7 +41,7 @@ fn dce_block(b: &mut Block, counts: &mut Counts) -> bool {
             let lin: BTreeSet<Var> = free_vars_stmt(&s).lin;
             count_stmt(&s, counts, false);
             for v in lin.into_iter().rev() {
-                *counts.entry(v).or_insert(0) += 1;
+                counts.bump(v, true);
                 kept_rev.push(drop_stmt(v, s.src));
             }
             continue;
@@ -156,8 +156,7 @@ fn prune_stacked(binds: &mut Vec<Var>, body: &mut Block, counts: &mut Counts) ->
 
 fn uncount_atom(a: &Atom, counts: &mut Counts) {
     if let Atom::Var(v) = a {
-        let c = counts.entry(*v).or_insert(0);
-        *c = c.saturating_sub(1);
+        counts.bump(*v, false);
     }
 }
 

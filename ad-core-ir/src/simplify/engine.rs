@@ -135,17 +135,17 @@ impl<'a> Cx<'a> {
     /// in a killed producer); `x` takes over the occurrences of `y`.
     pub fn replace_lin(&mut self, y: Var, x: Var) {
         let x = self.subst.lin_var(x);
-        let uy = self.uses.get(&y).copied().unwrap_or(0);
-        let ux = self.uses.entry(x).or_insert(0);
-        *ux = ux.saturating_sub(1) + uy;
-        self.uses.insert(y, 0);
+        let uy = self.uses.get(y);
+        let ux = self.uses.get(x);
+        self.uses.set(x, ux.saturating_sub(1) + uy);
+        self.uses.set(y, 0);
         self.subst.set_lin(y, x);
     }
 
     /// Number of syntactic occurrences of a variable (both branches of an `if`
     /// count separately; a capture by a loop/build/map body counts once).
     pub fn uses(&self, v: Var) -> usize {
-        self.uses.get(&v).copied().unwrap_or(0)
+        self.uses.get(v)
     }
 
     /// Whether `v` occurs exactly once.
@@ -165,7 +165,7 @@ impl<'a> Cx<'a> {
 
     /// Sets the occurrence count of a variable (for fresh variables).
     pub fn set_uses(&mut self, v: Var, n: usize) {
-        self.uses.insert(v, n);
+        self.uses.set(v, n);
     }
 
     /// The shape of `v` if it is a linear zero that may be bypassed

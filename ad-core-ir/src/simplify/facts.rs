@@ -174,31 +174,46 @@ impl Facts {
 
 /// Occurrence counts of variables: every operand position, block result and
 /// `Dim::Of` reference, nested blocks included (lambda parameters and binders
-/// are not occurrences).
-pub type Counts = FastMap<Var, usize>;
+/// are not occurrences). Dense, indexed by variable number (variables are
+/// numbered from 0 in their function's table); an absent variable counts 0.
+#[derive(Clone, Debug, Default)]
+pub struct Counts(Vec<u32>);
+
+impl Counts {
+    /// The count of `v`.
+    pub fn get(&self, v: Var) -> usize {
+        self.0.get(v.0 as usize).map_or(0, |c| *c as usize)
+    }
+
+    /// Sets the count of `v`.
+    pub fn set(&mut self, v: Var, n: usize) {
+        let k = v.0 as usize;
+        if k >= self.0.len() {
+            self.0.resize(k + 1, 0);
+        }
+        self.0[k] = u32::try_from(n).unwrap_or(u32::MAX);
+    }
+
+    /// Adds one occurrence of `v` (`add`) or removes one (never below 0).
+    pub fn bump(&mut self, v: Var, add: bool) {
+        let n = self.get(v);
+        self.set(v, if add { n + 1 } else { n.saturating_sub(1) });
+    }
+}
 
 /// Adds (`add = true`) or removes the occurrences in one statement.
 pub fn count_stmt(s: &Stmt, counts: &mut Counts, add: bool) {
-    let mut bump = |v: Var| {
-        let c = counts.entry(v).or_insert(0);
-        if add {
-            *c += 1;
-        } else {
-            *c = c.saturating_sub(1);
-        }
-    };
-    let mut vs: Vec<Var> = vec![];
-    let mut ls: Vec<Var> = vec![];
+    let counts = std::cell::RefCell::new(counts);
     for_each_operand(
         &s.expr,
         &mut |a| {
             if let Atom::Var(v) = a {
-                vs.push(*v);
+                counts.borrow_mut().bump(*v, add);
             }
         },
-        &mut |v| ls.push(v),
+        &mut |v| counts.borrow_mut().bump(v, add),
     );
-    vs.into_iter().chain(ls).for_each(&mut bump);
+    let counts = counts.into_inner();
     for b in blocks(&s.expr) {
         count_block(b, counts, add);
     }
@@ -215,12 +230,7 @@ pub fn count_block(b: &Block, counts: &mut Counts, add: bool) {
         .filter_map(Atom::var)
         .chain(b.lin_results.iter().copied());
     for v in vs {
-        let c = counts.entry(v).or_insert(0);
-        if add {
-            *c += 1;
-        } else {
-            *c = c.saturating_sub(1);
-        }
+        counts.bump(v, add);
     }
 }
 
@@ -240,7 +250,7 @@ pub fn counts_of(b: &Block) -> Counts {
 
 /// The count of `v` (0 when absent).
 pub fn count(counts: &Counts, v: Var) -> usize {
-    counts.get(&v).copied().unwrap_or(0)
+    counts.get(v)
 }
 
 /// A pending substitution: non-linear variables to atoms, linear to variables.

@@ -69,6 +69,10 @@ fn fuse_pairs(
     let Func { body, vars, .. } = f;
     let mut changed = false;
     for_each_block_mut(body, &mut |b| {
+        // Only a block with a producer of its own can fuse anything.
+        if !b.stmts.iter().any(|s| is_producer(&s.expr)) {
+            return;
+        }
         let mut slots: Vec<Vec<Stmt>> = std::mem::take(&mut b.stmts)
             .into_iter()
             .map(|s| vec![s])

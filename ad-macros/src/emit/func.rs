@@ -71,7 +71,9 @@ pub struct Emitter<'a> {
     pub cx: &'a Ctx<'a>,
     /// The function.
     pub f: &'a Func,
-    names: Vec<Ident>,
+    /// The Rust names of the variables, made on first use (a derived
+    /// function's table holds many more variables than its body binds).
+    names: Vec<std::cell::OnceCell<Ident>>,
     /// Use analysis.
     pub uses: Uses,
     repr: FastMap<Var, Repr>,
@@ -129,7 +131,9 @@ pub fn body(
     let mut e = Emitter {
         cx,
         f,
-        names: names::var_names(f),
+        names: std::iter::repeat_with(std::cell::OnceCell::new)
+            .take(f.vars.vars.len())
+            .collect(),
         uses: Uses::of(f),
         repr: FastMap::default(),
         tmp: 0,
@@ -152,7 +156,7 @@ pub fn body(
         e.repr.insert(*v, r);
         // A parameter of the emitted function with the variable's own name
         // (`halves::ir_params`) needs no binding.
-        if e.names[v.0 as usize] == x.to_string() {
+        if *e.var_name(*v) == x.to_string() {
             continue;
         }
         pats.push(e.binder(*v));
@@ -177,13 +181,18 @@ pub fn body(
 impl<'a> Emitter<'a> {
     /// The Rust name of a variable (of what it stands for, for copies).
     pub fn name(&self, v: Var) -> Ident {
-        self.names[self.uses.root(v).0 as usize].clone()
+        self.var_name(self.uses.root(v)).clone()
+    }
+
+    /// The Rust name of `v` itself (not of the variable a copy stands for).
+    fn var_name(&self, v: Var) -> &Ident {
+        self.names[v.0 as usize].get_or_init(|| names::var_name(self.f, v))
     }
 
     /// The name to bind `v` with: `_` when it is never read.
     pub fn binder(&self, v: Var) -> TokenStream {
         if self.uses.used(v) {
-            let n = &self.names[v.0 as usize];
+            let n = self.var_name(v);
             quote!(#n)
         } else {
             quote!(_)

@@ -366,11 +366,10 @@ pub fn ir_params(
     lin: bool,
     lt: &TokenStream,
 ) -> (Vec<TokenStream>, Vec<(TokenStream, Repr)>) {
-    let names = super::names::var_names(f);
     let ps = if lin { &f.lin_params } else { &f.params };
     ps.iter()
         .map(|v| {
-            let (n, ty) = (&names[v.0 as usize], f.vars.ty(*v));
+            let (n, ty) = (super::names::var_name(f, *v), f.vars.ty(*v));
             let repr = canonical_repr(ty);
             let t = repr_ty_in(ty, repr, lt);
             (quote!(#n: #t), (quote!(#n), repr))

@@ -7,7 +7,7 @@
 //! clash. All of these use `Span::mixed_site()`: they cannot capture or shadow
 //! the user's names (the public functions' parameters keep the user's spans).
 
-use ad_core_ir::ir::Func;
+use ad_core_ir::ir::{Func, Var};
 use proc_macro2::{Ident, Span};
 
 /// The sanitised name hint.
@@ -27,14 +27,13 @@ pub fn ident(s: &str) -> Ident {
     Ident::new(s, Span::mixed_site())
 }
 
-/// The Rust names of every variable of a function, indexed by variable.
-pub fn var_names(f: &Func) -> Vec<Ident> {
-    f.vars
-        .vars
-        .iter()
-        .enumerate()
-        .map(|(k, info)| ident(&format!("{}_{k}", sanitise(&info.name))))
-        .collect()
+/// The Rust name of the variable `v` of `f`: `{hint}_{v}`.
+pub fn var_name(f: &Func, v: Var) -> Ident {
+    ident(&format!(
+        "{}_{}",
+        sanitise(&f.vars.vars[v.0 as usize].name),
+        v.0
+    ))
 }
 
 /// The name of the nested Rust function emitted for an IR function of the
