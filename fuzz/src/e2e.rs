@@ -262,6 +262,18 @@ fn valid_module(k: usize, case_seed: u64, p: &Program, out: &mut String) {
     let _ = writeln!(out, "    let (yv, g) = (fl(&yv), fl(&g));");
     let _ = writeln!(out, "    if !bits_eq(&y, &yj) {{ fails.push(format!(\"f_jvp primal {{:?}} != f {{:?}}\", yj, y)); }}");
     let _ = writeln!(out, "    if !bits_eq(&y, &yv) {{ fails.push(format!(\"f_vjp primal {{:?}} != f {{:?}}\", yv, y)); }}");
+    // An ill-conditioned function (a derivative past 1e10 times its value,
+    // e.g. `x *= cos(343 x)` repeated): one rounding step of an input or of
+    // a sum moves f by more than finite differences or the oracle's
+    // summation order can account for, so those two checks say nothing
+    // (seed 301000475: |jvp| 1e13, f 7.5). The bit-identity and
+    // dot-product checks still run; the skip is printed.
+    let _ = writeln!(
+        out,
+        "    let top = |v: &[f64]| v.iter().fold(0.0f64, |m, x| m.max(x.abs()));"
+    );
+    let _ = writeln!(out, "    let ill = top(&dy) > 1e10 * (1.0 + top(&y));");
+    let _ = writeln!(out, "    if ill {{ println!(\"  skipped seed {case_seed}: ill-conditioned (|jvp| {{:e}}, |f| {{:e}}): no finite-difference or oracle check\", top(&dy), top(&y)); }}");
     // f against the oracle's evaluation of the source (Rust semantics): a
     // disagreement is a generator or oracle bug, or one of rustc's.
     if let Ok(want) = p.eval(false) {
@@ -273,7 +285,7 @@ fn valid_module(k: usize, case_seed: u64, p: &Program, out: &mut String) {
             .collect();
         let _ = writeln!(out, "    let want: Vec<f64> = vec![{}];", bits.join(", "));
         let tol = if p.has_reductions() { "1e-12" } else { "0.0" };
-        let _ = writeln!(out, "    if !near(&y, &want, {tol}) {{ fails.push(format!(\"f {{:?}} != the oracle's {{:?}}\", y, want)); }}");
+        let _ = writeln!(out, "    if !near(&y, &want, {tol}) && !(ill && {tol} > 0.0) {{ fails.push(format!(\"f {{:?}} != the oracle's {{:?}}\", y, want)); }}");
     }
     // Tangent directions flattened in parameter order.
     let dirs: Vec<String> = diff.iter().map(|j| format!("fl(&d_a{j})")).collect();
@@ -302,7 +314,7 @@ fn valid_module(k: usize, case_seed: u64, p: &Program, out: &mut String) {
     // Past 2^53 an input step below 1 is absorbed (`Case::max_abs`):
     // finite differences say nothing about the derivative there.
     let absorbs = p.eval_tracked(false).1 >= crate::gen::ABSORBS;
-    let _ = writeln!(out, "    if !(e <= 1e-3) && !{absorbs} {{ fails.push(format!(\"jvp vs finite differences: rel err {{e:e}} (jvp {{dy:?}})\")); }}");
+    let _ = writeln!(out, "    if !(e <= 1e-3) && !{absorbs} && !ill {{ fails.push(format!(\"jvp vs finite differences: rel err {{e:e}} (jvp {{dy:?}})\")); }}");
     let _ = writeln!(out, "    let (l, r) = (dot(&fl(&ct), &dy), dot(&g, &dx));");
     let _ = writeln!(out, "    if !((l - r).abs() <= 1e-9 * 1f64.max(l.abs()).max(r.abs())) {{ fails.push(format!(\"<ct, jvp> = {{l:e}} but <vjp, dx> = {{r:e}}\")); }}");
     if twin32(case_seed) {
@@ -691,6 +703,9 @@ pub fn run_cases(cases: &[(Features, u64)], mutants: usize, seed: u64, fs: Featu
         }
         for line in stdout.lines().filter(|l| l.starts_with("FAIL")) {
             println!("  {line}");
+        }
+        for line in stdout.lines().filter(|l| l.starts_with("  skipped seed")) {
+            println!("{line}");
         }
         if !run.status.success() {
             ok = false;
