@@ -118,6 +118,50 @@ fn typical_expansion_is_compact() {
     );
 }
 
+/// A function of `n` straight-line statements (formulas, a branch and a
+/// reducing loop every few lines, each reading the previous line) in the
+/// shape of issue 12's "30-line function".
+fn straight_line(n: usize) -> String {
+    let mut body = String::from("let mut s = 0.0;\nlet t0 = a * 1.5;\n");
+    for i in 1..n {
+        let p = i - 1;
+        body.push_str(&match i % 5 {
+            0 => format!(
+                "for i in 0..x.len() {{ s += (x[i] * t{p}).sin(); }}\nlet t{i} = t{p} + s * 0.5;\n"
+            ),
+            3 => format!("let t{i} = if t{p} > 0.0 {{ t{p}.exp() }} else {{ t{p} * a }};\n"),
+            _ => format!("let t{i} = (t{p} * a + {i}.0).cos() * t{p};\n"),
+        });
+    }
+    format!(
+        "#[differentiable]\npub fn f(x: &Array1<f64>, a: f64) -> f64 {{\n{body}t{} + s\n}}\n",
+        n - 1
+    )
+}
+
+/// The expansion grows linearly with the function (issue 12): twice the
+/// statements, at most about twice the tokens. (Nesting is another matter:
+/// `d` nested loops index `d - k` residual stacks at level `k`, so their
+/// linear halves grow with the square of the depth; real code nests 2-4
+/// deep.)
+#[test]
+fn expansion_is_linear_in_straight_line_code() {
+    let (s1, o1, _) = sizes(&straight_line(20));
+    let (s2, o2, _) = sizes(&straight_line(40));
+    let (s4, o4, _) = sizes(&straight_line(80));
+    assert!(
+        s2 > 2 * s1 - 10 && s4 > 2 * s2 - 10,
+        "sources {s1}, {s2}, {s4}"
+    );
+    for (a, b) in [(o1, o2), (o2, o4)] {
+        let r = b as f64 / a as f64;
+        assert!(
+            r < 2.15,
+            "doubling the statements multiplies the expansion by {r:.2} ({a} -> {b} tokens)"
+        );
+    }
+}
+
 /// Tokens of the expansion of `LINAD_EXPANSION_FILE` by generated item,
 /// the function's name replaced by `f` (`__linad_f_jvp`): where the tokens
 /// go. `LINAD_EXPANSION_FILE=$PWD/target/compile-time/linad/src/lib.rs
