@@ -653,6 +653,13 @@ pub fn median_time<T>(runs: usize, mut f: impl FnMut() -> T) -> Duration {
     times[runs / 2]
 }
 
+/// The ADBench harness's timing helpers (`timed_runs`, `median_secs`). In
+/// the `adbench` example, which includes this file, `io.rs` is loaded a
+/// second time here: a few small helpers compiled twice, instead of a copy.
+#[allow(dead_code, clippy::duplicate_mod)]
+#[path = "adbench/io.rs"]
+mod io;
+
 /// `gmm time-np FILE [MIN_RUNS MIN_SECS]`: one JSON line with the median
 /// times (seconds) of the NumPy-style objective, its `f_vjp` and the
 /// hand-written gradient, as `adbench time` prints them (`bench/compare`
@@ -666,26 +673,18 @@ fn time_numpy(args: &[String]) -> Result<(), String> {
     let min_runs: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(10);
     let min_secs: f64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1.0);
     let input = GmmInput::read(path)?;
-    let median = |f: &mut dyn FnMut()| {
-        let (start, mut t) = (Instant::now(), vec![]);
-        while t.len() < min_runs || start.elapsed().as_secs_f64() < min_secs {
-            let s = Instant::now();
-            f();
-            t.push(s.elapsed());
-        }
-        t.sort();
-        t[t.len() / 2].as_secs_f64()
-    };
-    let mut sink = 0.0;
-    let p = median(&mut || sink += input.objective_numpy());
-    let d = median(&mut || sink += input.gradient_numpy().0);
-    let h = median(&mut || sink += input.gradient_hand().0);
+    // Timed as `adbench time` times its cases (warm-up, at least MIN_RUNS
+    // calls and MIN_SECS seconds).
+    let median =
+        |f: &mut dyn FnMut() -> f64| io::median_secs(&io::timed_runs(min_runs, min_secs, f));
+    let p = median(&mut || input.objective_numpy());
+    let d = median(&mut || input.gradient_numpy().0);
+    let h = median(&mut || input.gradient_hand().0);
     let checksum: f64 = input.gradient_numpy().1.iter().map(|g| g.abs()).sum();
     let threads = std::env::var("RAYON_NUM_THREADS").unwrap_or_default();
     println!(
         "{{\"kind\": \"gmm-np\", \"primal_s\": {p:e}, \"deriv_s\": {d:e}, \"hand_s\": {h:e}, \"checksum\": {checksum:e}, \"threads\": \"{threads}\"}}"
     );
-    std::hint::black_box(sink);
     Ok(())
 }
 

@@ -284,8 +284,14 @@ fn valid_module(k: usize, case_seed: u64, p: &Program, out: &mut String) {
             .map(|x| format!("f64::from_bits({:#x})", x.to_bits()))
             .collect();
         let _ = writeln!(out, "    let want: Vec<f64> = vec![{}];", bits.join(", "));
-        let tol = if p.has_reductions() { "1e-12" } else { "0.0" };
-        let _ = writeln!(out, "    if !near(&y, &want, {tol}) && !(ill && {tol} > 0.0) {{ fails.push(format!(\"f {{:?}} != the oracle's {{:?}}\", y, want)); }}");
+        // With sums, the oracle's other summation order is tolerated, which
+        // an ill-conditioned function amplifies past any tolerance.
+        let (tol, unless_ill) = if p.has_reductions() {
+            ("1e-12", " && !ill")
+        } else {
+            ("0.0", "")
+        };
+        let _ = writeln!(out, "    if !near(&y, &want, {tol}){unless_ill} {{ fails.push(format!(\"f {{:?}} != the oracle's {{:?}}\", y, want)); }}");
     }
     // Tangent directions flattened in parameter order.
     let dirs: Vec<String> = diff.iter().map(|j| format!("fl(&d_a{j})")).collect();
