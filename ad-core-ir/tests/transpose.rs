@@ -195,3 +195,60 @@ fn prop_transpose_dot_product_identity() {
         w.size_case
     );
 }
+
+/// The interchange of accumulation nests (`simplify::interchange`) keeps
+/// what a random program's transpose computes, up to the rounding of the
+/// reordered additions, and keeps it Linear B: `f__lin_t` simplified
+/// without the interchange, then interchanged, against itself. Random
+/// programs seldom make an interchangeable nest (about one in 256: the
+/// reverse of a build over two indices adding into rows of the second
+/// only); the pass's own property test runs a family of nests, legal and
+/// not (`simplify/interchange.rs`).
+#[test]
+fn prop_interchange_preserves_transposes() {
+    use ad_core_ir::check::{check_func, Mode};
+    use ad_core_ir::simplify::{interchange::interchange, simplify_func, Options};
+    let fired = std::cell::Cell::new(0usize);
+    run_prop("interchange preserves transposes", |c| {
+        let raw = ad_core_ir::driver::Options {
+            simplify: false,
+            ..common::props::driver_options()
+        };
+        let d = ad_core_ir::driver::differentiate(&c.prog, &c.entry, &c.wrt, &raw)
+            .map_err(|e| fail(format!("differentiate: {e}")))?;
+        let mut p = d.program;
+        let (t, fwd, lin) = (d.names.lin_t, d.names.fwd, d.names.lin);
+        let opts = Options {
+            interchange: false,
+            ..Options::default()
+        };
+        let mut f = p.func(&t).expect("the transpose").clone();
+        simplify_func(&mut f, &p, &opts);
+        let mut g = f.clone();
+        if !interchange(&mut g) {
+            return Ok(());
+        }
+        fired.set(fired.get() + 1);
+        if let Err(es) = check_func(&p, &g, Mode::LinearB) {
+            let msgs: Vec<String> = es.iter().take(5).map(|e| e.to_string()).collect();
+            return Err(fail(format!("checker: {}", msgs.join("; "))));
+        }
+        let (yr, _) = eval(&p, &fwd, &c.args, &[]);
+        let res = yr[d.n_results..].to_vec();
+        let (_, dy) = eval(&p, &lin, &res, &directions(&c.args, &c.wrt, c.seed));
+        let mut rng = Rng(c.seed + 7);
+        let ct: Vec<Value> = dy.iter().map(|v| rng.like(v)).collect();
+        p.insert(f.clone());
+        let (_, before) = eval(&p, &t, &res, &ct);
+        p.insert(g);
+        let (_, after) = eval(&p, &t, &res, &ct);
+        for (a, b) in before.iter().zip(&after) {
+            let scale = a.max_abs_diff(&a.zeros_like()).max(1.0);
+            if !below(a.max_abs_diff(b), 1e-12 * scale) {
+                return Err(fail(format!("{a:?} vs {b:?}")));
+            }
+        }
+        Ok(())
+    });
+    eprintln!("interchanged nests in {} cases", fired.get());
+}

@@ -82,8 +82,10 @@ pub const ACC_WORK_DIVISOR: usize = 8;
 /// accumulators of `acc_len` elements in all and an estimated `work` (element
 /// operations of the whole loop): a function of these only, never of the
 /// number of threads, so the result is the same for every thread count.
-pub(crate) fn accumulate_chunks(n: usize, acc_len: usize, work: usize) -> usize {
-    let by_iters = (n / MIN_CHUNK_ITERS).clamp(1, MAX_CHUNKS);
+/// Chunks hold at least `unit` iterations (`MIN_CHUNK_ITERS` for
+/// [`accumulate_chunked`]).
+fn accumulate_chunks_by(unit: usize, n: usize, acc_len: usize, work: usize) -> usize {
+    let by_iters = (n / unit.max(1)).clamp(1, MAX_CHUNKS);
     let budget = work / ACC_WORK_DIVISOR;
     let by_memory = (budget / acc_len.max(1)).max(1);
     by_iters.min(by_memory)
@@ -91,7 +93,7 @@ pub(crate) fn accumulate_chunks(n: usize, acc_len: usize, work: usize) -> usize 
 
 /// Runs an *accumulation loop* (iterations `0..n` that only add into the
 /// accumulator state `S`; `body(s, lo, hi)` runs iterations `lo..hi` on
-/// state `s` and returns it) as `c = accumulate_chunks(n, acc_len, work)` chunks
+/// state `s` and returns it) as `c` chunks (a function of `n`, `acc_len` and `work`)
 /// of consecutive iterations (boundaries at multiples of [`MIN_CHUNK_ITERS`]
 /// but the last): chunk 0 starts from `init`, the others from
 /// `zero()`, and the chunk results are added left to right with `add`:
@@ -116,13 +118,39 @@ where
     B: Fn(S, usize, usize) -> S + Sync,
     A: Fn(&mut S, S),
 {
-    let c = accumulate_chunks(n, acc_len, work);
+    accumulate_chunked_by(MIN_CHUNK_ITERS, n, acc_len, work, init, zero, body, add)
+}
+
+/// [`accumulate_chunked`] with chunks of at least `unit` iterations whose
+/// boundaries (but the last) are multiples of `unit` (`1` for a loop whose
+/// iterations are not strip-mined: the outer loop of an interchanged nest,
+/// each of whose iterations runs a whole strip-mined loop over the points).
+/// The chunking depends only on `unit`, `n`, `acc_len` and `work`.
+#[allow(clippy::too_many_arguments)]
+pub fn accumulate_chunked_by<S, Z, B, A>(
+    unit: usize,
+    n: usize,
+    acc_len: usize,
+    work: usize,
+    init: S,
+    zero: Z,
+    body: B,
+    add: A,
+) -> S
+where
+    S: Send,
+    Z: Fn() -> S + Sync,
+    B: Fn(S, usize, usize) -> S + Sync,
+    A: Fn(&mut S, S),
+{
+    let unit = unit.max(1);
+    let c = accumulate_chunks_by(unit, n, acc_len, work);
     if c <= 1 {
         return body(init, 0, n);
     }
-    // Multiples of MIN_CHUNK_ITERS (chunks of at least that many iterations
-    // stay non-empty), the last chunk ending at `n`.
-    let align = |i: usize| i - i % MIN_CHUNK_ITERS;
+    // Multiples of `unit` (chunks of at least that many iterations stay
+    // non-empty), the last chunk ending at `n`.
+    let align = |i: usize| i - i % unit;
     let bounds = |t: usize| {
         let hi = if t + 1 == c {
             n
@@ -173,6 +201,41 @@ mod chunk_tests {
         )
     }
 
+    /// With `unit` 1 a short loop (the components of an interchanged nest)
+    /// still cuts into several chunks, of whole iterations, covering
+    /// `0..n`; the result is the same with or without threads.
+    #[test]
+    fn unit_chunks_cover_short_loops() {
+        let seen = std::sync::Mutex::new(vec![]);
+        let sum = |threshold: usize| {
+            let old = crate::par_threshold();
+            crate::set_par_threshold(threshold);
+            let r = accumulate_chunked_by(
+                1,
+                25,
+                1,
+                1 << 20,
+                0.0,
+                || 0.0,
+                |s, lo, hi| {
+                    seen.lock().unwrap().push((lo, hi));
+                    (lo..hi).fold(s, |s, j| s + (j as f64 * 0.37).sin())
+                },
+                |a, b| *a += b,
+            );
+            crate::set_par_threshold(old);
+            r
+        };
+        let (a, b) = (sum(usize::MAX), sum(1));
+        assert_eq!(a.to_bits(), b.to_bits());
+        let mut seen = seen.into_inner().unwrap();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), MAX_CHUNKS.min(25));
+        assert_eq!((seen[0].0, seen[seen.len() - 1].1), (0, 25));
+        assert!(seen.windows(2).all(|w| w[0].1 == w[1].0 && w[0].0 < w[0].1));
+    }
+
     /// Chunks cover `0..n` in order, each boundary but the last a multiple
     /// of `MIN_CHUNK_ITERS`, none empty.
     #[test]
@@ -203,14 +266,23 @@ mod chunk_tests {
 
     #[test]
     fn chunking_depends_on_sizes_only() {
-        assert_eq!(accumulate_chunks(0, 10, 0), 1);
-        assert_eq!(accumulate_chunks(7, 10, 1000), 1);
-        assert_eq!(accumulate_chunks(1000, 10, 1000), 12);
-        assert_eq!(accumulate_chunks(1000, 1, 1_000_000), MAX_CHUNKS);
+        assert_eq!(accumulate_chunks_by(MIN_CHUNK_ITERS, 0, 10, 0), 1);
+        assert_eq!(accumulate_chunks_by(MIN_CHUNK_ITERS, 7, 10, 1000), 1);
+        assert_eq!(accumulate_chunks_by(MIN_CHUNK_ITERS, 1000, 10, 1000), 12);
+        assert_eq!(
+            accumulate_chunks_by(MIN_CHUNK_ITERS, 1000, 1, 1_000_000),
+            MAX_CHUNKS
+        );
         // An accumulator as large as the loop's work: one chunk.
-        assert_eq!(accumulate_chunks(50_000, 100_000, 1_300_000), 1);
+        assert_eq!(
+            accumulate_chunks_by(MIN_CHUNK_ITERS, 50_000, 100_000, 1_300_000),
+            1
+        );
         // Much work per iteration pays for larger private accumulators.
-        assert_eq!(accumulate_chunks(1000, 200_000, 8_000_000), 5);
+        assert_eq!(
+            accumulate_chunks_by(MIN_CHUNK_ITERS, 1000, 200_000, 8_000_000),
+            5
+        );
     }
 
     #[test]

@@ -9,14 +9,14 @@
 //!
 //! | group | kernels |
 //! |---|---|
-//! | elementwise | [`build`], [`build_weighted`], [`build_lanes`] (strip-mined: [`LANES`] rows per call; [`LaneRows`], [`lanes_sum`]), [`map`], [`zip_map`], [`zip3_map`], several results per element: [`multi_map_2_1`] .. [`multi_map_5_1`] (broadcast inputs read in blocks of slices); results stored in ndarray's memory order ([`result_order`], [`pooled_for_overwrite_in`]) |
+//! | elementwise | [`build`], [`build_weighted`], [`build_lanes`] (strip-mined: [`LANES`] rows per call; [`LaneRows`], [`Columns`], [`lanes_sum`]), [`map`], [`zip_map`], [`zip3_map`], several results per element: [`multi_map_2_1`] .. [`multi_map_5_1`] (broadcast inputs read in blocks of slices); results stored in ndarray's memory order ([`result_order`], [`pooled_for_overwrite_in`]) |
 //! | reductions | [`sum`], [`sum_axis`], [`product`], [`product_axis`], [`max_arg`], [`min_arg`], [`max_arg_axis`], [`min_arg_axis`], [`logsumexp`], [`logsumexp_axis`], [`unravel_index`] |
 //! | arg-reductions (floats and integers, NaNs skipped) | [`arg_index`], [`arg_index_axis`] |
 //! | scans | [`scan_inclusive`], [`scan_exclusive`], [`scan_reverse`], [`scan_axis`], [`scan_i64`] |
 //! | indexing | [`lane1`], [`lane2`], [`lane3`] (a lane read in a loop, taken once before it), [`gather`], [`scatter_add`], [`scatter_add_i64`], [`add_at`], [`add_row_at`] |
 //! | products | [`dot`], [`matvec`], [`matvec_t`], [`vecmat`], [`matmul`], [`matmul_tn`], [`matmul_nt`], [`outer`] |
 //! | broadcasting | [`broadcast_to`], [`broadcast_axis`], [`sum_to_shape`], [`stretch_owned`], [`sum_to_owned`], [`sum_to_if_needed`] |
-//! | accumulation | [`add_scaled`], [`add_assign`], [`zeros_like`], [`accumulate_chunked`] (accumulation loops in fixed chunks) |
+//! | accumulation | [`add_scaled`], [`add_assign`], [`zeros_like`], [`accumulate_chunked`], [`accumulate_chunked_by`] (accumulation loops in fixed chunks) |
 //! | per-iteration values | [`stack_arrays`], [`ResidualStack`], [`ArrayResidualStack`], [`Scratch`], [`pooled_zeros`], [`recycle`] (per-thread reusable buffers) |
 //! | tasks (blocks of a generated kernel with several outputs) | [`for_each_item`], [`rows_per_task`] |
 //! | argument checks of generated derivatives | [`check_arg_shape`] |
@@ -55,8 +55,8 @@ mod strip;
 mod zip_pass;
 
 pub use accumulate::{
-    accumulate_chunked, add_assign, add_scaled, zeros_like, ACC_WORK_DIVISOR, MAX_CHUNKS,
-    MIN_CHUNK_ITERS,
+    accumulate_chunked, accumulate_chunked_by, add_assign, add_scaled, zeros_like,
+    ACC_WORK_DIVISOR, MAX_CHUNKS, MIN_CHUNK_ITERS,
 };
 pub use arg::{arg_index, arg_index_axis, Ordered, ARG_MAX_RANK};
 pub use blocks::{
@@ -91,7 +91,7 @@ pub use scratch::{
     Pooled, Scratch, POOL_LEN, POOL_MAX_BYTES, POOL_MAX_TOTAL_BYTES, POOL_MIN_BYTES,
 };
 pub use stack::{stack_arrays, ArrayResidualStack, ArrayStack, ResidualStack};
-pub use strip::{build_lanes, build_lanes_ctx, lanes_sum, LaneRows, LANES};
+pub use strip::{build_lanes, build_lanes_ctx, lanes_sum, Columns, LaneCols, LaneRows, LANES};
 pub use zip_pass::{
     zip_pass, zip_pass1, zip_pass2, zip_pass3, zip_pass4, zip_pass5, zip_pass6, ZipPass,
 };

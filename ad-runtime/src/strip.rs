@@ -161,6 +161,61 @@ impl<'a, T: Pooled> LaneRows<'a, T> {
     }
 }
 
+/// The columns of a matrix held as contiguous rows (`column k` of `a` at
+/// `k · a.nrows()..`), copied once per call of a generated function whose
+/// strip-mined loop runs inside a loop over another index and reads
+/// `a[i, k]` with `i` the strip-mined index (the interchanged reverse of a
+/// build over points and components): a block of [`LANES`] consecutive
+/// `i` at column `k` is then one contiguous load ([`LaneCols`]), where
+/// [`LaneRows`] would copy the block's rows once per outer iteration.
+pub struct Columns<T> {
+    data: Vec<T>,
+    rows: usize,
+}
+
+impl<T: Copy> Columns<T> {
+    /// The columns of `a`.
+    pub fn new<S: ndarray::Data<Elem = T>>(a: &ndarray::ArrayBase<S, ndarray::Ix2>) -> Self {
+        let mut data = Vec::with_capacity(a.len());
+        for c in a.columns() {
+            data.extend(c.iter().copied());
+        }
+        Columns {
+            data,
+            rows: a.nrows(),
+        }
+    }
+
+    /// Rows `i0..i0 + LANES`, read a column at a time by [`LaneCols::at`].
+    #[inline]
+    pub fn block(&self, i0: usize) -> LaneCols<'_, T> {
+        LaneCols {
+            data: &self.data,
+            rows: self.rows,
+            i0,
+        }
+    }
+}
+
+/// [`LANES`] consecutive rows of a matrix whose [`Columns`] were taken.
+pub struct LaneCols<'a, T> {
+    data: &'a [T],
+    rows: usize,
+    i0: usize,
+}
+
+impl<T: Copy> LaneCols<'_, T> {
+    /// Column `k` of the block's rows: `[a[[i0, k]], .., a[[i0 + LANES - 1, k]]]`.
+    /// Panics, as the element reads it replaces would, when `k` is not a
+    /// column or the block runs past the last row.
+    #[inline(always)]
+    pub fn at(&self, k: usize) -> [T; LANES] {
+        let col = &self.data[k * self.rows..][..self.rows];
+        let c = &col[self.i0..self.i0 + LANES];
+        std::array::from_fn(|l| c[l])
+    }
+}
+
 /// The sum of the lanes of a strip-mined value, pairwise in a fixed order:
 /// `((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7))`. Generated reverse
 /// passes add it to an accumulator once per block of [`LANES`] iterations.
@@ -230,6 +285,28 @@ mod tests {
             assert_eq!(tile.at(k), want);
         }
         assert!(std::panic::catch_unwind(|| tile.at(20)).is_err());
+    }
+
+    /// A block of columns reads the rows' elements; past the last column
+    /// or row it panics.
+    #[test]
+    fn columns_read_blocks_of_rows() {
+        let a = ndarray::Array2::from_shape_fn((19, 3), |(i, k)| (i * 10 + k) as f64);
+        let cols = Columns::new(&a.view());
+        for i0 in [0, 5, 11] {
+            for k in 0..3 {
+                let want: [f64; LANES] = std::array::from_fn(|l| a[[i0 + l, k]]);
+                assert_eq!(cols.block(i0).at(k), want);
+            }
+        }
+        let strided = a.slice(ndarray::s![..;2, ..]);
+        let cols = Columns::new(&strided);
+        assert_eq!(
+            cols.block(1).at(2),
+            std::array::from_fn(|l| strided[[1 + l, 2]])
+        );
+        assert!(std::panic::catch_unwind(|| Columns::new(&a).block(0).at(3)).is_err());
+        assert!(std::panic::catch_unwind(|| Columns::new(&a).block(12).at(0)).is_err());
     }
 
     /// The context is made once per block, from the block's first row, and

@@ -3,8 +3,8 @@
 #![allow(dead_code, unused_imports)]
 
 pub use linad::testing::{
-    assert_close, check_derivatives, check_derivatives_with, CheckOptions, CheckReport, Flatten,
-    Rng, Unflatten,
+    assert_all_close, assert_close, check_derivatives, check_derivatives_with, CheckOptions,
+    CheckReport, Flatten, Rng, Unflatten,
 };
 
 /// A generator seeded by the test's name, so every test has its own inputs.

@@ -13,7 +13,8 @@
 //! 2. linear DCE through explicit drops ([`dce::drop_dead_linear`]), dead
 //!    linear loop state ([`dead_state`]), invariant linear loop state made a
 //!    capture ([`invariant_state`]: the reverse of a reducing loop becomes an
-//!    accumulation loop);
+//!    accumulation loop), nests of accumulation loops interchanged so that
+//!    the outer index owns the rows they add into ([`interchange`]);
 //! 3. CSE ([`cse`]); 4. fusion ([`fusion`], [`fuse_into_loop`]); 5. loop-invariant code motion
 //!    ([`licm`]) and tabulation of partially invariant expensive scalars
 //!    ([`tabulate`]); 6. DCE ([`dce::dce`]).
@@ -23,7 +24,7 @@
 //! - *Values.* For every input on which the original function runs without
 //!   error, the interpreter gives the same results, to the bit for non-linear
 //!   values (the sign of a zero included: `x + 0.0` is not `x`); rules that reassociate — [`algebra::lscale_lscale`],
-//!   [`fusion::dot_of_map`], [`fusion::sum_to_loop`] — may change rounding).
+//!   [`fusion::dot_of_map`], [`fusion::sum_to_loop`], [`interchange`] — may change rounding).
 //!   No rule changes NaN/infinity behaviour of non-linear values (`x * 0` is
 //!   not folded). Failures may disappear (dead code, fusion), never appear:
 //!   nothing that can fail is hoisted out of a body that may run zero times.
@@ -48,6 +49,7 @@ pub mod facts;
 pub mod fold_const;
 pub mod fuse_into_loop;
 pub mod fusion;
+pub mod interchange;
 pub mod invariant_state;
 pub mod licm;
 pub mod shape;
@@ -69,6 +71,8 @@ pub struct Options {
     pub cse: bool,
     /// `sum(build(n, f))` becomes a sequential loop (off by default).
     pub sum_to_loop: bool,
+    /// Nests of accumulation loops interchanged ([`interchange`]).
+    pub interchange: bool,
     /// At most this many sweeps per function.
     pub max_sweeps: usize,
 }
@@ -80,6 +84,7 @@ impl Default for Options {
             licm: true,
             cse: true,
             sum_to_loop: false,
+            interchange: true,
             max_sweeps: 16,
         }
     }
@@ -109,6 +114,9 @@ pub fn sweep(f: &mut Func, prog: &Program, opts: &Options) -> bool {
     changed |= dce::drop_dead_linear(f);
     changed |= dead_state::dead_lin_state(f);
     changed |= invariant_state::invariant_lin_state(f);
+    if opts.interchange {
+        changed |= interchange::interchange(f);
+    }
     if opts.cse {
         changed |= cse::cse(f);
     }

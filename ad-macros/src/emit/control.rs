@@ -45,7 +45,7 @@ impl Emitter<'_> {
         })
     }
 
-    fn owned_reprs(&self, s: &Stmt) -> Vec<Repr> {
+    pub(super) fn owned_reprs(&self, s: &Stmt) -> Vec<Repr> {
         s.binds
             .iter()
             .chain(&s.lin_binds)
@@ -77,6 +77,9 @@ impl Emitter<'_> {
         let (nr, nlr) = (lam.body.results.len(), lam.body.lin_results.len());
         if nr < k || nlr < m {
             return Err("a loop body's results do not match its state".into());
+        }
+        if let Some(nested) = self.take_nested(s) {
+            return self.nested_accumulation(l, s, site, nested);
         }
         if self.uses.depth(site) == 0
             && ad_core_ir::accumulate::is_accumulation(l)
@@ -268,17 +271,51 @@ impl Emitter<'_> {
         let i = lam.params[0];
         self.set_repr(i, Repr::Val);
         let ib = self.binder(i);
+        // An interchanged nest (`nest.rs`): the inner loop strip-mined in
+        // every iteration, matrices read by point copied as columns first,
+        // chunks of whole iterations.
+        let nested = self.nested_plan(lam);
+        let is_nested = nested.is_some();
+        // The chunking runtime call (whole iterations for a nest; blocks
+        // of LANES otherwise), copies made before it, the work estimate.
+        let ((chunked, unit), columns, work) = match nested {
+            Some((plan, prologue, inner_work)) => {
+                self.nested = Some(plan);
+                (
+                    (quote!(accumulate_chunked_by), quote!(1usize,)),
+                    prologue,
+                    inner_work,
+                )
+            }
+            None => {
+                let w = work_estimate(&lam.body, 8).max(1);
+                (
+                    (quote!(accumulate_chunked), TokenStream::new()),
+                    TokenStream::new(),
+                    quote!(#w),
+                )
+            }
+        };
         let (mut views, saved) = self.local_views(lam, false);
         let (lanes, lane_keys) = self.take_lanes(lam);
         views.extend(lanes);
-        let (stmts, results, _) = self.closed_block_parts(&lam.body, false)?;
+        let parts = self.closed_block_parts(&lam.body, false);
+        let unused_plan = self.nested.take().is_some();
+        let (stmts, results, _) = parts?;
+        if unused_plan {
+            return Err("an interchanged nest's inner loop was not emitted".into());
+        }
         let assign = assign_all(&names, &results);
         // Blocks of LANES iterations strip-mined (`strip.rs`), then the
         // remaining ones one by one (ascending blocks also for a reversed
         // loop: its iterations only add into the state, in any order).
         let mut lo_scalar = quote!(#lo);
         let mut lanes_loop = TokenStream::new();
-        if let Some(plan) = self.strip_accumulation_plan(lam) {
+        let own_plan = match is_nested {
+            false => self.strip_accumulation_plan(lam),
+            true => None,
+        };
+        if let Some(plan) = own_plan {
             let p = super::strip::LANES;
             // Lane buffers of the body's loops go before the blocks' loop.
             self.hoist.push(Some(TokenStream::new()));
@@ -327,15 +364,16 @@ impl Emitter<'_> {
                 adds.push(quote!(#a.#f += &#b.#f;));
             }
         }
-        let work = work_estimate(&lam.body, 8).max(1);
         let finals: Vec<TokenStream> = fields.iter().map(|f| quote!(#st.#f)).collect();
         let r = flat(&finals);
         let expr = quote!({
             let #n: usize = usize::try_from(#trip).unwrap_or(0);
             let #init: (#(#owned,)*) = (#(#inits,)*);
             #dims
+            #columns
             let __len: usize = 0usize #(+ #lens)*;
-            let #st = #rt::accumulate_chunked(
+            let #st = #rt::#chunked(
+                #unit
                 #n,
                 __len,
                 #n.saturating_mul(#work),
@@ -420,7 +458,7 @@ impl Emitter<'_> {
     }
 
     /// `let mut p: T = init;` for a loop-carried variable.
-    fn declare_mut(&mut self, p: Var, init: TokenStream, out: &mut TokenStream) {
+    pub(super) fn declare_mut(&mut self, p: Var, init: TokenStream, out: &mut TokenStream) {
         let ty = self.ty(p).clone();
         self.set_repr(p, owned_repr(&ty));
         let (n, t) = (self.name(p), owned_ty(&ty));
@@ -958,7 +996,7 @@ fn nested_free(b: &ad_core_ir::ir::Block, out: &mut std::collections::BTreeSet<V
 /// inner loops stays sequential: waking threads would cost more than it
 /// saves); accumulation loops use 8 (their chunks may then keep larger
 /// private accumulators when the body nests loops).
-fn work_estimate(b: &ad_core_ir::ir::Block, per_nest: usize) -> usize {
+pub(super) fn work_estimate(b: &ad_core_ir::ir::Block, per_nest: usize) -> usize {
     b.stmts
         .iter()
         .map(|s| {
@@ -982,7 +1020,7 @@ fn zero_of(e: Scalar) -> TokenStream {
 /// `(a, b) = (x, y);` (`a = x;` for one): the state takes the body's
 /// results at once (a destructuring assignment evaluates every right-hand
 /// side before it assigns).
-fn assign_all<N: quote::ToTokens>(names: &[N], results: &[TokenStream]) -> TokenStream {
+pub(super) fn assign_all<N: quote::ToTokens>(names: &[N], results: &[TokenStream]) -> TokenStream {
     match (names, results) {
         ([n], [r]) => quote!(#n = #r;),
         _ => quote!((#(#names,)*) = (#(#results,)*);),

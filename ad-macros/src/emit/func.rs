@@ -90,6 +90,9 @@ pub struct Emitter<'a> {
     /// (they move before the outermost such loop), `None` for a closure's
     /// (a build, map, accumulation, fold or while body: they stay inside).
     pub hoist: Vec<Option<TokenStream>>,
+    /// The plan an accumulation loop made for the inner loop of its
+    /// interchanged nest (`nest.rs`), until that loop is emitted.
+    pub nested: Option<super::nest::Nested>,
     /// Views that borrow a binding of this body (a broadcast's, and views
     /// taken of those): never returned as views.
     local_views: ad_core_ir::fast_hash::FastSet<Var>,
@@ -141,6 +144,7 @@ pub fn body(
         lanes: FastMap::default(),
         strip_lanes: FastMap::default(),
         hoist: vec![],
+        nested: None,
         local_views: Default::default(),
         viewed: Default::default(),
     };

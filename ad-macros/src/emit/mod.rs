@@ -29,6 +29,7 @@ mod headers;
 mod lanes;
 mod linear;
 mod names;
+mod nest;
 mod residuals;
 mod scalar;
 mod strip;

@@ -100,6 +100,8 @@ pub struct Strip {
     ulin: BTreeSet<Var>,
     /// A loop with varying state was seen.
     loops: bool,
+    /// Some accumulator update has a varying index (it adds lane by lane).
+    scattered: bool,
     /// The plan of a linear build (one linear scalar result; [`Emitter::strip_plan`]):
     /// no accumulators, so invariant linear values need no care, and its
     /// captured linear arrays may be read at any index.
@@ -117,6 +119,21 @@ struct Factor {
     scales: Vec<Atom>,
     base: Var,
     neg: bool,
+}
+
+impl Strip {
+    /// Whether the linear array `root` (an alias root) is captured by the
+    /// planned accumulation body and read there by element.
+    pub fn captures(&self, root: Var) -> bool {
+        self.captured.contains(&root)
+    }
+
+    /// Whether every accumulator update of the planned accumulation body
+    /// is at an index that does not vary (one add of the lanes' sum per
+    /// block, none lane by lane).
+    pub fn gathers(&self) -> bool {
+        !self.scattered
+    }
 }
 
 impl Emitter<'_> {
@@ -281,6 +298,7 @@ impl Emitter<'_> {
                 {
                     return false;
                 }
+                st.scattered |= idx.iter().any(|a| self.varying_atom(a, st));
                 st.sinks.extend(s.lin_binds.iter().map(root));
                 return true;
             }

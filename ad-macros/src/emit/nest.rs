@@ -1,0 +1,263 @@
+//! Interchanged accumulation nests: an accumulation loop whose body is one
+//! accumulation loop (what `ad_core_ir::simplify::interchange` makes of the
+//! reverse of a build over points and components: components outer, points
+//! inner) runs its outer iterations in chunks (`accumulate_chunked_by`, one
+//! component per unit: each owns its gradient rows), and for each of them
+//! the inner loop strip-mined over the points (`strip.rs`: blocks of
+//! [`LANES`] points, then the remaining points one by one).
+//!
+//! ```text
+//! loop k (; a) |j| {                   accumulate_chunked_by(1, k, .., |a, lo, hi| {
+//!   let ; a1 = loop n (; a) |i| {        for j in lo..hi {
+//!     let x = index x[i, r]                let mut s = 0;
+//!     ..                                   while s + 8 <= n {
+//!   }                          =>            let x_i = x_cols.block(s);   // x[s + l, ..]
+//!   yield ; a1                               .. lanes ..
+//! }                                          s += 8;
+//!                                          }
+//!                                          for i in s..n { scalar body }
+//!                                        }
+//!                                      })
+//! ```
+//!
+//! The nest takes this form when the inner body may be strip-mined and
+//! every accumulator update in it is at an index that does not depend on
+//! the inner index (each block adds its lanes' sum); otherwise the outer
+//! loop runs as any accumulation loop.
+//!
+//! The inner body reads rows of the points (`x[i, r]`, `i` the points'
+//! index) in every outer iteration: such a matrix, bound outside the nest,
+//! is copied once per call as columns (`ad_runtime::Columns`, before the
+//! chunks), so that a block of points at column `r` is one contiguous load,
+//! instead of a tile of the block's rows made once per block and component.
+
+use super::control::work_estimate;
+use super::func::{Emitter, Out, R};
+use super::lanes::LaneKey;
+use super::strip::{Strip, LANES};
+use super::types::rt;
+use ad_core_ir::ir::{Atom, Expr, Lambda, Loop, Stmt, Var};
+use ad_core_ir::visit::free_vars_lambda;
+use proc_macro2::{Ident, TokenStream};
+use quote::quote;
+use std::collections::BTreeSet;
+
+/// How the outer loop of an interchanged nest runs its inner loop
+/// ([`Emitter::nested_plan`]).
+pub struct Nested {
+    /// The strip-mining plan of the inner loop's body.
+    plan: Strip,
+    /// The matrices read by point, copied as columns before the chunks:
+    /// their lane keys and the names of the copies.
+    cols: Vec<(LaneKey, Ident)>,
+    /// The inner loop's first binder (the statement it applies to).
+    at: Var,
+}
+
+impl Emitter<'_> {
+    /// The plan of the accumulation loop body `lam` when it is one
+    /// accumulation loop, with a trip count bound outside `lam`, whose body
+    /// may be strip-mined; then also the statements making the column
+    /// copies (to go before the chunks) and the work estimate of the whole
+    /// nest (element operations, for the chunking). `None` otherwise.
+    pub fn nested_plan(&mut self, lam: &Lambda) -> Option<(Nested, TokenStream, TokenStream)> {
+        let [s] = lam.body.stmts.as_slice() else {
+            return None;
+        };
+        let Expr::Loop(inner) = &s.expr else {
+            return None;
+        };
+        let j = *lam.params.first()?;
+        let inner_trip_outside = match &inner.n {
+            Atom::Var(v) => self.uses.root(*v) != self.uses.root(j),
+            _ => true,
+        };
+        if !inner_trip_outside
+            || s.lin_binds.is_empty()
+            || !ad_core_ir::accumulate::is_accumulation(inner)
+        {
+            return None;
+        }
+        // The outer index owns the rows: the inner iterations add at the
+        // same places (one lane sum per block), none lane by lane.
+        let plan = self
+            .strip_accumulation_plan(&inner.body)
+            .filter(Strip::gathers)?;
+        let (cols, prologue) = self.column_copies(lam, &inner.body, &plan);
+        let m = self.scalar(&inner.n);
+        let w = work_estimate(&inner.body.body, 8).max(1);
+        let work = quote!(usize::try_from(#m).unwrap_or(0).saturating_mul(#w));
+        let nested = Nested {
+            plan,
+            cols,
+            at: s.lin_binds[0],
+        };
+        Some((nested, prologue, work))
+    }
+
+    /// The matrices the inner body `ilam` reads as `a[i, r]`, `i` its index
+    /// (the points), bound outside the outer body `lam`: their lane keys,
+    /// with the statements copying their columns.
+    fn column_copies(
+        &mut self,
+        lam: &Lambda,
+        ilam: &Lambda,
+        plan: &Strip,
+    ) -> (Vec<(LaneKey, Ident)>, TokenStream) {
+        let outer_free = free_vars_lambda(lam);
+        let outside: BTreeSet<Var> = outer_free
+            .nl
+            .iter()
+            .chain(&outer_free.lin)
+            .map(|v| self.uses.root(*v))
+            .collect();
+        let i = self.uses.root(ilam.params[0]);
+        let mut reads = vec![];
+        super::lanes::element_reads(&ilam.body, &mut reads);
+        let (mut cols, mut prologue) = (vec![], TokenStream::new());
+        let rt = rt();
+        for (arr, idx, linear) in reads {
+            let root = self.uses.root(arr);
+            let by_point = matches!(idx.first(), Some(Atom::Var(v)) if self.uses.root(*v) == i);
+            if idx.len() != 2
+                || self.ty(root).rank() != Some(2)
+                || !by_point
+                || !outside.contains(&root)
+                || (linear && !plan.captures(root))
+            {
+                continue;
+            }
+            let Some(key) = self.lane_key(arr, &idx) else {
+                continue;
+            };
+            if cols.iter().any(|(k, _)| *k == key) {
+                continue;
+            }
+            let (t, a) = (self.fresh("cols"), self.var_view(root));
+            prologue.extend(quote!(let #t = #rt::Columns::new(&#a);));
+            cols.push((key, t));
+        }
+        (cols, prologue)
+    }
+
+    /// The inner loop `l` (statement `s` at `site`) of an interchanged nest,
+    /// strip-mined over its iterations as [`Emitter::nested_plan`] planned:
+    /// blocks of [`LANES`] iterations, then the rest one by one. The same
+    /// accumulators in, the same out.
+    pub fn nested_accumulation(
+        &mut self,
+        l: &Loop,
+        s: &Stmt,
+        site: usize,
+        nested: Nested,
+    ) -> R<Out> {
+        let lam = &l.body;
+        let (n, step, s0) = (self.fresh("n"), self.fresh("step"), self.fresh("s"));
+        let trip = self.scalar(&l.n);
+        let mut pre = quote!(let #n: usize = usize::try_from(#trip).unwrap_or(0););
+        for (p, v) in lam.lin_params.iter().zip(&l.lin_init) {
+            let init = self.own_lin(*v, site);
+            self.declare_mut(*p, init, &mut pre);
+        }
+        let names: Vec<Ident> = lam.lin_params.iter().map(|p| self.name(*p)).collect();
+        let i = lam.params[0];
+        self.set_repr(i, super::types::Repr::Val);
+        let ib = self.binder(i);
+        let (lanes, lane_keys) = self.take_lanes(lam);
+        pre.extend(lanes);
+        // The points one by one (the last `n % LANES`).
+        let (stmts, results, _) = self.closed_block_parts(&lam.body, false)?;
+        let assign = super::control::assign_all(&names, &results);
+        // Blocks of points: their column blocks, then the body in lanes.
+        let mut blocks = TokenStream::new();
+        for (key, t) in &nested.cols {
+            let lane = self.fresh("lane");
+            blocks.extend(quote!(let #lane = #t.block(#s0);));
+            self.strip_lanes.insert(key.clone(), lane);
+        }
+        self.hoist.push(Some(TokenStream::new()));
+        let body = self.strip_block(&lam.body, &nested.plan);
+        let buffers = self.hoist.pop().flatten().unwrap_or_default();
+        self.forget_strip_lanes(nested.cols.into_iter().map(|(k, _)| k).collect());
+        self.drop_lanes(lane_keys);
+        let body = body?;
+        let lassign = super::control::assign_all(&names, &self.strip_lin_results(&lam.body));
+        let fin = super::types::flat(&names.iter().map(|n| quote!(#n)).collect::<Vec<_>>());
+        Ok(Out {
+            expr: quote!({
+                #pre
+                #buffers
+                let mut #s0: usize = 0;
+                while #s0 + #LANES <= #n {
+                    let #ib: [i64; #LANES] = ::core::array::from_fn(|__l| (#s0 + __l) as i64);
+                    #blocks
+                    #body
+                    #lassign
+                    #s0 += #LANES;
+                }
+                for #step in #s0..#n {
+                    let #ib: i64 = #step as i64;
+                    #stmts
+                    #assign
+                }
+                #fin
+            }),
+            reprs: self.owned_reprs(s),
+        })
+    }
+
+    /// The nested plan for the loop statement `s`, if the enclosing
+    /// accumulation loop made one for it.
+    pub fn take_nested(&mut self, s: &Stmt) -> Option<Nested> {
+        match &self.nested {
+            Some(n) if s.lin_binds.first() == Some(&n.at) => self.nested.take(),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_crate::TestCrate;
+    use quote::quote;
+
+    /// The reverse of a (point, component) build differentiated with
+    /// respect to the components' rows runs components outer, the points
+    /// strip-mined inside, `x` read as columns; differentiated with respect
+    /// to `x` too (its rows are added into by point), it does not.
+    #[test]
+    fn component_rows_make_a_nest_and_point_rows_do_not() {
+        let krate = TestCrate::new(
+            "nest",
+            "#[differentiable(wrt(c))] fn comps(c: &Array2<f64>, x: &Array2<f64>) -> f64 { 0.0 }\n\
+             #[differentiable] fn both(c: &Array2<f64>, x: &Array2<f64>) -> f64 { 0.0 }",
+        );
+        let body = quote! {
+            let e = Array2::from_shape_fn((x.nrows(), c.nrows()), |(i, j)| {
+                let mut s = 0.0;
+                for r in 0..x.ncols() {
+                    let t = x[[i, r]] - c[[j, r]];
+                    s += t * t;
+                }
+                s.sqrt()
+            });
+            e.sum()
+        };
+        let comps = krate.expand_idents_with(
+            quote!(wrt(c)),
+            quote!(fn comps(c: &Array2<f64>, x: &Array2<f64>) -> f64 { #body }),
+        );
+        for want in ["accumulate_chunked_by", "Columns", "lanes_sum"] {
+            assert!(comps.iter().any(|t| t == want), "{want}: {comps:?}");
+        }
+        let both =
+            krate.expand_idents(quote!(fn both(c: &Array2<f64>, x: &Array2<f64>) -> f64 { #body }));
+        assert!(both.iter().any(|t| t == "lanes_sum"), "{both:?}");
+        assert!(
+            !both
+                .iter()
+                .any(|t| t == "accumulate_chunked_by" || t == "Columns"),
+            "{both:?}"
+        );
+    }
+}
