@@ -66,7 +66,9 @@ fn mixture(c: &Array2<f64>, l: &Array2<f64>, x: &Array2<f64>, scale: f64) -> f64
 /// and `l` chosen by the component, never by the point, so the simplifier
 /// interchanges its loops (components outer, `ad_core_ir::simplify::interchange`)
 /// and the emitter strip-mines the points inside each component, reading
-/// `x` and the cotangent as columns (`ad-macros/src/emit/nest.rs`).
+/// `x` and the cotangent as columns (`ad-macros/src/emit/nest.rs`). The
+/// body is `mixture`'s, written out: a call of `mixture` would run
+/// `mixture`'s own reverse (with respect to `x` too, not interchanged).
 #[differentiable(wrt(c, l))]
 fn mixture_params(c: &Array2<f64>, l: &Array2<f64>, x: &Array2<f64>, scale: f64) -> f64 {
     let (n, k, d) = (x.nrows(), c.nrows(), x.ncols());
