@@ -169,20 +169,15 @@ impl<'a, T: Pooled> LaneRows<'a, T> {
 /// `i` at column `k` is then one contiguous load ([`LaneCols`]), where
 /// [`LaneRows`] would copy the block's rows once per outer iteration.
 pub struct Columns<T> {
-    data: Vec<T>,
-    rows: usize,
+    /// `a`'s transpose in standard layout.
+    t: ndarray::Array2<T>,
 }
 
 impl<T: Copy> Columns<T> {
     /// The columns of `a`.
     pub fn new<S: ndarray::Data<Elem = T>>(a: &ndarray::ArrayBase<S, ndarray::Ix2>) -> Self {
-        let mut data = Vec::with_capacity(a.len());
-        for c in a.columns() {
-            data.extend(c.iter().copied());
-        }
         Columns {
-            data,
-            rows: a.nrows(),
+            t: a.t().as_standard_layout().into_owned(),
         }
     }
 
@@ -190,8 +185,8 @@ impl<T: Copy> Columns<T> {
     #[inline]
     pub fn block(&self, i0: usize) -> LaneCols<'_, T> {
         LaneCols {
-            data: &self.data,
-            rows: self.rows,
+            data: self.t.as_slice().expect("standard layout"),
+            rows: self.t.ncols(),
             i0,
         }
     }

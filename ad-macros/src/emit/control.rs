@@ -311,30 +311,16 @@ impl Emitter<'_> {
         // loop: its iterations only add into the state, in any order).
         let mut lo_scalar = quote!(#lo);
         let mut lanes_loop = TokenStream::new();
-        let own_plan = match is_nested {
-            false => self.strip_accumulation_plan(lam),
-            true => None,
+        let own_plan = if is_nested {
+            None
+        } else {
+            self.strip_accumulation_plan(lam)
         };
         if let Some(plan) = own_plan {
-            let p = super::strip::LANES;
-            // Lane buffers of the body's loops go before the blocks' loop.
-            self.hoist.push(Some(TokenStream::new()));
-            let body = self.strip_block(&lam.body, &plan);
-            let buffers = self.hoist.pop().flatten().unwrap_or_default();
-            let body = body?;
-            let res = self.strip_lin_results(&lam.body);
             let s0 = self.fresh("s");
-            let lassign = assign_all(&names, &res);
-            lanes_loop = quote!(
-                #buffers
-                let mut #s0: usize = #lo;
-                while #s0 + #p <= #hi {
-                    let #ib: [i64; #p] = ::core::array::from_fn(|__l| (#s0 + __l) as i64);
-                    #body
-                    #lassign
-                    #s0 += #p;
-                }
-            );
+            let bounds = (quote!(#lo), quote!(#hi));
+            lanes_loop =
+                self.strip_blocks(lam, &plan, &names, &ib, &s0, bounds, TokenStream::new())?;
             lo_scalar = quote!(#s0);
         }
         self.drop_lanes(lane_keys);

@@ -4,7 +4,7 @@
 //! inner) runs its outer iterations in chunks (`accumulate_chunked_by`, one
 //! component per unit: each owns its gradient rows), and for each of them
 //! the inner loop strip-mined over the points (`strip.rs`: blocks of
-//! [`LANES`] points, then the remaining points one by one).
+//! `LANES` (8) points, then the remaining points one by one).
 //!
 //! ```text
 //! loop k (; a) |j| {                   accumulate_chunked_by(1, k, .., |a, lo, hi| {
@@ -34,7 +34,7 @@
 use super::control::work_estimate;
 use super::func::{Emitter, Out, R};
 use super::lanes::LaneKey;
-use super::strip::{Strip, LANES};
+use super::strip::Strip;
 use super::types::rt;
 use ad_core_ir::ir::{Atom, Expr, Lambda, Loop, Stmt, Var};
 use ad_core_ir::visit::free_vars_lambda;
@@ -142,7 +142,7 @@ impl Emitter<'_> {
 
     /// The inner loop `l` (statement `s` at `site`) of an interchanged nest,
     /// strip-mined over its iterations as [`Emitter::nested_plan`] planned:
-    /// blocks of [`LANES`] iterations, then the rest one by one. The same
+    /// blocks of `LANES` (8) iterations, then the rest one by one. The same
     /// accumulators in, the same out.
     pub fn nested_accumulation(
         &mut self,
@@ -175,26 +175,16 @@ impl Emitter<'_> {
             blocks.extend(quote!(let #lane = #t.block(#s0);));
             self.strip_lanes.insert(key.clone(), lane);
         }
-        self.hoist.push(Some(TokenStream::new()));
-        let body = self.strip_block(&lam.body, &nested.plan);
-        let buffers = self.hoist.pop().flatten().unwrap_or_default();
+        let bounds = (quote!(0usize), quote!(#n));
+        let lanes_loop = self.strip_blocks(lam, &nested.plan, &names, &ib, &s0, bounds, blocks);
         self.forget_strip_lanes(nested.cols.into_iter().map(|(k, _)| k).collect());
         self.drop_lanes(lane_keys);
-        let body = body?;
-        let lassign = super::control::assign_all(&names, &self.strip_lin_results(&lam.body));
+        let lanes_loop = lanes_loop?;
         let fin = super::types::flat(&names.iter().map(|n| quote!(#n)).collect::<Vec<_>>());
         Ok(Out {
             expr: quote!({
                 #pre
-                #buffers
-                let mut #s0: usize = 0;
-                while #s0 + #LANES <= #n {
-                    let #ib: [i64; #LANES] = ::core::array::from_fn(|__l| (#s0 + __l) as i64);
-                    #blocks
-                    #body
-                    #lassign
-                    #s0 += #LANES;
-                }
+                #lanes_loop
                 for #step in #s0..#n {
                     let #ib: i64 = #step as i64;
                     #stmts

@@ -502,14 +502,47 @@ impl Emitter<'_> {
         }
     }
 
-    /// The linear results of a strip-mined accumulation body (its
-    /// accumulators, owned).
-    pub fn strip_lin_results(&self, b: &Block) -> Vec<TokenStream> {
-        let site = self.uses.results(b);
-        b.lin_results
+    /// The iterations `lo..` of the accumulation body `lam` (index binder
+    /// `ib`, state `names`) in blocks of [`LANES`] strip-mined by `plan`, as
+    /// far as whole blocks go below `hi`: the lane buffers of the body's
+    /// loops, then `let mut s0 = lo; while s0 + LANES <= hi { .. }`, each
+    /// block starting with `per_block` (which may read `s0`). The
+    /// remaining iterations start at `s0`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn strip_blocks(
+        &mut self,
+        lam: &Lambda,
+        plan: &Strip,
+        names: &[Ident],
+        ib: &TokenStream,
+        s0: &Ident,
+        (lo, hi): (TokenStream, TokenStream),
+        per_block: TokenStream,
+    ) -> R<TokenStream> {
+        // Lane buffers of the body's loops go before the blocks' loop.
+        self.hoist.push(Some(TokenStream::new()));
+        let body = self.strip_block(&lam.body, plan);
+        let buffers = self.hoist.pop().flatten().unwrap_or_default();
+        let body = body?;
+        let site = self.uses.results(&lam.body);
+        let results: Vec<TokenStream> = lam
+            .body
+            .lin_results
             .iter()
             .map(|v| self.own_lin(*v, site))
-            .collect()
+            .collect();
+        let assign = super::control::assign_all(names, &results);
+        Ok(quote!(
+            #buffers
+            let mut #s0: usize = #lo;
+            while #s0 + #LANES <= #hi {
+                let #ib: [i64; #LANES] = ::core::array::from_fn(|__l| (#s0 + __l) as i64);
+                #per_block
+                #body
+                #assign
+                #s0 += #LANES;
+            }
+        ))
     }
 
     fn strip_stmt(&mut self, s: &Stmt, st: &Strip) -> R<TokenStream> {
