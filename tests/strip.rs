@@ -98,6 +98,39 @@ fn mixture_params(c: &Array2<f64>, l: &Array2<f64>, x: &Array2<f64>, scale: f64)
     total
 }
 
+/// [`mixture_params`] differentiated with respect to `scale` too: every
+/// component adds into its cotangent, so the interchanged nest's components
+/// run in chunks of private accumulators (`accumulate_chunked_by`) instead
+/// of on their own rows (`accumulate_rows`).
+#[differentiable(wrt(c, l, scale))]
+fn mixture_scaled(c: &Array2<f64>, l: &Array2<f64>, x: &Array2<f64>, scale: f64) -> f64 {
+    let (n, k, d) = (x.nrows(), c.nrows(), x.ncols());
+    let e = Array2::from_shape_fn((n, k), |(i, j)| {
+        let mut sq = 0.0;
+        for r in 0..d {
+            let mut z = x[[i, r]] - c[[j, r]];
+            for q in 0..r {
+                z += l[[j, r * d + q]] * (x[[i, q]] - c[[j, q]]);
+            }
+            sq += z * z;
+        }
+        -scale * sq
+    });
+    let mut total = 0.0;
+    for i in 0..n {
+        let mut m = f64::NEG_INFINITY;
+        for j in 0..k {
+            m = m.max(e[[i, j]]);
+        }
+        let mut s = 0.0;
+        for j in 0..k {
+            s += (e[[i, j]] - m).exp();
+        }
+        total += m + s.ln();
+    }
+    total
+}
+
 /// A loop reducing into a scalar, with an inner loop: its reverse threads
 /// the output's cotangent through every iteration, which the simplifier
 /// makes a capture, so the reverse is a (reversed) accumulation loop,
@@ -265,6 +298,18 @@ fn interchanged_mixture_every_size() {
             assert_same_bits(&f, &f2);
             assert_all_close(gc.as_slice().unwrap(), gc2.as_slice().unwrap(), 1e-12);
             assert_all_close(gl.as_slice().unwrap(), gl2.as_slice().unwrap(), 1e-12);
+            // With the scalar too: private accumulators per chunk.
+            let ps = (p.0.clone(), p.1.clone(), 0.7);
+            check_derivatives(
+                &ps,
+                |(c, l, s)| mixture_scaled(c, l, &x, *s),
+                |(c, l, s), (dc, dl, ds)| mixture_scaled_jvp(c, l, &x, *s, dc, dl, *ds),
+                |(c, l, s), ct| mixture_scaled_vjp(c, l, &x, *s, *ct),
+            );
+            let (f3, (gc3, gl3, _)) = mixture_scaled_vjp(&p.0, &p.1, &x, 0.7, 1.0);
+            assert_same_bits(&f, &f3);
+            assert_all_close(gc.as_slice().unwrap(), gc3.as_slice().unwrap(), 1e-12);
+            assert_all_close(gl.as_slice().unwrap(), gl3.as_slice().unwrap(), 1e-12);
         }
     }
 }
@@ -334,8 +379,9 @@ fn strip_mined_results_are_bit_identical_for_1_2_and_4_threads() {
         let (s, (gw2, gx3)) = nested_sum_vjp(&w, &x, 1.0);
         let (e, (fa, fb, fw, fx)) = fit_vjp(0.7, -0.2, &w, &x, 1.0);
         let (f2, (pc, pl)) = mixture_params_vjp(&c, &l, &x, 0.7, 1.0);
-        let mut v = vec![f, ga, s, e, fa, fb, f2];
-        v.extend(pc.iter().chain(&pl));
+        let (f3, (sc, sl, ss)) = mixture_scaled_vjp(&c, &l, &x, 0.7, 1.0);
+        let mut v = vec![f, ga, s, e, fa, fb, f2, f3, ss];
+        v.extend(pc.iter().chain(&pl).chain(&sc).chain(&sl));
         v.extend(gw2.iter().chain(&gx3).chain(&fw).chain(&fx));
         v.extend(
             gc.iter()

@@ -43,6 +43,9 @@ pub fn is_accumulation(l: &Loop) -> bool {
 struct Path<'b> {
     updates: Vec<&'b [Atom]>,
     ladd: bool,
+    /// Every variable holding the state on its way (the parameter, the
+    /// updates' and nested loops' results, nested loops' parameters).
+    vars: Vec<Var>,
 }
 
 /// The path of every state variable of `l`, when `l` is an accumulation
@@ -74,6 +77,7 @@ fn flows_to<'b>(b: &'b Block, v: Var, k: usize, path: &mut Path<'b>) -> bool {
     let mut cur = v;
     let mut from = 0;
     loop {
+        path.vars.push(cur);
         // Linear: `cur` has exactly one use, after its binder.
         let Some(pos) = (from..b.stmts.len()).find(|&q| uses(&b.stmts[q], cur)) else {
             return b.lin_results.iter().position(|r| *r == cur) == Some(k)
@@ -134,20 +138,77 @@ pub fn is_disjoint_accumulation(l: &Loop) -> bool {
     let mut defs = FastMap::default();
     collect_defs(&l.body.body, &mut defs);
     paths.iter().all(|p| {
-        !p.ladd && (p.updates.is_empty() || disjoint_axis(&p.updates, &|a| affine(a, i, &defs)))
+        !p.ladd
+            && (p.updates.is_empty()
+                || disjoint_axis(&p.updates, &|a| affine(a, i, &defs)).is_some())
     })
 }
 
-/// Whether one axis `p` indexes `c·i + b_j` in every list of `idx` (as
-/// `affine` reads the atoms), with one `c ≥ 1` and every `0 ≤ b_j < c`.
-fn disjoint_axis(idx: &[&[Atom]], affine: &dyn Fn(&Atom) -> Option<(i64, i64)>) -> bool {
-    let rank = idx.iter().map(|l| l.len()).min().unwrap_or(0);
-    (0..rank).any(|p| {
-        let forms: Option<Vec<(i64, i64)>> = idx.iter().map(|l| affine(&l[p])).collect();
-        forms.is_some_and(|fs| {
-            let c = fs[0].0;
-            c >= 1 && fs.iter().all(|&(cj, bj)| cj == c && (0..c).contains(&bj))
+/// The rows of one state variable of an accumulation loop that iteration
+/// `i` alone adds into ([`owned_rows`]): indices `stride·i .. stride·(i + 1)`
+/// along `axis`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnedRows {
+    /// The axis the updates index by iteration.
+    pub axis: usize,
+    /// `c ≥ 1`: iteration `i` adds at `c·i + b`, `0 ≤ b < c`, on `axis`.
+    pub stride: i64,
+    /// The length of every update's index list (the same for all).
+    pub index_len: usize,
+    /// Every variable holding this state on its way through the body
+    /// (the loop's parameter, the updates' results, nested loops'
+    /// parameters and results): the targets of its updates are among them.
+    pub vars: Vec<Var>,
+}
+
+/// For an accumulation loop `l` ([`is_accumulation`]) whose every state
+/// variable is added into only at elements that one iteration owns (an
+/// axis indexed `c·i + b`, `0 ≤ b < c`, by every update of that variable,
+/// nested loops included; at least one update, no `ladd`, index lists of
+/// one length): for each, the rows iteration `i` owns. `None` otherwise.
+///
+/// Then iterations `lo..hi` add only into rows `c·lo .. c·hi` of each state
+/// variable: a range of iterations can run on a copy of those rows alone,
+/// and every element receives its contributions in the loop's own order,
+/// whatever the ranges (so the same bits as the sequential loop).
+pub fn owned_rows(l: &Loop) -> Option<Vec<OwnedRows>> {
+    let (paths, &i) = (accumulation_paths(l)?, l.body.params.first()?);
+    let mut defs = FastMap::default();
+    collect_defs(&l.body.body, &mut defs);
+    paths
+        .into_iter()
+        .map(|p| {
+            let index_len = p.updates.first()?.len();
+            if p.ladd || p.updates.iter().any(|u| u.len() != index_len) {
+                return None;
+            }
+            let (axis, stride) = disjoint_axis(&p.updates, &|a| affine(a, i, &defs))?;
+            Some(OwnedRows {
+                axis,
+                stride,
+                index_len,
+                vars: p.vars,
+            })
         })
+        .collect()
+}
+
+/// The first axis `p` indexed `c·i + b_j` in every list of `idx` (as
+/// `affine` reads the atoms), with one `c ≥ 1` and every `0 ≤ b_j < c`:
+/// `(p, c)`.
+fn disjoint_axis(
+    idx: &[&[Atom]],
+    affine: &dyn Fn(&Atom) -> Option<(i64, i64)>,
+) -> Option<(usize, i64)> {
+    let rank = idx.iter().map(|l| l.len()).min().unwrap_or(0);
+    (0..rank).find_map(|p| {
+        let forms: Vec<(i64, i64)> = idx.iter().map(|l| affine(&l[p])).collect::<Option<_>>()?;
+        let c = forms[0].0;
+        (c >= 1
+            && forms
+                .iter()
+                .all(|&(cj, bj)| cj == c && (0..c).contains(&bj)))
+        .then_some((p, c))
     })
 }
 
@@ -296,6 +357,59 @@ mod tests {
             &NESTED.replace("lupdate u_15[r_17]", "lupdate u_15[i_12]")
         ));
         assert!(!first_loop_disjoint(SCALAR));
+    }
+
+    /// The first top-level loop of `f` in `src`'s owned rows.
+    fn first_loop_rows(src: &str) -> Option<Vec<(usize, i64, usize)>> {
+        let p = parse_program(src).unwrap_or_else(|e| panic!("{e}\n{src}"));
+        let l = p.funcs[0]
+            .body
+            .stmts
+            .iter()
+            .find_map(|s| match &s.expr {
+                Expr::Loop(l) => Some(l),
+                _ => None,
+            })
+            .expect("a loop");
+        owned_rows(l).map(|rs| {
+            rs.iter()
+                .map(|r| (r.axis, r.stride, r.vars.len()))
+                .collect()
+        })
+    }
+
+    /// Rows are owned when every update of every state variable indexes
+    /// one axis by the iteration (`c·i + b`); the path's variables are all
+    /// listed (parameter, update results, a nested loop's parameter and its
+    /// update's result, the nested loop's result).
+    #[test]
+    fn owned_rows_follow_the_iteration_index() {
+        // `u[r]` in the nested loop: every iteration adds into every row.
+        assert_eq!(first_loop_rows(NESTED), None);
+        let owned = NESTED.replace("lupdate u_15[r_17]", "lupdate u_15[i_12]");
+        assert_eq!(first_loop_rows(&owned), Some(vec![(0, 1, 2), (0, 1, 4)]));
+        // `2·i + 1` on the second axis of a matrix.
+        let strided = "def f(x_0: [f64] ; ct_1: [[f64]]) -> (; [[f64]]) {
+  let ; a_3: [[f64]] = loop 3 (; s_4: [[f64]] = ct_1) |i_5: i64| {
+    let j_6: i64 = mul i_5, 2
+    let k_7: i64 = add j_6, 1
+    let ; c_8: f64 = lzero ()
+    let ; s_9: [[f64]] = lupdate s_4[0, k_7] += c_8
+    let ; d_10: f64 = lzero ()
+    let ; s_11: [[f64]] = lupdate s_9[1, j_6] += d_10
+    yield ; s_11
+  }
+  return ; a_3
+}
+";
+        assert_eq!(first_loop_rows(strided), Some(vec![(1, 2, 3)]));
+        // An offset of 2 with a stride of 2 meets the next iteration's rows.
+        assert_eq!(
+            first_loop_rows(&strided.replace("add j_6, 1", "add j_6, 2")),
+            None
+        );
+        // A scalar accumulator, and a state with no update at all.
+        assert_eq!(first_loop_rows(SCALAR), None);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use crate::check;
 use crate::elem::Elem;
 use crate::par;
-use ndarray::{Array, ArrayBase, Data, DataMut, Dimension, Zip};
+use ndarray::{Array, ArrayBase, Axis, Data, DataMut, Dimension, Slice, Zip};
 
 /// `acc[i] += s · x[i]` for every index (no broadcasting: same shapes).
 #[track_caller]
@@ -179,6 +179,83 @@ where
     acc
 }
 
+/// Runs an *accumulation loop* whose iterations own disjoint rows of every
+/// accumulator (iteration `i` adds only into rows that no other iteration
+/// touches: `ad_core_ir::accumulate::owned_rows`; `body(s, lo, hi)` runs
+/// iterations `lo..hi` on `s` and returns it, indexing each accumulator
+/// relative to the first row of `lo`'s).
+///
+/// Sequentially (`work` under [`crate::par_threshold`], one thread, or
+/// nested in another parallel kernel) it is `body(state, 0, n)`. Otherwise
+/// the iterations are cut into ranges (8 per thread, of sizes differing by
+/// at most one), each range runs
+/// on `take(&state, lo, hi)` (a copy of the rows it owns:
+/// [`rows_copy`]) and `give(&mut state, part, lo, hi)` writes them back
+/// ([`rows_put`]). Every element receives its contributions in the loop's
+/// own order from its initial value, whatever the ranges: the result is
+/// the sequential loop's, bit for bit, for any number of threads, and no
+/// accumulator is copied more than once.
+pub fn accumulate_rows<S, T, B, G>(n: usize, work: usize, state: S, take: T, body: B, give: G) -> S
+where
+    S: Send + Sync,
+    T: Fn(&S, usize, usize) -> S + Sync + Send,
+    B: Fn(S, usize, usize) -> S + Sync + Send,
+    G: Fn(&mut S, S, usize, usize),
+{
+    if n < 2 || !par::go_parallel(work) {
+        return body(state, 0, n);
+    }
+    // About 8 ranges per thread, of sizes differing by at most one
+    // iteration (ceil-sized ranges leave a short last one: 100 components
+    // on 2 threads as 14 x 7 + 2 left one thread 12% more work).
+    let c = n.min(8 * rayon::current_num_threads());
+    let bounds = |t: usize| (t * n / c, (t + 1) * n / c);
+    let parts = par::map_tasks(c, true, |t| {
+        let (lo, hi) = bounds(t);
+        body(take(&state, lo, hi), lo, hi)
+    });
+    let mut state = state;
+    for (t, part) in parts.into_iter().enumerate() {
+        let (lo, hi) = bounds(t);
+        give(&mut state, part, lo, hi);
+    }
+    state
+}
+
+/// A copy of the indices `lo..hi` of `a` along `axis` (clamped to its
+/// length: past the end the copy is empty there, and an update beyond it
+/// panics as it would on `a`).
+pub fn rows_copy<T, S, D>(a: &ArrayBase<S, D>, axis: usize, lo: usize, hi: usize) -> Array<T, D>
+where
+    T: Elem,
+    S: Data<Elem = T>,
+    D: Dimension,
+{
+    let len = a.len_of(Axis(axis));
+    let lo = lo.min(len);
+    a.slice_axis(Axis(axis), Slice::from(lo..hi.clamp(lo, len)))
+        .to_owned()
+}
+
+/// Writes `part` (made by [`rows_copy`] from `a`'s indices starting at `lo`
+/// along `axis`) back into `a`.
+pub fn rows_put<T, S, SP, D>(
+    a: &mut ArrayBase<S, D>,
+    axis: usize,
+    lo: usize,
+    part: &ArrayBase<SP, D>,
+) where
+    T: Elem,
+    S: DataMut<Elem = T>,
+    SP: Data<Elem = T>,
+    D: Dimension,
+{
+    let lo = lo.min(a.len_of(Axis(axis)));
+    let hi = lo + part.len_of(Axis(axis));
+    a.slice_axis_mut(Axis(axis), Slice::from(lo..hi))
+        .assign(part);
+}
+
 #[cfg(test)]
 mod chunk_tests {
     use super::*;
@@ -234,6 +311,60 @@ mod chunk_tests {
         assert_eq!(seen.len(), MAX_CHUNKS.min(25));
         assert_eq!((seen[0].0, seen[seen.len() - 1].1), (0, 25));
         assert!(seen.windows(2).all(|w| w[0].1 == w[1].0 && w[0].0 < w[0].1));
+    }
+
+    /// `acc[i, ..] += f(i, ..)` over the rows of a 37 x 3 accumulator
+    /// starting from non-zero values: ranges of rows, copied and written
+    /// back, give the sequential loop's bits with and without threads, and
+    /// each row is copied once.
+    #[test]
+    fn owned_rows_give_the_sequential_bits() {
+        let init = Array::from_shape_fn((37, 3), |(i, j)| (i * 3 + j) as f64 * 0.1);
+        let copied = std::sync::atomic::AtomicUsize::new(0);
+        let run = |threshold: usize| {
+            let old = crate::par_threshold();
+            crate::set_par_threshold(threshold);
+            let r = accumulate_rows(
+                37,
+                1 << 20,
+                init.clone(),
+                |s: &Array<f64, ndarray::Ix2>, lo, hi| {
+                    copied.fetch_add(hi - lo, std::sync::atomic::Ordering::Relaxed);
+                    rows_copy(s, 0, lo, hi)
+                },
+                |mut s, lo, hi| {
+                    for i in lo..hi {
+                        for k in 0..5 {
+                            for j in 0..3 {
+                                s[[i - lo, j]] += ((i * 7 + j * 3 + k) as f64 * 0.37).sin();
+                            }
+                        }
+                    }
+                    s
+                },
+                |s, part, lo, _| rows_put(s, 0, lo, &part),
+            );
+            crate::set_par_threshold(old);
+            r
+        };
+        let (a, b) = (run(usize::MAX), run(1));
+        assert_eq!(a.mapv(f64::to_bits), b.mapv(f64::to_bits));
+        let seq = copied.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(seq == 0 || seq == 37, "{seq}");
+    }
+
+    /// Copies past the end of the axis are clamped (empty), and written
+    /// back where they came from.
+    #[test]
+    fn rows_copy_clamps_and_rows_put_writes_back() {
+        let mut a = Array::from_shape_fn((4, 2), |(i, j)| (i * 2 + j) as f64);
+        let part = rows_copy(&a, 0, 2, 9);
+        assert_eq!(part.shape(), &[2, 2]);
+        assert_eq!(rows_copy(&a, 0, 6, 9).shape(), &[0, 2]);
+        assert_eq!(rows_copy(&a, 1, 1, 2).shape(), &[4, 1]);
+        rows_put(&mut a, 0, 2, &(&part * 10.0));
+        assert_eq!(a.row(3).to_vec(), vec![60.0, 70.0]);
+        assert_eq!(a.row(1).to_vec(), vec![2.0, 3.0]);
     }
 
     /// Chunks cover `0..n` in order, each boundary but the last a multiple

@@ -16,7 +16,7 @@
 //! | indexing | [`lane1`], [`lane2`], [`lane3`] (a lane read in a loop, taken once before it), [`gather`], [`scatter_add`], [`scatter_add_i64`], [`add_at`], [`add_row_at`] |
 //! | products | [`dot`], [`matvec`], [`matvec_t`], [`vecmat`], [`matmul`], [`matmul_tn`], [`matmul_nt`], [`outer`] |
 //! | broadcasting | [`broadcast_to`], [`broadcast_axis`], [`sum_to_shape`], [`stretch_owned`], [`sum_to_owned`], [`sum_to_if_needed`] |
-//! | accumulation | [`add_scaled`], [`add_assign`], [`zeros_like`], [`accumulate_chunked`], [`accumulate_chunked_by`] (accumulation loops in fixed chunks) |
+//! | accumulation | [`add_scaled`], [`add_assign`], [`zeros_like`], [`accumulate_chunked`], [`accumulate_chunked_by`] (accumulation loops in fixed chunks), [`accumulate_rows`], [`rows_copy`], [`rows_put`] (iterations owning their rows) |
 //! | per-iteration values | [`stack_arrays`], [`ResidualStack`], [`ArrayResidualStack`], [`Scratch`], [`pooled_zeros`], [`recycle`] (per-thread reusable buffers) |
 //! | tasks (blocks of a generated kernel with several outputs) | [`for_each_item`], [`rows_per_task`] |
 //! | argument checks of generated derivatives | [`check_arg_shape`] |
@@ -55,8 +55,8 @@ mod strip;
 mod zip_pass;
 
 pub use accumulate::{
-    accumulate_chunked, accumulate_chunked_by, add_assign, add_scaled, zeros_like,
-    ACC_WORK_DIVISOR, MAX_CHUNKS, MIN_CHUNK_ITERS,
+    accumulate_chunked, accumulate_chunked_by, accumulate_rows, add_assign, add_scaled, rows_copy,
+    rows_put, zeros_like, ACC_WORK_DIVISOR, MAX_CHUNKS, MIN_CHUNK_ITERS,
 };
 pub use arg::{arg_index, arg_index_axis, Ordered, ARG_MAX_RANK};
 pub use blocks::{

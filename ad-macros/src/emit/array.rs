@@ -28,7 +28,7 @@ impl Emitter<'_> {
                 let target = self.own(arr, site);
                 let val_ref = self.by_ref(val);
                 let v = self.scalar(val);
-                self.update(target, elem, rank, idx, v, val_ref, *add)
+                self.update(target, None, elem, rank, idx, v, val_ref, *add)
             }
             ArrayOp::Gather { arr, idx } => self.gather(arr, idx),
             ArrayOp::ScatterAdd { len, idx, vals } => self.scatter_add(len, idx, vals),
@@ -106,11 +106,13 @@ impl Emitter<'_> {
     }
 
     /// `target with [idx] = val` (`+=` when `add`), in place on the owned
-    /// `target`.
+    /// `target` (the linear variable `x`, when it is one: its rows may be
+    /// held from an offset, [`Emitter::element_index`]).
     #[allow(clippy::too_many_arguments)]
     pub fn update(
         &mut self,
         target: TokenStream,
+        x: Option<Var>,
         elem: Scalar,
         rank: usize,
         idx: &[Atom],
@@ -120,7 +122,7 @@ impl Emitter<'_> {
     ) -> R<Out> {
         let u = self.fresh("u");
         let write = if idx.len() == rank {
-            let ix: Vec<_> = idx.iter().map(|a| self.usize_of(a)).collect();
+            let ix = self.element_index(x, idx.iter().map(|a| self.usize_of(a)).collect());
             let ix = list(&ix);
             if add {
                 quote!(#u[#ix] += #val;)
@@ -128,6 +130,9 @@ impl Emitter<'_> {
                 quote!(#u[#ix] = #val;)
             }
         } else {
+            if x.is_some_and(|x| self.row_shifts.contains_key(&x)) {
+                return Err("a sub-array update of rows held from an offset".into());
+            }
             let s = self.slice_info(idx, rank);
             let d = self.fresh("d");
             if add && elem == Scalar::F64 {
@@ -150,6 +155,19 @@ impl Emitter<'_> {
             quote!({ let mut #u = #target; #write #u }),
             Repr::Owned,
         ))
+    }
+
+    /// The `usize` indices `ix` of an element of the linear array `x`, as
+    /// held: a chunk of an accumulation loop whose iterations own rows
+    /// (`nest.rs`) holds only its rows, from an offset along one axis
+    /// (`Emitter::row_shifts`), so that index is taken relative to it.
+    pub fn element_index(&self, x: Option<Var>, mut ix: Vec<TokenStream>) -> Vec<TokenStream> {
+        if let Some((axis, off)) = x.and_then(|x| self.row_shifts.get(&x)) {
+            if let Some(t) = ix.get_mut(*axis) {
+                *t = quote!((#t).wrapping_sub(#off));
+            }
+        }
+        ix
     }
 
     /// `(target[idx], target with [idx] = 0)`: reads and clears the element

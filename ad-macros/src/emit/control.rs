@@ -276,6 +276,9 @@ impl Emitter<'_> {
         // chunks of whole iterations.
         let nested = self.nested_plan(lam);
         let is_nested = nested.is_some();
+        // Its iterations owning rows of every accumulator: chunks of rows
+        // copied and written back, no private accumulators.
+        let rows = if is_nested { self.row_plan(l) } else { None };
         // The chunking runtime call (whole iterations for a nest; blocks
         // of LANES otherwise), copies made before it, the work estimate.
         let ((chunked, unit), columns, work) = match nested {
@@ -352,34 +355,68 @@ impl Emitter<'_> {
         }
         let finals: Vec<TokenStream> = fields.iter().map(|f| quote!(#st.#f)).collect();
         let r = flat(&finals);
-        let expr = quote!({
-            let #n: usize = usize::try_from(#trip).unwrap_or(0);
-            let #init: (#(#owned,)*) = (#(#inits,)*);
-            #dims
-            #columns
-            let __len: usize = 0usize #(+ #lens)*;
-            let #st = #rt::#chunked(
+        let offsets = rows.iter().flatten().map(|(_, c, off)| {
+            let first = strided(c, &lo);
+            quote!(let #off: usize = #first;)
+        });
+        let body = quote!(|__state, #lo, #hi| {
+            #(#offsets)*
+            #views
+            let (#(mut #names,)*) = __state;
+            #lanes_loop
+            for #step in #range {
+                let #ib: i64 = #step as i64;
+                #stmts
+                #assign
+            }
+            (#(#names,)*)
+        });
+        let call = match &rows {
+            Some(rows) => {
+                let mut takes = vec![];
+                let mut puts = vec![];
+                for ((axis, c, _), f) in rows.iter().zip(&fields) {
+                    let (first, last) = (strided(c, &lo), strided(c, &hi));
+                    takes.push(quote!(#rt::rows_copy(&__s.#f, #axis, #first, #last)));
+                    puts.push(quote!(#rt::rows_put(&mut __s.#f, #axis, #first, &__p.#f);));
+                }
+                quote!(#rt::accumulate_rows(
+                    #n,
+                    #n.saturating_mul(#work),
+                    #init,
+                    |__s: &(#(#owned,)*), #lo: usize, #hi: usize| (#(#takes,)*),
+                    #body,
+                    |__s, __p, #lo, _| { #(#puts)* },
+                ))
+            }
+            None => quote!(#rt::#chunked(
                 #unit
                 #n,
                 __len,
                 #n.saturating_mul(#work),
                 #init,
                 || (#(#zeros,)*),
-                |__state, #lo, #hi| {
-                    #views
-                    let (#(mut #names,)*) = __state;
-                    #lanes_loop
-                    for #step in #range {
-                        let #ib: i64 = #step as i64;
-                        #stmts
-                        #assign
-                    }
-                    (#(#names,)*)
-                },
+                #body,
                 |#a, #b| { #(#adds)* },
-            );
+            )),
+        };
+        let (dims, lens) = if rows.is_some() {
+            (TokenStream::new(), TokenStream::new())
+        } else {
+            (dims, quote!(let __len: usize = 0usize #(+ #lens)*;))
+        };
+        let expr = quote!({
+            let #n: usize = usize::try_from(#trip).unwrap_or(0);
+            let #init: (#(#owned,)*) = (#(#inits,)*);
+            #dims
+            #columns
+            #lens
+            let #st = #call;
             #r
         });
+        for v in rows.iter().flatten().map(|(_, _, off)| off) {
+            self.row_shifts.retain(|_, (_, o)| o != v);
+        }
         Ok(Out {
             expr,
             reprs: self.owned_reprs(s),
@@ -954,6 +991,16 @@ impl Emitter<'_> {
             }),
             reprs: self.owned_reprs(s),
         })
+    }
+}
+
+/// `c · i` for the `usize` variable `i`, `i` itself for `c = 1`.
+fn strided(c: &usize, i: &Ident) -> TokenStream {
+    if *c == 1 {
+        quote!(#i)
+    } else {
+        let c = proc_macro2::Literal::usize_suffixed(*c);
+        quote!(#c * #i)
     }
 }
 

@@ -93,6 +93,10 @@ pub struct Emitter<'a> {
     /// The plan an accumulation loop made for the inner loop of its
     /// interchanged nest (`nest.rs`), until that loop is emitted.
     pub nested: Option<super::nest::Nested>,
+    /// The linear arrays held as a chunk's rows of an accumulator (an
+    /// interchanged nest whose iterations own rows, `nest.rs`): the axis
+    /// and the name of the offset their element indices are taken from.
+    pub row_shifts: FastMap<Var, (usize, Ident)>,
     /// Views that borrow a binding of this body (a broadcast's, and views
     /// taken of those): never returned as views.
     local_views: ad_core_ir::fast_hash::FastSet<Var>,
@@ -145,6 +149,7 @@ pub fn body(
         strip_lanes: FastMap::default(),
         hoist: vec![],
         nested: None,
+        row_shifts: FastMap::default(),
         local_views: Default::default(),
         viewed: Default::default(),
     };

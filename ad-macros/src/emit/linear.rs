@@ -194,7 +194,7 @@ impl Emitter<'_> {
                 let target = self.own_lin(*x, site);
                 let v = self.scalar(&var(val));
                 let vr = self.var_ref(*val);
-                let mut out = self.update(target, Scalar::F64, rank, idx, v, vr, *add)?;
+                let mut out = self.update(target, Some(*x), Scalar::F64, rank, idx, v, vr, *add)?;
                 // A sub-array added in is dead after the update: its buffer
                 // goes back to the per-thread pool.
                 let dead = self.repr(*val) == Repr::Owned

@@ -95,6 +95,31 @@ impl Emitter<'_> {
         Some((nested, prologue, work))
     }
 
+    /// For the outer loop `l` of a nest whose every accumulator is an array
+    /// each iteration owns rows of (`ad_core_ir::accumulate::owned_rows`:
+    /// updates of whole elements, at `c·j + b` on one axis), for each the
+    /// axis, `c` and the name of the offset of a chunk's first row, with
+    /// the shifts of its element indices recorded ([`Emitter::row_shifts`],
+    /// for every variable holding it). `None` otherwise.
+    pub fn row_plan(&mut self, l: &Loop) -> Option<Vec<(usize, usize, Ident)>> {
+        let rows = ad_core_ir::accumulate::owned_rows(l)?;
+        let whole = rows.iter().zip(&l.body.lin_params).all(|(r, p)| {
+            r.index_len > 0 && self.ty(*p).rank() == Some(r.index_len) && r.stride >= 1
+        });
+        if !whole {
+            return None;
+        }
+        let mut plan = vec![];
+        for r in rows {
+            let off = self.fresh("off");
+            for v in &r.vars {
+                self.row_shifts.insert(*v, (r.axis, off.clone()));
+            }
+            plan.push((r.axis, usize::try_from(r.stride).ok()?, off));
+        }
+        Some(plan)
+    }
+
     /// The matrices the inner body `ilam` reads as `a[i, r]`, `i` its index
     /// (the points), bound outside the outer body `lam`: their lane keys,
     /// with the statements copying their columns.
@@ -213,13 +238,17 @@ mod tests {
 
     /// The reverse of a (point, component) build differentiated with
     /// respect to the components' rows runs components outer, the points
-    /// strip-mined inside, `x` read as columns; differentiated with respect
-    /// to `x` too (its rows are added into by point), it does not.
+    /// strip-mined inside, `x` read as columns, ranges of components on
+    /// their own rows (`accumulate_rows`); with respect to a scalar too
+    /// (every component adds into it) the components run in chunks of
+    /// private accumulators; with respect to `x` too (its rows are added
+    /// into by point), there is no nest.
     #[test]
     fn component_rows_make_a_nest_and_point_rows_do_not() {
         let krate = TestCrate::new(
             "nest",
             "#[differentiable(wrt(c))] fn comps(c: &Array2<f64>, x: &Array2<f64>) -> f64 { 0.0 }\n\
+             #[differentiable(wrt(c, s))] fn scaled(c: &Array2<f64>, x: &Array2<f64>, s: f64) -> f64 { 0.0 }\n\
              #[differentiable] fn both(c: &Array2<f64>, x: &Array2<f64>) -> f64 { 0.0 }",
         );
         let body = quote! {
@@ -237,9 +266,35 @@ mod tests {
             quote!(wrt(c)),
             quote!(fn comps(c: &Array2<f64>, x: &Array2<f64>) -> f64 { #body }),
         );
-        for want in ["accumulate_chunked_by", "Columns", "lanes_sum"] {
+        for want in [
+            "accumulate_rows",
+            "rows_copy",
+            "wrapping_sub",
+            "Columns",
+            "lanes_sum",
+        ] {
             assert!(comps.iter().any(|t| t == want), "{want}: {comps:?}");
         }
+        assert!(!comps.iter().any(|t| t == "accumulate_chunked_by"));
+        let scaled_body = quote! {
+            let e = Array2::from_shape_fn((x.nrows(), c.nrows()), |(i, j)| {
+                let mut t = 0.0;
+                for r in 0..x.ncols() {
+                    let u = x[[i, r]] - c[[j, r]];
+                    t += u * u;
+                }
+                (s * t).sqrt()
+            });
+            e.sum()
+        };
+        let scaled = krate.expand_idents_with(
+            quote!(wrt(c, s)),
+            quote!(fn scaled(c: &Array2<f64>, x: &Array2<f64>, s: f64) -> f64 { #scaled_body }),
+        );
+        for want in ["accumulate_chunked_by", "Columns", "lanes_sum"] {
+            assert!(scaled.iter().any(|t| t == want), "{want}: {scaled:?}");
+        }
+        assert!(!scaled.iter().any(|t| t == "accumulate_rows"));
         let both =
             krate.expand_idents(quote!(fn both(c: &Array2<f64>, x: &Array2<f64>) -> f64 { #body }));
         assert!(both.iter().any(|t| t == "lanes_sum"), "{both:?}");

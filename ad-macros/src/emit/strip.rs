@@ -648,7 +648,7 @@ impl Emitter<'_> {
         let v = self.name(val);
         let varying_val = self.varying_var(val, st);
         if idx.iter().any(|a| self.varying_atom(a, st)) {
-            let ix = self.lane_indices(idx, st);
+            let ix = self.element_index(Some(x), self.lane_indices(idx, st));
             let vl = if varying_val {
                 quote!(#v[__l])
             } else {
@@ -656,7 +656,7 @@ impl Emitter<'_> {
             };
             quote!({ let mut __u = #acc; for __l in 0..#LANES { __u[[#(#ix),*]] += #vl; } __u })
         } else {
-            let ix: Vec<TokenStream> = idx.iter().map(|a| self.usize_of(a)).collect();
+            let ix = self.element_index(Some(x), idx.iter().map(|a| self.usize_of(a)).collect());
             let sum = self.lane_total(val, st);
             quote!({ let mut __u = #acc; __u[[#(#ix),*]] += #sum; __u })
         }
