@@ -91,7 +91,9 @@ pub use scratch::{
     Pooled, Scratch, POOL_LEN, POOL_MAX_BYTES, POOL_MAX_TOTAL_BYTES, POOL_MIN_BYTES,
 };
 pub use stack::{stack_arrays, ArrayResidualStack, ArrayStack, ResidualStack};
-pub use strip::{build_lanes, build_lanes_ctx, lanes_sum, Columns, LaneCols, LaneRows, LANES};
+pub use strip::{
+    build_lanes, build_lanes_ctx, lanes_at, lanes_sum, Columns, LaneCols, LaneRows, LANES,
+};
 pub use zip_pass::{
     zip_pass, zip_pass1, zip_pass2, zip_pass3, zip_pass4, zip_pass5, zip_pass6, ZipPass,
 };

@@ -211,6 +211,35 @@ impl<T: Copy> LaneCols<'_, T> {
     }
 }
 
+impl LaneCols<'_, f64> {
+    /// `tab[k · LANES + l] = self.at(k)[l] - lane[k]` for every column `k`
+    /// of the block that `lane` also has: the differences `x[i, k] - m[k]`
+    /// of the block's points and an invariant row, which a strip-mined body
+    /// reads at many `(r, k)` (a triangular product over `x - m`), computed
+    /// once per block into the reused buffer `tab` (the same operation on
+    /// the same values: the same bits). Read them with [`lanes_at`].
+    pub fn differences<'t>(&self, tab: &'t mut Scratch<f64>, lane: &[f64]) -> &'t [f64] {
+        let n = (self.data.len() / self.rows.max(1)).min(lane.len());
+        tab.reset_for_overwrite(n * LANES);
+        for (k, (out, m)) in tab.chunks_exact_mut(LANES).zip(lane).enumerate() {
+            let c = self.at(k);
+            for l in 0..LANES {
+                out[l] = c[l] - m;
+            }
+        }
+        &tab[..]
+    }
+}
+
+/// Lanes `k · LANES .. (k + 1) · LANES` of a table made by
+/// [`LaneCols::differences`]; panics past its end (where one of the two
+/// reads it replaces would have).
+#[inline(always)]
+pub fn lanes_at(tab: &[f64], k: usize) -> [f64; LANES] {
+    let c = &tab[k * LANES..][..LANES];
+    std::array::from_fn(|l| c[l])
+}
+
 /// The sum of the lanes of a strip-mined value, pairwise in a fixed order:
 /// `((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7))`. Generated reverse
 /// passes add it to an accumulator once per block of [`LANES`] iterations.
@@ -222,6 +251,23 @@ pub fn lanes_sum(x: [f64; LANES]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A block's column differences are `x[i, k] - m[k]` for the columns
+    /// both have, read back a column at a time; past them a read panics.
+    #[test]
+    fn column_differences_of_a_block() {
+        let x = ndarray::Array2::from_shape_fn((11, 3), |(i, k)| (i * 3 + k) as f64 * 0.5);
+        let cols = Columns::new(&x);
+        let mut tab = Scratch::<f64>::new();
+        let m = [0.25, -1.0];
+        let t = cols.block(2).differences(&mut tab, &m);
+        assert_eq!(t.len(), 2 * LANES);
+        for k in 0..2 {
+            let want: [f64; LANES] = std::array::from_fn(|l| x[[2 + l, k]] - m[k]);
+            assert_eq!(lanes_at(t, k), want);
+        }
+        assert!(std::panic::catch_unwind(|| lanes_at(t, 2)).is_err());
+    }
     use crate::build;
 
     fn lanes2(f: impl Fn((usize, usize)) -> f64) -> impl Fn((usize, usize)) -> [f64; LANES] {

@@ -97,6 +97,12 @@ pub struct Emitter<'a> {
     /// interchanged nest whose iterations own rows, `nest.rs`): the axis
     /// and the name of the offset their element indices are taken from.
     pub row_shifts: FastMap<Var, (usize, Ident)>,
+    /// In the strip-mined blocks of an interchanged nest: differences
+    /// `x[i, k] - m[k]` read from a table made once per block (`nest.rs`),
+    /// by the difference's binder: the table and `k`.
+    pub col_diffs: FastMap<Var, (Ident, Atom)>,
+    /// The element reads those differences replace (not emitted there).
+    pub col_skip: ad_core_ir::fast_hash::FastSet<Var>,
     /// Views that borrow a binding of this body (a broadcast's, and views
     /// taken of those): never returned as views.
     local_views: ad_core_ir::fast_hash::FastSet<Var>,
@@ -150,6 +156,8 @@ pub fn body(
         hoist: vec![],
         nested: None,
         row_shifts: FastMap::default(),
+        col_diffs: FastMap::default(),
+        col_skip: Default::default(),
         local_views: Default::default(),
         viewed: Default::default(),
     };

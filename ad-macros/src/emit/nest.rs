@@ -36,11 +36,28 @@ use super::func::{Emitter, Out, R};
 use super::lanes::LaneKey;
 use super::strip::Strip;
 use super::types::rt;
-use ad_core_ir::ir::{Atom, Expr, Lambda, Loop, Stmt, Var};
+use ad_core_ir::fast_hash::FastMap;
+use ad_core_ir::ir::{ArrayOp, Atom, Block, Expr, Lambda, Loop, Prim, Stmt, Var};
+use ad_core_ir::types::{Scalar, Ty};
 use ad_core_ir::visit::free_vars_lambda;
+use ad_core_ir::visit::reads_free_nl;
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 use std::collections::BTreeSet;
+
+/// A difference of a point's column and an invariant row in the inner body
+/// of a nest ([`Emitter::column_differences`]).
+struct ColumnDiff {
+    /// The difference's binder, and the two reads it subtracts.
+    at: Var,
+    point: Var,
+    row: Var,
+    /// The lane keys of the columns and of the row.
+    cols: LaneKey,
+    lane: LaneKey,
+    /// The column index.
+    k: Atom,
+}
 
 /// How the outer loop of an interchanged nest runs its inner loop
 /// ([`Emitter::nested_plan`]).
@@ -200,8 +217,33 @@ impl Emitter<'_> {
             blocks.extend(quote!(let #lane = #t.block(#s0);));
             self.strip_lanes.insert(key.clone(), lane);
         }
+        // Differences of the points' columns and an invariant row, once
+        // per block.
+        let mut diffs = vec![];
+        self.column_differences(&lam.body, i, &nested.cols, &mut diffs);
+        let mut tables: Vec<(LaneKey, LaneKey, Ident)> = vec![];
+        let rt = super::types::rt();
+        for d in diffs {
+            let known = tables.iter().find(|(c, m, _)| *c == d.cols && *m == d.lane);
+            let tab = match known {
+                Some((_, _, t)) => t.clone(),
+                None => {
+                    let (buf, tab) = (self.fresh("diffs"), self.fresh("tab"));
+                    let block = &self.strip_lanes[&d.cols];
+                    let lane = &self.lanes[&d.lane];
+                    pre.extend(quote!(let mut #buf = #rt::Scratch::<f64>::new();));
+                    blocks.extend(quote!(let #tab: &[f64] = #block.differences(&mut #buf, #lane);));
+                    tables.push((d.cols, d.lane, tab.clone()));
+                    tab
+                }
+            };
+            self.col_diffs.insert(d.at, (tab, d.k));
+            self.col_skip.extend([d.point, d.row]);
+        }
         let bounds = (quote!(0usize), quote!(#n));
         let lanes_loop = self.strip_blocks(lam, &nested.plan, &names, &ib, &s0, bounds, blocks);
+        self.col_diffs.clear();
+        self.col_skip.clear();
         self.forget_strip_lanes(nested.cols.into_iter().map(|(k, _)| k).collect());
         self.drop_lanes(lane_keys);
         let lanes_loop = lanes_loop?;
@@ -221,6 +263,76 @@ impl Emitter<'_> {
         })
     }
 
+    /// The differences `t = x[i, k] - m[.., k]` in `b` (nested loops'
+    /// bodies included) of a point's column (`x` read as [`Nested::cols`],
+    /// `i` the points' index) and an invariant lane at the same `k` (a row
+    /// of `m` taken before the points' loop), with both reads bound in the
+    /// same block as `t` and used only by it: in a triangular product over
+    /// `x - m` each is evaluated at every `(r, k)` where a table of the `k`
+    /// differences made once per block does (`ad_runtime::LaneCols::differences`).
+    fn column_differences(
+        &self,
+        b: &Block,
+        i: Var,
+        cols: &[(LaneKey, Ident)],
+        out: &mut Vec<ColumnDiff>,
+    ) {
+        let mut reads: FastMap<Var, (Var, &[Atom])> = FastMap::default();
+        for s in &b.stmts {
+            if let (
+                [v],
+                Expr::Array(ArrayOp::Index {
+                    arr: Atom::Var(a),
+                    idx,
+                }),
+            ) = (s.binds.as_slice(), &s.expr)
+            {
+                reads.insert(*v, (*a, idx));
+            }
+            for inner in ad_core_ir::visit::blocks(&s.expr) {
+                self.column_differences(inner, i, cols, out);
+            }
+        }
+        let used_once = |v: Var| {
+            b.stmts.iter().filter(|s| reads_free_nl(s, v)).count() == 1
+                && !b.results.iter().any(|r| *r == Atom::Var(v))
+        };
+        for s in &b.stmts {
+            let ([t], Expr::Prim(Prim::Sub, args)) = (s.binds.as_slice(), &s.expr) else {
+                continue;
+            };
+            let [Atom::Var(p), Atom::Var(r)] = args.as_slice() else {
+                continue;
+            };
+            let (Some(&(x, pi)), Some(&(m, ri))) = (reads.get(p), reads.get(r)) else {
+                continue;
+            };
+            let by_point =
+                matches!(pi.first(), Some(Atom::Var(v)) if self.uses.root(*v) == self.uses.root(i));
+            let same_k = pi.len() == 2 && ri.last() == pi.last();
+            let f64s = [*t, *p, *r]
+                .iter()
+                .all(|v| *self.ty(*v) == Ty::Scalar(Scalar::F64));
+            if !(by_point && same_k && f64s && used_once(*p) && used_once(*r)) {
+                continue;
+            }
+            let (Some(ck), Some(lk)) = (self.lane_key(x, pi), self.lane_key(m, ri)) else {
+                continue;
+            };
+            if !cols.iter().any(|(c, _)| *c == ck) || !self.lanes.contains_key(&lk) {
+                continue;
+            }
+            out.push(ColumnDiff {
+                at: *t,
+                point: *p,
+                row: *r,
+                cols: ck,
+                lane: lk,
+                k: pi[1].clone(),
+            });
+        }
+    }
+
     /// The nested plan for the loop statement `s`, if the enclosing
     /// accumulation loop made one for it.
     pub fn take_nested(&mut self, s: &Stmt) -> Option<Nested> {
@@ -238,7 +350,8 @@ mod tests {
 
     /// The reverse of a (point, component) build differentiated with
     /// respect to the components' rows runs components outer, the points
-    /// strip-mined inside, `x` read as columns, ranges of components on
+    /// strip-mined inside, `x` read as columns (their differences with a
+    /// component's row tabulated per block), ranges of components on
     /// their own rows (`accumulate_rows`); with respect to a scalar too
     /// (every component adds into it) the components run in chunks of
     /// private accumulators; with respect to `x` too (its rows are added
@@ -266,12 +379,15 @@ mod tests {
             quote!(wrt(c)),
             quote!(fn comps(c: &Array2<f64>, x: &Array2<f64>) -> f64 { #body }),
         );
+        // `x[[i, r]] - c[[j, r]]` is read from a table made once per block.
         for want in [
             "accumulate_rows",
             "rows_copy",
             "wrapping_sub",
             "Columns",
             "lanes_sum",
+            "differences",
+            "lanes_at",
         ] {
             assert!(comps.iter().any(|t| t == want), "{want}: {comps:?}");
         }

@@ -64,7 +64,7 @@ use super::lanes::{lane_fn, LaneKey, Lead};
 use super::scalar::prim_tokens;
 use super::types::{elem_ty, flat, owned_repr, owned_ty, rt};
 use ad_core_ir::fast_hash::FastMap;
-use ad_core_ir::ir::{ArrayOp, Atom, Block, Expr, Lambda, LinOp, Loop, Stmt, Var};
+use ad_core_ir::ir::{ArrayOp, Atom, Block, Expr, Lambda, LinOp, Loop, Prim, Stmt, Var};
 use ad_core_ir::types::{Scalar, Ty};
 use ad_core_ir::visit::{free_vars_lambda, free_vars_stmt};
 use proc_macro2::{Ident, TokenStream};
@@ -546,6 +546,9 @@ impl Emitter<'_> {
     }
 
     fn strip_stmt(&mut self, s: &Stmt, st: &Strip) -> R<TokenStream> {
+        if s.binds.iter().any(|v| self.col_skip.contains(v)) {
+            return Ok(TokenStream::new());
+        }
         if !self.varies(s, st) {
             return self.stmt(s);
         }
@@ -557,6 +560,12 @@ impl Emitter<'_> {
         let per_lane = |e: TokenStream| quote!(::core::array::from_fn(|__l| #e));
         let expr = match &s.expr {
             _ if self.uses.aliases_only(s) => return Ok(TokenStream::new()),
+            // A column difference read from its block's table (`nest.rs`).
+            Expr::Prim(Prim::Sub, _) if self.col_diffs.contains_key(&s.binds[0]) => {
+                let (tab, k) = &self.col_diffs[&s.binds[0]];
+                let (rt, k) = (rt(), self.usize_of(k));
+                quote!(#rt::lanes_at(#tab, #k))
+            }
             Expr::Atom(a) => self.whole(a, st, true),
             Expr::Prim(p, args) => {
                 let x: Vec<TokenStream> = args.iter().map(|a| self.lane_operand(a, st)).collect();
