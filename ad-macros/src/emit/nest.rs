@@ -295,7 +295,7 @@ impl Emitter<'_> {
         }
         let used_once = |v: Var| {
             b.stmts.iter().filter(|s| reads_free_nl(s, v)).count() == 1
-                && !b.results.iter().any(|r| *r == Atom::Var(v))
+                && !b.results.contains(&Atom::Var(v))
         };
         for s in &b.stmts {
             let ([t], Expr::Prim(Prim::Sub, args)) = (s.binds.as_slice(), &s.expr) else {
@@ -328,7 +328,7 @@ impl Emitter<'_> {
                 row: *r,
                 cols: ck,
                 lane: lk,
-                k: pi[1].clone(),
+                k: pi[1],
             });
         }
     }
