@@ -278,7 +278,7 @@ mod tests {
     }
 
     /// `is` of the first top-level loop of `f` in `src`.
-    fn first_loop_is(src: &str, is: fn(&Loop) -> bool) -> bool {
+    fn first_loop_is<T>(src: &str, is: impl Fn(&Loop) -> T) -> T {
         let p = parse_program(src).unwrap_or_else(|e| panic!("{e}\n{src}"));
         let l = p.funcs[0]
             .body
@@ -361,20 +361,12 @@ mod tests {
 
     /// The first top-level loop of `f` in `src`'s owned rows.
     fn first_loop_rows(src: &str) -> Option<Vec<(usize, i64, usize)>> {
-        let p = parse_program(src).unwrap_or_else(|e| panic!("{e}\n{src}"));
-        let l = p.funcs[0]
-            .body
-            .stmts
-            .iter()
-            .find_map(|s| match &s.expr {
-                Expr::Loop(l) => Some(l),
-                _ => None,
+        first_loop_is(src, |l| {
+            owned_rows(l).map(|rs| {
+                rs.iter()
+                    .map(|r| (r.axis, r.stride, r.vars.len()))
+                    .collect()
             })
-            .expect("a loop");
-        owned_rows(l).map(|rs| {
-            rs.iter()
-                .map(|r| (r.axis, r.stride, r.vars.len()))
-                .collect()
         })
     }
 
