@@ -1004,7 +1004,6 @@ fn strided(c: &usize, i: &Ident) -> TokenStream {
     }
 }
 
-/// The zero / default element of a scalar type.
 /// The non-linear variables read inside the lambdas nested in `b` (at any
 /// depth) that are not bound in `b`.
 fn nested_free(b: &ad_core_ir::ir::Block, out: &mut std::collections::BTreeSet<Var>) {
