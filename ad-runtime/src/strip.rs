@@ -152,10 +152,7 @@ impl<'a, T: Pooled> LaneRows<'a, T> {
     #[inline(always)]
     pub fn at(&self, k: usize) -> [T; LANES] {
         match self {
-            LaneRows::Tile(t) => {
-                let c = &t[k * LANES..][..LANES];
-                std::array::from_fn(|l| c[l])
-            }
+            LaneRows::Tile(t) => lanes_at(t, k),
             LaneRows::Rows(r) => std::array::from_fn(|l| r[l][k]),
         }
     }
@@ -231,11 +228,11 @@ impl LaneCols<'_, f64> {
     }
 }
 
-/// Lanes `k · LANES .. (k + 1) · LANES` of a table made by
-/// [`LaneCols::differences`]; panics past its end (where one of the two
-/// reads it replaces would have).
+/// Lanes `k · LANES .. (k + 1) · LANES` of a lane-major table (a
+/// [`LaneRows`] tile, a table made by [`LaneCols::differences`]); panics
+/// past its end (where one of the reads it replaces would have).
 #[inline(always)]
-pub fn lanes_at(tab: &[f64], k: usize) -> [f64; LANES] {
+pub fn lanes_at<T: Copy>(tab: &[T], k: usize) -> [T; LANES] {
     let c = &tab[k * LANES..][..LANES];
     std::array::from_fn(|l| c[l])
 }
@@ -251,6 +248,7 @@ pub fn lanes_sum(x: [f64; LANES]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::build;
 
     /// A block's column differences are `x[i, k] - m[k]` for the columns
     /// both have, read back a column at a time; past them a read panics.
@@ -268,7 +266,6 @@ mod tests {
         }
         assert!(std::panic::catch_unwind(|| lanes_at(t, 2)).is_err());
     }
-    use crate::build;
 
     fn lanes2(f: impl Fn((usize, usize)) -> f64) -> impl Fn((usize, usize)) -> [f64; LANES] {
         move |(i0, j)| std::array::from_fn(|l| f((i0 + l, j)))

@@ -334,11 +334,13 @@ impl Emitter<'_> {
             quote!(#lo_scalar..#hi)
         };
         let fields: Vec<syn::Index> = (0..tys.len()).map(syn::Index::from).collect();
+        // Private accumulators' zeros, sizes and sums (not for row ranges).
         let mut dims = TokenStream::new();
         let mut zeros = vec![];
         let mut lens = vec![];
         let mut adds = vec![];
-        for (k, ty) in tys.iter().enumerate() {
+        let private = if rows.is_some() { &[][..] } else { &tys[..] };
+        for (k, ty) in private.iter().enumerate() {
             let f = &fields[k];
             if ty.rank() == Some(0) {
                 zeros.push(quote!(0.0f64));
@@ -400,17 +402,13 @@ impl Emitter<'_> {
                 |#a, #b| { #(#adds)* },
             )),
         };
-        let (dims, lens) = if rows.is_some() {
-            (TokenStream::new(), TokenStream::new())
-        } else {
-            (dims, quote!(let __len: usize = 0usize #(+ #lens)*;))
-        };
+        let len = (rows.is_none()).then(|| quote!(let __len: usize = 0usize #(+ #lens)*;));
         let expr = quote!({
             let #n: usize = usize::try_from(#trip).unwrap_or(0);
             let #init: (#(#owned,)*) = (#(#inits,)*);
             #dims
             #columns
-            #lens
+            #len
             let #st = #call;
             #r
         });

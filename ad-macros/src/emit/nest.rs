@@ -120,19 +120,23 @@ impl Emitter<'_> {
     /// for every variable holding it). `None` otherwise.
     pub fn row_plan(&mut self, l: &Loop) -> Option<Vec<(usize, usize, Ident)>> {
         let rows = ad_core_ir::accumulate::owned_rows(l)?;
-        let whole = rows.iter().zip(&l.body.lin_params).all(|(r, p)| {
-            r.index_len > 0 && self.ty(*p).rank() == Some(r.index_len) && r.stride >= 1
-        });
-        if !whole {
-            return None;
-        }
+        // Every stride checked before any shift is recorded: a plan
+        // refused half-way would leave shifts behind for the chunks' code.
+        let strides = rows
+            .iter()
+            .zip(&l.body.lin_params)
+            .map(|(r, p)| {
+                let whole = r.index_len > 0 && self.ty(*p).rank() == Some(r.index_len);
+                usize::try_from(r.stride).ok().filter(|c| whole && *c >= 1)
+            })
+            .collect::<Option<Vec<usize>>>()?;
         let mut plan = vec![];
-        for r in rows {
+        for (r, c) in rows.into_iter().zip(strides) {
             let off = self.fresh("off");
             for v in &r.vars {
                 self.row_shifts.insert(*v, (r.axis, off.clone()));
             }
-            plan.push((r.axis, usize::try_from(r.stride).ok()?, off));
+            plan.push((r.axis, c, off));
         }
         Some(plan)
     }
