@@ -1,14 +1,14 @@
 //! Strip-mined builds and reverse passes (`ad-macros/src/emit/strip.rs`):
 //! a build whose inner loops have trip counts independent of its first index,
-//! and the accumulation loop that is its reverse, run 8 indices at a time.
-//! Whatever the size (blocks of 8 and a remainder, fewer than 8, none), the
-//! primal stays bit-identical to `f`, the derivatives pass finite
-//! differences and the dot-product identity, and the results are the same
-//! bits for 1, 2 and 4 threads; so for the interchanged reverse of a
-//! (point, component) build (components outer, points strip-mined inside).
-//! Bodies that break the legality rule (a
-//! branch on a value of the index, a trip count depending on it) keep the
-//! scalar code and are checked the same way.
+//! and the accumulation loop that is its reverse, run `LANES` (32) indices
+//! at a time. Whatever the size (blocks and a remainder, fewer than a
+//! block, none), the primal stays bit-identical to `f`, the derivatives
+//! pass finite differences and the dot-product identity, and the results
+//! are the same bits for 1, 2 and 4 threads; so for the interchanged
+//! reverse of a (point, component) build (components outer, points
+//! strip-mined inside). Bodies that break the legality rule (a branch on a
+//! value of the index, a trip count depending on it) keep the scalar code
+//! and are checked the same way.
 
 mod common;
 use common::*;
@@ -214,7 +214,11 @@ fn skin(t: &Array2<f64>, w: &Array2<f64>, rest: &Array2<f64>) -> Array2<f64> {
     })
 }
 
-const SIZES: [usize; 6] = [0, 1, 7, 8, 9, 23];
+/// The strip-mining width (`ad_runtime::LANES`).
+const P: usize = linad::__private::ad_runtime::LANES;
+
+/// No block, one block and a remainder, several blocks.
+const SIZES: [usize; 7] = [0, 1, 7, P - 1, P, P + 1, 2 * P + 7];
 
 /// The strip-mined linear map gives `f_jvp`'s tangent (a scalar build) bit
 /// for bit, at every size and on 1, 2 and 4 threads.

@@ -23,7 +23,10 @@ use ndarray::{Array, Dimension, IntoDimension};
 use std::borrow::Cow;
 
 /// How many indices of axis 0 one call of a lane closure computes.
-pub const LANES: usize = 8;
+pub const LANES: usize = 32;
+
+// `lanes_sum`'s balanced tree halves the lanes level by level.
+const _: () = assert!(LANES.is_power_of_two());
 
 /// `out[idx] = f(idx)` for every index of `shape`, computed for blocks of
 /// [`LANES`] rows by `g`: `g(idx)[l] == f(idx with idx[0] + l)` for every
@@ -237,12 +240,23 @@ pub fn lanes_at<T: Copy>(tab: &[T], k: usize) -> [T; LANES] {
     std::array::from_fn(|l| c[l])
 }
 
-/// The sum of the lanes of a strip-mined value, pairwise in a fixed order:
-/// `((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7))`. Generated reverse
-/// passes add it to an accumulator once per block of [`LANES`] iterations.
+/// The sum of the lanes of a strip-mined value, pairwise in a fixed order
+/// (a balanced tree: for 8 lanes `((x0 + x1) + (x2 + x3)) + ((x4 + x5) +
+/// (x6 + x7))`). Generated reverse passes add it to an accumulator once per
+/// block of [`LANES`] iterations.
 #[inline]
 pub fn lanes_sum(x: [f64; LANES]) -> f64 {
-    ((x[0] + x[1]) + (x[2] + x[3])) + ((x[4] + x[5]) + (x[6] + x[7]))
+    // Level by level: `v[l] = v[2l] + v[2l + 1]` for the first half; the
+    // reads (2l, 2l + 1 >= l) are of this level's values, not yet overwritten.
+    let mut v = x;
+    let mut w = LANES;
+    while w > 1 {
+        w /= 2;
+        for l in 0..w {
+            v[l] = v[2 * l] + v[2 * l + 1];
+        }
+    }
+    v[0]
 }
 
 #[cfg(test)]
@@ -250,11 +264,26 @@ mod tests {
     use super::*;
     use crate::build;
 
+    /// `lanes_sum` adds every lane (integers: exact whatever the order), in
+    /// a balanced tree: `(x0 + x1) + (x2 + x3)` for `[1, 1e16, -1e16, 1]`
+    /// is `1e16 + -1e16 = 0` (left to right it would be 1).
+    #[test]
+    fn lanes_sum_adds_every_lane_pairwise() {
+        let x: [f64; LANES] = std::array::from_fn(|l| (l + 1) as f64);
+        assert_eq!(lanes_sum(x), (LANES * (LANES + 1) / 2) as f64);
+        let mut y = [0.0; LANES];
+        y[..4].copy_from_slice(&[1.0, 1e16, -1e16, 1.0]);
+        assert_eq!(lanes_sum(y), 0.0);
+        let mut z = [0.0; LANES];
+        z[LANES - 1] = 2.5;
+        assert_eq!(lanes_sum(z), 2.5);
+    }
+
     /// A block's column differences are `x[i, k] - m[k]` for the columns
     /// both have, read back a column at a time; past them a read panics.
     #[test]
     fn column_differences_of_a_block() {
-        let x = ndarray::Array2::from_shape_fn((11, 3), |(i, k)| (i * 3 + k) as f64 * 0.5);
+        let x = ndarray::Array2::from_shape_fn((LANES + 3, 3), |(i, k)| (i * 3 + k) as f64 * 0.5);
         let cols = Columns::new(&x);
         let mut tab = Scratch::<f64>::new();
         let m = [0.25, -1.0];
@@ -329,7 +358,8 @@ mod tests {
     /// or row it panics.
     #[test]
     fn columns_read_blocks_of_rows() {
-        let a = ndarray::Array2::from_shape_fn((19, 3), |(i, k)| (i * 10 + k) as f64);
+        let n = 2 * LANES + 11;
+        let a = ndarray::Array2::from_shape_fn((n, 3), |(i, k)| (i * 10 + k) as f64);
         let cols = Columns::new(&a.view());
         for i0 in [0, 5, 11] {
             for k in 0..3 {
@@ -344,7 +374,7 @@ mod tests {
             std::array::from_fn(|l| strided[[1 + l, 2]])
         );
         assert!(std::panic::catch_unwind(|| Columns::new(&a).block(0).at(3)).is_err());
-        assert!(std::panic::catch_unwind(|| Columns::new(&a).block(12).at(0)).is_err());
+        assert!(std::panic::catch_unwind(|| Columns::new(&a).block(n - LANES + 1).at(0)).is_err());
     }
 
     /// The context is made once per block, from the block's first row, and

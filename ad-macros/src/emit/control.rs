@@ -4,7 +4,7 @@
 //! - An accumulation loop ([`ad_core_ir::accumulate`], the transpose of a
 //!   build) runs its body as a closure over ranges of iterations through
 //!   `ad_runtime::accumulate_chunked`: fixed chunks, in parallel when large;
-//!   within a chunk, blocks of 8 iterations strip-mined when legal
+//!   within a chunk, blocks of `LANES` (32) iterations strip-mined when legal
 //!   (`strip.rs`), then the rest one by one.
 //! - Another `Loop` is a `for` loop over `0..n` (or reversed) with the state in
 //!   `let mut` variables named after the body's state parameters; each

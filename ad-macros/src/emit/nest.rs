@@ -4,7 +4,7 @@
 //! inner) runs its outer iterations in chunks (`accumulate_chunked_by`, one
 //! component per unit: each owns its gradient rows), and for each of them
 //! the inner loop strip-mined over the points (`strip.rs`: blocks of
-//! `LANES` (8) points, then the remaining points one by one).
+//! `LANES` (32) points, then the remaining points one by one).
 //!
 //! ```text
 //! loop k (; a) |j| {                   accumulate_chunked_by(1, k, .., |a, lo, hi| {
@@ -188,7 +188,7 @@ impl Emitter<'_> {
 
     /// The inner loop `l` (statement `s` at `site`) of an interchanged nest,
     /// strip-mined over its iterations as [`Emitter::nested_plan`] planned:
-    /// blocks of `LANES` (8) iterations, then the rest one by one. The same
+    /// blocks of `LANES` (32) iterations, then the rest one by one. The same
     /// accumulators in, the same out.
     pub fn nested_accumulation(
         &mut self,

@@ -4,13 +4,18 @@
 //! value that depends on that index held as `[T; LANES]` (scalar
 //! expansion), so that the per-index dependency chains of the body's inner
 //! loops (a running sum `z += l * xc`) overlap instead of running one after
-//! the other, and LLVM can put the lanes in vector registers.
+//! the other, and LLVM can put the lanes in vector registers. `P` =
+//! [`LANES`] = 32: the running sums are latency-bound (each step waits for
+//! the last addition), so more independent lanes per block buy throughput
+//! until registers run out (measured on GMM's builds and reverse nests: 32
+//! lanes take 0.86-0.93 of the time of 8, 16 lanes in between, 64 no
+//! better than 32).
 //!
 //! ```text
 //! build [n, k] |i, j| {                 build_lanes([n, k], f, |(i0, j)| {
-//!   loop d (0.0) |r, s| {                 let i: [i64; 8] = [i0, .., i0 + 7];
+//!   loop d (0.0) |r, s| {                 let i: [i64; P] = [i0, .., i0 + P - 1];
 //!     let v = index x[i, r]               let x_i = [lane2(&x, i[l]) for l];
-//!     let w = mul v, v                    let mut s: [f64; 8] = [0.0; 8];
+//!     let w = mul v, v                    let mut s: [f64; P] = [0.0; P];
 //!     add s, w                            for r in 0..d {
 //!   }                                       let v = [x_i[l][r] for l];
 //! }                                         let w = [v[l] * v[l] for l]; s = [s[l] + w[l] for l];
@@ -42,11 +47,11 @@
 //! accumulator only through a varying factor.
 //!
 //! ```text
-//! loop n (; g = g0) |i| {              while i0 + 8 <= hi {           (chunk lo..hi)
-//!   let x = index x[i, 0]                let x: [f64; 8] = ..
+//! loop n (; g = g0) |i| {              while i0 + P <= hi {           (chunk lo..hi)
+//!   let x = index x[i, 0]                let x: [f64; P] = ..
 //!   let ; d = lscale x, ct               let d: [f64; 8] = [x[l] * ct for l]
 //!   let ; g1 = lupdate g[0] += d  =>     g[0] += ct * lanes_sum(x)    (factor moved out)
-//!   yield ; g1                           i0 += 8
+//!   yield ; g1                           i0 += P
 //! }                                    }
 //!                                      for i in i0..hi { scalar body }
 //! ```
@@ -56,7 +61,7 @@
 //! as the scalar build (`ad_runtime::build_lanes`'s contract; rows past the
 //! last full block run the scalar body). An accumulator receives a block's
 //! lanes summed in a fixed pairwise order (`ad_runtime::lanes_sum`), and
-//! `accumulate_chunked` starts every chunk at a multiple of 8: another
+//! `accumulate_chunked` starts every chunk at a multiple of `P`: another
 //! rounding than the scalar loop's, the same for any number of threads.
 
 use super::func::{Emitter, R};
@@ -73,7 +78,7 @@ use std::collections::BTreeSet;
 
 /// Indices of the first axis computed per call of a lane closure (the
 /// runtime's `LANES`).
-pub const LANES: usize = 8;
+pub const LANES: usize = 32;
 
 /// What a strip-mined body holds as lanes: the plan of
 /// [`Emitter::strip_plan`] / [`Emitter::strip_accumulation_plan`]
