@@ -16,9 +16,26 @@ use linad::differentiable;
 use linad::ndarray::{Array1, Array2};
 
 /// One value per row of `x`, from a loop over its columns (strip-mined: the
-/// build, and in reverse the accumulation into `w` and `a`).
+/// build; its reverse adds into row `i` of `x̄` with no chain, so it stays
+/// scalar).
 #[differentiable]
 fn row_norms(w: &Array1<f64>, x: &Array2<f64>, a: f64) -> Array1<f64> {
+    let d = x.ncols();
+    Array1::from_shape_fn(x.nrows(), |i| {
+        let mut s = 0.0;
+        for r in 0..d {
+            let t = x[[i, r]] * w[r] - a;
+            s += t * t;
+        }
+        (s + 1.0).sqrt()
+    })
+}
+
+/// `row_norms` with respect to `w` and `a` alone: every update of its
+/// reverse is at an index the lanes share (`w̄[r]`, `ā`), so the reverse is
+/// strip-mined too (a block's lanes summed into each).
+#[differentiable(wrt(w, a))]
+fn row_norms_wa(w: &Array1<f64>, x: &Array2<f64>, a: f64) -> Array1<f64> {
     let d = x.ncols();
     Array1::from_shape_fn(x.nrows(), |i| {
         let mut s = 0.0;
@@ -256,6 +273,28 @@ fn row_norms_every_size() {
             |(w, x, a), (dw, dx, da)| row_norms_jvp(w, x, *a, dw, dx, *da),
             |(w, x, a), ct| row_norms_vjp(w, x, *a, ct),
         );
+    }
+}
+
+#[test]
+fn row_norms_wa_every_size() {
+    let mut rng = rng("strip_row_norms_wa");
+    for n in SIZES {
+        let x = rng.array2(n, 3, -1.0, 1.0);
+        let p = (rng.array1(3, 0.5, 1.5), 0.25);
+        check_derivatives(
+            &p,
+            |(w, a)| row_norms_wa(w, &x, *a),
+            |(w, a), (dw, da)| row_norms_wa_jvp(w, &x, *a, dw, *da),
+            |(w, a), ct| row_norms_wa_vjp(w, &x, *a, ct),
+        );
+        for threads in [1, 2, 4] {
+            let ct = Array1::from_elem(n, 0.5);
+            assert_same_bits(
+                &in_pool(threads, || row_norms_wa_vjp(&p.0, &x, p.1, &ct).1 .0),
+                &row_norms_wa_vjp(&p.0, &x, p.1, &ct).1 .0,
+            );
+        }
     }
 }
 
