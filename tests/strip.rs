@@ -33,7 +33,8 @@ fn row_norms(w: &Array1<f64>, x: &Array2<f64>, a: f64) -> Array1<f64> {
 
 /// `row_norms` with respect to `w` and `a` alone: every update of its
 /// reverse is at an index the lanes share (`w̄[r]`, `ā`), so the reverse is
-/// strip-mined too (a block's lanes summed into each).
+/// strip-mined too (a block's lanes summed into each). The body is written
+/// out: a call of `row_norms` would run `row_norms`'s own reverse.
 #[differentiable(wrt(w, a))]
 fn row_norms_wa(w: &Array1<f64>, x: &Array2<f64>, a: f64) -> Array1<f64> {
     let d = x.ncols();

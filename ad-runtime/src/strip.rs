@@ -119,6 +119,9 @@ where
 /// read in place. The tile is a per-thread reused buffer ([`Scratch`]).
 /// A read past the shortest row panics, as the element read it replaces
 /// would in that lane.
+// One per block, on the stack for the block's loop: boxing the rows (768
+// bytes at 32 lanes) would allocate once per block.
+#[allow(clippy::large_enum_variant)]
 pub enum LaneRows<'a, T: Pooled> {
     /// Column-major copy of the rows' first `w` elements (`w` the shortest
     /// row's length).
