@@ -31,9 +31,12 @@ const _: () = assert!(LANES.is_power_of_two());
 /// `out[idx] = f(idx)` for every index of `shape`, computed for blocks of
 /// [`LANES`] rows by `g`: `g(idx)[l] == f(idx with idx[0] + l)` for every
 /// `l`, bit for bit (the emitter's invariant). Rows past the last full block
-/// go through `f`. Parallel over blocks of rows (a multiple of [`LANES`] per
-/// task) when `size · work_per_elem` reaches the threshold; the blocks
-/// change who computes an element, never its value.
+/// are computed by one more block ending at the last row (it overlaps the
+/// block before; the rows both cover keep their first value, the same
+/// bits), or by `f` when there are fewer than [`LANES`] rows. Parallel over
+/// blocks of rows (a multiple of [`LANES`] per task) when `size ·
+/// work_per_elem` reaches the threshold; the blocks change who computes an
+/// element, never its value.
 pub fn build_lanes<T, Sh, D, F, G>(shape: Sh, work_per_elem: usize, f: F, g: G) -> Array<T, D>
 where
     T: Copy + Default + Send + Sync + 'static,
@@ -89,9 +92,27 @@ where
                 }
             }
         }
-        for r in full..nr {
+        if full == nr {
+            return;
+        }
+        // The remainder: when the build has LANES rows up to the chunk's
+        // end, one more block ending there (overlapping rows already
+        // written, which it recomputes to the same bits and leaves alone);
+        // else `f` row by row.
+        if r0 + nr >= LANES {
+            let s = r0 + nr - LANES;
+            let c = ctx(s);
             for q in 0..row_len {
-                chunk[r * row_len + q] = f(unravel(&dim, (r0 + r) * row_len + q));
+                let v = g(&c, unravel(&dim, s * row_len + q));
+                for r in full..nr {
+                    chunk[r * row_len + q] = v[r0 + r - s];
+                }
+            }
+        } else {
+            for r in full..nr {
+                for q in 0..row_len {
+                    chunk[r * row_len + q] = f(unravel(&dim, (r0 + r) * row_len + q));
+                }
             }
         }
     };
@@ -326,6 +347,28 @@ mod tests {
         assert_eq!(got, build(19, f1));
     }
 
+    /// Who computes what: whole blocks and the remainder of a build of at
+    /// least `LANES` rows by `g` (the remainder in a last block ending at
+    /// the last row), every row of a shorter build by `f`; in parallel too
+    /// (only the last task has a remainder).
+    #[test]
+    fn the_remainder_is_a_last_block_when_there_are_enough_rows() {
+        let f = |i: usize| -(i as f64);
+        let g = |i0: usize| std::array::from_fn(|l| (i0 + l) as f64);
+        for n in [LANES - 1, LANES, LANES + 1, 2 * LANES + 5, 10 * LANES + 3] {
+            for threshold in [usize::MAX, 1] {
+                let old = par::par_threshold();
+                par::set_par_threshold(threshold);
+                let got = build_lanes(n, 1, f, g);
+                par::set_par_threshold(old);
+                let by_g = n >= LANES;
+                for (i, v) in got.iter().enumerate() {
+                    assert_eq!(*v, if by_g { i as f64 } else { f(i) }, "n {n} row {i}");
+                }
+            }
+        }
+    }
+
     /// A tile and rows read in place give the same columns.
     #[test]
     fn lane_rows_read_columns() {
@@ -380,8 +423,8 @@ mod tests {
         assert!(std::panic::catch_unwind(|| Columns::new(&a).block(n - LANES + 1).at(0)).is_err());
     }
 
-    /// The context is made once per block, from the block's first row, and
-    /// every call of the block gets it.
+    /// The context is made once per block (the last one ending at the last
+    /// row), from the block's first row, and every call of the block gets it.
     #[test]
     fn the_context_is_made_once_per_block() {
         let f = |(i, j): (usize, usize)| (i * 10 + j) as f64;
@@ -400,27 +443,18 @@ mod tests {
             },
         );
         assert_eq!(got, build((2 * LANES + 3, 4), f));
-        assert_eq!(made.into_inner(), 2);
+        assert_eq!(made.into_inner(), 3);
     }
 
-    /// The remainder rows go through `f`, full blocks through `g`.
+    /// In two dimensions too: a build of at least `LANES` rows goes through
+    /// `g` whole (its remainder in a last block), a shorter one through `f`.
     #[test]
     fn full_blocks_use_the_lane_closure() {
-        let got = build_lanes(
-            (LANES + 2, 2),
-            1,
-            |_: (usize, usize)| 1.0,
-            |_: (usize, usize)| [2.0; LANES],
-        );
-        assert!(got
-            .rows()
-            .into_iter()
-            .take(LANES)
-            .all(|r| r.iter().all(|&x| x == 2.0)));
-        assert!(got
-            .rows()
-            .into_iter()
-            .skip(LANES)
-            .all(|r| r.iter().all(|&x| x == 1.0)));
+        let f = |_: (usize, usize)| 1.0;
+        let g = |_: (usize, usize)| [2.0; LANES];
+        let got = build_lanes((LANES + 2, 2), 1, f, g);
+        assert!(got.iter().all(|&x| x == 2.0), "{got:?}");
+        let got = build_lanes((LANES - 1, 2), 1, f, g);
+        assert!(got.iter().all(|&x| x == 1.0), "{got:?}");
     }
 }
