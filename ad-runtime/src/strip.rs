@@ -78,19 +78,24 @@ where
         return Array::from_shape_vec(dim, out).expect("row-major shape");
     }
     let row_len = size / rows;
+    // The block of LANES rows starting at row `s`, its lanes `skip..`
+    // written to the chunk that starts at row `r0` (`s + skip >= r0`).
+    let block = |chunk: &mut [T], r0: usize, s: usize, skip: usize| {
+        let c = ctx(s);
+        for q in 0..row_len {
+            let v = g(&c, unravel(&dim, s * row_len + q));
+            for (l, x) in v.into_iter().enumerate().skip(skip) {
+                chunk[(s + l - r0) * row_len + q] = x;
+            }
+        }
+    };
     // Rows `r0..` of the output, `chunk` holding whole rows; `r0` is a
     // multiple of LANES.
     let fill = |chunk: &mut [T], r0: usize| {
         let nr = chunk.len() / row_len;
         let full = nr / LANES * LANES;
         for b in (0..full).step_by(LANES) {
-            let c = ctx(r0 + b);
-            for q in 0..row_len {
-                let v = g(&c, unravel(&dim, (r0 + b) * row_len + q));
-                for (l, x) in v.into_iter().enumerate() {
-                    chunk[(b + l) * row_len + q] = x;
-                }
-            }
+            block(chunk, r0, r0 + b, 0);
         }
         if full == nr {
             return;
@@ -101,13 +106,7 @@ where
         // else `f` row by row.
         if r0 + nr >= LANES {
             let s = r0 + nr - LANES;
-            let c = ctx(s);
-            for q in 0..row_len {
-                let v = g(&c, unravel(&dim, s * row_len + q));
-                for r in full..nr {
-                    chunk[r * row_len + q] = v[r0 + r - s];
-                }
-            }
+            block(chunk, r0, s, r0 + full - s);
         } else {
             for r in full..nr {
                 for q in 0..row_len {
