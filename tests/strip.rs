@@ -232,6 +232,22 @@ fn skin(t: &Array2<f64>, w: &Array2<f64>, rest: &Array2<f64>) -> Array2<f64> {
     })
 }
 
+/// A row of `w` times `x`, through `tanh`: a build reading whole rows of
+/// `w` once each. With rows longer than a tile holds
+/// (`ad_runtime::TILE_MAX_COLUMNS`) it runs the scalar code, else its lane
+/// closure (`ad_runtime::lane_rows_fit`, checked at run time).
+#[differentiable]
+fn row_dots(w: &Array2<f64>, x: &Array1<f64>) -> Array1<f64> {
+    let m = x.len();
+    Array1::from_shape_fn(w.nrows(), |i| {
+        let mut s = 0.0;
+        for j in 0..m {
+            s += w[[i, j]] * x[j];
+        }
+        s.tanh()
+    })
+}
+
 /// The strip-mining width (`ad_runtime::LANES`).
 const P: usize = linad::__private::ad_runtime::LANES;
 
@@ -260,6 +276,35 @@ fn linear_builds_every_size() {
             |t, dt| skin_jvp(t, &w, &rest, dt),
             |t, ct| skin_vjp(t, &w, &rest, ct),
         );
+    }
+}
+
+/// Rows as long as a tile holds and one longer (the build's lanes, then
+/// its scalar code): the same primal bits as `f`, the linear map's tangent
+/// the same bits as `f_jvp`'s on 1, 2 and 4 threads, derivatives checked.
+#[test]
+fn long_rows_every_size() {
+    let mut rng = rng("strip_long_rows");
+    let tile = linad::__private::ad_runtime::TILE_MAX_COLUMNS;
+    for n in SIZES {
+        for m in [tile, tile + 1] {
+            let p = (rng.array2(n, m, -0.1, 0.1), rng.array1(m, -1.0, 1.0));
+            let (dw, dx) = (rng.array2(n, m, -1.0, 1.0), rng.array1(m, -1.0, 1.0));
+            let y = row_dots(&p.0, &p.1);
+            let (y2, dy) = row_dots_jvp(&p.0, &p.1, &dw, &dx);
+            let (y3, lin) = row_dots_linearize(&p.0, &p.1);
+            assert_same_bits(&y, &y2);
+            assert_same_bits(&y, &y3);
+            for threads in [1, 2, 4] {
+                assert_same_bits(&in_pool(threads, || lin(&dw, &dx)), &dy);
+            }
+            check_derivatives(
+                &p,
+                |(w, x)| row_dots(w, x),
+                |(w, x), (dw, dx)| row_dots_jvp(w, x, dw, dx),
+                |(w, x), ct| row_dots_vjp(w, x, ct),
+            );
+        }
     }
 }
 

@@ -92,7 +92,8 @@ pub use scratch::{
 };
 pub use stack::{stack_arrays, ArrayResidualStack, ArrayStack, ResidualStack};
 pub use strip::{
-    build_lanes, build_lanes_ctx, lanes_at, lanes_sum, Columns, LaneCols, LaneRows, LANES,
+    build_lanes, build_lanes_ctx, lane_rows_fit, lanes_at, lanes_sum, Columns, LaneCols, LaneRows,
+    LANES, TILE_MAX_COLUMNS,
 };
 pub use zip_pass::{
     zip_pass, zip_pass1, zip_pass2, zip_pass3, zip_pass4, zip_pass5, zip_pass6, ZipPass,

@@ -13,7 +13,8 @@
 //!
 //! ```text
 //! build [n, m] |i, j| body   =>   for i0 in (0..n).step_by(LANES): for j: out[i0 + l, j] = g(i0, j)[l]
-//!                                 remainder rows (n % LANES): out[i, j] = f(i, j)
+//!                                 remainder rows (n % LANES): one more block ending at row n - 1
+//!                                 (n < LANES: out[i, j] = f(i, j))
 //! ```
 
 use crate::map::unravel;
@@ -27,6 +28,22 @@ pub const LANES: usize = 32;
 
 // `lanes_sum`'s balanced tree halves the lanes level by level.
 const _: () = assert!(LANES.is_power_of_two());
+
+/// Longest rows [`LaneRows`] copies into a tile: 256 columns of [`LANES`]
+/// lanes are 64 KiB of `f64`. Longer rows are read in place: a tile of
+/// them leaves the first-level cache, and a loop reading each element once
+/// (a row times a vector) spent more on the copy than it saved (the linear
+/// map of a 33 x 2,000 matrix-vector build: 570 us tiled, 75 us for 31
+/// rows unblocked).
+pub const TILE_MAX_COLUMNS: usize = 256;
+
+/// Whether [`LaneRows`] of `a`'s rows (its last axis, as `lane1`..`lane3`
+/// read them) may be a tile: rows of at most [`TILE_MAX_COLUMNS`]
+/// elements. A strip-mined build whose lanes would read longer rows in
+/// place runs its scalar code instead (the emitter's guard).
+pub fn lane_rows_fit<S: ndarray::RawData, D: Dimension>(a: &ndarray::ArrayBase<S, D>) -> bool {
+    a.shape().last().is_none_or(|&w| w <= TILE_MAX_COLUMNS)
+}
 
 /// `out[idx] = f(idx)` for every index of `shape`, computed for blocks of
 /// [`LANES`] rows by `g`: `g(idx)[l] == f(idx with idx[0] + l)` for every
@@ -134,9 +151,11 @@ where
 ///
 /// When the rows are short next to the work of the loop reading them (at
 /// most `4 · max(trip, 16)` elements, `trip` being that loop's trip count)
-/// they are copied once into a column-major tile (`tile[k · LANES + l]`), so
-/// that a column of all lanes is one contiguous load; otherwise they are
-/// read in place. The tile is a per-thread reused buffer ([`Scratch`]).
+/// and short enough for the tile to stay in the first-level cache (at most
+/// [`TILE_MAX_COLUMNS`] elements) they are copied once into a column-major
+/// tile (`tile[k · LANES + l]`), so that a column of all lanes is one
+/// contiguous load; otherwise they are read in place. The tile is a
+/// per-thread reused buffer ([`Scratch`]).
 /// A read past the shortest row panics, as the element read it replaces
 /// would in that lane.
 // One per block, on the stack for the block's loop: boxing the rows (768
@@ -146,8 +165,11 @@ pub enum LaneRows<'a, T: Pooled> {
     /// Column-major copy of the rows' first `w` elements (`w` the shortest
     /// row's length).
     Tile(Scratch<T>),
-    /// The rows as they are.
+    /// The rows as they are, when one of them is not a slice of its array
+    /// (a strided row `lane2` copied).
     Rows([Cow<'a, [T]>; LANES]),
+    /// The rows in place, each cut to the shortest row's length.
+    Slices([&'a [T]; LANES]),
 }
 
 impl<'a, T: Pooled> LaneRows<'a, T> {
@@ -160,8 +182,15 @@ impl<'a, T: Pooled> LaneRows<'a, T> {
     /// strided row (copied by `lane2`) is copied twice.
     pub fn new(row: impl Fn(usize) -> Cow<'a, [T]>, trip: usize) -> Self {
         let w = (0..LANES).map(|l| row(l).len()).min().unwrap_or(0);
-        if w > 4 * trip.max(16) {
-            return LaneRows::Rows(std::array::from_fn(row));
+        if w > 4 * trip.max(16) || w > TILE_MAX_COLUMNS {
+            let rows: [Cow<'a, [T]>; LANES] = std::array::from_fn(row);
+            if rows.iter().all(|r| matches!(r, Cow::Borrowed(_))) {
+                return LaneRows::Slices(std::array::from_fn(|l| match &rows[l] {
+                    Cow::Borrowed(r) => &r[..w],
+                    Cow::Owned(_) => &[],
+                }));
+            }
+            return LaneRows::Rows(rows);
         }
         let mut tile = Scratch::<T>::new();
         tile.reset_for_overwrite(w * LANES);
@@ -180,6 +209,7 @@ impl<'a, T: Pooled> LaneRows<'a, T> {
         match self {
             LaneRows::Tile(t) => lanes_at(t, k),
             LaneRows::Rows(r) => std::array::from_fn(|l| r[l][k]),
+            LaneRows::Slices(r) => std::array::from_fn(|l| r[l][k]),
         }
     }
 }
@@ -377,14 +407,30 @@ mod tests {
         let rows = |l: usize| Cow::Borrowed(&x[l][..]);
         let tile = LaneRows::new(rows, 30);
         let inplace = LaneRows::new(rows, 1);
-        assert!(matches!(tile, LaneRows::Tile(_)) && matches!(inplace, LaneRows::Rows(_)));
+        let owned = LaneRows::new(|l| Cow::Owned(x[l].clone()), 1);
+        assert!(matches!(tile, LaneRows::Tile(_)) && matches!(inplace, LaneRows::Slices(_)));
+        assert!(matches!(owned, LaneRows::Rows(_)));
         for k in 0..100usize {
             let want: [f64; LANES] = std::array::from_fn(|l| (l * 1000 + k) as f64);
             assert_eq!(tile.at(k), want);
             assert_eq!(inplace.at(k), want);
+            assert_eq!(owned.at(k), want);
         }
         assert!(std::panic::catch_unwind(|| tile.at(100)).is_err());
         assert!(std::panic::catch_unwind(|| inplace.at(100)).is_err());
+        assert!(std::panic::catch_unwind(|| owned.at(100)).is_err());
+        // Rows longer than a tile holds are read in place however much
+        // the loop reads them.
+        let long: Vec<Vec<f64>> = (0..LANES)
+            .map(|l| (0..=TILE_MAX_COLUMNS).map(|k| (l + k) as f64).collect())
+            .collect();
+        let held = LaneRows::new(|l| Cow::Borrowed(&long[l][..TILE_MAX_COLUMNS]), usize::MAX);
+        let inplace = LaneRows::new(|l| Cow::Borrowed(&long[l][..]), usize::MAX);
+        assert!(matches!(held, LaneRows::Tile(_)) && matches!(inplace, LaneRows::Slices(_)));
+        assert_eq!(
+            inplace.at(TILE_MAX_COLUMNS),
+            std::array::from_fn(|l| (l + TILE_MAX_COLUMNS) as f64)
+        );
         // Rows of different lengths: the tile holds the shortest row's
         // columns, each column from every row.
         let ragged: Vec<Vec<f64>> = (0..LANES)
@@ -397,6 +443,19 @@ mod tests {
             assert_eq!(tile.at(k), want);
         }
         assert!(std::panic::catch_unwind(|| tile.at(20)).is_err());
+    }
+
+    /// The guard on a build's lane closure: rows (the last axis) of at most
+    /// `TILE_MAX_COLUMNS` elements; an array of no axis has none.
+    #[test]
+    fn rows_fit_a_tile_up_to_its_columns() {
+        let fits = |shape: &[usize]| lane_rows_fit(&ndarray::ArrayD::<f64>::zeros(shape));
+        assert!(fits(&[3, TILE_MAX_COLUMNS]) && fits(&[2, 2, 1]) && fits(&[]) && fits(&[0]));
+        assert!(!fits(&[3, TILE_MAX_COLUMNS + 1]) && !fits(&[1, 1, 1000]));
+        // The logical shape counts: a transposed 1000 x 4 has rows of 1000.
+        assert!(!lane_rows_fit(
+            &ndarray::Array2::<f64>::zeros((1000, 4)).t()
+        ));
     }
 
     /// A block of columns reads the rows' elements; past the last column

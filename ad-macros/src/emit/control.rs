@@ -586,6 +586,7 @@ impl Emitter<'_> {
                 // Rows read by the first index only: once per block.
                 let rest = &sizes[1..];
                 let calls = quote!(1usize #(* #rest)*);
+                let mark = self.lane_row_arrays.len();
                 let per_block = if r >= 2 {
                     self.block_rows(lam, &vs, &calls)
                 } else {
@@ -596,7 +597,9 @@ impl Emitter<'_> {
                     None => (closure_param.clone(), TokenStream::new()),
                 };
                 let lanes = self.strip_closure(lam, &vs, &param, &ixs, prologue);
-                match per_block {
+                let fits = self.lane_rows_fit(lam, mark);
+                let f = self.fresh("f");
+                let strip = match per_block {
                     Some((rows, _, keys)) => {
                         self.forget_strip_lanes(keys);
                         let (lanes, ib, i0) = (lanes?, self.binder(lam.params[0]), &ixs[0]);
@@ -605,12 +608,23 @@ impl Emitter<'_> {
                             let #ib: [i64; #p] = ::core::array::from_fn(|__l| (#i0 + __l) as i64);
                             #rows
                         });
-                        quote!(#rt::build_lanes_ctx([#(#sizes),*], #work, #scalar, #ctx, #lanes))
+                        quote!(#rt::build_lanes_ctx([#(#sizes),*], #work, &#f, #ctx, #lanes))
                     }
                     None => {
                         let lanes = lanes?;
-                        quote!(#rt::build_lanes([#(#sizes),*], #work, #scalar, #lanes))
+                        quote!(#rt::build_lanes([#(#sizes),*], #work, &#f, #lanes))
                     }
+                };
+                match fits {
+                    None => quote!({ let #f = #scalar; #strip }),
+                    Some(fits) => quote!({
+                        let #f = #scalar;
+                        if #fits {
+                            #strip
+                        } else {
+                            #rt::build_weighted([#(#sizes),*], #work, &#f)
+                        }
+                    }),
                 }
             }
             None => quote!(#rt::build_weighted([#(#sizes),*], #work, #scalar)),
@@ -722,6 +736,35 @@ impl Emitter<'_> {
         let stmts = stmts?;
         let res = self.strip_result(&lam.body, vs)?;
         Ok(quote!(|#closure_param| { #views #prologue #(#binds)* #stmts #res }))
+    }
+
+    /// The condition under which the strip-mined build `lam` runs its lane
+    /// closure, the arrays it reads as `LaneRows` being those recorded
+    /// since `mark` (which it takes): every such array free in the build
+    /// has rows a tile holds (`ad_runtime::lane_rows_fit`). Longer rows are
+    /// read in place, 32 loads from 32 rows for every column, which costs
+    /// more than the scalar code's one dependency chain per row (a 2,000-
+    /// column matrix-vector build's linear map: 210 us strip-mined, 70 us
+    /// scalar). `None` when no free array is read so.
+    fn lane_rows_fit(&mut self, lam: &Lambda, mark: usize) -> Option<TokenStream> {
+        let free: std::collections::BTreeSet<Var> = ad_core_ir::visit::free_vars_lambda(lam)
+            .nl
+            .iter()
+            .map(|v| self.uses.root(*v))
+            .collect();
+        let mut arrays: Vec<Var> = self.lane_row_arrays.drain(mark..).collect();
+        arrays.retain(|a| free.contains(a));
+        arrays.sort();
+        arrays.dedup();
+        if arrays.is_empty() {
+            return None;
+        }
+        let rt = rt();
+        let fits = arrays.iter().map(|a| {
+            let a = self.var_ref(*a);
+            quote!(#rt::lane_rows_fit(#a))
+        });
+        Some(quote!(#(#fits)&&*))
     }
 
     /// Several scalar results of a build (no inputs) or a map (inputs

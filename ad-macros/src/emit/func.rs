@@ -85,6 +85,11 @@ pub struct Emitter<'a> {
     pub lanes: FastMap<super::lanes::LaneKey, Ident>,
     /// Lanes with one row per strip-mined index (see `strip.rs`).
     pub strip_lanes: FastMap<super::lanes::LaneKey, Ident>,
+    /// The arrays whose rows strip-mined code reads as `LaneRows` (one row
+    /// per lane), in the order met: a strip-mined build runs its scalar
+    /// code when one of them, free in the build, has rows too long to
+    /// tile (`control.rs`).
+    pub lane_row_arrays: Vec<Var>,
     /// Where the declarations of per-thread scratch buffers go: one entry
     /// per enclosing body being emitted, `Some` for a sequential loop's
     /// (they move before the outermost such loop), `None` for a closure's
@@ -153,6 +158,7 @@ pub fn body(
         before: TokenStream::new(),
         lanes: FastMap::default(),
         strip_lanes: FastMap::default(),
+        lane_row_arrays: vec![],
         hoist: vec![],
         nested: None,
         row_shifts: FastMap::default(),
