@@ -293,20 +293,24 @@ pub fn lanes_at<T: Copy>(tab: &[T], k: usize) -> [T; LANES] {
     std::array::from_fn(|l| c[l])
 }
 
-/// The sum of the lanes of a strip-mined value, pairwise in a fixed order
-/// (a balanced tree: for 8 lanes `((x0 + x1) + (x2 + x3)) + ((x4 + x5) +
-/// (x6 + x7))`). Generated reverse passes add it to an accumulator once per
-/// block of [`LANES`] iterations.
+/// The sum of the lanes of a strip-mined value, pairwise in a fixed order:
+/// a balanced tree that adds the upper half of the lanes to the lower half
+/// level by level (for 8 lanes `((x0 + x4) + (x2 + x6)) + ((x1 + x5) +
+/// (x3 + x7))`), so that every level is whole vector additions (pairing
+/// neighbours instead, `x0 + x1`, shuffled every pair within a register:
+/// GMM's reverse nest spent most of its lane sums on the shuffles).
+/// Generated reverse passes add it to an accumulator once per block of
+/// [`LANES`] iterations.
 #[inline]
 pub fn lanes_sum(x: [f64; LANES]) -> f64 {
-    // Level by level: `v[l] = v[2l] + v[2l + 1]` for the first half; the
-    // reads (2l, 2l + 1 >= l) are of this level's values, not yet overwritten.
+    // Level by level: `v[l] = v[l] + v[l + w]` for the lower half `l < w`;
+    // the reads are of this level's values (`l + w >= w` is not written).
     let mut v = x;
     let mut w = LANES;
     while w > 1 {
         w /= 2;
         for l in 0..w {
-            v[l] = v[2 * l] + v[2 * l + 1];
+            v[l] += v[l + w];
         }
     }
     v[0]
@@ -318,15 +322,18 @@ mod tests {
     use crate::build;
 
     /// `lanes_sum` adds every lane (integers: exact whatever the order), in
-    /// a balanced tree: `(x0 + x1) + (x2 + x3)` for `[1, 1e16, -1e16, 1]`
-    /// is `1e16 + -1e16 = 0` (left to right it would be 1).
+    /// a balanced tree whose first level adds lane `l + LANES / 2` to lane
+    /// `l`: with `1e16, 1` in lanes 0, 1 and `-1e16, 1` in lanes
+    /// `LANES / 2`, `LANES / 2 + 1`, `(1e16 + -1e16) + (1 + 1) = 2`
+    /// (neighbours first would give `(1e16 + 1) + (-1e16 + 1) = 0`, left to
+    /// right 1).
     #[test]
     fn lanes_sum_adds_every_lane_pairwise() {
         let x: [f64; LANES] = std::array::from_fn(|l| (l + 1) as f64);
         assert_eq!(lanes_sum(x), (LANES * (LANES + 1) / 2) as f64);
         let mut y = [0.0; LANES];
-        y[..4].copy_from_slice(&[1.0, 1e16, -1e16, 1.0]);
-        assert_eq!(lanes_sum(y), 0.0);
+        (y[0], y[1], y[LANES / 2], y[LANES / 2 + 1]) = (1e16, 1.0, -1e16, 1.0);
+        assert_eq!(lanes_sum(y), 2.0);
         let mut z = [0.0; LANES];
         z[LANES - 1] = 2.5;
         assert_eq!(lanes_sum(z), 2.5);
