@@ -196,8 +196,8 @@ impl<'a, T: Pooled> LaneRows<'a, T> {
         tile.reset_for_overwrite(w * LANES);
         for l in 0..LANES {
             let r = row(l);
-            for (t, v) in tile[l..].iter_mut().step_by(LANES).zip(&r[..w]) {
-                *t = *v;
+            for (col, v) in tile.chunks_exact_mut(LANES).zip(&r[..w]) {
+                col[l] = *v;
             }
         }
         LaneRows::Tile(tile)
