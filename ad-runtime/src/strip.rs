@@ -31,7 +31,7 @@ const _: () = assert!(LANES.is_power_of_two());
 
 /// Longest rows [`LaneRows`] copies into a tile: 256 columns of [`LANES`]
 /// lanes are 64 KiB of `f64`. Longer rows are read in place: a tile of
-/// them leaves the first-level cache, and a loop reading each element once
+/// them outgrows the caches closest to the core, and a loop reading each element once
 /// (a row times a vector) spent more on the copy than it saved (the linear
 /// map of a 33 x 2,000 matrix-vector build: 570 us tiled, 75 us for 31
 /// rows unblocked).
@@ -151,8 +151,8 @@ where
 ///
 /// When the rows are short next to the work of the loop reading them (at
 /// most `4 · max(trip, 16)` elements, `trip` being that loop's trip count)
-/// and short enough for the tile to stay in the first-level cache (at most
-/// [`TILE_MAX_COLUMNS`] elements) they are copied once into a column-major
+/// and short enough for the tile to stay small (at most
+/// [`TILE_MAX_COLUMNS`] elements: 64 KiB of `f64`) they are copied once into a column-major
 /// tile (`tile[k · LANES + l]`), so that a column of all lanes is one
 /// contiguous load; otherwise they are read in place. The tile is a
 /// per-thread reused buffer ([`Scratch`]).
