@@ -184,13 +184,14 @@ impl<'a, T: Pooled> LaneRows<'a, T> {
         let w = (0..LANES).map(|l| row(l).len()).min().unwrap_or(0);
         if w > 4 * trip.max(16) || w > TILE_MAX_COLUMNS {
             let rows: [Cow<'a, [T]>; LANES] = std::array::from_fn(row);
-            if rows.iter().all(|r| matches!(r, Cow::Borrowed(_))) {
-                return LaneRows::Slices(std::array::from_fn(|l| match &rows[l] {
-                    Cow::Borrowed(r) => &r[..w],
-                    Cow::Owned(_) => &[],
-                }));
+            let mut slices: [&'a [T]; LANES] = [&[]; LANES];
+            for (l, s) in slices.iter_mut().enumerate() {
+                match &rows[l] {
+                    Cow::Borrowed(r) => *s = &r[..w],
+                    Cow::Owned(_) => return LaneRows::Rows(rows),
+                }
             }
-            return LaneRows::Rows(rows);
+            return LaneRows::Slices(slices);
         }
         let mut tile = Scratch::<T>::new();
         tile.reset_for_overwrite(w * LANES);

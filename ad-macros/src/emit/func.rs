@@ -86,9 +86,11 @@ pub struct Emitter<'a> {
     /// Lanes with one row per strip-mined index (see `strip.rs`).
     pub strip_lanes: FastMap<super::lanes::LaneKey, Ident>,
     /// The arrays whose rows strip-mined code reads as `LaneRows` (one row
-    /// per lane), in the order met: a strip-mined build runs its scalar
-    /// code when one of them, free in the build, has rows too long to
-    /// tile (`control.rs`).
+    /// per lane), in the order met: a strip-mined build takes those met
+    /// while its lane closure is emitted and runs its scalar code when one
+    /// of them, free in the build, has rows too long to tile
+    /// (`Emitter::lane_rows_fit`). Those a reverse pass meets outside any
+    /// build are never read.
     pub lane_row_arrays: Vec<Var>,
     /// Where the declarations of per-thread scratch buffers go: one entry
     /// per enclosing body being emitted, `Some` for a sequential loop's
