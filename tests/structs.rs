@@ -540,6 +540,42 @@ fn aliases_of_struct_parameters() {
     assert_eq!(gxa, gxb);
 }
 
+/// An alias of a nested struct read inside macros (`array![l.b[0], ..]`,
+/// `s![..l.b.len() - 1]`): the same bits and gradient as the body written
+/// through `net.first`.
+#[differentiable]
+fn aliased_in_macros(net: &Net, x: &Array1<f64>) -> f64 {
+    let l = &net.first;
+    let v = linad::ndarray::array![l.b[0], 2.0 * l.b[1], x[0]];
+    v.dot(&v) * l.b.slice(linad::ndarray::s![..l.b.len() - 1]).sum() + l.w.dot(x).sum()
+}
+
+#[differentiable]
+fn unaliased_in_macros(net: &Net, x: &Array1<f64>) -> f64 {
+    let v = linad::ndarray::array![net.first.b[0], 2.0 * net.first.b[1], x[0]];
+    v.dot(&v)
+        * net
+            .first
+            .b
+            .slice(linad::ndarray::s![..net.first.b.len() - 1])
+            .sum()
+        + net.first.w.dot(x).sum()
+}
+
+#[test]
+fn aliases_read_inside_macros() {
+    let net = random_net("aliases_read_inside_macros");
+    let x = Array1::from(vec![0.5, -1.0, 0.25]);
+    let y = aliased_in_macros(&net, &x);
+    assert_eq!(y.to_bits(), unaliased_in_macros(&net, &x).to_bits());
+    let (ya, (ga, gxa)) = aliased_in_macros_vjp(&net, &x, 1.0);
+    let (_, (gb, gxb)) = unaliased_in_macros_vjp(&net, &x, 1.0);
+    assert_eq!(ya.to_bits(), y.to_bits());
+    assert_eq!(ga, gb);
+    assert_eq!(gxa, gxb);
+    assert!(ga.first.b.iter().any(|v| *v != 0.0));
+}
+
 /// Callers of functions returning structs: the result bound by `let` and
 /// read through its fields (a tuple field too), from a plain function and
 /// from one taking a struct.

@@ -455,6 +455,43 @@ fn loops_over_mutable_lanes() {
     );
 }
 
+/// A mutable lane read inside macros: `s![..row.len()]`, `array![row[0], ..]`
+/// (the lane is a view of `m`, read in the macro's tokens too).
+#[differentiable]
+fn lanes_read_in_macros(x: &Array2<f64>, w: &Array1<f64>) -> Array2<f64> {
+    let mut m = x.clone();
+    for mut row in m.rows_mut() {
+        row += &w.slice(s![..row.len()]);
+        let a = linad::ndarray::array![row[0], row[1] * 2.0];
+        row *= a.sum();
+    }
+    m
+}
+
+#[test]
+fn mutable_lanes_read_inside_macros() {
+    let mut r = rng("lanes_in_macros");
+    let x = Array2::from_shape_fn((3, 2), |_| r.normal());
+    let w = Array1::from_shape_fn(4, |_| r.normal());
+    let mut want = x.clone();
+    for i in 0..3 {
+        for j in 0..2 {
+            want[[i, j]] += w[j];
+        }
+        let a = want[[i, 0]] + want[[i, 1]] * 2.0;
+        for j in 0..2 {
+            want[[i, j]] *= a;
+        }
+    }
+    assert_eq!(lanes_read_in_macros(&x, &w), want);
+    check_derivatives(
+        &(x, w),
+        |(x, w)| lanes_read_in_macros(x, w),
+        |(x, w), (dx, dw)| lanes_read_in_macros_jvp(x, w, dx, dw),
+        |(x, w), ct| lanes_read_in_macros_vjp(x, w, ct),
+    );
+}
+
 /// `Zip::from(&mut y).and(..).for_each(|y, ..| *y = ..)` on local arrays,
 /// in one and two dimensions, reading the element being written.
 #[differentiable]

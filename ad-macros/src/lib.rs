@@ -24,6 +24,7 @@ mod rule;
 mod sig;
 mod struct_results;
 mod structs;
+mod substitute;
 
 #[cfg(test)]
 mod deep_tests;

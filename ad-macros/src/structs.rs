@@ -641,6 +641,10 @@ fn substitute(stmts: &mut [syn::Stmt], q: &syn::Ident, place: &syn::Expr) {
             substitute(&mut b.stmts, self.q, self.place);
         }
         fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+        /// `array![q.a, q.b]`: the place, in the macro's tokens.
+        fn visit_macro_mut(&mut self, m: &mut syn::Macro) {
+            crate::substitute::in_macro(m, &self.q.to_string(), self.place);
+        }
     }
     fn binds(p: &syn::Pat, q: &syn::Ident) -> bool {
         match p {

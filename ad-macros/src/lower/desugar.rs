@@ -837,4 +837,9 @@ impl syn::visit_mut::VisitMut for ViewUses<'_> {
         }
         syn::visit_mut::visit_expr_mut(self, e);
     }
+
+    /// Reads inside macros (`s![..row.len()]`): the read-only view.
+    fn visit_macro_mut(&mut self, m: &mut syn::Macro) {
+        crate::substitute::in_macro(m, self.name, self.read);
+    }
 }
