@@ -586,6 +586,17 @@ fn stats_score(v: &Array1<f64>, s: f64) -> f64 {
     st.mean * st.spread.0 + st.centred.sum() * spread.1
 }
 
+/// The same reads inside macros (`array![st.mean, ..]`, `s![..st.centred.len() - 1]`).
+#[differentiable]
+fn stats_in_macros(v: &Array1<f64>, s: f64) -> f64 {
+    let st = stats(v, s);
+    let a = linad::ndarray::array![st.mean, st.spread.0, st.centred[0]];
+    a.dot(&a)
+        + st.centred
+            .slice(linad::ndarray::s![..st.centred.len() - 1])
+            .sum()
+}
+
 #[differentiable]
 fn scaled_norm(d: &Dense, s: f64) -> f64 {
     let e = scaled(d, s);
@@ -606,6 +617,14 @@ fn struct_results_of_calls() {
         let h = 1e-6;
         let at = |k: f64| stats_score(&(&v + &(&dv * k)), s + 0.5 * k);
         assert_close(dy, (at(h) - at(-h)) / (2.0 * h), 1e-6);
+    }
+    for s in [0.7, -1.3] {
+        check_derivatives(
+            &(v.clone(), s),
+            |(v, s)| stats_in_macros(v, *s),
+            |(v, s), (dv, ds)| stats_in_macros_jvp(v, *s, dv, *ds),
+            |(v, s), ct| stats_in_macros_vjp(v, *s, *ct),
+        );
     }
     let d = Dense {
         w: Array2::from_shape_fn((2, 3), |(i, j)| 0.2 * i as f64 - 0.1 * j as f64),

@@ -505,6 +505,8 @@ fn zip_into_locals(x: &Array1<f64>, w: &Array2<f64>) -> f64 {
     });
     let mut m = w.clone();
     Zip::from(&mut m).and(w).for_each(|m, &v| *m = *m * v + 1.0);
+    // the element read inside a macro
+    Zip::from(&mut m).for_each(|m| *m = linad::ndarray::array![*m, 2.0 * *m].sum());
     y.sum() + m.sum()
 }
 

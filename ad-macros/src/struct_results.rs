@@ -370,6 +370,91 @@ impl VisitMut for Rewriter {
     }
 
     fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+
+    /// Leaf reads inside macros (`array![p.a, p.inner.b]`, `s![..p.n]`).
+    fn visit_macro_mut(&mut self, m: &mut syn::Macro) {
+        m.tokens = self.rewrite_tokens(std::mem::take(&mut m.tokens));
+    }
+}
+
+impl Rewriter {
+    /// [`Rewriter::leaf_read`] on a macro's tokens: `p . a . b` (the root
+    /// not after a lone `.`, `:` or `'`, nor before `!` or `:`), its
+    /// longest leaf chain rewritten; a chain reaching no leaf is passed to
+    /// `leaf_read` whole, for its message.
+    fn rewrite_tokens(&mut self, ts: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+        use proc_macro2::TokenTree as T;
+        use quote::ToTokens;
+        let toks: Vec<T> = ts.into_iter().collect();
+        let punct = |k: Option<&T>, c: char| matches!(k, Some(T::Punct(p)) if p.as_char() == c);
+        let mut out: Vec<T> = Vec::with_capacity(toks.len());
+        let mut k = 0;
+        while k < toks.len() {
+            let t = &toks[k];
+            if let T::Group(g) = t {
+                let mut n = proc_macro2::Group::new(g.delimiter(), self.rewrite_tokens(g.stream()));
+                n.set_span(g.span());
+                out.push(T::Group(n));
+                k += 1;
+                continue;
+            }
+            let prev = k.checked_sub(1).and_then(|p| toks.get(p));
+            let prev2 = k.checked_sub(2).and_then(|p| toks.get(p));
+            let root = match t {
+                T::Ident(i)
+                    if !((punct(prev, '.') && !punct(prev2, '.'))
+                        || punct(prev, ':')
+                        || punct(prev, '\'')
+                        || punct(toks.get(k + 1), '!')
+                        || punct(toks.get(k + 1), ':'))
+                        && self
+                            .find(&i.to_string())
+                            .is_some_and(|b| !b.chains.is_empty()) =>
+                {
+                    i.clone()
+                }
+                _ => {
+                    out.push(t.clone());
+                    k += 1;
+                    continue;
+                }
+            };
+            // `. field` pairs after the root (not `..`, a range).
+            let mut fields: Vec<syn::Ident> = vec![];
+            let mut j = k + 1;
+            while let (true, Some(T::Ident(f))) = (
+                punct(toks.get(j), '.') && !punct(toks.get(j + 1), '.'),
+                toks.get(j + 1),
+            ) {
+                fields.push(f.clone());
+                j += 2;
+            }
+            let b = self.find(&root.to_string()).expect("checked");
+            let names: Vec<String> = fields.iter().map(|f| f.to_string()).collect();
+            let take = (0..=names.len())
+                .rev()
+                .find(|&n| b.chains.iter().any(|c| *c == names[..n]))
+                .or_else(|| {
+                    (0..=names.len())
+                        .rev()
+                        .find(|&n| b.chains.iter().any(|c| c.starts_with(&names[..n])))
+                })
+                .unwrap_or(0);
+            let chain = &fields[..take];
+            let e: syn::Expr = syn::parse_quote_spanned!(root.span()=> #root #(. #chain)*);
+            match self.leaf_read(&e) {
+                Some(r) => {
+                    out.extend(r.to_token_stream());
+                    k += 1 + 2 * take;
+                }
+                None => {
+                    out.push(t.clone());
+                    k += 1;
+                }
+            }
+        }
+        out.into_iter().collect()
+    }
 }
 
 #[cfg(test)]

@@ -752,6 +752,66 @@ impl syn::visit_mut::VisitMut for DerefWrites<'_> {
         }
         syn::visit_mut::visit_expr_mut(self, e);
     }
+
+    /// The same inside macros (`array![x, *y]`), on the tokens: `*y` where
+    /// the `*` is a dereference (first, or after an operator or a comma).
+    fn visit_macro_mut(&mut self, m: &mut syn::Macro) {
+        m.tokens = self.rewrite_tokens(std::mem::take(&mut m.tokens));
+    }
+}
+
+impl DerefWrites<'_> {
+    fn rewrite_tokens(&mut self, ts: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+        use proc_macro2::TokenTree as T;
+        use quote::ToTokens;
+        let toks: Vec<T> = ts.into_iter().collect();
+        let mut out: Vec<T> = Vec::with_capacity(toks.len());
+        let mut k = 0;
+        while k < toks.len() {
+            let place = |t: Option<&T>| match t {
+                Some(T::Ident(i)) => self.writes.iter().find(|(w, _)| i == w).map(|(_, p)| p),
+                _ => None,
+            };
+            match &toks[k] {
+                T::Group(g) => {
+                    let mut n =
+                        proc_macro2::Group::new(g.delimiter(), self.rewrite_tokens(g.stream()));
+                    n.set_span(g.span());
+                    out.push(T::Group(n));
+                }
+                T::Punct(p)
+                    if p.as_char() == '*'
+                        && place(toks.get(k + 1)).is_some()
+                        && !matches!(
+                            out.last(),
+                            Some(T::Ident(_) | T::Literal(_) | T::Group(_))
+                        ) =>
+                {
+                    let at = toks[k + 1].span();
+                    let e = place(toks.get(k + 1)).expect("checked");
+                    let mut g = proc_macro2::Group::new(
+                        proc_macro2::Delimiter::Parenthesis,
+                        e.to_token_stream(),
+                    );
+                    g.set_span(at);
+                    out.push(T::Group(g));
+                    k += 2;
+                    continue;
+                }
+                T::Ident(i) if place(Some(&toks[k])).is_some() => {
+                    let after_dot = matches!(out.last(), Some(T::Punct(p)) if p.as_char() == '.');
+                    if !after_dot {
+                        self.bad
+                            .get_or_insert_with(|| syn::parse_quote_spanned!(i.span()=> #i));
+                    }
+                    out.push(toks[k].clone());
+                }
+                t => out.push(t.clone()),
+            }
+            k += 1;
+        }
+        out.into_iter().collect()
+    }
 }
 
 #[cfg(test)]
