@@ -273,16 +273,55 @@ impl LaneCols<'_, f64> {
     /// once per block into the reused buffer `tab` (the same operation on
     /// the same values: the same bits). Read them with [`lanes_at`].
     pub fn differences<'t>(&self, tab: &'t mut Scratch<f64>, lane: &[f64]) -> &'t [f64] {
-        let n = (self.data.len() / self.rows.max(1)).min(lane.len());
-        tab.reset_for_overwrite(n * LANES);
-        for (k, (out, m)) in tab.chunks_exact_mut(LANES).zip(lane).enumerate() {
-            let c = self.at(k);
-            for l in 0..LANES {
-                out[l] = c[l] - m;
+        let n = self.data.len() / self.rows.max(1);
+        differences(n, |k| self.at(k), tab, lane)
+    }
+}
+
+impl LaneRows<'_, f64> {
+    /// [`LaneCols::differences`] for the rows of a block: `tab[k · LANES +
+    /// l] = self.at(k)[l] - lane[k]` for every column `k` the rows (all of
+    /// them) and `lane` have, once per run of the strip-mined loop that
+    /// reads `x[i, k] - m[k]` at many `(r, k)` (a forward triangular
+    /// product over `x - m`). The same bits as the subtractions it replaces.
+    pub fn differences<'t>(&self, tab: &'t mut Scratch<f64>, lane: &[f64]) -> &'t [f64] {
+        let width = |r: &[&[f64]]| r.iter().map(|r| r.len()).min().unwrap_or(0);
+        match self {
+            LaneRows::Tile(t) => differences(t.len() / LANES, |k| lanes_at(t, k), tab, lane),
+            LaneRows::Rows(r) => {
+                let rows: [&[f64]; LANES] = std::array::from_fn(|l| &r[l][..]);
+                differences(
+                    width(&rows),
+                    |k| std::array::from_fn(|l| rows[l][k]),
+                    tab,
+                    lane,
+                )
+            }
+            LaneRows::Slices(r) => {
+                differences(width(r), |k| std::array::from_fn(|l| r[l][k]), tab, lane)
             }
         }
-        &tab[..]
     }
+}
+
+/// `tab[k · LANES + l] = at(k)[l] - lane[k]` for `k < min(width, lane.len())`
+/// (see [`LaneCols::differences`]).
+#[inline(always)]
+fn differences<'t>(
+    width: usize,
+    at: impl Fn(usize) -> [f64; LANES],
+    tab: &'t mut Scratch<f64>,
+    lane: &[f64],
+) -> &'t [f64] {
+    let n = width.min(lane.len());
+    tab.reset_for_overwrite(n * LANES);
+    for (k, (out, m)) in tab.chunks_exact_mut(LANES).zip(lane).enumerate() {
+        let c = at(k);
+        for l in 0..LANES {
+            out[l] = c[l] - m;
+        }
+    }
+    &tab[..]
 }
 
 /// Lanes `k · LANES .. (k + 1) · LANES` of a lane-major table (a
@@ -355,6 +394,32 @@ mod tests {
             assert_eq!(lanes_at(t, k), want);
         }
         assert!(std::panic::catch_unwind(|| lanes_at(t, 2)).is_err());
+    }
+
+    /// The rows' differences with a row, whichever way the rows are held
+    /// (a tile, in place, owned copies): over the columns both have.
+    #[test]
+    fn row_differences_of_a_block() {
+        let x: Vec<Vec<f64>> = (0..LANES)
+            .map(|l| (0..6).map(|k| (l * 10 + k) as f64 * 0.25).collect())
+            .collect();
+        let m = [0.5, -1.0, 2.0, 0.125];
+        let held = [
+            LaneRows::new(|l| Cow::Borrowed(&x[l][..]), 30),
+            LaneRows::new(|l| Cow::Borrowed(&x[l][..]), 1),
+            LaneRows::new(|l| Cow::Owned(x[l].clone()), 1),
+        ];
+        for rows in &held {
+            let mut tab = Scratch::<f64>::new();
+            let t = rows.differences(&mut tab, &m);
+            assert_eq!(t.len(), 4 * LANES);
+            for (k, mk) in m.iter().enumerate() {
+                let want: [f64; LANES] = std::array::from_fn(|l| x[l][k] - mk);
+                assert_eq!(lanes_at(t, k), want);
+            }
+            let mut tab = Scratch::<f64>::new();
+            assert_eq!(rows.differences(&mut tab, &[0.0; 9]).len(), 6 * LANES);
+        }
     }
 
     fn lanes2(f: impl Fn((usize, usize)) -> f64) -> impl Fn((usize, usize)) -> [f64; LANES] {

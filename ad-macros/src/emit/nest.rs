@@ -45,9 +45,9 @@ use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 use std::collections::BTreeSet;
 
-/// A difference of a point's column and an invariant row in the inner body
-/// of a nest ([`Emitter::column_differences`]).
-struct ColumnDiff {
+/// A difference of a point's column and an invariant row in a strip-mined
+/// body ([`Emitter::column_differences`]).
+pub(super) struct ColumnDiff {
     /// The difference's binder, and the two reads it subtracts.
     at: Var,
     point: Var,
@@ -57,6 +57,8 @@ struct ColumnDiff {
     lane: LaneKey,
     /// The column index.
     k: Atom,
+    /// How many loops deep in the body it is (0: in the body's own block).
+    depth: usize,
 }
 
 /// How the outer loop of an interchanged nest runs its inner loop
@@ -224,7 +226,18 @@ impl Emitter<'_> {
         // Differences of the points' columns and an invariant row, once
         // per block.
         let mut diffs = vec![];
-        self.column_differences(&lam.body, i, &nested.cols, &mut diffs);
+        let (root_i, lanes) = (self.uses.root(i), &self.lanes);
+        let by_point = |ck: &LaneKey, pi: &[Atom]| {
+            matches!(pi.first(), Some(Atom::Var(v)) if self.uses.root(*v) == root_i)
+                && nested.cols.iter().any(|(c, _)| c == ck)
+        };
+        self.column_differences(
+            &lam.body,
+            &by_point,
+            &|lk| lanes.contains_key(lk),
+            0,
+            &mut diffs,
+        );
         let mut tables: Vec<(LaneKey, LaneKey, Ident)> = vec![];
         let rt = super::types::rt();
         for d in diffs {
@@ -268,17 +281,20 @@ impl Emitter<'_> {
     }
 
     /// The differences `t = x[i, k] - m[.., k]` in `b` (nested loops'
-    /// bodies included) of a point's column (`x` read as [`Nested::cols`],
-    /// `i` the points' index) and an invariant lane at the same `k` (a row
-    /// of `m` taken before the points' loop), with both reads bound in the
-    /// same block as `t` and used only by it: in a triangular product over
-    /// `x - m` each is evaluated at every `(r, k)` where a table of the `k`
-    /// differences made once per block does (`ad_runtime::LaneCols::differences`).
+    /// bodies included) of a point's column (`x[i, k]` whose lane key and
+    /// indices `point` accepts: `i` the strip-mined index) and an invariant
+    /// lane at the same `k` (a row of `m` taken before the loop, whose key
+    /// `row` accepts), with both reads bound in the same block as `t` and
+    /// used only by it: in a triangular product over `x - m` each is
+    /// evaluated at every `(r, k)` where a table of the `k` differences made
+    /// once per block does (`ad_runtime::LaneCols::differences`,
+    /// `LaneRows::differences`). Differences already tabulated are skipped.
     fn column_differences(
         &self,
         b: &Block,
-        i: Var,
-        cols: &[(LaneKey, Ident)],
+        point: &dyn Fn(&LaneKey, &[Atom]) -> bool,
+        row: &dyn Fn(&LaneKey) -> bool,
+        depth: usize,
         out: &mut Vec<ColumnDiff>,
     ) {
         let mut reads: FastMap<Var, (Var, &[Atom])> = FastMap::default();
@@ -293,8 +309,9 @@ impl Emitter<'_> {
             {
                 reads.insert(*v, (*a, idx));
             }
+            let deeper = depth + usize::from(matches!(s.expr, Expr::Loop(_)));
             for inner in ad_core_ir::visit::blocks(&s.expr) {
-                self.column_differences(inner, i, cols, out);
+                self.column_differences(inner, point, row, deeper, out);
             }
         }
         let used_once = |v: Var| {
@@ -311,19 +328,18 @@ impl Emitter<'_> {
             let (Some(&(x, pi)), Some(&(m, ri))) = (reads.get(p), reads.get(r)) else {
                 continue;
             };
-            let by_point =
-                matches!(pi.first(), Some(Atom::Var(v)) if self.uses.root(*v) == self.uses.root(i));
             let same_k = pi.len() == 2 && ri.last() == pi.last();
             let f64s = [*t, *p, *r]
                 .iter()
                 .all(|v| *self.ty(*v) == Ty::Scalar(Scalar::F64));
-            if !(by_point && same_k && f64s && used_once(*p) && used_once(*r)) {
+            if !(same_k && f64s && used_once(*p) && used_once(*r)) || self.col_diffs.contains_key(t)
+            {
                 continue;
             }
             let (Some(ck), Some(lk)) = (self.lane_key(x, pi), self.lane_key(m, ri)) else {
                 continue;
             };
-            if !cols.iter().any(|(c, _)| *c == ck) || !self.lanes.contains_key(&lk) {
+            if !point(&ck, pi) || !row(&lk) {
                 continue;
             }
             out.push(ColumnDiff {
@@ -333,7 +349,72 @@ impl Emitter<'_> {
                 cols: ck,
                 lane: lk,
                 k: pi[1],
+                depth,
             });
+        }
+    }
+
+    /// The column differences of the strip-mined loop `lam` whose lanes
+    /// `keys` were just taken: a block row read through a lane of rows
+    /// (`ad_runtime::LaneRows`, `x[i, k]`) minus one of those lanes at the
+    /// same `k` (see [`Emitter::column_differences`]), when some are read
+    /// in a loop nested in it, tabulated once per run of the loop (the
+    /// forward triangular product of a build over points and components:
+    /// `d` subtractions per lane instead of `d (d + 1) / 2`). Returns the scratch declarations (for
+    /// `declare_scratch`), the tables (to go before the loop) and the
+    /// differences registered, for [`Emitter::forget_differences`].
+    pub(super) fn loop_differences(
+        &mut self,
+        lam: &Lambda,
+        keys: &[LaneKey],
+    ) -> (TokenStream, TokenStream, Vec<ColumnDiff>) {
+        let mut diffs = vec![];
+        let strip_lanes = &self.strip_lanes;
+        self.column_differences(
+            &lam.body,
+            &|ck, _| strip_lanes.contains_key(ck),
+            &|lk| keys.contains(lk),
+            0,
+            &mut diffs,
+        );
+        // Only pairs read in a nested loop (many times per run): a table
+        // of differences each read once costs a store and a load more.
+        let nested: Vec<(LaneKey, LaneKey)> = diffs
+            .iter()
+            .filter(|d| d.depth > 0)
+            .map(|d| (d.cols.clone(), d.lane.clone()))
+            .collect();
+        diffs.retain(|d| nested.contains(&(d.cols.clone(), d.lane.clone())));
+        let (mut decls, mut tabs) = (TokenStream::new(), TokenStream::new());
+        let mut tables: Vec<(LaneKey, LaneKey, Ident)> = vec![];
+        let rt = super::types::rt();
+        for d in &diffs {
+            let known = tables.iter().find(|(c, m, _)| *c == d.cols && *m == d.lane);
+            let tab = match known {
+                Some((_, _, t)) => t.clone(),
+                None => {
+                    let (buf, tab) = (self.fresh("diffs"), self.fresh("tab"));
+                    let rows = &self.strip_lanes[&d.cols];
+                    let lane = &self.lanes[&d.lane];
+                    decls.extend(quote!(let mut #buf = #rt::Scratch::<f64>::new();));
+                    tabs.extend(quote!(let #tab: &[f64] = #rows.differences(&mut #buf, #lane);));
+                    tables.push((d.cols.clone(), d.lane.clone(), tab.clone()));
+                    tab
+                }
+            };
+            self.col_diffs.insert(d.at, (tab, d.k));
+            self.col_skip.extend([d.point, d.row]);
+        }
+        (decls, tabs, diffs)
+    }
+
+    /// Forgets differences registered by [`Emitter::loop_differences`]
+    /// (their loop is emitted).
+    pub(super) fn forget_differences(&mut self, diffs: Vec<ColumnDiff>) {
+        for d in diffs {
+            self.col_diffs.remove(&d.at);
+            self.col_skip.remove(&d.point);
+            self.col_skip.remove(&d.row);
         }
     }
 

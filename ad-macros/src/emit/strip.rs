@@ -798,12 +798,17 @@ impl Emitter<'_> {
         pre.extend(lanes);
         let (per_lane, strip_keys) = self.take_strip_lanes(lam, st, &n);
         pre.extend(per_lane);
+        // `x[i, k] - m[k]` read at many `(r, k)`: one table per run.
+        let (diff_bufs, tables, diffs) = self.loop_differences(lam, &keys);
+        before.extend(diff_bufs);
+        pre.extend(tables);
         let i = lam.params[0];
         self.set_repr(i, super::types::Repr::Val);
         let ib = self.binder(i);
         self.hoist.push(Some(TokenStream::new()));
         let body = self.strip_block(&lam.body, st);
         let inner = self.hoist.pop().flatten().unwrap_or_default();
+        self.forget_differences(diffs);
         let stmts = body?;
         self.drop_lanes(keys);
         self.forget_strip_lanes(strip_keys);
@@ -1091,8 +1096,9 @@ mod tests {
     }
 
     /// A two-dimensional build reading rows of its first index takes them
-    /// once per block (`build_lanes_ctx`); one reading none keeps
-    /// `build_lanes`.
+    /// once per block (`build_lanes_ctx`), with a table of their
+    /// differences with a row where a nested loop reads them; one reading
+    /// none keeps `build_lanes`.
     #[test]
     fn rows_of_the_first_index_are_taken_once_per_block() {
         let krate = TestCrate::new(
@@ -1113,6 +1119,30 @@ mod tests {
             }
         });
         assert!(dist.iter().any(|t| t == "build_lanes_ctx"), "{dist:?}");
+        // Each difference read once per run of the loop: no table of them.
+        assert!(!dist.iter().any(|t| t == "differences"), "{dist:?}");
+        // Read at every `(r, q)` of a triangular loop: tabulated once per
+        // run of the loop over `r` (the reverse is no nest: `x` is
+        // differentiated too, so every table is the forward's).
+        let tri = krate.expand_idents(quote! {
+            fn dist(c: &Array2<f64>, x: &Array2<f64>) -> Array2<f64> {
+                Array2::from_shape_fn((x.nrows(), c.nrows()), |(i, j)| {
+                    let mut s = 0.0;
+                    for r in 0..x.ncols() {
+                        let mut z = x[[i, r]] - c[[j, r]];
+                        for q in 0..r {
+                            z += 0.5 * (x[[i, q]] - c[[j, q]]);
+                        }
+                        s += z * z;
+                    }
+                    s
+                })
+            }
+        });
+        for want in ["build_lanes_ctx", "differences", "lanes_at"] {
+            assert!(tri.iter().any(|t| t == want), "{want}: {tri:?}");
+        }
+        assert!(!tri.iter().any(|t| t == "accumulate_rows"), "{tri:?}");
         let cols = krate.expand_idents(quote! {
             fn cols(c: &Array2<f64>) -> Array2<f64> {
                 Array2::from_shape_fn((c.nrows(), c.nrows()), |(i, j)| {
