@@ -51,15 +51,6 @@ impl Emitter<'_> {
         }
     }
 
-    /// `s![i0, .., ik, .., ..]` for leading indices into an array of rank
-    /// `rank` (`..` takes one whole axis).
-    fn slice_info(&self, idx: &[Atom], rank: usize) -> TokenStream {
-        let nd = nd();
-        let ix: Vec<_> = idx.iter().map(|a| self.usize_of(a)).collect();
-        let rest = (idx.len()..rank).map(|_| quote!(..));
-        quote!(#nd::s![#(#ix,)* #(#rest),*])
-    }
-
     /// `arr[i0, .., ik]`: an element, or the sub-array (a view of a view,
     /// a copy of an owned array).
     ///
@@ -105,6 +96,14 @@ impl Emitter<'_> {
         quote!(#view #(.index_axis_move(#nd::Axis(0), #ix))*)
     }
 
+    /// [`Emitter::leading_axes`] of the owned array `u`, mutably:
+    /// `u.view_mut().index_axis_move(Axis(0), i0)..`.
+    fn leading_axes_mut(&self, u: &proc_macro2::Ident, idx: &[Atom]) -> TokenStream {
+        let nd = nd();
+        let ix = idx.iter().map(|a| self.usize_of(a));
+        quote!(#u.view_mut() #(.index_axis_move(#nd::Axis(0), #ix))*)
+    }
+
     /// `target with [idx] = val` (`+=` when `add`), in place on the owned
     /// `target` (the linear variable `x`, when it is one: its rows may be
     /// held from an offset, [`Emitter::element_index`]).
@@ -133,11 +132,11 @@ impl Emitter<'_> {
             if x.is_some_and(|x| self.row_shifts.contains_key(&x)) {
                 return Err("a sub-array update of rows held from an offset".into());
             }
-            let s = self.slice_info(idx, rank);
+            let sub = self.leading_axes_mut(&u, idx);
             let d = self.fresh("d");
             if add && elem == Scalar::F64 {
                 let rt = rt();
-                quote!(#rt::add_assign(&mut #u.slice_mut(#s), #val_ref);)
+                quote!(#rt::add_assign(&mut #sub, #val_ref);)
             } else {
                 let op = if add {
                     quote!(#d += #val_ref;)
@@ -145,7 +144,7 @@ impl Emitter<'_> {
                     quote!(#d.assign(#val_ref);)
                 };
                 quote!({
-                    let mut #d = #u.slice_mut(#s);
+                    let mut #d = #sub;
                     assert_eq!(#d.shape(), (#val_ref).shape(), "linad: update of a sub-array of another shape");
                     #op
                 })
@@ -186,10 +185,13 @@ impl Emitter<'_> {
             let ix = list(&ix);
             (quote!(#u[#ix]), quote!(#u[#ix] = 0.0;), Repr::Val)
         } else {
-            let s = self.slice_info(idx, rank);
+            let (sub, sub_mut) = (
+                self.leading_axes(quote!(#u.view()), idx),
+                self.leading_axes_mut(&u, idx),
+            );
             (
-                quote!(#u.slice(#s).to_owned()),
-                quote!(#u.slice_mut(#s).fill(0.0);),
+                quote!(#sub.to_owned()),
+                quote!(#sub_mut.fill(0.0);),
                 Repr::Owned,
             )
         };
