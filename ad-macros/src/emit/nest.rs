@@ -238,25 +238,9 @@ impl Emitter<'_> {
             0,
             &mut diffs,
         );
-        let mut tables: Vec<(LaneKey, LaneKey, Ident)> = vec![];
-        let rt = super::types::rt();
-        for d in diffs {
-            let known = tables.iter().find(|(c, m, _)| *c == d.cols && *m == d.lane);
-            let tab = match known {
-                Some((_, _, t)) => t.clone(),
-                None => {
-                    let (buf, tab) = (self.fresh("diffs"), self.fresh("tab"));
-                    let block = &self.strip_lanes[&d.cols];
-                    let lane = &self.lanes[&d.lane];
-                    pre.extend(quote!(let mut #buf = #rt::Scratch::<f64>::new();));
-                    blocks.extend(quote!(let #tab: &[f64] = #block.differences(&mut #buf, #lane);));
-                    tables.push((d.cols, d.lane, tab.clone()));
-                    tab
-                }
-            };
-            self.col_diffs.insert(d.at, (tab, d.k));
-            self.col_skip.extend([d.point, d.row]);
-        }
+        let (bufs, tables) = self.tabulate_differences(&diffs);
+        pre.extend(bufs);
+        blocks.extend(tables);
         let bounds = (quote!(0usize), quote!(#n));
         let lanes_loop = self.strip_blocks(lam, &nested.plan, &names, &ib, &s0, bounds, blocks);
         self.col_diffs.clear();
@@ -385,27 +369,39 @@ impl Emitter<'_> {
             .map(|d| (d.cols.clone(), d.lane.clone()))
             .collect();
         diffs.retain(|d| nested.contains(&(d.cols.clone(), d.lane.clone())));
-        let (mut decls, mut tabs) = (TokenStream::new(), TokenStream::new());
-        let mut tables: Vec<(LaneKey, LaneKey, Ident)> = vec![];
+        let (bufs, tables) = self.tabulate_differences(&diffs);
+        (bufs, tables, diffs)
+    }
+
+    /// One table per pair of point lanes and row lane among `diffs`
+    /// (`ad_runtime::LaneCols::differences` / `LaneRows::differences`),
+    /// every difference registered to be read from its table and its two
+    /// reads to be skipped. Returns the tables' scratch buffers and the
+    /// tables' bindings (made where the point lanes are bound).
+    fn tabulate_differences(&mut self, diffs: &[ColumnDiff]) -> (TokenStream, TokenStream) {
+        let (mut bufs, mut tabs) = (TokenStream::new(), TokenStream::new());
+        let mut tables: Vec<(&LaneKey, &LaneKey, Ident)> = vec![];
         let rt = super::types::rt();
-        for d in &diffs {
-            let known = tables.iter().find(|(c, m, _)| *c == d.cols && *m == d.lane);
+        for d in diffs {
+            let known = tables
+                .iter()
+                .find(|(c, m, _)| **c == d.cols && **m == d.lane);
             let tab = match known {
                 Some((_, _, t)) => t.clone(),
                 None => {
                     let (buf, tab) = (self.fresh("diffs"), self.fresh("tab"));
-                    let rows = &self.strip_lanes[&d.cols];
+                    let points = &self.strip_lanes[&d.cols];
                     let lane = &self.lanes[&d.lane];
-                    decls.extend(quote!(let mut #buf = #rt::Scratch::<f64>::new();));
-                    tabs.extend(quote!(let #tab: &[f64] = #rows.differences(&mut #buf, #lane);));
-                    tables.push((d.cols.clone(), d.lane.clone(), tab.clone()));
+                    bufs.extend(quote!(let mut #buf = #rt::Scratch::<f64>::new();));
+                    tabs.extend(quote!(let #tab: &[f64] = #points.differences(&mut #buf, #lane);));
+                    tables.push((&d.cols, &d.lane, tab.clone()));
                     tab
                 }
             };
             self.col_diffs.insert(d.at, (tab, d.k));
             self.col_skip.extend([d.point, d.row]);
         }
-        (decls, tabs, diffs)
+        (bufs, tabs)
     }
 
     /// Forgets differences registered by [`Emitter::loop_differences`]
