@@ -290,3 +290,29 @@ fn linearize_and_pullback_of_a_rule() {
     assert_close(lhs, rhs, 1e-13);
     assert_same_bits(&p, &softmax(&v));
 }
+
+/// A function named in `mapv` (applied as `|a| f(a)`): one with a rule,
+/// and a `#[differentiable]` one.
+#[differentiable]
+fn cube_plus(t: f64) -> f64 {
+    t * t * t + t.sin()
+}
+
+#[differentiable]
+fn mapv_of_functions(x: &Array1<f64>) -> f64 {
+    x.mapv(norm_cdf).sum() + x.mapv(cube_plus).dot(x)
+}
+
+#[test]
+fn functions_named_in_mapv() {
+    let x = array![0.3, -1.2, 2.0];
+    let by_closures =
+        |x: &Array1<f64>| x.mapv(|a| norm_cdf(a)).sum() + x.mapv(|a| cube_plus(a)).dot(x);
+    assert_eq!(mapv_of_functions(&x).to_bits(), by_closures(&x).to_bits());
+    check_derivatives(
+        &x,
+        mapv_of_functions,
+        |x, d| mapv_of_functions_jvp(x, d),
+        |x, ct| mapv_of_functions_vjp(x, *ct),
+    );
+}

@@ -439,8 +439,9 @@ impl Lowerer<'_> {
     /// Lowers closure `c` applied to `args` (one value per closure
     /// parameter) as an array closure: captured variables are read-only.
     ///
-    /// `c` may also name a closure bound by `let`, or an `f64` method
-    /// (`f64::exp`, `f64::max` for two arguments).
+    /// `c` may also name a closure bound by `let`, an `f64` method
+    /// (`f64::exp`, `f64::max` for two arguments), or a function (applied
+    /// as `|a| f(a)`: a `#[differentiable]` function, a custom rule's).
     pub fn apply_closure(&mut self, c: &syn::Expr, args: Vec<Val>) -> Option<Val> {
         if let syn::Expr::Path(p) = strip(c) {
             let segs: Vec<String> = p
@@ -472,8 +473,22 @@ impl Lowerer<'_> {
                 }
             }
         }
+        if let syn::Expr::Path(p) = strip(c) {
+            // A function (`mapv(softplus)`): as `|a| softplus(a)`, lowered
+            // as any call (a differentiable function, a custom rule, a
+            // linear function; a plain one only with constant arguments).
+            if p.qself.is_none() && p.path.segments.iter().all(|s| s.arguments.is_none()) {
+                let span = span_of(c);
+                let params: Vec<syn::Ident> = (0..args.len())
+                    .map(|k| syn::Ident::new(&format!("__linad_arg{k}"), span))
+                    .collect();
+                let cl: syn::ExprClosure =
+                    syn::parse_quote_spanned!(span=> |#(#params),*| #p(#(#params),*));
+                return self.apply_closure_syntax(&cl, args);
+            }
+        }
         let syn::Expr::Closure(cl) = strip(c) else {
-            return self.fail(c, "expected a closure (`|x| ..`), a closure bound by `let`, or an `f64` method (`f64::exp`)");
+            return self.fail(c, "expected a closure (`|x| ..`), a closure bound by `let`, an `f64` method (`f64::exp`) or a function's name");
         };
         self.apply_closure_syntax(cl, args)
     }
