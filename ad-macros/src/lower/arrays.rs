@@ -477,7 +477,13 @@ impl Lowerer<'_> {
             // A function (`mapv(softplus)`): as `|a| softplus(a)`, lowered
             // as any call (a differentiable function, a custom rule, a
             // linear function; a plain one only with constant arguments).
-            if p.qself.is_none() && p.path.segments.iter().all(|s| s.arguments.is_none()) {
+            // (A local variable that is not a closure is not a function.)
+            let local = p
+                .path
+                .get_ident()
+                .is_some_and(|i| self.env.lookup(&i.to_string()).is_some());
+            if !local && p.qself.is_none() && p.path.segments.iter().all(|s| s.arguments.is_none())
+            {
                 let span = span_of(c);
                 let params: Vec<syn::Ident> = (0..args.len())
                     .map(|k| syn::Ident::new(&format!("__linad_arg{k}"), span))
