@@ -1,5 +1,6 @@
 //! Iterator chains, lowered when consumed: `a.iter()`, `(a..b)`, `.zip(..)`,
-//! `.enumerate()`, `.rev()`, `.cloned()`/`.copied()`, `.map(|x| ..)`, then one of
+//! `.skip(k)`/`.take(k)` (on the source), `.enumerate()`, `.rev()`,
+//! `.cloned()`/`.copied()`, `.map(|x| ..)`, then one of
 //! `.sum()`, `.product()`, `.fold(init, f)`, `.count()`, `.collect()`.
 //!
 //! - elements of arrays (no index needed): `Map` over the arrays, then
@@ -13,7 +14,7 @@ use super::expr::strip;
 use super::iter_val::{Item, IterVal, Source};
 use super::types::{classify, Elem, IntTy, TyDesc};
 use super::val::Val;
-use ad_core_ir::ir::{ArrayOp, Atom, Expr, Fold, Loop, Prim, ReduceOp};
+use ad_core_ir::ir::{ArrayOp, Atom, Expr, Fold, If, Loop, Prim, ReduceOp};
 use ad_core_ir::types::Ty;
 use quote::ToTokens;
 
@@ -35,7 +36,7 @@ impl Item {
 }
 
 const ITER_METHODS: &str =
-    "zip, enumerate, rev, cloned, copied, map, step_by (on ranges), then sum, product, fold, count or collect";
+    "zip, enumerate, rev, cloned, copied, map, step_by (on ranges), skip, take, then sum, product, fold, count or collect";
 
 impl Lowerer<'_> {
     /// `(a..b)` as the receiver of an iterator method.
@@ -226,7 +227,15 @@ impl Lowerer<'_> {
                 }
                 Some(Val::Iter(Box::new(it)))
             }
-            "filter" | "filter_map" | "take" | "skip" | "chain" | "flat_map" | "take_while" | "skip_while" => self.fail(
+            "skip" | "take" => {
+                let args = self.nargs(m, 1)?;
+                if it.rev || it.enumerate || !it.maps.is_empty() {
+                    return self.fail(&m.method, format!("call `{name}` directly on the source (`a.iter().{name}(k)`, `(a..b).{name}(k)`), before `rev`, `enumerate` or `map`"));
+                }
+                let k = self.int_arg(args[0])?;
+                self.skip_take(it, name == "skip", k, m)
+            }
+            "filter" | "filter_map" | "chain" | "flat_map" | "take_while" | "skip_while" => self.fail(
                 &m.method,
                 format!("`{name}` is not supported: iterate over the whole range and use `if` inside `map` (e.g. `.map(|x| if keep {{ x }} else {{ 0.0 }})`)"),
             ),
@@ -255,12 +264,70 @@ impl Lowerer<'_> {
         }
     }
 
+    /// `it.skip(k)` (`skip`) or `it.take(k)` on a range or the elements of
+    /// one-dimensional arrays, as Rust's: `k` past the end leaves no item
+    /// (`skip`) or every item (`take`). A range moves its start and length;
+    /// arrays become the builds of their kept elements.
+    fn skip_take(
+        &mut self,
+        mut it: IterVal,
+        skip: bool,
+        k: Atom,
+        m: &syn::ExprMethodCall,
+    ) -> Option<Val> {
+        let span = span_of(m);
+        let n = self.iter_len(&it, m)?;
+        let kept = self.prim(Prim::Min, &[k, n], span)?;
+        // Items `first .. first + len` of the old order.
+        let (first, len) = if skip {
+            (kept, self.sub_i64(n, kept, span)?)
+        } else {
+            (Atom::I64(0), kept)
+        };
+        match &mut it.src {
+            Source::Range { start, n, step, .. } => {
+                let off = match step {
+                    Atom::I64(1) => first,
+                    _ => self.prim(Prim::Mul, &[first, *step], span)?,
+                };
+                *start = self.add_i64(*start, off, span)?;
+                *n = len;
+            }
+            Source::Arrays { arrs, rank: 1, .. } => {
+                let mut kept_arrs = Vec::with_capacity(arrs.len());
+                for &(arr, elem) in arrs.iter() {
+                    let v = self.build_with(vec![len], m, |lw, ix| {
+                        let i = lw.add_i64(Atom::Var(ix[0]), first, span)?;
+                        let x = lw.array(ArrayOp::Index { arr, idx: vec![i] }, span)?;
+                        Some(Val::Scalar(x, elem))
+                    })?;
+                    let Val::Array(a, ..) = v else { return None };
+                    kept_arrs.push((a, elem));
+                }
+                *arrs = kept_arrs;
+            }
+            _ => {
+                return self.fail(&m.method, "`skip` and `take` are supported on ranges and on iterators over one-dimensional arrays");
+            }
+        }
+        Some(Val::Iter(Box::new(it)))
+    }
+
     /// The number of items.
     pub fn iter_len(&mut self, it: &IterVal, node: &dyn ToTokens) -> Option<Atom> {
         let span = span_of(node);
         match &it.src {
             Source::Range { n, .. } => Some(*n),
             Source::Lanes { arr, .. } => self.array(ArrayOp::Shape { arr: *arr, axis: 0 }, span),
+            // `zip` stops at the shortest of one-dimensional arrays.
+            Source::Arrays { arrs, rank: 1, .. } if arrs.len() > 1 => {
+                let mut n = self.count(arrs[0].0, 1, span)?;
+                for (a, _) in &arrs[1..] {
+                    let m = self.count(*a, 1, span)?;
+                    n = self.prim(Prim::Min, &[n, m], span)?;
+                }
+                Some(n)
+            }
             Source::Arrays { arrs, rank, .. } => self.count(arrs[0].0, *rank, span),
         }
     }
@@ -339,12 +406,61 @@ impl Lowerer<'_> {
                 return self.fail(node, "the items of a `zip` are pairs: `map` them to numbers first (`.map(|(x, y)| x * y)`)");
             }
             let item = item.clone();
-            let v = self.map_with(arrs, *rank, node, |lw, elems| {
-                let v = item.value(&elems);
-                lw.apply_maps(it, v)
-            })?;
-            let Val::Array(a, e, r) = v else { return None };
-            return Some((a, e, r));
+            let map = |lw: &mut Self| {
+                let v = lw.map_with(arrs, *rank, node, |lw, elems| {
+                    let v = item.value(&elems);
+                    lw.apply_maps(it, v)
+                })?;
+                let Val::Array(a, e, r) = v else { return None };
+                Some((a, e, r))
+            };
+            if arrs.len() == 1 || *rank != 1 {
+                return map(self);
+            }
+            // A `zip` stops at the shortest array: the elementwise map when
+            // every array has that length (the usual case), else a build
+            // over it (reads by index; `f` does not panic, nor do its
+            // companions).
+            let span = span_of(node);
+            let n = self.iter_len(it, node)?;
+            let mut same = Atom::Bool(true);
+            for (a, _) in arrs {
+                let len = self.count(*a, 1, span)?;
+                let eq = self.prim(Prim::Eq, &[len, n], span)?;
+                same = self.prim(Prim::And, &[same, eq], span)?;
+            }
+            self.b.open();
+            let mapped = map(self);
+            let then_ = self.b.close(mapped.iter().map(|m| m.0).collect(), vec![]);
+            let (_, elem, _) = mapped?;
+            self.b.open();
+            let built = self.build_with(vec![n], node, |lw, ix| {
+                let item = lw.item_at(it, Atom::Var(ix[0]), node)?;
+                lw.apply_maps(it, item)
+            });
+            let else_ = self.b.close(
+                built
+                    .iter()
+                    .filter_map(|v| match v {
+                        Val::Array(a, ..) => Some(*a),
+                        _ => None,
+                    })
+                    .collect(),
+                vec![],
+            );
+            if else_.results.is_empty() {
+                return None;
+            }
+            let v = self.emit1(
+                Expr::If(If {
+                    cond: same,
+                    then_,
+                    else_,
+                    lin_shapes: vec![],
+                }),
+                span,
+            )?;
+            return Some((v, elem, 1));
         }
         let n = self.iter_len(it, node)?;
         let span = span_of(node);
