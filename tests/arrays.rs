@@ -365,24 +365,11 @@ fn iterator_map_sum_and_zip() {
 
 /// `skip(k)` / `take(k)` on array iterators and ranges (`k` past the end
 /// too), and `zip`s of arrays of different lengths, which stop at the
-/// shortest as Rust's do (sums, `for` loops, folds, `x` against its shift).
+/// shortest as Rust's do (sums, `for` loops, folds, `x` against its shift):
+/// the companions give `f`'s bits (checked by `check_derivatives`) and do
+/// not panic where `f` does not.
 #[differentiable]
 fn skips_and_takes(x: &Array1<f64>, k: usize, t: usize) -> f64 {
-    let a = x.iter().skip(k).map(|v| v * v).sum::<f64>();
-    let b = x.iter().take(t).map(|v| v.sin()).sum::<f64>();
-    let c = (0..x.len()).skip(k).map(|i| x[i] * i as f64).sum::<f64>();
-    let d = (0..x.len()).step_by(2).take(t).map(|i| x[i]).sum::<f64>();
-    let e = x.iter().skip(1).take(t).fold(0.0, |acc, v| acc * 0.5 + v);
-    let f = x.iter().skip(k).count() as f64;
-    let g = x
-        .iter()
-        .zip(x.iter().skip(1))
-        .map(|(p, q)| (q - p) * (q - p))
-        .sum::<f64>();
-    a + b + c + d + e + f + g
-}
-
-fn skips_and_takes_plain(x: &Array1<f64>, k: usize, t: usize) -> f64 {
     let a = x.iter().skip(k).map(|v| v * v).sum::<f64>();
     let b = x.iter().take(t).map(|v| v.sin()).sum::<f64>();
     let c = (0..x.len()).skip(k).map(|i| x[i] * i as f64).sum::<f64>();
@@ -409,29 +396,12 @@ fn zips_of_lengths(x: &Array1<f64>, w: &Array1<f64>) -> f64 {
         .fold(0.0, |acc, (a, b)| acc * 0.9 + a - b)
 }
 
-fn zips_of_lengths_plain(x: &Array1<f64>, w: &Array1<f64>) -> f64 {
-    let mut s = x.iter().zip(w.iter()).map(|(a, b)| a * b).sum::<f64>();
-    for (a, b) in x.iter().zip(w.iter()) {
-        s += a * b.sin();
-    }
-    s + x
-        .iter()
-        .zip(w.iter())
-        .fold(0.0, |acc, (a, b)| acc * 0.9 + a - b)
-}
-
 #[test]
 fn skip_take_and_zips_of_different_lengths() {
     let mut rng = rng("skips_and_takes");
     let x = rng.array1(5, -1.0, 1.0);
     for k in [0usize, 2, 5, 9] {
         for t in [0usize, 3, 5, 11] {
-            let y = skips_and_takes(&x, k, t);
-            assert_eq!(
-                y.to_bits(),
-                skips_and_takes_plain(&x, k, t).to_bits(),
-                "{k} {t}"
-            );
             check_derivatives(
                 &x,
                 |x| skips_and_takes(x, k, t),
@@ -442,8 +412,6 @@ fn skip_take_and_zips_of_different_lengths() {
     }
     let (w, w3) = (rng.array1(5, -1.0, 1.0), rng.array1(3, -1.0, 1.0));
     for (a, b) in [(&x, &w3), (&w3, &x), (&x, &w)] {
-        let y = zips_of_lengths(a, b);
-        assert_eq!(y.to_bits(), zips_of_lengths_plain(a, b).to_bits());
         check_derivatives(
             &(a.clone(), b.clone()),
             |(a, b)| zips_of_lengths(a, b),
