@@ -364,8 +364,9 @@ fn iterator_map_sum_and_zip() {
 }
 
 /// `skip(k)` / `take(k)` on array iterators and ranges (`k` past the end
-/// too), and `zip`s of arrays of different lengths, which stop at the
-/// shortest as Rust's do (sums, `for` loops, folds, `x` against its shift):
+/// too), and `zip`s of arrays of different lengths (or shapes), which stop
+/// at the shortest as Rust's do (sums, `for` loops, folds, `x` against its
+/// shift):
 /// the companions give `f`'s bits (checked by `check_derivatives`) and do
 /// not panic where `f` does not.
 #[differentiable]
@@ -396,6 +397,17 @@ fn zips_of_lengths(x: &Array1<f64>, w: &Array1<f64>) -> f64 {
         .fold(0.0, |acc, (a, b)| acc * 0.9 + a - b)
 }
 
+/// A `zip` of matrices walks each in logical order and stops at the
+/// shorter, whatever the shapes.
+#[differentiable]
+fn zipped_matrices(a: &Array2<f64>, b: &Array2<f64>) -> f64 {
+    a.iter()
+        .zip(b.iter())
+        .map(|(x, y)| x * y.sin())
+        .sum::<f64>()
+        + a.iter().zip(b.iter()).count() as f64
+}
+
 #[test]
 fn skip_take_and_zips_of_different_lengths() {
     let mut rng = rng("skips_and_takes");
@@ -417,6 +429,16 @@ fn skip_take_and_zips_of_different_lengths() {
             |(a, b)| zips_of_lengths(a, b),
             |(a, b), (da, db)| zips_of_lengths_jvp(a, b, da, db),
             |(a, b), ct| zips_of_lengths_vjp(a, b, *ct),
+        );
+    }
+    let m = rng.array2(2, 3, -1.0, 1.0);
+    for (r, c) in [(3, 2), (2, 2), (2, 3), (4, 3)] {
+        let b = rng.array2(r, c, -1.0, 1.0);
+        check_derivatives(
+            &(m.clone(), b),
+            |(a, b)| zipped_matrices(a, b),
+            |(a, b), (da, db)| zipped_matrices_jvp(a, b, da, db),
+            |(a, b), ct| zipped_matrices_vjp(a, b, *ct),
         );
     }
 }

@@ -313,22 +313,46 @@ impl Lowerer<'_> {
         Some(Val::Iter(Box::new(it)))
     }
 
+    /// The element of `arr` (of rank `rank`) at position `pos` of its
+    /// logical (row-major) order.
+    fn read_flat(
+        &mut self,
+        arr: Atom,
+        elem: Elem,
+        rank: usize,
+        pos: Atom,
+        span: proc_macro2::Span,
+    ) -> Option<Val> {
+        let mut idx = vec![Atom::I64(0); rank];
+        let mut rest = pos;
+        for axis in (0..rank).rev() {
+            if axis == 0 {
+                idx[0] = rest;
+                break;
+            }
+            let s = self.array(ArrayOp::Shape { arr, axis }, span)?;
+            idx[axis] = self.prim(Prim::Rem, &[rest, s], span)?;
+            rest = self.prim(Prim::Div, &[rest, s], span)?;
+        }
+        let v = self.array(ArrayOp::Index { arr, idx }, span)?;
+        Some(Val::Scalar(v, elem))
+    }
+
     /// The number of items.
     pub fn iter_len(&mut self, it: &IterVal, node: &dyn ToTokens) -> Option<Atom> {
         let span = span_of(node);
         match &it.src {
             Source::Range { n, .. } => Some(*n),
             Source::Lanes { arr, .. } => self.array(ArrayOp::Shape { arr: *arr, axis: 0 }, span),
-            // `zip` stops at the shortest of one-dimensional arrays.
-            Source::Arrays { arrs, rank: 1, .. } if arrs.len() > 1 => {
-                let mut n = self.count(arrs[0].0, 1, span)?;
+            // A `zip` stops at the shortest of its arrays' sequences.
+            Source::Arrays { arrs, rank, .. } => {
+                let mut n = self.count(arrs[0].0, *rank, span)?;
                 for (a, _) in &arrs[1..] {
-                    let m = self.count(*a, 1, span)?;
+                    let m = self.count(*a, *rank, span)?;
                     n = self.prim(Prim::Min, &[n, m], span)?;
                 }
                 Some(n)
             }
-            Source::Arrays { arrs, rank, .. } => self.count(arrs[0].0, *rank, span),
         }
     }
 
@@ -414,29 +438,53 @@ impl Lowerer<'_> {
                 let Val::Array(a, e, r) = v else { return None };
                 Some((a, e, r))
             };
-            if arrs.len() == 1 || *rank != 1 {
+            if arrs.len() == 1 {
                 return map(self);
             }
-            // A `zip` stops at the shortest array: the elementwise map when
-            // every array has that length (the usual case), else a build
-            // over it (reads by index; `f` does not panic, nor do its
-            // companions).
-            let span = span_of(node);
+            // A `zip` stops at the shortest sequence (of the elements in
+            // logical order, whatever the arrays' shapes): the elementwise
+            // map when every array has the first's shape (the usual case),
+            // else a build over the shortest that reads each array at the
+            // item's position (`f` does not panic, nor do its companions).
+            // Either way one dimension, as the reductions that consume it
+            // (`sum`, `product`) flatten the items anyway.
+            let (span, r) = (span_of(node), *rank);
             let n = self.iter_len(it, node)?;
             let mut same = Atom::Bool(true);
-            for (a, _) in arrs {
-                let len = self.count(*a, 1, span)?;
-                let eq = self.prim(Prim::Eq, &[len, n], span)?;
-                same = self.prim(Prim::And, &[same, eq], span)?;
+            for (a, _) in &arrs[1..] {
+                for axis in 0..r {
+                    let s0 = self.array(
+                        ArrayOp::Shape {
+                            arr: arrs[0].0,
+                            axis,
+                        },
+                        span,
+                    )?;
+                    let s = self.array(ArrayOp::Shape { arr: *a, axis }, span)?;
+                    let eq = self.prim(Prim::Eq, &[s0, s], span)?;
+                    same = self.prim(Prim::And, &[same, eq], span)?;
+                }
             }
             self.b.open();
-            let mapped = map(self);
+            let mapped = map(self).and_then(|(a, e, _)| {
+                if r == 1 {
+                    return Some((a, e));
+                }
+                match self.reshape(a, e, r, vec![n], node)? {
+                    Val::Array(a, e, _) => Some((a, e)),
+                    _ => None,
+                }
+            });
             let then_ = self.b.close(mapped.iter().map(|m| m.0).collect(), vec![]);
-            let (_, elem, _) = mapped?;
+            let (_, elem) = mapped?;
             self.b.open();
             let built = self.build_with(vec![n], node, |lw, ix| {
-                let item = lw.item_at(it, Atom::Var(ix[0]), node)?;
-                lw.apply_maps(it, item)
+                let mut elems = Vec::with_capacity(arrs.len());
+                for &(a, e) in arrs.iter() {
+                    elems.push(lw.read_flat(a, e, r, Atom::Var(ix[0]), span)?);
+                }
+                let v = item.value(&elems);
+                lw.apply_maps(it, v)
             });
             let else_ = self.b.close(
                 built
