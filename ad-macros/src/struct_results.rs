@@ -379,7 +379,7 @@ impl VisitMut for Rewriter {
 
 impl Rewriter {
     /// [`Rewriter::leaf_read`] on a macro's tokens: `p . a . b` (the root
-    /// not after a lone `.`, `:` or `'`, nor before `!` or `:`), its
+    /// a use: [`crate::substitute::is_use`]), its
     /// longest leaf chain rewritten; a chain reaching no leaf is passed to
     /// `leaf_read` whole, for its message.
     fn rewrite_tokens(&mut self, ts: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
@@ -398,15 +398,9 @@ impl Rewriter {
                 k += 1;
                 continue;
             }
-            let prev = k.checked_sub(1).and_then(|p| toks.get(p));
-            let prev2 = k.checked_sub(2).and_then(|p| toks.get(p));
             let root = match t {
                 T::Ident(i)
-                    if !((punct(prev, '.') && !punct(prev2, '.'))
-                        || punct(prev, ':')
-                        || punct(prev, '\'')
-                        || punct(toks.get(k + 1), '!')
-                        || punct(toks.get(k + 1), ':'))
+                    if crate::substitute::is_use(&toks, k)
                         && self
                             .find(&i.to_string())
                             .is_some_and(|b| !b.chains.is_empty()) =>

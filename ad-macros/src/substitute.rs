@@ -23,10 +23,7 @@ pub fn in_macro(m: &mut syn::Macro, name: &str, with: &syn::Expr) {
 
 /// `tokens` with every use of the variable `name` replaced by `with`.
 ///
-/// A use is the identifier `name` that is not a field or method name (after
-/// one `.`; `..row` is a use), a path segment (next to `::`), a macro name (before `!`), a label
-/// or lifetime (after `'`), or a struct literal's field (before a single
-/// `:`). `with` goes in as it is when it is a postfix expression (a path, a
+/// A use is an identifier `name` that [`is_use`] accepts. `with` goes in as it is when it is a postfix expression (a path, a
 /// field, a call, a method call, an index), which binds tighter than
 /// anything next to it, and in parentheses otherwise.
 pub fn in_tokens(tokens: TokenStream, name: &str, with: &syn::Expr) -> TokenStream {
@@ -50,10 +47,22 @@ pub fn in_tokens(tokens: TokenStream, name: &str, with: &syn::Expr) -> TokenStre
     go(tokens, name, &replacement, !postfix)
 }
 
+/// Whether the identifier `toks[k]` is a use of a variable: not a field or
+/// method name (after one `.`; `..x` is a use), a path segment (next to
+/// `:`), a macro name (before `!`), a label or lifetime (after `'`), or a
+/// struct literal's field (before `:`).
+pub fn is_use(toks: &[TokenTree], k: usize) -> bool {
+    let punct = |at: Option<usize>, c: char| matches!(at.and_then(|a| toks.get(a)), Some(TokenTree::Punct(p)) if p.as_char() == c);
+    let (prev, prev2, next) = (k.checked_sub(1), k.checked_sub(2), Some(k + 1));
+    !((punct(prev, '.') && !punct(prev2, '.'))
+        || punct(prev, ':')
+        || punct(prev, '\'')
+        || punct(next, '!')
+        || punct(next, ':'))
+}
+
 fn go(tokens: TokenStream, name: &str, with: &TokenStream, paren: bool) -> TokenStream {
     let toks: Vec<TokenTree> = tokens.into_iter().collect();
-    let punct =
-        |k: Option<&TokenTree>, c: char| matches!(k, Some(TokenTree::Punct(p)) if p.as_char() == c);
     let mut out: Vec<TokenTree> = Vec::with_capacity(toks.len());
     for (k, t) in toks.iter().enumerate() {
         match t {
@@ -63,15 +72,7 @@ fn go(tokens: TokenStream, name: &str, with: &TokenStream, paren: bool) -> Token
                 out.push(TokenTree::Group(n));
             }
             TokenTree::Ident(i) if i == name => {
-                let prev = k.checked_sub(1).and_then(|p| toks.get(p));
-                let prev2 = k.checked_sub(2).and_then(|p| toks.get(p));
-                let next = toks.get(k + 1);
-                // `a.row` is a field, `..row` a range's end.
-                let not_a_use = (punct(prev, '.') && !punct(prev2, '.'))
-                    || punct(prev, ':')
-                    || punct(prev, '\'')
-                    || punct(next, '!')
-                    || punct(next, ':');
+                let not_a_use = !is_use(&toks, k);
                 if not_a_use {
                     out.push(t.clone());
                     continue;
