@@ -2160,3 +2160,64 @@ fn ltake_of_zero_and_dropped_elements() {
     verify(&f, &g, Mode::LinearB, &inputs, 0.0);
     verify(&f, &h, Mode::LinearB, &inputs, 0.0);
 }
+
+/// An array's size is never negative: `n < 0`, `n >= 0`, `0 > n`, `0 <= n`
+/// and `max(n, 0)` fold for `n = shape(x, 0)` (a range's length over it),
+/// and for `max(i, 0)`; nothing folds for an `i64` parameter, which may be
+/// negative.
+#[test]
+fn sizes_are_non_negative() {
+    let mut b = new_builder("f");
+    let x = b.param("x", Ty::f64s(1));
+    let i = b.param("i", Ty::I64);
+    let n = b.shape(x.into(), 0);
+    let lt = b.prim(Prim::Lt, &[n.into(), Atom::I64(0)]);
+    let ge = b.prim(Prim::Ge, &[n.into(), Atom::I64(0)]);
+    let gt = b.prim(Prim::Gt, &[Atom::I64(0), n.into()]);
+    let le = b.prim(Prim::Le, &[Atom::I64(0), n.into()]);
+    let mx = b.prim(Prim::Max, &[n.into(), Atom::I64(0)]);
+    let mi = b.prim(Prim::Max, &[Atom::I64(-2), i.into()]);
+    let mi2 = b.prim(Prim::Max, &[mi.into(), Atom::I64(0)]);
+    let kept_lt = b.prim(Prim::Lt, &[i.into(), Atom::I64(0)]);
+    let kept_max = b.prim(Prim::Max, &[i.into(), Atom::I64(0)]);
+    let f = b.finish(
+        vec![
+            lt.into(),
+            ge.into(),
+            gt.into(),
+            le.into(),
+            mx.into(),
+            mi2.into(),
+            kept_lt.into(),
+            kept_max.into(),
+        ],
+        vec![],
+    );
+    let mut g = apply(&f, "non_negative_int", algebra::non_negative_int);
+    dce::dce(&mut g);
+    assert_eq!(
+        &g.body.results[..5],
+        &[
+            Atom::Bool(false),
+            Atom::Bool(true),
+            Atom::Bool(false),
+            Atom::Bool(true),
+            Atom::Var(n)
+        ],
+        "{}",
+        func_to_string(&g)
+    );
+    // max(max(-2, i), 0) is not max(-2, i) (-2 < 0 when i < -2); i < 0 and
+    // max(i, 0) stay.
+    assert_eq!(size_func(&g), 5, "{}", func_to_string(&g));
+    let ins: Inputs = [(3usize, 5i64), (0, -7), (2, 0)]
+        .iter()
+        .map(|(len, i)| {
+            (
+                vec![Value::f64s(&[*len], vec![0.5; *len]), Value::I64(*i)],
+                vec![],
+            )
+        })
+        .collect();
+    verify(&f, &g, Mode::LinearA, &ins, 0.0);
+}

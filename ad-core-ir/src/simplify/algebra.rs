@@ -141,6 +141,49 @@ pub fn select_literal(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
     }
 }
 
+/// Whether the `i64` atom is known to be at least 0: a literal `>= 0`, an
+/// array's size (`shape`), or `max(x, c)` with a literal `c >= 0`.
+fn non_negative(a: &Atom, cx: &Cx<'_>) -> bool {
+    match a {
+        Atom::I64(c) => *c >= 0,
+        Atom::Var(_) => match cx.def_atom(a) {
+            Some((Expr::Array(ArrayOp::Shape { .. }), 0)) => true,
+            Some((Expr::Prim(Prim::Max, xs), 0)) => {
+                xs.iter().any(|x| matches!(x, Atom::I64(c) if *c >= 0))
+            }
+            _ => false,
+        },
+        Atom::F64(_) | Atom::Bool(_) => false,
+    }
+}
+
+/// For an `i64` `n >= 0` (see [`non_negative`]): `n < 0 = false`,
+/// `n >= 0 = true`, `0 > n = false`, `0 <= n = true`, and `max(n, c) = n`,
+/// `max(c, n) = n` for a literal `c <= 0`. A range's length
+/// (`max(end - start, 0)`, guarded against a wrapped `usize` end) over an
+/// array's size folds to the size.
+pub fn non_negative_int(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
+    let Expr::Prim(p, xs) = &s.expr else {
+        return None;
+    };
+    let zero = Atom::I64(0);
+    match (p, xs.as_slice()) {
+        (Prim::Lt, [n, z]) | (Prim::Gt, [z, n]) if *z == zero && non_negative(n, cx) => {
+            becomes(s, cx, Atom::Bool(false))
+        }
+        (Prim::Ge, [n, z]) | (Prim::Le, [z, n]) if *z == zero && non_negative(n, cx) => {
+            becomes(s, cx, Atom::Bool(true))
+        }
+        (Prim::Max, [n, Atom::I64(c)]) | (Prim::Max, [Atom::I64(c), n])
+            if *c <= 0 && non_negative(n, cx) =>
+        {
+            let n = *n;
+            becomes(s, cx, n)
+        }
+        _ => None,
+    }
+}
+
 /// `lscale(1, x) = x`.
 pub fn lscale_one(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
     let Expr::Lin(LinOp::Scale {

@@ -225,6 +225,7 @@ pub fn rules_for(e: &Expr, fuse: bool) -> &'static [Rule] {
             algebra::not_not,
             algebra::bool_literal,
             algebra::select_literal,
+            algebra::non_negative_int,
         ],
         Expr::Array(op) => match op {
             ArrayOp::Shape { .. } => rules![shape::fold_shape],
