@@ -590,3 +590,61 @@ fn lanes_of_rank3_arrays() {
         |(a, w), ct: &(f64, f64, f64)| lanes_of_rank3_vjp(a, w, *ct),
     );
 }
+
+/// In-place updates of a local array through ndarray's own methods:
+/// `scaled_add` on the array and on a row, `mapv_inplace` of a column and
+/// of a slice (the primal bits are ndarray's: `check_derivatives` compares
+/// them with `f`'s).
+#[differentiable]
+fn scaled_adds_and_lane_maps(m: &Array2<f64>, v: &Array1<f64>, s: f64) -> f64 {
+    let mut a = m.to_owned();
+    a.column_mut(1).mapv_inplace(|x| x * s);
+    a.row_mut(2).scaled_add(-0.25, v);
+    a.slice_mut(s![.., 0]).mapv_inplace(f64::sin);
+    let mut b = Array1::zeros(v.len());
+    b.scaled_add(s, v);
+    b.scaled_add(0.5, &a.row(1));
+    let mut c = m.to_owned();
+    c.scaled_add(2.0, &v.view().insert_axis(Axis(0)));
+    a.sum() + b.dot(&b) + (&c * &c).sum()
+}
+
+#[test]
+fn in_place_updates_by_ndarray_methods() {
+    let mut rng = rng("in_place_updates_by_ndarray_methods");
+    for (r, c) in [(3, 3), (4, 3)] {
+        let m = rng.array2(r, c, -1.0, 1.0);
+        let v = rng.array1(c, -1.0, 1.0);
+        check_derivatives(
+            &(m, v, 0.7),
+            |(m, v, s)| scaled_adds_and_lane_maps(m, v, *s),
+            |(m, v, s), (dm, dv, ds)| scaled_adds_and_lane_maps_jvp(m, v, *s, dm, dv, *ds),
+            |(m, v, s), ct| scaled_adds_and_lane_maps_vjp(m, v, *s, *ct),
+        );
+    }
+}
+
+/// Column and row statistics: `var_axis` / `std_axis` (ndarray's one-pass
+/// recurrence on each lane: same bits), standardisation by broadcasting.
+#[differentiable(wrt(x))]
+fn axis_statistics(x: &Array2<f64>, ddof: f64) -> f64 {
+    let mu = x.mean_axis(Axis(0)).unwrap();
+    let sd = x.std_axis(Axis(0), ddof);
+    let z = (x - &mu) / &sd;
+    let rows = x.var_axis(Axis(1), 0.0);
+    (&z * &z).sum() + sd.sum() + rows.dot(&rows)
+}
+
+#[test]
+fn variances_along_axes() {
+    let mut rng = rng("variances_along_axes");
+    for (r, c, ddof) in [(4, 3, 1.0), (3, 5, 0.0), (2, 2, 1.5)] {
+        let x = rng.array2(r, c, -1.0, 1.0);
+        check_derivatives(
+            &x,
+            |x| axis_statistics(x, ddof),
+            |x, dx| axis_statistics_jvp(x, ddof, dx),
+            |x, ct| axis_statistics_vjp(x, ddof, *ct),
+        );
+    }
+}

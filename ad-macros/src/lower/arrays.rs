@@ -41,7 +41,7 @@ pub const ELEMENTWISE_METHODS: &[&str] = &[
     "clamp",
 ];
 
-const ARRAY_METHODS: &str = "len, nrows, ncols, dim, shape()[k], len_of, is_empty, sum, product, mean, var, std, sum_axis, dot, t, reversed_axes, row, column, rows, columns, outer_iter, axis_iter, lanes (of a matrix), mapv, map, mapv_inplace (of a local array), fold, iter, to_owned, clone, view, into_owned, to_vec (rank 1), and elementwise sin, cos, exp, ln, sqrt, abs, tanh, powi, powf, ...";
+const ARRAY_METHODS: &str = "len, nrows, ncols, dim, shape()[k], len_of, is_empty, sum, product, mean, var, std, sum_axis, mean_axis, var_axis, std_axis, map_axis, fold_axis, dot, t, reversed_axes, row, column, rows, columns, outer_iter, axis_iter, lanes (of a matrix), mapv, map, mapv_inplace (of a local array), fold, iter, to_owned, clone, view, into_owned, to_vec (rank 1), and elementwise sin, cos, exp, ln, sqrt, abs, tanh, powi, powf, ...";
 
 impl Lowerer<'_> {
     /// `a[i]`, `m[[i, j]]`, `m[(i, j)]`, `a.shape()[k]`.
@@ -288,7 +288,7 @@ impl Lowerer<'_> {
             | "mapv_inplace" | "slice_mut" | "get_mut" | "swap" | "zip_mut_with"
             | "scaled_add" => self.fail(
                 &m.method,
-                format!("mutating array methods (`{name}`) are supported on local `let mut` arrays (`a.fill(x)`, `a.assign(&b)`, `a.mapv_inplace(f)`, `a.row_mut(i).assign(&v)`, `a.slice_mut(s![..]).fill(x)`); elsewhere assign elements with `a[i] = ..` in a `for` loop, or build a new array with `mapv` / `from_shape_fn`"),
+                format!("mutating array methods (`{name}`) are supported on local `let mut` arrays (`a.fill(x)`, `a.assign(&b)`, `a.mapv_inplace(f)`, `a.scaled_add(s, &b)`, `a.row_mut(i).assign(&v)`, `a.slice_mut(s![..]).fill(x)`); elsewhere assign elements with `a[i] = ..` in a `for` loop, or build a new array with `mapv` / `from_shape_fn`"),
             ),
             "select" | "windows" => self.fail(
                 &m.method,
@@ -1131,7 +1131,7 @@ mod tests {
             "no method `frobnicate` on `Array1<f64>` is supported",
         );
         refuses(
-            "fn f(w: &Array1<f64>) -> f64 { let mut v = w.to_owned(); v.scaled_add(2.0, w); v.sum() }",
+            "fn f(w: &Array1<f64>) -> f64 { w.to_owned().scaled_add(2.0, w); w.sum() }",
             "mutating array methods (`scaled_add`) are supported on local `let mut` arrays",
         );
         refuses(

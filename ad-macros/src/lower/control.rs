@@ -711,7 +711,7 @@ impl<'a> Visit<'a> for Assigned {
         }
         if matches!(
             m.method.to_string().as_str(),
-            "assign" | "fill" | "mapv_inplace"
+            "assign" | "fill" | "mapv_inplace" | "scaled_add"
         ) {
             match strip(&m.receiver) {
                 syn::Expr::MethodCall(inner)

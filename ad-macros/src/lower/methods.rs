@@ -77,6 +77,9 @@ impl Lowerer<'_> {
         if let Some(v) = self.assign_lane(m) {
             return v;
         }
+        if let Some(e) = self.in_place_rewrite(m) {
+            return self.expr(&e);
+        }
         if let Some(v) = self.mapv_inplace(m) {
             return v;
         }
@@ -287,6 +290,71 @@ impl Lowerer<'_> {
             self.env.set(id, Val::Array(new, elem, rank));
             Some(Val::Unit)
         })())
+    }
+
+    /// In-place updates of a local array written as the updates the
+    /// lowering knows, with ndarray's element operations (same values):
+    ///
+    /// ```text
+    /// a.scaled_add(s, &v)                 ==>  a += &(s * &v)
+    /// a.row_mut(i).mapv_inplace(f)        ==>  a.row_mut(i).assign(&a.row(i).mapv(f))
+    /// a.column_mut(j).scaled_add(s, &v)   ==>  a.column_mut(j).assign(&(&a.column(j) + &(s * &v)))
+    /// ```
+    ///
+    /// (ndarray's `scaled_add` is `*y = *y + s * x`, `+=` is `*y = *y + t`;
+    /// `row_mut` / `column_mut` / `slice_mut` / `index_axis_mut`, read
+    /// through `row` / `column` / `slice` / `index_axis`.) `None` when `m`
+    /// is not of this form or `a` is not a local variable.
+    fn in_place_rewrite(&self, m: &syn::ExprMethodCall) -> Option<syn::Expr> {
+        let name = m.method.to_string();
+        let span = m.method.span();
+        let local = |e: &syn::Expr| -> bool {
+            matches!(strip(e), syn::Expr::Path(p)
+                if p.path.get_ident().is_some_and(|id| self.env.lookup(&id.to_string()).is_some()))
+        };
+        let scaled = |m: &syn::ExprMethodCall| -> Option<syn::Expr> {
+            let (s, v) = (&m.args[0], &m.args[1]);
+            let v = match strip(v) {
+                syn::Expr::Reference(r) => &*r.expr,
+                e => e,
+            };
+            Some(syn::parse_quote_spanned!(span=> ((#s) * &(#v))))
+        };
+        match (name.as_str(), m.args.len(), strip(&m.receiver)) {
+            ("scaled_add", 2, a) if local(a) => {
+                let t = scaled(m)?;
+                Some(syn::parse_quote_spanned!(span=> #a += &#t))
+            }
+            ("mapv_inplace" | "scaled_add", _, syn::Expr::MethodCall(lane)) => {
+                let read = match (lane.method.to_string().as_str(), lane.args.len()) {
+                    ("row_mut", 1) => "row",
+                    ("column_mut", 1) => "column",
+                    ("slice_mut", 1) => "slice",
+                    ("index_axis_mut", 2) => "index_axis",
+                    _ => return None,
+                };
+                let a = strip(&lane.receiver);
+                if !local(a) {
+                    return None;
+                }
+                let read = syn::Ident::new(read, lane.method.span());
+                let args = &lane.args;
+                let current: syn::Expr = syn::parse_quote_spanned!(span=> #a.#read(#args));
+                let value: syn::Expr = match (name.as_str(), m.args.len()) {
+                    ("mapv_inplace", 1) => {
+                        let f = &m.args[0];
+                        syn::parse_quote_spanned!(span=> #current.mapv(#f))
+                    }
+                    ("scaled_add", 2) => {
+                        let t = scaled(m)?;
+                        syn::parse_quote_spanned!(span=> (&#current + &#t))
+                    }
+                    _ => return None,
+                };
+                Some(syn::parse_quote_spanned!(span=> #lane.assign(&#value)))
+            }
+            _ => None,
+        }
     }
 
     /// `a.mapv_inplace(f)` on a local `let mut` array: `a` is rebound to

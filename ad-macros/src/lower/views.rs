@@ -217,13 +217,28 @@ impl Lowerer<'_> {
                     Some(Val::f64(lw.prim(Prim::Div, &[x, nf], span)?))
                 })
             })(),
-            "map_axis" | "fold_axis" => (|| {
-                let n_args = if name == "map_axis" { 2 } else { 3 };
+            "map_axis" | "fold_axis" | "var_axis" | "std_axis" => (|| {
+                let n_args = if name == "fold_axis" { 3 } else { 2 };
                 let args = self.nargs(m, n_args)?;
                 if rank != 2 {
                     return self.fail(m, format!("`{name}` is supported on matrices (`Array2`)"));
                 }
                 let axis = self.axis_arg(args[0], rank)?;
+                // `var_axis(axis, ddof)` / `std_axis(axis, ddof)`: ndarray runs
+                // `var`'s one-pass recurrence on every lane along `axis` (so
+                // the same values, and the same panic on a `ddof` out of
+                // range), `std_axis` then takes square roots as `std` does.
+                let statistic: Option<syn::Expr> = match name.as_str() {
+                    "var_axis" | "std_axis" => {
+                        let whole = syn::Ident::new(&name[..3], m.method.span());
+                        let lane = syn::Ident::new("__linad_lane", Span::mixed_site());
+                        let ddof = args[1];
+                        Some(
+                            syn::parse_quote_spanned!(m.method.span()=> |#lane| #lane.#whole(#ddof)),
+                        )
+                    }
+                    _ => None,
+                };
                 // Lanes along `axis`: rows of `arr` (axis 1) or of its transpose.
                 let src = if axis == 0 {
                     self.array(ArrayOp::Transpose { arr }, span)?
@@ -240,8 +255,9 @@ impl Lowerer<'_> {
                         },
                         span,
                     )?;
-                    if name == "map_axis" {
-                        lw.apply_closure(&args[1], vec![Val::Array(lane, elem, 1)])
+                    if name != "fold_axis" {
+                        let f = statistic.as_ref().unwrap_or(&args[1]);
+                        lw.apply_closure(f, vec![Val::Array(lane, elem, 1)])
                     } else {
                         let it = IterVal::of_array(lane, elem, 1);
                         lw.fold_iter(it, &args[1], &args[2], m)
