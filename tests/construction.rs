@@ -230,3 +230,27 @@ fn to_vec_of_a_rank_1_array() {
         |(v, a), ct| via_vec_vjp(v, *a, *ct),
     );
 }
+
+/// `Array1::linspace` with differentiable end points: ndarray's points
+/// `a + step * i` (the same bits, `check_derivatives` compares them with
+/// `f`'s), for any `n` including 0 and 1.
+#[differentiable(wrt(a, b, x))]
+fn linspaced(a: f64, b: f64, x: &Array1<f64>, n: usize) -> f64 {
+    let t = Array1::linspace(a, b, n);
+    let u = Array1::linspace(0.0, 1.0, x.len());
+    t.mapv(|v| v.sin()).sum() + u.dot(x) * t.len() as f64
+}
+
+#[test]
+fn linspace_points() {
+    let mut rng = rng("linspace_points");
+    let x = rng.array1(4, -1.0, 1.0);
+    for n in [0usize, 1, 2, 7] {
+        check_derivatives(
+            &(-0.4, 1.3, x.clone()),
+            |(a, b, x)| linspaced(*a, *b, x, n),
+            |(a, b, x), (da, db, dx)| linspaced_jvp(*a, *b, x, n, *da, *db, dx),
+            |(a, b, x), ct| linspaced_vjp(*a, *b, x, n, *ct),
+        );
+    }
+}

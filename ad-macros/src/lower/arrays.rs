@@ -800,6 +800,39 @@ impl Lowerer<'_> {
         Some(out)
     }
 
+    /// `Array1::linspace(a, b, n)` as ndarray computes it: `n` points
+    /// `a + step * i` with `step = (b - a) / (n - 1)` (`0` when `n <= 1`):
+    ///
+    /// ```text
+    /// Array1::linspace(a, b, n)
+    /// ==>  { let (a, b, n) = (a, b, n);
+    ///        let step = if n > 1 { (b - a) / ((n - 1) as f64) } else { 0.0 };
+    ///        Array1::from_shape_fn(n, |i| a + step * (i as f64)) }
+    /// ```
+    fn linspace(
+        &mut self,
+        a: &syn::Expr,
+        b: &syn::Expr,
+        n: &syn::Expr,
+        span: proc_macro2::Span,
+    ) -> Option<Val> {
+        let hidden = |s: &str| syn::Ident::new(s, proc_macro2::Span::mixed_site());
+        let (sa, sb, sn) = (
+            hidden("__linad_a"),
+            hidden("__linad_b"),
+            hidden("__linad_n"),
+        );
+        let (step, i) = (hidden("__linad_step"), hidden("__linad_i"));
+        let e: syn::Expr = syn::parse_quote_spanned!(span=> {
+            let #sa: f64 = #a;
+            let #sb: f64 = #b;
+            let #sn: usize = #n;
+            let #step: f64 = if #sn > 1 { (#sb - #sa) / ((#sn - 1) as f64) } else { 0.0 };
+            Array1::from_shape_fn(#sn, |#i: usize| #sa + #step * (#i as f64))
+        });
+        self.expr(&e)
+    }
+
     /// `ArrayN::zeros(shape)`, `ones`, `from_elem`, `from_shape_fn`, `eye`;
     /// `ty_seg` is the path segment naming the array type.
     pub fn array_ctor(
@@ -833,6 +866,9 @@ impl Lowerer<'_> {
             "from_elem" | "from_shape_fn" => 2,
             "from_vec" | "from" | "from_shape_vec" => return self.vec_ctor(&name, c),
             "from_diag" => return self.diag_ctor(c),
+            "linspace" if rank.unwrap_or(1) == 1 && args.len() == 3 => {
+                return self.linspace(args[0], args[1], args[2], func.span())
+            }
             "linspace" | "range" | "default" => {
                 return self.fail(
                     func,
