@@ -316,3 +316,43 @@ fn functions_named_in_mapv() {
         |x, ct| mapv_of_functions_vjp(x, *ct),
     );
 }
+
+/// A rule for a function of a slice: the rule's body calls it with its
+/// slice (the generated code passes the array as the function takes it,
+/// `ad_runtime::plain_arg`; it used to pass an `&Array1`, a type error in
+/// generated code).
+fn slice_norm(p: &[f64]) -> f64 {
+    p.iter().map(|x| x * x).sum::<f64>().sqrt()
+}
+
+#[custom_jvp(slice_norm)]
+fn slice_norm_rule(p: &[f64], d_p: &[f64]) -> (f64, f64) {
+    let n = slice_norm(p);
+    let mut t = 0.0;
+    for i in 0..p.len() {
+        t += p[i] * d_p[i];
+    }
+    (n, t / n)
+}
+
+#[differentiable]
+fn uses_slice_norm(p: &[f64], s: f64) -> f64 {
+    slice_norm(p) * s
+}
+
+#[test]
+fn rules_of_slice_functions() {
+    let mut rng = rng("rules_of_slice_functions");
+    let p = rng.array1(4, -1.0, 1.0);
+    check_derivatives(
+        &(p, 0.8),
+        |(p, s)| uses_slice_norm(p.as_slice().unwrap(), *s),
+        |(p, s), (dp, ds)| {
+            uses_slice_norm_jvp(p.as_slice().unwrap(), *s, dp.as_slice().unwrap(), *ds)
+        },
+        |(p, s), ct| {
+            let (y, (g, gs)) = uses_slice_norm_vjp(p.as_slice().unwrap(), *s, *ct);
+            (y, (Array1::from(g), gs))
+        },
+    );
+}

@@ -387,3 +387,26 @@ fn f32_struct_outputs_with_vec_fields() {
     assert_eq!(yj, y);
     assert_eq!(t.v, vec![0.0, s, 0.0]);
 }
+
+/// `[f32; N]` parameters and outputs: differentiated through the `f64`
+/// copy, tangents and cotangents `[f32; N]`, the primal `f`'s own.
+#[differentiable]
+fn scaled_point(p: [f32; 3], s: f32) -> [f32; 3] {
+    let [x, y, z] = p;
+    [x * s, y * s, (z * s).sin()]
+}
+
+#[test]
+fn fixed_size_f32_arrays() {
+    let (p, s) = ([1.0f32, -2.0, 0.5], 1.5f32);
+    let (y, d) = scaled_point_jvp(p, s, [1.0, 0.0, 0.0], 0.0);
+    assert_eq!(y, scaled_point(p, s));
+    assert_eq!(d, [1.5, 0.0, 0.0]);
+    let (y2, (g, gs)) = scaled_point_vjp(p, s, [0.0, 0.0, 1.0]);
+    let g: [f32; 3] = g;
+    assert_eq!(y2, y);
+    assert_eq!(g[..2], [0.0, 0.0]);
+    let cos = (0.5f64 * 1.5).cos();
+    assert!((g[2] as f64 - 1.5 * cos).abs() < 1e-6, "{g:?}");
+    assert!((gs as f64 - 0.5 * cos).abs() < 1e-6, "{gs}");
+}

@@ -194,6 +194,8 @@ enum Conv {
     Array(Passing),
     /// `&[f32]`, `&Vec<f32>`, `Vec<f32>`.
     Slice(Passing),
+    /// `[f32; N]`, `&[f32; N]`.
+    Fixed(Passing),
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -214,8 +216,10 @@ fn conv(ty: &syn::Type) -> Conv {
     }
     match ty {
         syn::Type::Tuple(t) => Conv::Tuple(t.elems.len()),
+        syn::Type::Array(_) => Conv::Fixed(Passing::Owned),
         syn::Type::Reference(r) => match &*r.elem {
             syn::Type::Slice(_) => Conv::Slice(Passing::Ref),
+            syn::Type::Array(_) => Conv::Fixed(Passing::Ref),
             syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Vec") => {
                 Conv::Slice(Passing::Ref)
             }
@@ -262,6 +266,15 @@ fn to_shadow(x: &TokenStream, ty: &syn::Type, tmp: &syn::Ident) -> (TokenStream,
             };
             (bind, arg)
         }
+        Conv::Fixed(p) => {
+            let bind =
+                quote!(let #tmp = ::core::array::from_fn::<f64, _, _>(|__i| #x[__i] as f64););
+            let arg = match p {
+                Passing::Owned | Passing::View => quote!(#tmp),
+                Passing::Ref => quote!(&#tmp),
+            };
+            (bind, arg)
+        }
         Conv::Slice(p) => {
             let bind = quote!(let #tmp: ::std::vec::Vec<f64> = #x.iter().map(|__v| *__v as f64).collect(););
             let arg = match p {
@@ -294,6 +307,7 @@ fn from_shadow(v: &TokenStream, ty: &syn::Type) -> TokenStream {
             Conv::Scalar => quote!((#v as f32)),
             Conv::Tuple(_) => v.clone(),
             Conv::Array(_) => quote!(#v.mapv(|__v| __v as f32)),
+            Conv::Fixed(_) => quote!(#v.map(|__v| __v as f32)),
             Conv::Slice(_) => {
                 quote!(#v.iter().map(|__v| *__v as f32).collect::<::std::vec::Vec<f32>>())
             }
@@ -468,6 +482,7 @@ impl Wrappers<'_> {
                 syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "f32") => {
                     quote!((#x as f64))
                 }
+                syn::Type::Array(_) => quote!(#x.map(|__v| __v as f64)),
                 _ => quote!(&#x.mapv(|__v| __v as f64)),
             }
         }

@@ -186,6 +186,7 @@ fn out_rust(o: &Out) -> TokenStream {
         Out::Array(1) => quote!(#nd::Array1<f64>),
         Out::Array(2) => quote!(#nd::Array2<f64>),
         Out::Array(3) => quote!(#nd::Array3<f64>),
+        Out::Fixed(t) => quote!(#t),
         Out::Array(r) => {
             let d = syn::Index::from(*r);
             quote!(#nd::Array<f64, #nd::Dim<[usize; #d]>>)

@@ -28,13 +28,27 @@ pub enum Passing {
     VecRef,
     /// `Vec<T>` (rank 1, owned).
     Vec,
+    /// `[T; N]` (rank 1, by value).
+    Fixed,
+    /// `&[T; N]` (rank 1).
+    FixedRef,
 }
 
 impl Passing {
-    /// A slice or a `Vec`: read through `ArrayView1::from(&x[..])`; a
-    /// cotangent of it is a `Vec`.
+    /// A slice, a `Vec` or a fixed-size array: read through
+    /// `ArrayView1::from(&x[..])`; a cotangent of it is a `Vec` (an array
+    /// `[f64; N]` for a fixed-size array).
     pub fn is_slice_like(self) -> bool {
-        matches!(self, Passing::Slice | Passing::VecRef | Passing::Vec)
+        matches!(
+            self,
+            Passing::Slice | Passing::VecRef | Passing::Vec | Passing::Fixed | Passing::FixedRef
+        )
+    }
+
+    /// A fixed-size array `[T; N]` or `&[T; N]`: its tangent and cotangent
+    /// are `[f64; N]`.
+    pub fn is_fixed(self) -> bool {
+        matches!(self, Passing::Fixed | Passing::FixedRef)
     }
 }
 
@@ -113,6 +127,9 @@ pub enum Out {
     F64,
     /// An owned `f64` array of the given rank.
     Array(usize),
+    /// A fixed-size array `[f64; N]` (the type as written): a
+    /// one-dimensional array to the IR.
+    Fixed(syn::Type),
     /// A tuple of outputs.
     Tuple(Vec<Out>),
 }
@@ -123,6 +140,7 @@ impl Out {
         match self {
             Out::F64 => vec![Ty::F64],
             Out::Array(r) => vec![Ty::f64s(*r)],
+            Out::Fixed(_) => vec![Ty::f64s(1)],
             Out::Tuple(parts) => parts.iter().flat_map(Out::ir_tys).collect(),
         }
     }

@@ -47,6 +47,7 @@ mod layout;
 mod map;
 mod matmul;
 pub mod par;
+mod plain_arg;
 mod reduce;
 mod scan;
 mod scratch;
@@ -81,6 +82,7 @@ pub use par::{
     for_each_item, go_parallel, in_parallel_kernel, par_threshold, rows_per_task,
     set_par_threshold, PAR_THRESHOLD,
 };
+pub use plain_arg::{in_standard_layout, plain_arg, PlainArg};
 pub use reduce::{
     logsumexp, logsumexp_axis, max_arg, max_arg_axis, min_arg, min_arg_axis, product, product_axis,
     sum, sum_axis, unravel_index,

@@ -140,7 +140,7 @@ pub fn mutate(p: &Program, kind: &'static str, rng: &mut Rng, depth: usize) -> M
         "shift" => insert_raw(&mut f, rng, "let bad = 3usize << 2;".into()),
         "unsafe_block" => insert_raw(&mut f, rng, format!("let bad = unsafe {{ {x} }};")),
         "mut_ref_param" => f.extra_params.push("bad: &mut f64".into()),
-        "array_literal" => insert_raw(&mut f, rng, format!("let bad = [{x}, 1.0];")),
+        "array_literal" => insert_raw(&mut f, rng, format!("let bad = [[{x}, 1.0], [2.0, {x}]];")),
         "string_literal" => insert_raw(&mut f, rng, "let bad = \"linad\";".into()),
         "generic" => {
             let src = f.item_source();

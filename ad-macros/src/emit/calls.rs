@@ -164,12 +164,16 @@ impl Emitter<'_> {
                     let x = self.scalar(a);
                     quote!(::core::convert::TryInto::try_into(#x).expect("linad: integer argument out of range"))
                 }
+                // As the function takes it (`&Array`, a view, a slice, a
+                // `Vec`, `[f64; N]`: `ad_runtime::plain_arg`), from an owned
+                // array in standard layout.
                 Ty::Array { .. } => {
                     let v = a.var().expect("an array is a variable");
                     let n = self.name(v);
+                    let rt = super::types::rt();
                     match self.repr(v) {
-                        Repr::View => quote!(&#n.to_owned()),
-                        _ => quote!(&#n),
+                        Repr::View => quote!(#rt::plain_arg(&#n.as_standard_layout().into_owned())),
+                        _ => quote!(#rt::plain_arg(&*#rt::in_standard_layout(&#n))),
                     }
                 }
                 _ => self.own(a, site),

@@ -24,7 +24,7 @@ use super::names::ident;
 use super::types::{flat, Repr};
 use super::wrappers::{
     allows, canonical_args, check, cotangents, ct_name, ct_params, ct_ty, leaf_paths, nest,
-    out_pattern, out_ty, owned, primal_args, shaped, tangent_names, temps,
+    out_pattern, out_ty, owned, primal_args, shaped, tangent_names, temps, Leaf,
 };
 use super::Input;
 use crate::sig::{Out, Param, ParamKind};
@@ -188,7 +188,7 @@ pub fn f_pullback(input: &Input, h: &Halves) -> R<TokenStream> {
     let mut checks = TokenStream::new();
     let rt = super::types::rt();
     for (k, ((leaf, arr), (y, _))) in leaves.iter().zip(&fw.ys).enumerate() {
-        if !*arr {
+        if *arr != Leaf::Array {
             continue;
         }
         let sy = ident(&format!("__shape_y{k}"));

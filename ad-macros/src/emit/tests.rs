@@ -253,6 +253,9 @@ fn user_arg(kind: &ParamKind, ty: &str, tmp: &syn::Ident) -> TokenStream {
             Passing::Slice => quote!(#tmp.as_slice().unwrap()),
             Passing::VecRef => quote!(&#tmp.to_vec()),
             Passing::Vec => quote!(#tmp.to_vec()),
+            Passing::Fixed | Passing::FixedRef => {
+                unreachable!("the emitter tests take no fixed-size arrays")
+            }
         },
         ParamKind::IntArray { passing, elem, .. } => {
             let conv = quote!(#tmp.mapv(|v: i64| v as #elem));
@@ -263,6 +266,9 @@ fn user_arg(kind: &ParamKind, ty: &str, tmp: &syn::Ident) -> TokenStream {
                 Passing::Slice => quote!(#conv.as_slice().unwrap()),
                 Passing::VecRef => quote!(&#conv.to_vec()),
                 Passing::Vec => quote!(#conv.to_vec()),
+                Passing::Fixed | Passing::FixedRef => {
+                    unreachable!("the emitter tests take no fixed-size arrays")
+                }
             }
         }
     }
@@ -416,6 +422,7 @@ fn check_fn(c: &Case, d: &Derived) -> TokenStream {
 fn nest_out(o: &Out, leaves: &mut impl Iterator<Item = TokenStream>) -> TokenStream {
     match o {
         Out::F64 | Out::Array(_) => leaves.next().unwrap(),
+        Out::Fixed(_) => unreachable!("the emitter tests return no fixed-size arrays"),
         Out::Tuple(parts) => {
             let ps: Vec<_> = parts.iter().map(|p| nest_out(p, leaves)).collect();
             super::types::tuple(&ps)
@@ -1118,6 +1125,9 @@ fn random_cases(dir: &std::path::Path) -> Vec<Case> {
                         Passing::Slice => "&[f64]".to_string(),
                         Passing::VecRef => "&Vec<f64>".to_string(),
                         Passing::Vec => "Vec<f64>".to_string(),
+                        Passing::Fixed | Passing::FixedRef => {
+                            unreachable!("the emitter tests take no fixed-size arrays")
+                        }
                     };
                     (
                         t,

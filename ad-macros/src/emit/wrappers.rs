@@ -161,15 +161,16 @@ pub(super) fn shaped(id: &Ident, kind: &ParamKind) -> TokenStream {
 
 /// The leaves of `ct` (from [`out_pattern`]) as parameters of a transposed
 /// body: arrays as views, scalars by value.
-pub(super) fn ct_params(leaves: &[(Ident, bool)]) -> Vec<(TokenStream, Repr)> {
+pub(super) fn ct_params(leaves: &[(Ident, Leaf)]) -> Vec<(TokenStream, Repr)> {
     leaves
         .iter()
-        .map(|(n, arr)| {
-            if *arr {
-                (quote!(#n.view()), Repr::View)
-            } else {
-                (quote!(#n), Repr::Val)
-            }
+        .map(|(n, leaf)| match leaf {
+            Leaf::Array => (quote!(#n.view()), Repr::View),
+            Leaf::Fixed => (
+                quote!(::linad::ndarray::ArrayView1::from(&#n[..])),
+                Repr::View,
+            ),
+            Leaf::Scalar => (quote!(#n), Repr::Val),
         })
         .collect()
 }
@@ -187,13 +188,21 @@ pub(super) fn cotangents(cs: &[Ident], reprs: &[Repr], params: &[&Param]) -> Tok
 }
 
 /// An owned cotangent (an array) as the parameter's tangent type: a `Vec`
-/// for a slice or `Vec` parameter.
+/// for a slice or `Vec` parameter, an array `[f64; N]` for a fixed-size one
+/// (its length is the parameter's, as the cotangent's shape).
 pub(super) fn as_tangent(v: TokenStream, kind: &ParamKind) -> TokenStream {
-    if slice_like(kind) {
-        quote!((#v).to_vec())
-    } else {
-        v
+    match kind {
+        ParamKind::F64Array { passing, .. } if passing.is_fixed() => fixed_from(v),
+        _ if slice_like(kind) => quote!((#v).to_vec()),
+        _ => v,
     }
+}
+
+/// A fixed-size array `[f64; N]` from a one-dimensional array of length
+/// `N` (`N` is inferred from where the value goes: a parameter's or the
+/// output's type).
+fn fixed_from(v: TokenStream) -> TokenStream {
+    quote!({ let __c = #v; ::core::array::from_fn(|__i| __c[__i]) })
 }
 
 /// The Rust type of an output.
@@ -201,14 +210,17 @@ pub(super) fn out_ty(o: &Out) -> TokenStream {
     match o {
         Out::F64 => quote!(f64),
         Out::Array(r) => array_ty(Scalar::F64, *r),
+        Out::Fixed(t) => quote!(#t),
         Out::Tuple(parts) => tuple_ty(parts.iter().map(out_ty).collect()),
     }
 }
 
-/// The type of the output's cotangent parameter: arrays by reference.
+/// The type of the output's cotangent parameter: arrays by reference,
+/// fixed-size arrays by value.
 pub(crate) fn ct_ty(o: &Out) -> TokenStream {
     match o {
         Out::F64 => quote!(f64),
+        Out::Fixed(t) => quote!(#t),
         Out::Array(r) => {
             let t = array_ty(Scalar::F64, *r);
             quote!(&#t)
@@ -217,20 +229,33 @@ pub(crate) fn ct_ty(o: &Out) -> TokenStream {
     }
 }
 
+/// What a leaf of the output is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Leaf {
+    /// An `f64`.
+    Scalar,
+    /// An `ndarray` array: its cotangent's shape is checked against the
+    /// result's.
+    Array,
+    /// A fixed-size array `[f64; N]`: its length is its type's.
+    Fixed,
+}
+
 /// A pattern destructuring a value of the output's shape into leaf names
-/// (appended to `leaves` with whether each is an array).
-pub(super) fn out_pattern(o: &Out, leaves: &mut Vec<(Ident, bool)>) -> TokenStream {
-    match o {
-        Out::F64 | Out::Array(_) => {
-            let n = ident(&format!("__ct{}", leaves.len()));
-            leaves.push((n.clone(), matches!(o, Out::Array(_))));
-            quote!(#n)
-        }
+/// (appended to `leaves` with what each is).
+pub(super) fn out_pattern(o: &Out, leaves: &mut Vec<(Ident, Leaf)>) -> TokenStream {
+    let leaf = match o {
+        Out::F64 => Leaf::Scalar,
+        Out::Array(_) => Leaf::Array,
+        Out::Fixed(_) => Leaf::Fixed,
         Out::Tuple(parts) => {
             let ps: Vec<TokenStream> = parts.iter().map(|p| out_pattern(p, leaves)).collect();
-            tuple(&ps)
+            return tuple(&ps);
         }
-    }
+    };
+    let n = ident(&format!("__ct{}", leaves.len()));
+    leaves.push((n.clone(), leaf));
+    quote!(#n)
 }
 
 /// The names of the output's leaves in the cotangent `ct` (`ct`, `ct.0`,
@@ -238,7 +263,7 @@ pub(super) fn out_pattern(o: &Out, leaves: &mut Vec<(Ident, bool)>) -> TokenStre
 /// leaf order.
 pub(super) fn leaf_paths(o: &Out, path: &str, out: &mut Vec<String>) {
     match o {
-        Out::F64 | Out::Array(_) => out.push(path.to_string()),
+        Out::F64 | Out::Array(_) | Out::Fixed(_) => out.push(path.to_string()),
         Out::Tuple(parts) => {
             for (k, p) in parts.iter().enumerate() {
                 leaf_paths(p, &format!("{path}.{k}"), out);
@@ -261,12 +286,17 @@ pub(super) fn shape_check(
     quote!(#rt::check_arg_shape(#func, #role, #name, (#given).shape(), (#expected).shape(), #of);)
 }
 
-/// Nests flat leaf values as the output says.
+/// Nests flat leaf values as the output says (owned arrays; a fixed-size
+/// array is made from its one-dimensional array).
 pub(super) fn nest(o: &Out, leaves: &mut impl Iterator<Item = TokenStream>) -> R<TokenStream> {
-    Ok(match o {
-        Out::F64 | Out::Array(_) => leaves
+    let mut next = || {
+        leaves
             .next()
-            .ok_or("fewer IR results than the output has leaves")?,
+            .ok_or("fewer IR results than the output has leaves")
+    };
+    Ok(match o {
+        Out::F64 | Out::Array(_) => next()?,
+        Out::Fixed(_) => fixed_from(next()?),
         Out::Tuple(parts) => {
             let ps = parts
                 .iter()
@@ -302,6 +332,13 @@ pub(crate) fn tangent_ty(p: &Param) -> TokenStream {
     match &p.kind {
         ParamKind::F64 => quote!(f64),
         ParamKind::F64Tuple(n) => tuple_ty(vec![quote!(f64); *n]),
+        ParamKind::F64Array { passing, .. } if passing.is_fixed() => match &p.ty {
+            syn::Type::Reference(r) => {
+                let t = &r.elem;
+                quote!(#t)
+            }
+            t => quote!(#t),
+        },
         ParamKind::F64Array { passing, .. } if passing.is_slice_like() => {
             quote!(::std::vec::Vec<f64>)
         }
@@ -462,7 +499,7 @@ fn f_vjp(input: &Input, h: &Halves) -> R<TokenStream> {
         .iter()
         .zip(&ys)
         .zip(ct_paths.iter().zip(&res_paths))
-        .filter(|(((_, arr), _), _)| *arr)
+        .filter(|(((_, leaf), _), _)| *leaf == Leaf::Array)
         .map(|(((leaf, _), y), (cp, rp))| {
             shape_check(
                 &vjp_name,

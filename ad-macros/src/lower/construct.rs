@@ -27,8 +27,17 @@ impl Lowerer<'_> {
     /// `stack![..]`; `None` (no error) for other macros.
     pub fn array_macro(&mut self, m: &syn::ExprMacro) -> Option<Option<Val>> {
         let name = m.mac.path.segments.last()?.ident.to_string();
+        let m_tokens = &m.mac.tokens;
         Some(match name.as_str() {
             "array" => self.array_literal(m.mac.tokens.clone(), m),
+            // `vec![a, b]` / `vec![x; n]`: a one-dimensional array, as the
+            // fixed-size array literal it would be.
+            "vec" => match syn::parse2::<syn::Expr>(
+                quote::quote_spanned!(m.mac.delimiter.span().join()=> [#m_tokens]),
+            ) {
+                Ok(e @ (syn::Expr::Array(_) | syn::Expr::Repeat(_))) => self.fixed_array(&e),
+                _ => self.fail(m, "expected `vec![a, b, ..]` or `vec![x; n]`"),
+            },
             "concatenate" | "stack" => (|| {
                 let parts = split_commas(m.mac.tokens.clone());
                 let Some((axis, arrs)) = parts.split_first() else {
@@ -50,6 +59,42 @@ impl Lowerer<'_> {
             })(),
             _ => return None,
         })
+    }
+
+    /// A fixed-size array literal, `[a, b, c]` or `[x; n]`: a
+    /// one-dimensional array (as `array![a, b, c]` / `vec![x; n]`), read and
+    /// updated as arrays are (`v[i]`, `v.iter()`, `v[i] = e`). Arrays of
+    /// arrays are refused (an `Array2` holds a matrix).
+    pub fn fixed_array(&mut self, e: &syn::Expr) -> Option<Val> {
+        let nested = |x: &syn::Expr| matches!(strip(x), syn::Expr::Array(_) | syn::Expr::Repeat(_));
+        match e {
+            syn::Expr::Array(a) => {
+                if let Some(inner) = a.elems.iter().find(|x| nested(x)) {
+                    return self.fail(inner, super::errors::NESTED_ARRAY);
+                }
+                let elems = &a.elems;
+                self.array_literal(quote::quote!(#elems), a)
+            }
+            syn::Expr::Repeat(r) => {
+                if nested(&r.expr) {
+                    return self.fail(&r.expr, super::errors::NESTED_ARRAY);
+                }
+                let Val::Scalar(x, elem) = self.expr(&r.expr)? else {
+                    return self.fail(&r.expr, "`[x; n]` repeats a number here");
+                };
+                let n = self.int_arg(&r.len)?;
+                let arr = self.array(
+                    ArrayOp::Broadcast {
+                        arr: x,
+                        shape: vec![n],
+                        axes: vec![],
+                    },
+                    span_of(r),
+                )?;
+                Some(Val::Array(arr, elem, 1))
+            }
+            other => self.fail(other, "expected an array literal"),
+        }
     }
 
     /// `concatenate(Axis(k), &[..])` / `stack(Axis(k), &[..])` called as

@@ -40,9 +40,9 @@ pub const LET_EXPR: &str =
     "`let` expressions are supported only as the whole condition of `if let P = e`: write the other conditions as a nested `if`";
 /// `?`.
 pub const TRY: &str = "the `?` operator is not supported in #[differentiable] functions";
-/// Array literals.
-pub const ARRAY_LIT: &str =
-    "array literals are not supported: build arrays with `Array1::from_shape_fn`, `Array1::zeros` or `Array1::from_elem` (in indexing, write `m[[i, j]]`)";
+/// Arrays of arrays (`[[a, b], [c, d]]`).
+pub const NESTED_ARRAY: &str =
+    "arrays of arrays are not supported: hold a matrix in an `Array2` (`array![[a, b], [c, d]]`, `Array2::zeros((r, c))`), indexed `m[[i, j]]`";
 /// `async` / `.await`.
 pub const ASYNC: &str = "`async` and `.await` are not supported in #[differentiable] functions";
 /// Anything else.
@@ -66,7 +66,7 @@ pub const ITER_VALUE: &str =
     "iterators must be consumed in the expression that creates them: end the chain with `.sum::<f64>()`, `.fold(..)` or `.collect::<Array1<f64>>()`";
 /// A pattern we cannot bind.
 pub const PATTERN: &str =
-    "this pattern is not supported: bind a name, `_`, `&name` or a tuple of these";
+    "this pattern is not supported: bind a name, `_`, `&name`, or a tuple or a fixed-size array (`[a, b]`) of these";
 /// `ref` bindings.
 pub const REF_PATTERN: &str = "`ref` bindings are not supported: bind by value";
 
@@ -79,9 +79,7 @@ pub fn macro_refused(m: &syn::Macro) -> String {
         .map(|s| s.ident.to_string())
         .unwrap_or_default();
     let hint = match name.as_str() {
-        "vec" | "array" => {
-            "build arrays with `Array1::from_shape_fn`, `Array1::zeros` or `Array1::from_elem`"
-        }
+        "vec" | "array" => "bind the array with `let` (`let v = vec![a, b];`) or remove it",
         "assert" | "assert_eq" | "debug_assert" | "debug_assert_eq" | "assert_ne" => {
             "remove it (check the arguments before calling the function)"
         }

@@ -83,8 +83,7 @@ impl Lowerer<'_> {
             E::Range(r) => self.fail(r, errors::RANGE_VALUE),
             E::Let(l) => self.fail(l, errors::LET_EXPR),
             E::Try(t) => self.fail(t, errors::TRY),
-            E::Array(a) => self.fail(a, errors::ARRAY_LIT),
-            E::Repeat(r) => self.fail(r, errors::ARRAY_LIT),
+            E::Array(_) | E::Repeat(_) => self.fixed_array(e),
             E::Async(a) => self.fail(a, errors::ASYNC),
             E::Await(a) => self.fail(a, errors::ASYNC),
             other => self.fail(other, errors::UNSUPPORTED_EXPR),
@@ -326,8 +325,8 @@ mod tests {
             "the `?` operator is not supported",
         );
         refuses(
-            "fn f(x: f64) -> f64 { let a = [x, x]; x }",
-            "array literals are not supported",
+            "fn f(x: f64) -> f64 { let a = [[x, x], [x, 1.0]]; x }",
+            "arrays of arrays are not supported",
         );
         refuses(
             "fn f(x: f64) -> f64 { let s = \"a\"; x }",

@@ -233,6 +233,11 @@ fn output(ty: &syn::Type) -> Result<Out, syn::Error> {
             "a `Vec` or a slice (return an owned array: `Array1::from(v)`)",
         )),
         TyDesc::Array {
+            elem: Elem::F64,
+            passing: Passing::Fixed,
+            ..
+        } => Ok(Out::Fixed(strip(ty).clone())),
+        TyDesc::Array {
             elem: Elem::F64, ..
         } => Err(bad("a view or a reference (return an owned array)")),
         TyDesc::Tuple(_) => {

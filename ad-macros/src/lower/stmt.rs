@@ -24,7 +24,7 @@ impl Lowerer<'_> {
         fn zero(o: &Out) -> Option<syn::Expr> {
             match o {
                 Out::F64 => Some(syn::parse_quote!(0.0f64)),
-                Out::Array(_) => None,
+                Out::Array(_) | Out::Fixed(_) => None,
                 Out::Tuple(ps) => {
                     let parts = ps.iter().map(zero).collect::<Option<Vec<_>>>()?;
                     Some(syn::parse_quote!((#(#parts,)*)))
@@ -216,6 +216,37 @@ impl Lowerer<'_> {
                         let _: Option<()> = self.fail(p, errors::PATTERN);
                         continue;
                     }
+                    self.bind_pat(p, v);
+                }
+            }
+            // `let [a, b, c] = p;` for a fixed-size array: its elements.
+            syn::Pat::Slice(sl) if !sl.elems.iter().any(|p| matches!(p, syn::Pat::Rest(_))) => {
+                let span = span_of(sl);
+                for (k, p) in sl.elems.iter().enumerate() {
+                    let v = match &val {
+                        Val::Array(arr, elem, 1) => self
+                            .array(
+                                ArrayOp::Index {
+                                    arr: *arr,
+                                    idx: vec![Atom::I64(k as i64)],
+                                },
+                                span,
+                            )
+                            .map_or(Val::Poison, |x| Val::Scalar(x, *elem)),
+                        Val::Poison => Val::Poison,
+                        other => {
+                            if k == 0 {
+                                let _: Option<()> = self.fail(
+                                    sl,
+                                    format!(
+                                        "mismatched types: expected `{}`, found an array pattern",
+                                        other.ty()
+                                    ),
+                                );
+                            }
+                            Val::Poison
+                        }
+                    };
                     self.bind_pat(p, v);
                 }
             }
@@ -513,6 +544,7 @@ impl Lowerer<'_> {
         let ok = match (v, out) {
             (Val::Scalar(_, Elem::F64), Out::F64) => true,
             (Val::Array(_, Elem::F64, r), Out::Array(s)) => r == s,
+            (Val::Array(_, Elem::F64, r), Out::Fixed(_)) => *r == 1,
             (Val::Tuple(vs), Out::Tuple(os)) if vs.len() == os.len() => {
                 let mut all = vec![];
                 for (v, o) in vs.iter().zip(os) {
@@ -582,6 +614,7 @@ pub fn out_ty(o: &Out) -> RTy {
     match o {
         Out::F64 => RTy::F64,
         Out::Array(r) => RTy::Array(Elem::F64, *r),
+        Out::Fixed(_) => RTy::Array(Elem::F64, 1),
         Out::Tuple(ps) => RTy::Tuple(ps.iter().map(out_ty).collect()),
     }
 }
@@ -738,11 +771,15 @@ mod tests {
             "fn f(x: f64) -> f64 { let mut y = x; y = 2; y }",
             "mismatched types: expected `f64`, found `{integer}`",
         );
+        refuses(
+            "fn f(x: f64) -> f64 { let v = vec![[x, 1.0]]; x }",
+            "arrays of arrays are not supported",
+        );
         refuses("fn f(x: f64) -> f64 { fn g() {} x }", "items (functions, `use`, `const`, `static`, ...) inside a #[differentiable] function are not supported");
         refuses("fn f(x: f64) -> f64 { println!(\"{}\", x); x }", "macros are not supported in #[differentiable] functions: `println!` cannot be differentiated; remove it");
         refuses(
-            "fn f(x: f64) -> f64 { let v = vec![x]; x }",
-            "`vec!` cannot be differentiated; build arrays with `Array1::from_shape_fn`",
+            "fn f(x: f64) -> f64 { vec![x]; x }",
+            "`vec!` cannot be differentiated; bind the array with `let`",
         );
         refuses(
             "fn f(x: f64) -> Array1<f64> { for i in 0..3 { if x > 0.0 { return Array1::zeros(2); } } Array1::zeros(3) }",
@@ -782,6 +819,10 @@ mod tests {
         );
         refuses(
             "fn f(x: f64) -> f64 { let [a] = x; a }",
+            "mismatched types: expected `f64`, found an array pattern",
+        );
+        refuses(
+            "fn f(x: f64) -> f64 { let [a, ..] = [x, x]; a }",
             "this pattern is not supported",
         );
         refuses(

@@ -396,6 +396,15 @@ pub fn classify(ty: &syn::Type) -> Result<TyDesc, syn::Error> {
                     rank,
                     passing: Passing::VecRef,
                 }),
+                TyDesc::Array {
+                    elem,
+                    rank,
+                    passing: Passing::Fixed,
+                } => Ok(TyDesc::Array {
+                    elem,
+                    rank,
+                    passing: Passing::FixedRef,
+                }),
                 TyDesc::Array { .. } => Err(syn::Error::new(
                     ty.span(),
                     format!("unsupported type `{shown}`: pass an array view by value (`ArrayView1<f64>`) or an array by reference (`&Array1<f64>`)"),
@@ -414,9 +423,20 @@ pub fn classify(ty: &syn::Type) -> Result<TyDesc, syn::Error> {
                 t.elems.iter().map(classify).collect::<Result<_, _>>()?,
             ))
         }
-        syn::Type::Slice(_) | syn::Type::Array(_) => Err(syn::Error::new(
+        syn::Type::Array(a) => match classify(&a.elem)? {
+            TyDesc::Scalar(elem @ (Elem::F64 | Elem::Int(_))) => Ok(TyDesc::Array {
+                elem,
+                rank: 1,
+                passing: Passing::Fixed,
+            }),
+            _ => Err(syn::Error::new(
+                ty.span(),
+                format!("unsupported type `{shown}`: fixed-size arrays of `f64` or of integers are supported (`[f64; 3]`); for more dimensions use `ndarray::Array2<f64>`, ..."),
+            )),
+        },
+        syn::Type::Slice(_) => Err(syn::Error::new(
             ty.span(),
-            format!("unsupported type `{shown}`: take slices by reference (`&[f64]`); fixed-size arrays are not supported, use `ndarray::Array1<f64>`"),
+            format!("unsupported type `{shown}`: take slices by reference (`&[f64]`)"),
         )),
         syn::Type::Path(p) => {
             let Some((name, args)) = path_parts(p) else {
@@ -582,7 +602,12 @@ mod tests {
         assert!(ty("&[bool]")
             .unwrap_err()
             .contains("slices of `f64` or of integers"));
-        assert!(ty("[f64; 3]").unwrap_err().contains("fixed-size arrays"));
+        assert!(ty("[[f64; 3]; 2]")
+            .unwrap_err()
+            .contains("fixed-size arrays of `f64`"));
+        assert!(ty("[f64]")
+            .unwrap_err()
+            .contains("take slices by reference"));
         assert!(ty("&mut f64").unwrap_err().contains("mutable references"));
         assert!(ty("Array4<f64>").unwrap_err().contains("rank 1 to 3"));
         assert!(ty("ArrayD<f64>").unwrap_err().contains("dynamic rank"));

@@ -2,8 +2,8 @@ use linad::differentiable;
 
 #[differentiable]
 fn f(x: f64) -> f64 {
-    let v = vec![x, x];
-    v[0]
+    vec![x, x];
+    x
 }
 
 fn main() {}

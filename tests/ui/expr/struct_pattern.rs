@@ -2,8 +2,8 @@ use linad::differentiable;
 
 #[differentiable]
 fn f(x: f64) -> f64 {
-    let [a, b] = [x, x];
-    a * b
+    let [a, ..] = [x, x];
+    a
 }
 
 fn main() {}

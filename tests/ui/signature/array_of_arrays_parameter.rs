@@ -1,8 +1,8 @@
 use linad::differentiable;
 
 #[differentiable]
-fn f(v: [f64; 3]) -> f64 {
-    v[0]
+fn f(v: [[f64; 3]; 2]) -> f64 {
+    v[0][1]
 }
 
 fn main() {}

@@ -1,0 +1,178 @@
+//! Fixed-size arrays `[f64; N]`: parameters by value and by reference,
+//! literals `[a, b, c]` and `[x; n]`, element updates, calls between
+//! `#[differentiable]` functions, fixed-size outputs (alone and in tuples),
+//! integer arrays as constants, custom rules, and plain functions taking
+//! them. The companions compute with one-dimensional arrays; their primal
+//! bits are `f`'s and their tangents and cotangents are `[f64; N]`.
+#![allow(clippy::needless_range_loop)]
+
+mod common;
+use common::*;
+use linad::ndarray::Array1;
+use linad::{custom_jvp, differentiable};
+
+/// The distance between two points: literals, a repeat, element writes and
+/// an iterator over a fixed-size array.
+#[differentiable]
+fn distance(p: [f64; 3], q: &[f64; 3]) -> f64 {
+    let d = [p[0] - q[0], p[1] - q[1], p[2] - q[2]];
+    let mut s = [0.0; 3];
+    for i in 0..3 {
+        s[i] = d[i] * d[i];
+    }
+    (s.iter().sum::<f64>() + 1e-3 * q.len() as f64).sqrt()
+}
+
+/// A rotation about the z axis: a fixed-size output.
+#[differentiable]
+fn rotate(p: [f64; 3], t: f64) -> [f64; 3] {
+    let (s, c) = t.sin_cos();
+    [c * p[0] - s * p[1], s * p[0] + c * p[1], p[2]]
+}
+
+/// Calls of functions taking and returning fixed-size arrays, a tuple
+/// output with one, integer indices in a fixed-size array.
+#[differentiable]
+fn rotated_spread(p: &[f64; 3], t: f64, pick: [usize; 2]) -> (f64, [f64; 3]) {
+    let r = rotate(*p, t);
+    let origin = [t; 3];
+    (distance(r, &origin) * r[pick[0]] + r[pick[1]], r)
+}
+
+fn to_fixed(a: &Array1<f64>) -> [f64; 3] {
+    [a[0], a[1], a[2]]
+}
+
+fn to_array(a: [f64; 3]) -> Array1<f64> {
+    Array1::from(a.to_vec())
+}
+
+#[test]
+fn parameters_literals_and_updates() {
+    let mut rng = rng("parameters_literals_and_updates");
+    let (p, q) = (rng.array1(3, -1.0, 1.0), rng.array1(3, -1.0, 1.0));
+    check_derivatives(
+        &(p, q),
+        |(p, q)| distance(to_fixed(p), &to_fixed(q)),
+        |(p, q), (dp, dq)| distance_jvp(to_fixed(p), &to_fixed(q), to_fixed(dp), &to_fixed(dq)),
+        |(p, q), ct| {
+            let (y, (gp, gq)) = distance_vjp(to_fixed(p), &to_fixed(q), *ct);
+            (y, (to_array(gp), to_array(gq)))
+        },
+    );
+}
+
+#[test]
+fn fixed_outputs_and_calls() {
+    let mut rng = rng("fixed_outputs_and_calls");
+    let p = rng.array1(3, -1.0, 1.0);
+    check_derivatives(
+        &(p.clone(), 0.7),
+        |(p, t)| to_array(rotate(to_fixed(p), *t)),
+        |(p, t), (dp, dt)| {
+            let (y, d) = rotate_jvp(to_fixed(p), *t, to_fixed(dp), *dt);
+            (to_array(y), to_array(d))
+        },
+        |(p, t), ct| {
+            let (y, (g, gt)) = rotate_vjp(to_fixed(p), *t, to_fixed(ct));
+            (to_array(y), (to_array(g), gt))
+        },
+    );
+    for pick in [[0, 1], [2, 2]] {
+        check_derivatives(
+            &(p.clone(), -0.3),
+            |(p, t)| {
+                let (a, r) = rotated_spread(&to_fixed(p), *t, pick);
+                (a, to_array(r))
+            },
+            |(p, t), (dp, dt)| {
+                let ((a, r), (da, dr)) =
+                    rotated_spread_jvp(&to_fixed(p), *t, pick, &to_fixed(dp), *dt);
+                ((a, to_array(r)), (da, to_array(dr)))
+            },
+            |(p, t), (ca, cr)| {
+                let ((a, r), (g, gt)) =
+                    rotated_spread_vjp(&to_fixed(p), *t, pick, (*ca, to_fixed(cr)));
+                ((a, to_array(r)), (to_array(g), gt))
+            },
+        );
+    }
+}
+
+/// `f_linearize` and `f_pullback` take and return `[f64; N]` too.
+#[test]
+fn linear_maps_of_fixed_arrays() {
+    let p = [0.3, -0.2, 0.9];
+    let (y, lin) = rotate_linearize(p, 0.4);
+    let (y2, pb) = rotate_pullback(p, 0.4);
+    assert_same_bits(&to_array(y), &to_array(rotate(p, 0.4)));
+    assert_same_bits(&to_array(y2), &to_array(y));
+    let u = [1.0, -2.0, 0.5];
+    let w = [0.25, 1.5, -1.0];
+    let (d, dt) = (lin(u, 0.7), pb(w));
+    // <w, J u> = <J^T w, u>
+    let lhs: f64 = (0..3).map(|i| w[i] * d[i]).sum();
+    let rhs: f64 = (0..3).map(|i| dt.0[i] * u[i]).sum::<f64>() + dt.1 * 0.7;
+    assert_close(lhs, rhs, 1e-14);
+}
+
+/// A plain function of a fixed-size array, with a custom rule.
+fn safe_norm(p: [f64; 3]) -> f64 {
+    (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]).sqrt().max(1e-12)
+}
+
+#[custom_jvp(safe_norm)]
+fn safe_norm_rule(p: [f64; 3], d_p: [f64; 3]) -> (f64, f64) {
+    let n = safe_norm(p);
+    (n, (p[0] * d_p[0] + p[1] * d_p[1] + p[2] * d_p[2]) / n)
+}
+
+/// A plain function called with constants: a fixed-size array and a slice.
+fn weight(w: [f64; 2], v: &[f64]) -> f64 {
+    w[0] * v.iter().sum::<f64>() + w[1]
+}
+
+#[differentiable(wrt(p))]
+fn with_rule(p: [f64; 3], w: [usize; 2]) -> f64 {
+    let c = [w[0] as f64, w[1] as f64];
+    let v = vec![1.0, 2.0, 0.5];
+    safe_norm(p) * weight(c, &v)
+}
+
+#[test]
+fn custom_rules_and_plain_calls() {
+    let mut rng = rng("custom_rules_and_plain_calls");
+    let p = rng.array1(3, -1.0, 1.0);
+    check_derivatives(
+        &p,
+        |p| with_rule(to_fixed(p), [2, 3]),
+        |p, dp| with_rule_jvp(to_fixed(p), [2, 3], to_fixed(dp)),
+        |p, ct| {
+            let (y, g) = with_rule_vjp(to_fixed(p), [2, 3], *ct);
+            (y, to_array(g))
+        },
+    );
+}
+
+/// `let [x, y, z] = p;` binds the elements (nested in tuples too).
+#[differentiable]
+fn cross_z(p: [f64; 3], q: &[f64; 3]) -> f64 {
+    let [x, y, _] = p;
+    let ([u, v, w], s) = (*q, 2.0);
+    s * (x * v - y * u) + w
+}
+
+#[test]
+fn array_patterns() {
+    let mut rng = rng("array_patterns");
+    let (p, q) = (rng.array1(3, -1.0, 1.0), rng.array1(3, -1.0, 1.0));
+    check_derivatives(
+        &(p, q),
+        |(p, q)| cross_z(to_fixed(p), &to_fixed(q)),
+        |(p, q), (dp, dq)| cross_z_jvp(to_fixed(p), &to_fixed(q), to_fixed(dp), &to_fixed(dq)),
+        |(p, q), ct| {
+            let (y, (gp, gq)) = cross_z_vjp(to_fixed(p), &to_fixed(q), *ct);
+            (y, (to_array(gp), to_array(gq)))
+        },
+    );
+}
