@@ -20,6 +20,7 @@
 mod common;
 use common::*;
 use linad::differentiable;
+use linad::ndarray::Array1;
 
 // --- arithmetic -------------------------------------------------------------
 
@@ -430,4 +431,45 @@ fn consts_path_as_in_the_contract() {
         |r, dr| pi_path::circle_jvp(*r, *dr),
         |r, ct| pi_path::circle_vjp(*r, *ct),
     );
+}
+
+/// Piecewise-constant methods: no derivative through `floor`, `ceil`,
+/// `round`, `trunc`, `signum` (zero almost everywhere, as JAX), derivative 1
+/// through `fract` (`x - x.trunc()`); the primal bits are `f`'s.
+#[differentiable]
+fn steps(x: f64, y: f64) -> f64 {
+    let a = x.signum() * y.floor() + (x * 3.7).round() * y + f64::ceil(y * 2.3) * x;
+    let b = x.fract() * y + y.trunc() * x + (x - y).abs().fract();
+    a + b * x
+}
+
+/// Linear interpolation in a table: the index from `floor`, the weight
+/// from the remainder.
+#[differentiable]
+fn interpolate(table: &Array1<f64>, x: f64) -> f64 {
+    let t = x.clamp(0.0, (table.len() - 1) as f64 - 1e-9);
+    let i = t.floor() as usize;
+    let w = t - t.floor();
+    table[i] * (1.0 - w) + table[i + 1] * w + table.mapv(f64::round).sum() + table.floor().sum()
+}
+
+#[test]
+fn piecewise_constant_methods() {
+    for (x, y) in [(0.31, 0.77), (0.52, 1.3), (-0.21, 0.45), (-1.6, 2.55)] {
+        check_derivatives(
+            &(x, y),
+            |(x, y)| steps(*x, *y),
+            |(x, y), (dx, dy)| steps_jvp(*x, *y, *dx, *dy),
+            |(x, y), ct| steps_vjp(*x, *y, *ct),
+        );
+    }
+    let table = Array1::from(vec![0.4, 1.7, -0.3, 2.2]);
+    for x in [0.2, 1.4, 2.6, 7.0] {
+        check_derivatives(
+            &(table.clone(), x),
+            |(t, x)| interpolate(t, *x),
+            |(t, x), (dt, dx)| interpolate_jvp(t, *x, dt, *dx),
+            |(t, x), ct| interpolate_vjp(t, *x, *ct),
+        );
+    }
 }

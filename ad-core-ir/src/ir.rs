@@ -280,6 +280,16 @@ pub enum Prim {
     Exp2,
     /// the cube root of `a` (Rust's `f64::cbrt`; defined for negative `a`)
     Cbrt,
+    /// `a.floor()`: piecewise constant, no tangent (zero almost everywhere)
+    Floor,
+    /// `a.ceil()`: piecewise constant, no tangent
+    Ceil,
+    /// `a.round()` (half away from zero, Rust's `f64::round`): no tangent
+    Round,
+    /// `a.trunc()`: no tangent
+    Trunc,
+    /// `a.signum()` (`1.0`, `-1.0`, or NaN; `±0` gives `±1`): no tangent
+    Signum,
     /// `a.clamp(lo, hi)` as Rust's `f64::clamp`: `lo` if `a < lo`, `hi` if
     /// `a > hi`, else `a` (NaN stays NaN); an error (Rust panics) unless `lo <= hi`
     Clamp,
@@ -447,7 +457,7 @@ impl Prim {
     /// ones), for tables and tests.
     pub const ALL: [Prim; 49 + 5 * 7 + 7 + 7 + 1] = Prim::all();
 
-    const BASIC: [Prim; 49] = [
+    const BASIC: [Prim; 54] = [
         Prim::Add,
         Prim::Sub,
         Prim::Mul,
@@ -490,6 +500,11 @@ impl Prim {
         Prim::MulAdd,
         Prim::Exp2,
         Prim::Cbrt,
+        Prim::Floor,
+        Prim::Ceil,
+        Prim::Round,
+        Prim::Trunc,
+        Prim::Signum,
         Prim::Clamp,
         Prim::ULt,
         Prim::ULe,
@@ -568,6 +583,11 @@ impl Prim {
             Prim::MulAdd => "mul_add",
             Prim::Exp2 => "exp2",
             Prim::Cbrt => "cbrt",
+            Prim::Floor => "floor",
+            Prim::Ceil => "ceil",
+            Prim::Round => "round",
+            Prim::Trunc => "trunc",
+            Prim::Signum => "signum",
             Prim::Clamp => "clamp",
             Prim::IntArith(op, t) => INT_ARITH_NAMES[op as usize][t as usize],
             Prim::IntCast(t) => INT_CAST_NAMES[t as usize],
@@ -606,6 +626,11 @@ impl Prim {
             | Prim::ToI64
             | Prim::Exp2
             | Prim::Cbrt
+            | Prim::Floor
+            | Prim::Ceil
+            | Prim::Round
+            | Prim::Trunc
+            | Prim::Signum
             | Prim::IntCast(_)
             | Prim::FloatToInt(_)
             | Prim::U64ToF64 => 1,
@@ -666,6 +691,11 @@ impl Prim {
             | Prim::Select
             | Prim::MulAdd
             | Prim::Clamp
+            | Prim::Floor
+            | Prim::Ceil
+            | Prim::Round
+            | Prim::Trunc
+            | Prim::Signum
             | Prim::IntArith(..)
             | Prim::IntCast(_)
             | Prim::FloatToInt(_)

@@ -261,7 +261,13 @@ pub fn prim_ty(p: Prim, args: &[Ty]) -> Result<Ty, String> {
             float(0)?;
             Ok(Ty::I64)
         }
-        Prim::Exp2 | Prim::Cbrt => {
+        Prim::Exp2
+        | Prim::Cbrt
+        | Prim::Floor
+        | Prim::Ceil
+        | Prim::Round
+        | Prim::Trunc
+        | Prim::Signum => {
             float(0)?;
             Ok(Ty::F64)
         }

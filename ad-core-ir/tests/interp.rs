@@ -253,6 +253,27 @@ fn prim_cases(p: Prim) -> Vec<(Vec<Value>, Value)> {
             f1(f64::cbrt, 0.3),
             f1(f64::cbrt, -0.0),
         ],
+        Prim::Floor => vec![
+            f1(f64::floor, -2.5),
+            f1(f64::floor, 2.5),
+            f1(f64::floor, -0.0),
+        ],
+        Prim::Ceil => vec![f1(f64::ceil, -2.5), f1(f64::ceil, 2.5), f1(f64::ceil, -0.3)],
+        Prim::Round => vec![
+            f1(f64::round, -2.5),
+            f1(f64::round, 2.5),
+            f1(f64::round, 0.49),
+        ],
+        Prim::Trunc => vec![
+            f1(f64::trunc, -2.7),
+            f1(f64::trunc, 2.7),
+            f1(f64::trunc, -0.3),
+        ],
+        Prim::Signum => vec![
+            f1(f64::signum, -0.0),
+            f1(f64::signum, 3.0),
+            f1(f64::signum, nan),
+        ],
         Prim::Clamp => vec![
             (vec![F(nan), F(0.0), F(1.0)], F(nan)),
             (vec![F(-0.0), F(0.0), F(1.0)], F(-0.0)),

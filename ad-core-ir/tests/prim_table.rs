@@ -97,7 +97,8 @@ fn every_differentiable_scalar_primitive() {
 }
 
 /// The primitives with no tangent: integer, boolean and comparison results,
-/// casts to and from integers (`select` has its own test below).
+/// casts to and from integers, the piecewise-constant `floor`, `ceil`,
+/// `round`, `trunc` and `signum` (`select` has its own test below).
 fn has_no_tangent(p: Prim) -> bool {
     use Prim::*;
     matches!(
@@ -123,6 +124,11 @@ fn has_no_tangent(p: Prim) -> bool {
             | UGe
             | UMax
             | UMin
+            | Floor
+            | Ceil
+            | Round
+            | Trunc
+            | Signum
     )
 }
 

@@ -266,6 +266,10 @@ pub const M1: [&str; 19] = [
     "to_radians",
 ];
 
+/// Piecewise-constant `f64` methods (no derivative) and `fract`
+/// ([`crate::gen::Feature::Steps`]).
+pub const STEPS: [&str; 6] = ["floor", "ceil", "round", "trunc", "signum", "fract"];
+
 /// Binary `f64` methods.
 pub const M2: [&str; 6] = ["powf", "atan2", "hypot", "max", "min", "log"];
 
@@ -290,6 +294,12 @@ fn m1(name: &str, x: f64) -> f64 {
         "exp2" => x.exp2(),
         "to_degrees" => x.to_degrees(),
         "to_radians" => x.to_radians(),
+        "floor" => x.floor(),
+        "ceil" => x.ceil(),
+        "round" => x.round(),
+        "trunc" => x.trunc(),
+        "signum" => x.signum(),
+        "fract" => x.fract(),
         _ => unreachable!("{name}"),
     }
 }

@@ -48,6 +48,9 @@ pub enum Feature {
     MulAdd,
     /// `exp2`.
     Exp2,
+    /// Piecewise-constant methods (`floor`, `ceil`, `round`, `trunc`,
+    /// `signum`: no derivative) and `fract`.
+    Steps,
     /// `while` and `loop` with `break` (counted by a `usize` variable), and
     /// `break` in `for`.
     Whiles,
@@ -70,7 +73,7 @@ pub enum Feature {
 }
 
 /// Every feature, with its switch name.
-pub const FEATURES: [(Feature, &str); 25] = [
+pub const FEATURES: [(Feature, &str); 26] = [
     (Feature::Math, "math"),
     (Feature::Ints, "ints"),
     (Feature::Casts, "casts"),
@@ -92,6 +95,7 @@ pub const FEATURES: [(Feature, &str); 25] = [
     (Feature::Narrowing, "narrowing"),
     (Feature::MulAdd, "muladd"),
     (Feature::Exp2, "exp2"),
+    (Feature::Steps, "steps"),
     (Feature::Whiles, "whiles"),
     (Feature::Exits, "exits"),
     (Feature::Views, "views"),
@@ -342,7 +346,11 @@ impl<'a> Gen<'a> {
                 }
                 5 => return E::Neg(b(self.ef(d1))),
                 6 | 7 if self.on(Feature::Math) => {
-                    let m = *self.rng.pick(&M1);
+                    let m = if self.on(Feature::Steps) && self.rng.below(6) == 0 {
+                        *self.rng.pick(&STEPS)
+                    } else {
+                        *self.rng.pick(&M1)
+                    };
                     if m == "exp2" && !self.on(Feature::Exp2) {
                         continue;
                     }

@@ -93,7 +93,13 @@ fn rule(p: Prim) -> Rule {
         | Prim::UGt
         | Prim::UGe
         | Prim::UMax
-        | Prim::UMin => Rule::None,
+        | Prim::UMin
+        // Piecewise constant: the derivative is zero wherever it exists.
+        | Prim::Floor
+        | Prim::Ceil
+        | Prim::Round
+        | Prim::Trunc
+        | Prim::Signum => Rule::None,
     }
 }
 
@@ -300,7 +306,8 @@ impl<'p> Jvp<'p> {
             (
                 Add | Sub | Neg | Rem | Max | Min | Lt | Le | Gt | Ge | Eq | Ne | And | Or | Not
                 | ToF64 | ToI64 | Select | Clamp | IntArith(..) | IntCast(_) | FloatToInt(_)
-                | U64ToF64 | ULt | ULe | UGt | UGe | UMax | UMin,
+                | U64ToF64 | ULt | ULe | UGt | UGe | UMax | UMin | Floor | Ceil | Round | Trunc
+                | Signum,
                 _,
             ) => unreachable!("{p:?} has no partials rule"),
         }

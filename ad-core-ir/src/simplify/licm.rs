@@ -157,6 +157,11 @@ fn prim_infallible(p: Prim, xs: &[Atom], vars: &VarTable) -> bool {
         Prim::MulAdd
         | Prim::Exp2
         | Prim::Cbrt
+        | Prim::Floor
+        | Prim::Ceil
+        | Prim::Round
+        | Prim::Trunc
+        | Prim::Signum
         | Prim::IntCast(_)
         | Prim::FloatToInt(_)
         | Prim::U64ToF64

@@ -109,6 +109,11 @@ pub(super) fn prim_tokens(p: Prim, x: &[TokenStream], int: bool) -> TokenStream 
         }
         Prim::Exp2 => un(quote!(f64::exp2)),
         Prim::Cbrt => un(quote!(f64::cbrt)),
+        Prim::Floor => un(quote!(f64::floor)),
+        Prim::Ceil => un(quote!(f64::ceil)),
+        Prim::Round => un(quote!(f64::round)),
+        Prim::Trunc => un(quote!(f64::trunc)),
+        Prim::Signum => un(quote!(f64::signum)),
         Prim::Clamp => {
             let c = &x[2];
             quote!(f64::clamp(#a, #b, #c))

@@ -39,6 +39,12 @@ pub const ELEMENTWISE_METHODS: &[&str] = &[
     "log",
     "hypot",
     "clamp",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "fract",
+    "signum",
 ];
 
 const ARRAY_METHODS: &str = "len, nrows, ncols, dim, shape()[k], len_of, is_empty, sum, product, mean, var, std, sum_axis, mean_axis, var_axis, std_axis, map_axis, fold_axis, dot, t, reversed_axes, row, column, rows, columns, outer_iter, axis_iter, lanes (of a matrix), mapv, map, mapv_inplace (of a local array), fold, iter, to_owned, clone, view, into_owned, to_vec (rank 1), and elementwise sin, cos, exp, ln, sqrt, abs, tanh, powi, powf, ...";

@@ -370,7 +370,7 @@ mod tests {
             let a = x + n;
             while let 1 = n { }
             println!(\"{}\", x);
-            let b = x.floor();
+            let b = x.frobnicate();
             let c = match (n, n) { (0, _) => 1.0, _ => 2.0 };
             x
         }",

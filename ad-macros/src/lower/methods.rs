@@ -11,7 +11,7 @@ use super::val::Val;
 use ad_core_ir::ir::{Atom, Prim};
 use proc_macro2::Span;
 
-const F64_METHODS: &str = "sin, cos, tan, exp, ln, log2, log10, sqrt, abs, tanh, sinh, cosh, atan, exp_m1, ln_1p, recip, powi, powf, atan2, hypot, max, min, mul_add, sin_cos, exp2, cbrt, log, clamp, to_degrees, to_radians";
+const F64_METHODS: &str = "sin, cos, tan, exp, ln, log2, log10, sqrt, abs, tanh, sinh, cosh, atan, exp_m1, ln_1p, recip, powi, powf, atan2, hypot, max, min, mul_add, sin_cos, exp2, cbrt, log, clamp, to_degrees, to_radians, floor, ceil, round, trunc, fract, signum";
 
 /// Array methods that return an `Option` or a `Result` in `ndarray` (the
 /// value is taken with `unwrap()` / `expect(..)`).
@@ -47,6 +47,12 @@ fn unary_prim(name: &str) -> Option<Prim> {
         "exp_m1" => Prim::ExpM1,
         "ln_1p" => Prim::Ln1p,
         "cbrt" => Prim::Cbrt,
+        // Piecewise constant: no tangent (zero almost everywhere), as JAX.
+        "floor" => Prim::Floor,
+        "ceil" => Prim::Ceil,
+        "round" => Prim::Round,
+        "trunc" => Prim::Trunc,
+        "signum" => Prim::Signum,
         _ => return None,
     })
 }
@@ -596,22 +602,16 @@ impl Lowerer<'_> {
         let n = name.to_string();
         let want = match n.as_str() {
             _ if unary_prim(&n).is_some() => 0,
-            "recip" | "exp2" | "to_degrees" | "to_radians" | "sin_cos" => 0,
+            "recip" | "exp2" | "to_degrees" | "to_radians" | "sin_cos" | "fract" => 0,
             "powi" | "log" => 1,
             _ if binary_prim(&n).is_some() => 1,
             "mul_add" | "clamp" => 2,
-            "floor" | "ceil" | "round" | "trunc" | "fract" | "signum" => {
-                return self.fail(
-                    name,
-                    format!("`{n}` is not supported: it is piecewise constant (its derivative is zero almost everywhere); compute it outside the #[differentiable] function and pass it as a parameter"),
-                )
-            }
             _ => {
                 let hint = self.defaulted_hint(&x);
                 return self.fail(
                     name,
                     format!("no method `{n}` on `f64` is supported in #[differentiable] functions; supported: {F64_METHODS}{hint}"),
-                )
+                );
             }
         };
         if args.len() != want {
@@ -660,6 +660,11 @@ impl Lowerer<'_> {
             "mul_add" => f(self.prim(Prim::MulAdd, &[x, ops[0], ops[1]], span)?),
             "clamp" => f(self.prim(Prim::Clamp, &[x, ops[0], ops[1]], span)?),
             "exp2" => f(self.prim(Prim::Exp2, &[x], span)?),
+            // Rust's `fract` is `x - x.trunc()`: derivative 1.
+            "fract" => {
+                let t = self.prim(Prim::Trunc, &[x], span)?;
+                f(self.prim(Prim::Sub, &[x, t], span)?)
+            }
             "log" => {
                 let a = self.prim(Prim::Ln, &[x], span)?;
                 let b = self.prim(Prim::Ln, &[ops[0]], span)?;
@@ -775,6 +780,7 @@ pub fn is_f64_method(name: &str) -> bool {
             "to_degrees",
             "to_radians",
             "sin_cos",
+            "fract",
         ]
         .contains(&name)
 }
@@ -924,10 +930,6 @@ mod tests {
 
     #[test]
     fn refusals() {
-        refuses(
-            "fn f(x: f64) -> f64 { x.floor() }",
-            "`floor` is not supported: it is piecewise constant",
-        );
         refuses("fn f(x: f64) -> f64 { x.frobnicate() }", "no method `frobnicate` on `f64` is supported in #[differentiable] functions; supported: sin, cos");
         refuses(
             "fn f(x: f64) -> f64 { f64::frobnicate(x) }",
