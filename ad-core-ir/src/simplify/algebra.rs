@@ -157,7 +157,7 @@ fn non_negative(a: &Atom, cx: &Cx<'_>) -> bool {
     }
 }
 
-/// For an `i64` `n >= 0` (see [`non_negative`]): `n < 0 = false`,
+/// For an `i64` `n >= 0` (see `non_negative`): `n < 0 = false`,
 /// `n >= 0 = true`, `0 > n = false`, `0 <= n = true`, and `max(n, c) = n`,
 /// `max(c, n) = n` for a literal `c <= 0`. A range's length
 /// (`max(end - start, 0)`, guarded against a wrapped `usize` end) over an
