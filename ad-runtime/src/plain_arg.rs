@@ -21,6 +21,11 @@ use std::borrow::Cow;
 /// A parameter type a plain function may take an `f64` array of dimension
 /// `D` as: `&Array<f64, D>`, `ArrayView<f64, D>`, and for one dimension
 /// `&[f64]`, `Vec<f64>` and `[f64; N]`.
+#[diagnostic::on_unimplemented(
+    message = "a function that is not #[differentiable] takes a constant array as `{Self}`",
+    label = "linad passes constant arrays here",
+    note = "linad passes a constant `f64` array to a plain function as `&Array`, an `ArrayView`, `&[f64]`, `Vec<f64>` or `[f64; N]`: declare the parameter as one of these (or make the function #[differentiable])"
+)]
 pub trait PlainArg<'a, D: Dimension>: Sized {
     /// The argument made from `a` (a borrow where the type is one).
     fn from_array(a: &'a Array<f64, D>) -> Self;
