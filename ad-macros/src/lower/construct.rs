@@ -27,17 +27,9 @@ impl Lowerer<'_> {
     /// `stack![..]`; `None` (no error) for other macros.
     pub fn array_macro(&mut self, m: &syn::ExprMacro) -> Option<Option<Val>> {
         let name = m.mac.path.segments.last()?.ident.to_string();
-        let m_tokens = &m.mac.tokens;
         Some(match name.as_str() {
             "array" => self.array_literal(m.mac.tokens.clone(), m),
-            // `vec![a, b]` / `vec![x; n]`: a one-dimensional array, as the
-            // fixed-size array literal it would be.
-            "vec" => match syn::parse2::<syn::Expr>(
-                quote::quote_spanned!(m.mac.delimiter.span().join()=> [#m_tokens]),
-            ) {
-                Ok(e @ (syn::Expr::Array(_) | syn::Expr::Repeat(_))) => self.fixed_array(&e),
-                _ => self.fail(m, "expected `vec![a, b, ..]` or `vec![x; n]`"),
-            },
+            "vec" => self.vec_macro(m),
             "concatenate" | "stack" => (|| {
                 let parts = split_commas(m.mac.tokens.clone());
                 let Some((axis, arrs)) = parts.split_first() else {
@@ -59,6 +51,17 @@ impl Lowerer<'_> {
             })(),
             _ => return None,
         })
+    }
+
+    /// `vec![a, b]` / `vec![x; n]`: a one-dimensional array, as the
+    /// fixed-size array literal it would be ([`Self::fixed_array`]).
+    fn vec_macro(&mut self, m: &syn::ExprMacro) -> Option<Val> {
+        let tokens = &m.mac.tokens;
+        let span = m.mac.delimiter.span().join();
+        match syn::parse2::<syn::Expr>(quote::quote_spanned!(span=> [#tokens])) {
+            Ok(e @ (syn::Expr::Array(_) | syn::Expr::Repeat(_))) => self.fixed_array(&e),
+            _ => self.fail(m, "expected `vec![a, b, ..]` or `vec![x; n]`"),
+        }
     }
 
     /// A fixed-size array literal, `[a, b, c]` or `[x; n]`: a
@@ -398,34 +401,7 @@ impl Lowerer<'_> {
                 };
             }
         };
-        let tokens = m.mac.tokens.clone();
-        // `vec![x; n]`
-        if let Some((x, n)) = split_semicolon(tokens.clone()) {
-            let xe: syn::Expr = syn::parse2(x).ok()?;
-            let ne: syn::Expr = syn::parse2(n).ok()?;
-            let xv = self.expr(&xe)?;
-            let n = self.int_arg(&ne)?;
-            let Val::Scalar(a, el) = xv else {
-                return self.fail(&xe, "`vec![x; n]` of numbers");
-            };
-            let arr = self.array(
-                ArrayOp::Broadcast {
-                    arr: a,
-                    shape: vec![n],
-                    axes: vec![],
-                },
-                span_of(c),
-            )?;
-            let flat = Val::Array(arr, el, 1);
-            return self.shaped(name, c, flat);
-        }
-        let mut vals = vec![];
-        for p in split_commas(tokens) {
-            let e: syn::Expr = syn::parse2(p).ok()?;
-            vals.push((e.clone(), self.expr(&e)?));
-        }
-        let n = vals.len();
-        let flat = self.array_of_elements(vec![Atom::I64(n as i64)], &[n], vals, c)?;
+        let flat = self.vec_macro(m)?;
         self.shaped(name, c, flat)
     }
 
@@ -491,17 +467,4 @@ pub fn split_commas(ts: TokenStream) -> Vec<TokenStream> {
     }
     parts.retain(|p| !p.is_empty());
     parts
-}
-
-/// `x; n` split at its top-level `;`.
-fn split_semicolon(ts: TokenStream) -> Option<(TokenStream, TokenStream)> {
-    let mut a = TokenStream::new();
-    let mut it = ts.into_iter();
-    for t in it.by_ref() {
-        if matches!(&t, TokenTree::Punct(p) if p.as_char() == ';') {
-            return Some((a, it.collect()));
-        }
-        a.extend([t]);
-    }
-    None
 }

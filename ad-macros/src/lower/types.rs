@@ -338,6 +338,23 @@ pub fn show(t: &impl quote::ToTokens) -> String {
     out
 }
 
+/// A one-dimensional array (a slice, a fixed-size array) of the element
+/// type `elem`, `f64` or an integer; else the error `refused` makes.
+fn one_dimensional(
+    elem: &syn::Type,
+    passing: Passing,
+    refused: impl FnOnce() -> syn::Error,
+) -> Result<TyDesc, syn::Error> {
+    match classify(elem)? {
+        TyDesc::Scalar(elem @ (Elem::F64 | Elem::Int(_))) => Ok(TyDesc::Array {
+            elem,
+            rank: 1,
+            passing,
+        }),
+        _ => Err(refused()),
+    }
+}
+
 /// Reads a written type.
 pub fn classify(ty: &syn::Type) -> Result<TyDesc, syn::Error> {
     let shown = show(ty);
@@ -365,17 +382,12 @@ pub fn classify(ty: &syn::Type) -> Result<TyDesc, syn::Error> {
                 ));
             }
             if let syn::Type::Slice(sl) = strip_ty(&r.elem) {
-                return match classify(&sl.elem)? {
-                    TyDesc::Scalar(elem @ (Elem::F64 | Elem::Int(_))) => Ok(TyDesc::Array {
-                        elem,
-                        rank: 1,
-                        passing: Passing::Slice,
-                    }),
-                    _ => Err(syn::Error::new(
+                return one_dimensional(&sl.elem, Passing::Slice, || {
+                    syn::Error::new(
                         ty.span(),
                         format!("unsupported type `{shown}`: slices of `f64` or of integers are supported"),
-                    )),
-                };
+                    )
+                });
             }
             match classify(&r.elem)? {
                 TyDesc::Array {
@@ -423,17 +435,12 @@ pub fn classify(ty: &syn::Type) -> Result<TyDesc, syn::Error> {
                 t.elems.iter().map(classify).collect::<Result<_, _>>()?,
             ))
         }
-        syn::Type::Array(a) => match classify(&a.elem)? {
-            TyDesc::Scalar(elem @ (Elem::F64 | Elem::Int(_))) => Ok(TyDesc::Array {
-                elem,
-                rank: 1,
-                passing: Passing::Fixed,
-            }),
-            _ => Err(syn::Error::new(
+        syn::Type::Array(a) => one_dimensional(&a.elem, Passing::Fixed, || {
+            syn::Error::new(
                 ty.span(),
                 format!("unsupported type `{shown}`: fixed-size arrays of `f64` or of integers are supported (`[f64; 3]`); for more dimensions use `ndarray::Array2<f64>`, ..."),
-            )),
-        },
+            )
+        }),
         syn::Type::Slice(_) => Err(syn::Error::new(
             ty.span(),
             format!("unsupported type `{shown}`: take slices by reference (`&[f64]`)"),
@@ -466,7 +473,9 @@ pub fn classify(ty: &syn::Type) -> Result<TyDesc, syn::Error> {
                 }
                 return Err(syn::Error::new(
                     ty.span(),
-                    format!("unsupported type `{shown}`: `Vec` of `f64` or of integers is supported"),
+                    format!(
+                        "unsupported type `{shown}`: `Vec` of `f64` or of integers is supported"
+                    ),
                 ));
             }
             let ranked = |prefix: &str| -> Option<usize> {
@@ -523,7 +532,11 @@ pub fn classify(ty: &syn::Type) -> Result<TyDesc, syn::Error> {
                     format!("write the element type of the array: `{name}<f64>`"),
                 ));
             };
-            let expected_args = if name.ends_with(char::is_numeric) { 1 } else { 2 };
+            let expected_args = if name.ends_with(char::is_numeric) {
+                1
+            } else {
+                2
+            };
             if args.len() != expected_args {
                 return Err(unsupported());
             }
