@@ -176,3 +176,59 @@ fn array_patterns() {
         },
     );
 }
+
+/// A `#[differentiable]` function of a slice, called with a fixed-size
+/// array.
+#[differentiable]
+fn squares(v: &[f64]) -> f64 {
+    v.iter().map(|x| x * x).sum::<f64>()
+}
+
+/// Iterating a fixed-size array by value and by reference, `zip`, the
+/// array's own `map`, `into_iter`, capture in a closure; one mode only.
+#[differentiable(reverse)]
+fn idioms(p: [f64; 3], q: [f64; 3], w: &Array1<f64>) -> [f64; 2] {
+    let mut s = 0.0;
+    for x in p {
+        s += x * x;
+    }
+    let d: f64 = p.iter().zip(q.iter()).map(|(a, b)| a * b).sum();
+    let m = p.map(|x| x * 2.0);
+    let t: f64 = q.into_iter().sum();
+    let c = w.mapv(|v| v * p[0]).sum();
+    [s + d + m[1] + t, c * squares(&q)]
+}
+
+#[test]
+fn idioms_of_fixed_size_arrays() {
+    let mut rng = rng("idioms_of_fixed_size_arrays");
+    let (p, q, w) = (
+        rng.array1(3, -1.0, 1.0),
+        rng.array1(3, -1.0, 1.0),
+        rng.array1(2, -1.0, 1.0),
+    );
+    let (fp, fq) = (to_fixed(&p), to_fixed(&q));
+    let ct = [0.7, -1.3];
+    let (y, (gp, gq, gw)) = idioms_vjp(fp, fq, &w, ct);
+    assert_same_bits(
+        &Array1::from(y.to_vec()),
+        &Array1::from(idioms(fp, fq, &w).to_vec()),
+    );
+    // <ct, f(x + h e_i) - f(x - h e_i)> / 2h against the cotangents.
+    let f = |p: [f64; 3], q: [f64; 3]| {
+        let y = idioms(p, q, &w);
+        ct[0] * y[0] + ct[1] * y[1]
+    };
+    let h = 1e-6;
+    for i in 0..3 {
+        let (mut a, mut b) = (fp, fp);
+        a[i] += h;
+        b[i] -= h;
+        assert_close((f(a, fq) - f(b, fq)) / (2.0 * h), gp[i], 1e-6);
+        let (mut a, mut b) = (fq, fq);
+        a[i] += h;
+        b[i] -= h;
+        assert_close((f(fp, a) - f(fp, b)) / (2.0 * h), gq[i], 1e-6);
+    }
+    assert_eq!(gw.len(), 2);
+}
