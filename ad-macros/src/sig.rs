@@ -45,6 +45,20 @@ impl Passing {
         )
     }
 
+    /// The passing of a reference to a value passed so: `&ArrayN`,
+    /// `&Vec<T>`, `&[T; N]`; `None` for what is already a view or a
+    /// reference.
+    pub fn by_ref(self) -> Option<Passing> {
+        match self {
+            Passing::Owned => Some(Passing::Ref),
+            Passing::Vec => Some(Passing::VecRef),
+            Passing::Fixed => Some(Passing::FixedRef),
+            Passing::Ref | Passing::View | Passing::Slice | Passing::VecRef | Passing::FixedRef => {
+                None
+            }
+        }
+    }
+
     /// A fixed-size array `[T; N]` or `&[T; N]`: its tangent and cotangent
     /// are `[f64; N]`.
     pub fn is_fixed(self) -> bool {

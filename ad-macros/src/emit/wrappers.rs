@@ -153,10 +153,15 @@ fn slice_like(kind: &ParamKind) -> bool {
 /// `.view()`): itself, or a view of a slice or `Vec`.
 pub(super) fn shaped(id: &Ident, kind: &ParamKind) -> TokenStream {
     if slice_like(kind) {
-        quote!(::linad::ndarray::ArrayView1::from(&#id[..]))
+        slice_view(quote!(#id))
     } else {
         quote!(#id)
     }
+}
+
+/// A view of a slice, `Vec` or fixed-size array `x`.
+fn slice_view(x: TokenStream) -> TokenStream {
+    quote!(::linad::ndarray::ArrayView1::from(&#x[..]))
 }
 
 /// The leaves of `ct` (from [`out_pattern`]) as parameters of a transposed
@@ -166,10 +171,7 @@ pub(super) fn ct_params(leaves: &[(Ident, Leaf)]) -> Vec<(TokenStream, Repr)> {
         .iter()
         .map(|(n, leaf)| match leaf {
             Leaf::Array => (quote!(#n.view()), Repr::View),
-            Leaf::Fixed => (
-                quote!(::linad::ndarray::ArrayView1::from(&#n[..])),
-                Repr::View,
-            ),
+            Leaf::Fixed => (slice_view(quote!(#n)), Repr::View),
             Leaf::Scalar => (quote!(#n), Repr::Val),
         })
         .collect()

@@ -318,17 +318,18 @@ impl Lowerer<'_> {
             matches!(strip(e), syn::Expr::Path(p)
                 if p.path.get_ident().is_some_and(|id| self.env.lookup(&id.to_string()).is_some()))
         };
-        let scaled = |m: &syn::ExprMethodCall| -> Option<syn::Expr> {
+        // `s * &v` of `scaled_add(s, &v)` (two arguments).
+        let scaled = |m: &syn::ExprMethodCall| -> syn::Expr {
             let (s, v) = (&m.args[0], &m.args[1]);
             let v = match strip(v) {
                 syn::Expr::Reference(r) => &*r.expr,
                 e => e,
             };
-            Some(syn::parse_quote_spanned!(span=> ((#s) * &(#v))))
+            syn::parse_quote_spanned!(span=> ((#s) * &(#v)))
         };
         match (name.as_str(), m.args.len(), strip(&m.receiver)) {
             ("scaled_add", 2, a) if local(a) => {
-                let t = scaled(m)?;
+                let t = scaled(m);
                 Some(syn::parse_quote_spanned!(span=> #a += &#t))
             }
             ("mapv_inplace" | "scaled_add", _, syn::Expr::MethodCall(lane)) => {
@@ -352,7 +353,7 @@ impl Lowerer<'_> {
                         syn::parse_quote_spanned!(span=> #current.mapv(#f))
                     }
                     ("scaled_add", 2) => {
-                        let t = scaled(m)?;
+                        let t = scaled(m);
                         syn::parse_quote_spanned!(span=> (&#current + &#t))
                     }
                     _ => return None,

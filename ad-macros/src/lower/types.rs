@@ -393,29 +393,11 @@ pub fn classify(ty: &syn::Type) -> Result<TyDesc, syn::Error> {
                 TyDesc::Array {
                     elem,
                     rank,
-                    passing: Passing::Owned,
-                } => Ok(TyDesc::Array {
+                    passing,
+                } if passing.by_ref().is_some() => Ok(TyDesc::Array {
                     elem,
                     rank,
-                    passing: Passing::Ref,
-                }),
-                TyDesc::Array {
-                    elem,
-                    rank,
-                    passing: Passing::Vec,
-                } => Ok(TyDesc::Array {
-                    elem,
-                    rank,
-                    passing: Passing::VecRef,
-                }),
-                TyDesc::Array {
-                    elem,
-                    rank,
-                    passing: Passing::Fixed,
-                } => Ok(TyDesc::Array {
-                    elem,
-                    rank,
-                    passing: Passing::FixedRef,
+                    passing: passing.by_ref().expect("checked"),
                 }),
                 TyDesc::Array { .. } => Err(syn::Error::new(
                     ty.span(),
