@@ -282,6 +282,17 @@ fn find(name: &str) -> Option<FnInfo> {
     found.iter().all(|f| *f == first).then_some(first)
 }
 
+/// Whether the function `name` is defined in the file being expanded
+/// (`None`: no index, as in the unit tests).
+pub fn defined_here(name: &str) -> Option<bool> {
+    let mut guard = CACHE.lock().ok()?;
+    let cache = guard.get_or_insert_with(FastMap::default);
+    let files = files(cache)?;
+    let current = files[0].clone();
+    let here = fns_of(cache, &current)?;
+    Some(here.fns.iter().any(|(n, _)| n == name))
+}
+
 /// The fields of the struct `name` deriving `Differentiable` (the same
 /// rules as [`lookup`]: a definition in the expanding file, else one the
 /// other files agree on).
@@ -531,62 +542,18 @@ fn linear_positions(a: &syn::Attribute, sig: &syn::Signature) -> Vec<usize> {
 fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
     for item in items {
         match item {
-            syn::Item::Fn(f) => {
-                let mut differentiable = false;
-                let mut linear = vec![];
-                let mut wrt = vec![];
-                let mut attributed = false;
-                for a in &f.attrs {
-                    match attr_name(a).as_deref() {
-                        Some("differentiable") => {
-                            differentiable = true;
-                            attributed = true;
-                            wrt = wrt_positions(a, &f.sig);
-                        }
-                        Some("linear") => {
-                            differentiable = true;
-                            linear = linear_positions(a, &f.sig);
-                        }
-                        Some("custom_jvp") => {
-                            if let Ok(target) = a.parse_args::<syn::Ident>() {
-                                ruled.push(syn::ext::IdentExt::unraw(&target).to_string());
-                            }
-                        }
-                        _ => {}
-                    }
+            syn::Item::Fn(f) => collect_fn(f, out, ruled),
+            // The marked methods of a `#[differentiable] impl`, as the free
+            // functions its expansion makes (`crate::impls`).
+            syn::Item::Impl(imp)
+                if imp
+                    .attrs
+                    .iter()
+                    .any(|a| attr_name(a).as_deref() == Some("differentiable")) =>
+            {
+                for f in crate::impls::free_functions(imp) {
+                    collect_fn(&f, out, ruled);
                 }
-                let uses_f32 = crate::f32s::mentions_f32(quote::ToTokens::to_token_stream(f));
-                let ret = match &f.sig.output {
-                    syn::ReturnType::Default => None,
-                    syn::ReturnType::Type(_, t) => {
-                        Some(quote::ToTokens::to_token_stream(t).to_string())
-                    }
-                };
-                out.fns.push((
-                    syn::ext::IdentExt::unraw(&f.sig.ident).to_string(),
-                    FnInfo {
-                        differentiable,
-                        arity: f.sig.inputs.len(),
-                        ret,
-                        params: f
-                            .sig
-                            .inputs
-                            .iter()
-                            .map(|a| match a {
-                                syn::FnArg::Typed(pt) => {
-                                    quote::ToTokens::to_token_stream(&pt.ty).to_string()
-                                }
-                                syn::FnArg::Receiver(_) => "self".to_string(),
-                            })
-                            .collect(),
-                        uses_f32,
-                        inline: (attributed && linear.is_empty() && crate::inline::inlinable(f))
-                            .then(|| quote::ToTokens::to_token_stream(f).to_string()),
-                        wrt: if linear.is_empty() { wrt } else { vec![] },
-                        residuals: attributed && linear.is_empty() && !uses_f32,
-                        linear,
-                    },
-                ));
             }
             syn::Item::Use(u) => foreign_names(&u.tree, true, &mut out.foreign),
             syn::Item::Enum(e) => {
@@ -631,6 +598,61 @@ fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
             _ => {}
         }
     }
+}
+
+/// The function `f` as the index records it.
+fn collect_fn(f: &syn::ItemFn, out: &mut FileFns, ruled: &mut Vec<String>) {
+    let mut differentiable = false;
+    let mut linear = vec![];
+    let mut wrt = vec![];
+    let mut attributed = false;
+    for a in &f.attrs {
+        match attr_name(a).as_deref() {
+            Some("differentiable") => {
+                differentiable = true;
+                attributed = true;
+                wrt = wrt_positions(a, &f.sig);
+            }
+            Some("linear") => {
+                differentiable = true;
+                linear = linear_positions(a, &f.sig);
+            }
+            Some("custom_jvp") => {
+                if let Ok(target) = a.parse_args::<syn::Ident>() {
+                    ruled.push(syn::ext::IdentExt::unraw(&target).to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    let uses_f32 = crate::f32s::mentions_f32(quote::ToTokens::to_token_stream(f));
+    let ret = match &f.sig.output {
+        syn::ReturnType::Default => None,
+        syn::ReturnType::Type(_, t) => Some(quote::ToTokens::to_token_stream(t).to_string()),
+    };
+    out.fns.push((
+        syn::ext::IdentExt::unraw(&f.sig.ident).to_string(),
+        FnInfo {
+            differentiable,
+            arity: f.sig.inputs.len(),
+            ret,
+            params: f
+                .sig
+                .inputs
+                .iter()
+                .map(|a| match a {
+                    syn::FnArg::Typed(pt) => quote::ToTokens::to_token_stream(&pt.ty).to_string(),
+                    syn::FnArg::Receiver(_) => "self".to_string(),
+                })
+                .collect(),
+            uses_f32,
+            inline: (attributed && linear.is_empty() && crate::inline::inlinable(f))
+                .then(|| quote::ToTokens::to_token_stream(f).to_string()),
+            wrt: if linear.is_empty() { wrt } else { vec![] },
+            residuals: attributed && linear.is_empty() && !uses_f32,
+            linear,
+        },
+    ));
 }
 
 /// The names a `use` tree imports from other crates (`root`: the tree's

@@ -156,11 +156,14 @@ fn derivatives(
 fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<syn::Error>> {
     depth::tokens(&attr).map_err(|e| vec![e])?;
     depth::tokens(&item).map_err(|e| vec![e])?;
+    if let Ok(imp) = syn::parse2::<syn::ItemImpl>(item.clone()) {
+        return Ok(crate::impls::expand(attr, imp));
+    }
     let args = Args::parse(attr.clone())?;
     let func: syn::ItemFn = syn::parse2(item.clone()).map_err(|e| {
         vec![syn::Error::new(
             e.span(),
-            "#[differentiable] applies to a function (`fn name(..) -> .. { .. }`)",
+            "#[differentiable] applies to a function (`fn name(..) -> .. { .. }`) or to an `impl` block whose methods it marks",
         )]
     })?;
     depth::syntax(&func).map_err(|e| vec![e])?;

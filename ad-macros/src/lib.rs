@@ -16,6 +16,7 @@ mod emit;
 mod expand;
 mod f32s;
 mod fallback;
+mod impls;
 mod inline;
 mod linear;
 mod lower;

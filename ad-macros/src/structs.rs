@@ -748,6 +748,47 @@ pub(crate) fn field_chain(e: &syn::Expr) -> Option<(syn::Ident, Vec<syn::Ident>)
 }
 
 impl Rewrite<'_> {
+    /// `p.f(x)` (or `p.inner.f(x)`) where `f` is a `#[differentiable]`
+    /// method of the struct's type (`crate::impls`): the call of its free
+    /// function, `linad_m_t_f(&p, x)`, which [`Self::struct_call`] then
+    /// flattens. `None` for any other expression (an error when the method's
+    /// `impl` is in another file).
+    fn method_call(&mut self, e: &syn::Expr) -> Option<syn::Expr> {
+        let syn::Expr::MethodCall(m) = e else {
+            return None;
+        };
+        let (root, chain) = field_chain(&m.receiver)?;
+        let mut ty = self.params.iter().find_map(|p| match p {
+            UserParam::Struct { ident, st, .. } if *ident == root => {
+                struct_name(st).map(|(n, _, _)| n)
+            }
+            _ => None,
+        })?;
+        for field in &chain {
+            let fields = crate_fns::lookup_struct(&ty)?;
+            let f = fields.iter().find(|f| *field == f.name)?;
+            let t: syn::Type = syn::parse_str(&f.ty).ok()?;
+            ty = struct_name(&t)?.0;
+        }
+        let free = crate::impls::mangled(&syn::Ident::new(&ty, m.method.span()), &m.method);
+        if !crate_fns::lookup(&free.to_string()).is_some_and(|i| i.differentiable) {
+            return None;
+        }
+        // The free function is private to the module of the `impl`.
+        if crate_fns::defined_here(&free.to_string()) == Some(false) {
+            self.errors.push(syn::Error::new(
+                m.method.span(),
+                format!("`{}` is a #[differentiable] method of `{ty}` whose `impl` block is in another file: a #[differentiable] function calls it from the module of that `impl` (linad reaches its derivatives by name there)", m.method),
+            ));
+            // Nothing more to say about the call (its receiver is not "used
+            // whole").
+            return Some(syn::parse_quote_spanned!(m.method.span()=> 0.0));
+        }
+        let (recv, args) = (&m.receiver, &m.args);
+        let sep = (!args.is_empty()).then(|| quote::quote!(,));
+        Some(syn::parse_quote_spanned!(m.method.span()=> #free(&#recv #sep #args)))
+    }
+
     /// `g(&p.inner, x)` where `g` is a `#[differentiable]` function of the
     /// crate taking a struct there: `__linad_flat_g(p__inner__w, .., x)`.
     /// `false` when the call passes no struct (left to the caller).
@@ -847,6 +888,9 @@ impl VisitMut for Rewrite<'_> {
     }
 
     fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+        if let Some(call) = self.method_call(e) {
+            *e = call;
+        }
         if let syn::Expr::Call(c) = e {
             if self.struct_call(c) {
                 return;

@@ -32,6 +32,30 @@ pub mod model {
         (s + b, w.mapv(|t| t * b))
     }
 
+    /// Parameters with `#[differentiable]` methods.
+    #[derive(linad::Differentiable, Clone, Debug)]
+    pub struct Params {
+        /// A weight.
+        pub w: Array1<f64>,
+        /// A scale.
+        pub s: f64,
+    }
+
+    #[differentiable]
+    impl Params {
+        /// A method, `dump` too.
+        #[differentiable(dump)]
+        pub fn score(&self, x: &Array1<f64>) -> f64 {
+            self.w.dot(x) * self.s + self.bias(x[0])
+        }
+
+        /// A private method it calls, used nowhere else.
+        #[differentiable]
+        fn bias(&self, t: f64) -> f64 {
+            (t * self.s).sin()
+        }
+    }
+
     /// A call to another differentiable function.
     #[differentiable]
     pub fn caller(x: f64, y: f64) -> f64 {
@@ -63,6 +87,12 @@ fn main() {
     assert_eq!((s, ds, gp.0), (1.5, -0.5, -0.5));
     assert_eq!((w.len(), dw.len()), (2, 2));
     assert!(!tuples_linad_dump().is_empty());
+
+    let p = Params { w: array![1.0, 2.0], s: 0.5 };
+    let (m, (gm, gxm)) = p.score_vjp(&b, 1.0);
+    assert_eq!(m.to_bits(), p.score(&b).to_bits());
+    assert_eq!((gm.w.len(), gxm.len()), (2, 2));
+    assert!(!Params::score_linad_dump().is_empty());
 
     let (c, _) = caller_vjp(0.3, 0.4, 1.0);
     let (c2, _) = caller_jvp(0.3, 0.4, 1.0, 1.0);

@@ -54,7 +54,7 @@ pub fn signature(
         match input {
             syn::FnArg::Receiver(r) => errors.push(err(
                 r,
-                "methods cannot be #[differentiable]: write a free function taking the values it needs instead of `self`",
+                "a method is differentiated through its `impl` block: put `#[differentiable]` on the `impl` too (`#[differentiable] impl Model { #[differentiable] fn f(&self, ..) }`; the attribute on a method cannot see its type), or write a free function",
             )),
             syn::FnArg::Typed(pt) => match param(pt) {
                 Ok(p) => params.push(p),
@@ -358,7 +358,7 @@ mod tests {
             .unwrap_err()
             .join("\n");
         assert!(
-            e.contains("`async fn`") && e.contains("methods cannot be"),
+            e.contains("`async fn`") && e.contains("through its `impl` block"),
             "{e}"
         );
     }
