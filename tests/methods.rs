@@ -202,3 +202,68 @@ fn configured_methods() {
     let (v, (ga, gx)) = g.value_vjp(2.0, 1.0);
     assert_eq!((v, ga.a, gx), (12.0, 4.0, 12.0));
 }
+
+/// Methods of a struct with an `f32` field, one returning a struct, called
+/// by another.
+#[derive(Differentiable, Clone, Debug)]
+pub struct Weighted {
+    pub w: Array1<f64>,
+    pub k: f32,
+}
+
+/// A struct output.
+#[derive(Differentiable, Clone, Debug)]
+pub struct Moments {
+    pub mean: f64,
+    pub square: f64,
+}
+
+#[differentiable]
+impl Weighted {
+    #[differentiable]
+    pub fn moments(&self, x: &Array1<f64>) -> Moments {
+        let m = (&self.w * x).sum();
+        Moments {
+            mean: m,
+            square: m * m,
+        }
+    }
+
+    #[differentiable]
+    pub fn value(&self) -> f64 {
+        let s = self.moments(&self.w);
+        s.mean + s.square * (self.k as f64)
+    }
+
+    /// `self` unused.
+    #[differentiable]
+    pub fn square(&self, x: f64) -> f64 {
+        x * x
+    }
+}
+
+#[test]
+fn struct_outputs_and_f32_fields() {
+    let p = Weighted {
+        w: array![1.0, 2.0],
+        k: 0.5,
+    };
+    let (v, g) = p.value_vjp(1.0);
+    assert_eq!(v.to_bits(), p.value().to_bits());
+    assert_eq!((v, g.w.to_vec(), g.k), (17.5, vec![12.0, 24.0], 25.0));
+    let ct = MomentsTangent {
+        mean: 1.0,
+        square: 0.0,
+    };
+    let (m, (gw, gx)) = p.moments_vjp(&array![1.0, 1.0], &ct);
+    assert_eq!((m.mean, m.square), (3.0, 9.0));
+    assert_eq!(
+        (gw.w.to_vec(), gx.to_vec()),
+        (vec![1.0, 1.0], vec![1.0, 2.0])
+    );
+    let (s, (gs, gx)) = p.square_vjp(3.0, 1.0);
+    assert_eq!(
+        (s, gs.w.to_vec(), gs.k, gx),
+        (9.0, vec![0.0, 0.0], 0.0, 6.0)
+    );
+}

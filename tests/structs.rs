@@ -821,3 +821,49 @@ fn struct_outputs_with_vec_fields() {
     };
     assert_close(dl, (fl(h) - fl(-h)) / (2.0 * h), 1e-6);
 }
+
+/// A struct with an `f32` field passed to another `#[differentiable]`
+/// function: the callee's flat function is an `f32` one (its derivatives
+/// come from its `f64` shadow) though its own source never says `f32`
+/// (the call did not compile: the caller named the non-shadow blocks).
+#[derive(Differentiable, Clone, Debug)]
+pub struct Mixed {
+    pub w: Array1<f64>,
+    pub k: f32,
+}
+
+/// A struct output.
+#[derive(Differentiable, Clone, Debug)]
+pub struct Spread {
+    pub mean: f64,
+    pub square: f64,
+}
+
+#[differentiable]
+fn spread_of(p: &Mixed, x: &Array1<f64>) -> Spread {
+    let m = (&p.w * x).sum();
+    Spread {
+        mean: m,
+        square: m * m,
+    }
+}
+
+#[differentiable]
+fn mixed_caller(p: &Mixed) -> f64 {
+    let s = spread_of(p, &p.w);
+    s.mean + s.square * (p.k as f64)
+}
+
+#[test]
+fn calls_of_functions_of_f32_structs() {
+    let p = Mixed {
+        w: Array1::from(vec![1.0, 2.0]),
+        k: 0.5,
+    };
+    // m = |w|^2 = 5, value m + k m^2, d/dw = (1 + 2 k m) 2 w, d/dk = m^2.
+    let (v, g) = mixed_caller_vjp(&p, 1.0);
+    assert_eq!(v.to_bits(), mixed_caller(&p).to_bits());
+    assert_eq!(v, 17.5);
+    assert_eq!(g.w.to_vec(), vec![12.0, 24.0]);
+    assert_eq!(g.k, 25.0);
+}

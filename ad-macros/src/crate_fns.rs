@@ -232,6 +232,13 @@ pub fn lookup(name: &str) -> Option<FnInfo> {
             info.wrt = vec![];
             info.residuals = false;
             info.ret = info.ret.map(|r| crate::structs::flat_output_type(&r));
+            // A struct's `f32` fields make the flat function an `f32` one
+            // (its derivatives come from its `f64` shadow) even where the
+            // function's own source never says `f32`.
+            info.uses_f32 |= info.params.iter().chain(&info.ret).any(|t| {
+                t.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .any(|w| w == "f32")
+            });
             Some(info)
         });
         MEMO.with(|m| m.borrow_mut().insert(name.to_string(), found.clone()));
