@@ -5,8 +5,8 @@
 //! A type `P` is [`Differentiable`] when it names its tangent type
 //! `P::Tangent`; that type is a [`Tangent`] (zeros shaped like a primal,
 //! sums, scaling, an inner product, and a flat `Vec<f64>` view). `f64`,
-//! `f32`, tuples of them and `f64` / `f32` arrays of any rank are their own
-//! tangents; a `Vec<f64>` is too. For a struct,
+//! `f32`, tuples of them, `f64` / `f32` arrays of any rank and fixed-size
+//! arrays `[f64; N]` are their own tangents; a `Vec<f64>` is too. For a struct,
 //!
 //! ```
 //! use linad::ndarray::{Array1, Array2};
@@ -181,6 +181,31 @@ macro_rules! float_tangent {
             }
             fn read_flat(p: &Self, xs: &mut &[f64]) -> Self {
                 take(xs, p.len()).iter().map(|x| *x as $t).collect()
+            }
+        }
+        impl<const N: usize> Differentiable for [$t; N] {
+            type Tangent = [$t; N];
+        }
+        impl<const N: usize> Tangent for [$t; N] {
+            type Primal = [$t; N];
+            fn zero_at(_: &Self) -> Self {
+                [0.0; N]
+            }
+            fn plus(&self, o: &Self) -> Self {
+                core::array::from_fn(|k| self[k] + o[k])
+            }
+            fn times(&self, s: f64) -> Self {
+                self.map(|x| (x as f64 * s) as $t)
+            }
+            fn inner(&self, o: &Self) -> f64 {
+                self.iter().zip(o).map(|(a, b)| *a as f64 * *b as f64).sum()
+            }
+            fn write_flat(&self, out: &mut Vec<f64>) {
+                out.extend(self.iter().map(|x| *x as f64));
+            }
+            fn read_flat(_: &Self, xs: &mut &[f64]) -> Self {
+                let part = take(xs, N);
+                core::array::from_fn(|k| part[k] as $t)
             }
         }
     };

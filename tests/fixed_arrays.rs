@@ -232,3 +232,81 @@ fn idioms_of_fixed_size_arrays() {
     }
     assert_eq!(gw.len(), 2);
 }
+
+/// Fixed-size arrays as struct fields (their own tangents; `[usize; N]` a
+/// constant), in parameters, outputs and methods.
+#[derive(linad::Differentiable, Clone, Debug)]
+pub struct Body {
+    pub pos: [f64; 3],
+    pub vel: [f32; 2],
+    pub mass: f64,
+    pub cell: [usize; 2],
+}
+
+/// A struct output with a fixed-size field.
+#[derive(linad::Differentiable, Clone, Debug)]
+pub struct Kick {
+    pub pos: [f64; 3],
+    pub energy: f64,
+}
+
+#[differentiable]
+fn potential(b: &Body, g: f64) -> f64 {
+    let [x, y, z] = b.pos;
+    let speed = (b.vel[0] as f64).powi(2) + (b.vel[1] as f64).powi(2);
+    b.mass * (g * z + 0.5 * speed) + 0.5 * (x * x + y * y) * (b.cell[0] as f64)
+}
+
+#[differentiable]
+fn kicked(b: &Body, dt: f64) -> Kick {
+    Kick {
+        pos: [b.pos[0] + dt * b.mass, b.pos[1], b.pos[2] * dt],
+        energy: b.mass * dt * dt,
+    }
+}
+
+#[linad::differentiable]
+impl Body {
+    #[differentiable]
+    pub fn height(&self) -> f64 {
+        self.pos[2] * self.mass
+    }
+}
+
+#[test]
+fn fixed_size_struct_fields() {
+    use linad::Tangent;
+    let b = Body {
+        pos: [1.0, 2.0, 3.0],
+        vel: [0.5, -1.5],
+        mass: 2.0,
+        cell: [2, 7],
+    };
+    let (v, (gb, gg)) = potential_vjp(&b, 9.8, 1.0);
+    assert_eq!(v.to_bits(), potential(&b, 9.8).to_bits());
+    // d/dpos = (2 x, 2 y, m g), d/dvel = m vel, d/dmass = g z + speed / 2.
+    assert_eq!(gb.pos, [2.0, 4.0, 2.0 * 9.8]);
+    assert_eq!(gb.vel, [1.0f32, -3.0]);
+    assert_close(gb.mass, 9.8 * 3.0 + 0.5 * (0.25 + 2.25), 1e-12);
+    assert_close(gg, 6.0, 1e-12);
+    // Forward mode along a tangent, against the cotangent.
+    let d = BodyTangent::from_flat(&b, &[0.1, 0.2, 0.3, 0.4, 0.5, 0.6]);
+    let (vj, t) = potential_jvp(&b, 9.8, &d, 0.0);
+    assert_eq!(vj.to_bits(), v.to_bits());
+    assert_close(t, gb.dot(&d), 1e-6);
+    // A struct output.
+    let (k, (gk, gdt)) = kicked_vjp(
+        &b,
+        0.5,
+        &KickTangent {
+            pos: [1.0, 0.0, 1.0],
+            energy: 1.0,
+        },
+    );
+    assert_eq!((k.pos, k.energy), ([2.0, 2.0, 1.5], 0.5));
+    assert_eq!((gk.pos, gk.mass), ([1.0, 0.0, 0.5], 0.5 + 0.25));
+    assert_close(gdt, 2.0 + 3.0 + 2.0 * 2.0 * 0.5, 1e-12);
+    // A method.
+    let (h, g) = b.height_vjp(1.0);
+    assert_eq!((h, g.pos, g.mass), (6.0, [0.0, 0.0, 2.0], 3.0));
+}

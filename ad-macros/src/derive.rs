@@ -76,6 +76,16 @@ pub fn field_kind(ty: &syn::Type, constant: bool) -> Result<FieldKind, String> {
         }
         return Err("a tuple field must hold only `f64` or `f32` values".into());
     }
+    if let syn::Type::Array(a) = ty {
+        // `[f64; N]`: its own tangent; `[usize; N]`: a constant.
+        return match head(&a.elem).map(|(n, args)| (n, args.is_empty())) {
+            Some((n, true)) if n == "f64" || n == "f32" => Ok(FieldKind::Leaf),
+            Some((n, true)) if INTS.contains(&n.as_str()) => Ok(FieldKind::Constant),
+            _ => Err(
+                "a fixed-size array field must hold `f64`, `f32` or integers (`[f64; 3]`)".into(),
+            ),
+        };
+    }
     let Some((name, args)) = head(ty) else {
         return Err("fields must have a named type: `f64`, an array, a `Vec`, an integer or another struct deriving `Differentiable`".into());
     };
@@ -336,6 +346,9 @@ mod tests {
         assert_eq!(kind("usize"), Ok(FieldKind::Constant));
         assert_eq!(kind("Vec<usize>"), Ok(FieldKind::Constant));
         assert_eq!(kind("Layer"), Ok(FieldKind::Nested));
+        assert_eq!(kind("[f64; 3]"), Ok(FieldKind::Leaf));
+        assert_eq!(kind("[usize; 2]"), Ok(FieldKind::Constant));
+        assert!(kind("[[f64; 2]; 2]").is_err());
         assert!(kind("Option<f64>").is_err());
         assert!(kind("(f64, usize)").is_err());
         assert_eq!(
