@@ -82,7 +82,7 @@ pub fn field_kind(ty: &syn::Type, constant: bool) -> Result<FieldKind, String> {
             Some((n, true)) if n == "f64" || n == "f32" => Ok(FieldKind::Leaf),
             Some((n, true)) if INTS.contains(&n.as_str()) => Ok(FieldKind::Constant),
             _ => Err(
-                "a fixed-size array field must hold `f64`, `f32` or integers (`[f64; 3]`)".into(),
+                "a fixed-size array field must hold `f64`, `f32` or integers (`[f64; 3]`): hold a matrix in an `Array2<f64>`".into(),
             ),
         };
     }
