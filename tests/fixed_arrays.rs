@@ -304,6 +304,8 @@ fn fixed_size_struct_fields() {
         },
     );
     assert_eq!((k.pos, k.energy), ([2.0, 2.0, 1.5], 0.5));
+    let plain = kicked(&b, 0.5);
+    assert_eq!((plain.pos, plain.energy), (k.pos, k.energy));
     assert_eq!((gk.pos, gk.mass), ([1.0, 0.0, 0.5], 0.5 + 0.25));
     assert_close(gdt, 2.0 + 3.0 + 2.0 * 2.0 * 0.5, 1e-12);
     // A method.
