@@ -236,8 +236,8 @@ pub fn lookup(name: &str) -> Option<FnInfo> {
             // (its derivatives come from its `f64` shadow) even where the
             // function's own source never says `f32`.
             info.uses_f32 |= info.params.iter().chain(&info.ret).any(|t| {
-                t.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                    .any(|w| w == "f32")
+                t.parse::<proc_macro2::TokenStream>()
+                    .is_ok_and(crate::f32s::mentions_f32)
             });
             Some(info)
         });

@@ -86,35 +86,38 @@ pub fn expand(attr: TokenStream, mut item: syn::ItemImpl) -> TokenStream {
             None
         }
     };
-    let marked = marked(&item);
-    for (k, _) in &marked {
-        if let syn::ImplItem::Fn(m) = &mut item.items[*k] {
+    let forms = ty.as_ref().map_or(vec![], |ty| free_forms(&item, ty));
+    // The marks go whatever happens (each would expand again, alone).
+    let mut marks = 0;
+    for it in &mut item.items {
+        if let syn::ImplItem::Fn(m) = it {
+            let before = m.attrs.len();
             m.attrs.retain(|a| !is_differentiable(a));
+            marks += before - m.attrs.len();
         }
     }
-    if marked.is_empty() && errors.is_empty() {
+    if marks == 0 && errors.is_empty() {
         errors.push(syn::Error::new(
             item.impl_token.span,
             "mark the methods to differentiate with `#[differentiable]` inside this `impl` block",
         ));
     }
-    let Some(ty) = ty.filter(|_| errors.is_empty()) else {
+    if !errors.is_empty() {
         let errs = errors.iter().map(syn::Error::to_compile_error);
         return quote!(#item #(#errs)*);
-    };
-    let names = marked_names(&item, &marked);
+    }
     let mut free = TokenStream::new();
     let mut wrappers: Vec<syn::ImplItem> = vec![];
-    for (k, args) in &marked {
-        let syn::ImplItem::Fn(m) = &item.items[*k] else {
+    for (k, args, f) in forms {
+        let syn::ImplItem::Fn(m) = &item.items[k] else {
             continue;
         };
-        match free_function(&ty, m, &names) {
+        match f {
             Ok(f) => {
-                let args = rename_self(args.clone());
                 let expanded = crate::expand::expand(args, f.to_token_stream());
-                let expanded = user_names(expanded, &mangled(&ty, &m.sig.ident), &m.sig.ident);
-                wrappers.extend(method_wrappers(&ty, m, &expanded));
+                let method = syn::ext::IdentExt::unraw(&m.sig.ident).to_string();
+                let expanded = renamed_errors(expanded, &f.sig.ident.to_string(), &method);
+                wrappers.extend(method_wrappers(&f.sig.ident, m, &expanded));
                 free.extend(expanded);
             }
             Err(e) => free.extend(e.to_compile_error()),
@@ -124,30 +127,35 @@ pub fn expand(attr: TokenStream, mut item: syn::ItemImpl) -> TokenStream {
     quote!(#item #free)
 }
 
-/// The methods of `item` marked `#[differentiable(args)]`: their
-/// positions among the items, and `args`.
-fn marked(item: &syn::ItemImpl) -> Vec<(usize, TokenStream)> {
-    let mut out = vec![];
-    for (k, it) in item.items.iter().enumerate() {
-        let syn::ImplItem::Fn(m) = it else { continue };
-        if let Some(a) = m.attrs.iter().find(|a| is_differentiable(a)) {
+/// Each method of `item` marked `#[differentiable(args)]`: its position
+/// among the items, `args` (`self` renamed, as in `wrt(self, x)`), and the
+/// free function it becomes ([`free_function`]).
+fn free_forms(
+    item: &syn::ItemImpl,
+    ty: &Ident,
+) -> Vec<(usize, TokenStream, syn::Result<syn::ItemFn>)> {
+    let marked: Vec<(usize, &syn::ImplItemFn, &syn::Attribute)> = item
+        .items
+        .iter()
+        .enumerate()
+        .filter_map(|(k, it)| match it {
+            syn::ImplItem::Fn(m) => m
+                .attrs
+                .iter()
+                .find(|a| is_differentiable(a))
+                .map(|a| (k, m, a)),
+            _ => None,
+        })
+        .collect();
+    let names: Vec<Ident> = marked.iter().map(|(_, m, _)| m.sig.ident.clone()).collect();
+    marked
+        .into_iter()
+        .map(|(k, m, a)| {
             let args = match &a.meta {
-                syn::Meta::List(l) => l.tokens.clone(),
+                syn::Meta::List(l) => rewrite(l.tokens.clone(), ty, &[]),
                 _ => TokenStream::new(),
             };
-            out.push((k, args));
-        }
-    }
-    out
-}
-
-/// The names of the methods `marked` (from [`marked`]).
-fn marked_names(item: &syn::ItemImpl, marked: &[(usize, TokenStream)]) -> Vec<Ident> {
-    marked
-        .iter()
-        .filter_map(|(k, _)| match &item.items[*k] {
-            syn::ImplItem::Fn(m) => Some(m.sig.ident.clone()),
-            _ => None,
+            (k, args, free_function(ty, m, &names))
         })
         .collect()
 }
@@ -161,18 +169,10 @@ pub fn free_functions(item: &syn::ItemImpl) -> Vec<syn::ItemFn> {
     let Ok(ty) = self_type(item) else {
         return vec![];
     };
-    let marked = marked(item);
-    let names = marked_names(item, &marked);
-    marked
-        .iter()
-        .filter_map(|(k, args)| {
-            let syn::ImplItem::Fn(m) = &item.items[*k] else {
-                return None;
-            };
-            let mut m = m.clone();
-            m.attrs.retain(|a| !is_differentiable(a));
-            let mut f = free_function(&ty, &m, &names).ok()?;
-            let args = rename_self(args.clone());
+    free_forms(item, &ty)
+        .into_iter()
+        .filter_map(|(_, args, f)| {
+            let mut f = f.ok()?;
             f.attrs.push(syn::parse_quote!(#[differentiable(#args)]));
             Some(f)
         })
@@ -248,7 +248,7 @@ fn free_function(ty: &Ident, m: &syn::ImplItemFn, names: &[Ident]) -> syn::Resul
     }
     let sig_tokens = rewrite(sig.to_token_stream(), ty, names);
     let body = rewrite(m.block.to_token_stream(), ty, names);
-    let attrs = &m.attrs;
+    let attrs = m.attrs.iter().filter(|a| !is_differentiable(a));
     let tokens = quote! {
         #(#attrs)*
         #[doc(hidden)]
@@ -317,31 +317,19 @@ fn rewrite(tokens: TokenStream, ty: &Ident, names: &[Ident]) -> TokenStream {
     out.into_iter().collect()
 }
 
-/// The attribute arguments of a method with `self` (in `wrt(self, x)`)
-/// renamed to the free function's parameter.
-fn rename_self(args: TokenStream) -> TokenStream {
-    args.into_iter()
-        .map(|t| match t {
-            TokenTree::Ident(i) if i == "self" => TokenTree::Ident(Ident::new(SELF, i.span())),
-            TokenTree::Group(g) => {
-                let mut n = proc_macro2::Group::new(g.delimiter(), rename_self(g.stream()));
-                n.set_span(g.span());
-                TokenTree::Group(n)
-            }
-            t => t,
-        })
-        .collect()
-}
-
 /// The public derivatives of method `m` as methods: for each public
-/// derivative `linad_m_t_f_vjp` of the free function in `expanded`, a
+/// derivative `linad_m_t_f_vjp` of its free function `free` in `expanded`, a
 /// method `f_vjp` with its signature (the receiver back in place of the
 /// first parameter, its tangent named `d_self`) calling it.
-fn method_wrappers(ty: &Ident, m: &syn::ImplItemFn, expanded: &TokenStream) -> Vec<syn::ImplItem> {
+fn method_wrappers(
+    free: &Ident,
+    m: &syn::ImplItemFn,
+    expanded: &TokenStream,
+) -> Vec<syn::ImplItem> {
     let Ok(file) = syn::parse2::<syn::File>(expanded.clone()) else {
         return vec![];
     };
-    let free = mangled(ty, &m.sig.ident).to_string();
+    let free = free.to_string();
     let method = syn::ext::IdentExt::unraw(&m.sig.ident).to_string();
     let receiver = matches!(m.sig.inputs.first(), Some(syn::FnArg::Receiver(_)));
     let d_self = format!("d_{SELF}");
@@ -431,12 +419,7 @@ fn doc_text(a: &syn::Attribute) -> String {
 
 /// `tokens` with the messages of their `compile_error!`s naming what the
 /// user wrote: `self` for the free function's receiver parameter, the
-/// method for the free function.
-fn user_names(tokens: TokenStream, free: &Ident, method: &Ident) -> TokenStream {
-    let method = syn::ext::IdentExt::unraw(method).to_string();
-    renamed_errors(tokens, &free.to_string(), &method)
-}
-
+/// method for the free function `free`.
 fn renamed_errors(tokens: TokenStream, free: &str, method: &str) -> TokenStream {
     let rename = |t: TokenTree| match syn::parse2::<syn::LitStr>(t.clone().into()) {
         Ok(lit) => {
