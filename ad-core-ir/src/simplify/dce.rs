@@ -163,11 +163,23 @@ fn uncount_atom(a: &Atom, counts: &mut Counts) {
 /// Linear DCE through explicit drops (see the module docs); returns whether
 /// anything changed.
 pub fn drop_dead_linear(f: &mut Func) -> bool {
+    // Only a drop starts a rewrite: a body without one is left as it is
+    // (without counting its uses).
+    if !has_drop(&f.body) {
+        return false;
+    }
     let counts = counts_of(&f.body);
     let mut subst = Subst::default();
     let changed = ddl_block(&mut f.body, &counts, &mut subst);
     subst.apply_block(&mut f.body);
     changed
+}
+
+/// Whether `b` or a block nested in it drops a variable.
+fn has_drop(b: &Block) -> bool {
+    b.stmts
+        .iter()
+        .any(|s| is_drop(s) || crate::visit::blocks(&s.expr).into_iter().any(has_drop))
 }
 
 fn ddl_block(b: &mut Block, counts: &Counts, subst: &mut Subst) -> bool {
@@ -176,6 +188,11 @@ fn ddl_block(b: &mut Block, counts: &Counts, subst: &mut Subst) -> bool {
         for nb in blocks_mut(&mut s.expr) {
             changed |= ddl_block(nb, counts, subst);
         }
+    }
+    // A block without a drop of its own rewrites nothing here.
+    if !b.stmts.iter().any(is_drop) {
+        subst.apply_block(b);
+        return changed;
     }
     // Slots: the statements at each original position (a replaced statement
     // becomes several drops).

@@ -57,12 +57,12 @@ type Fuser = fn(
 /// Runs a producer/consumer fusion over every block of `f`.
 fn fuse_pairs(
     f: &mut Func,
-    is_producer: fn(&Expr) -> bool,
+    is_producer: fn(&Stmt, &VarTable) -> bool,
     operands: fn(&Stmt) -> Vec<Var>,
     fuse: Fuser,
     memo: &mut CountsMemo,
 ) -> bool {
-    if !any_stmt(&f.body, &|s| is_producer(&s.expr)) {
+    if !any_stmt(&f.body, &|s| is_producer(s, &f.vars)) {
         return false;
     }
     let counts = memo.take().unwrap_or_else(|| counts_of(&f.body));
@@ -70,7 +70,7 @@ fn fuse_pairs(
     let mut changed = false;
     for_each_block_mut(body, &mut |b| {
         // Only a block with a producer of its own can fuse anything.
-        if !b.stmts.iter().any(|s| is_producer(&s.expr)) {
+        if !b.stmts.iter().any(|s| is_producer(s, vars)) {
             return;
         }
         let mut slots: Vec<Vec<Stmt>> = std::mem::take(&mut b.stmts)
@@ -97,7 +97,7 @@ fn fuse_pairs(
                 break;
             }
             if let [s] = slots[j].as_slice() {
-                if is_producer(&s.expr) {
+                if is_producer(s, vars) {
                     for v in s.binds.iter().chain(&s.lin_binds) {
                         producers.insert(*v, j);
                     }
@@ -144,12 +144,12 @@ fn scalar_elements(s: &Stmt, rank: usize, vars: &VarTable) -> bool {
         .all(|v| vars.ty(*v).rank() == Some(rank))
 }
 
-fn is_map(e: &Expr) -> bool {
-    matches!(e, Expr::Map(_))
+fn is_map(s: &Stmt, _: &VarTable) -> bool {
+    matches!(s.expr, Expr::Map(_))
 }
 
-fn is_build(e: &Expr) -> bool {
-    matches!(e, Expr::Build(_))
+fn is_build(s: &Stmt, _: &VarTable) -> bool {
+    matches!(s.expr, Expr::Build(_))
 }
 
 fn map_array_operands(s: &Stmt) -> Vec<Var> {
@@ -296,11 +296,14 @@ pub fn lin_elementwise(f: &mut Func, memo: &mut CountsMemo) -> bool {
     into | from
 }
 
-fn is_lin_elementwise(e: &Expr) -> bool {
+/// An elementwise linear operation with an array result (the scalar ones,
+/// in every derivative's body, have no map to fuse with: [`lin_as_map`]
+/// refuses them, and leaving them out spares the walk).
+fn is_lin_elementwise(s: &Stmt, vars: &VarTable) -> bool {
     matches!(
-        e,
+        s.expr,
         Expr::Lin(LinOp::Add(..) | LinOp::Neg(_) | LinOp::Scale { .. })
-    )
+    ) && matches!(s.lin_binds.as_slice(), [y] if matches!(vars.ty(*y), Ty::Array { .. }))
 }
 
 /// The array operands of an elementwise linear operation (the candidates
