@@ -463,6 +463,55 @@ fn fold_with_closure() {
     );
 }
 
+/// Element loops over matrices and rank-3 arrays: `for v in m.iter()`,
+/// `for v in m` (`m: &Array2`), `.enumerate()` (the position in logical
+/// order), `.zip(..)`, a transposed view (its logical order, not its memory order),
+/// `fold`, and a `break`: each visits the elements in row-major logical
+/// order, as ndarray's iterators do, so the sums keep `f`'s bits.
+#[differentiable]
+fn matrix_element_loops(m: &Array2<f64>, t: &Array3<f64>, x: f64) -> f64 {
+    let mut s = 0.0;
+    for v in m.iter() {
+        s = s * 0.5 + v * x;
+    }
+    for v in m {
+        s += v.sin();
+    }
+    for (k, v) in m.iter().enumerate() {
+        s += (k as f64 + 1.0) * v * v;
+    }
+    for (a, b) in m.iter().zip(m.t().iter()) {
+        s += a * b;
+    }
+    for v in m.t().iter() {
+        s = s * 0.7 + v;
+    }
+    for v in t.iter() {
+        if *v > 0.8 {
+            break;
+        }
+        s += v * x;
+    }
+    s + t.iter().fold(0.0, |acc, v| acc * 0.5 + v.cos())
+}
+
+#[test]
+fn element_loops_over_matrices() {
+    let mut rng = rng("matrix_element_loops");
+    for (r, c) in [(2, 3), (3, 2), (1, 4), (0, 3)] {
+        let m = rng.array2(r, c, -1.0, 1.0);
+        let t = Array3::from_shape_fn((2, 3, 2), |(i, j, k)| {
+            0.5 - 0.11 * (i + 2 * j + 3 * k) as f64
+        });
+        check_derivatives(
+            &(m, t, 0.8),
+            |(m, t, x)| matrix_element_loops(m, t, *x),
+            |(m, t, x), (dm, dt, dx)| matrix_element_loops_jvp(m, t, *x, dm, dt, *dx),
+            |(m, t, x), ct| matrix_element_loops_vjp(m, t, *x, *ct),
+        );
+    }
+}
+
 /// Stable log-sum-exp: `v.iter().cloned().fold(f64::NEG_INFINITY, f64::max)`.
 #[differentiable]
 fn logsumexp(v: &Array1<f64>) -> f64 {

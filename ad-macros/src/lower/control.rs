@@ -290,11 +290,6 @@ impl Lowerer<'_> {
                 )
             }
         };
-        if let super::iter_val::Source::Arrays { rank, .. } = &it.src {
-            if *rank != 1 {
-                return self.fail(&f.expr, "a `for` loop over the elements of a multi-dimensional array is not supported: iterate its rows (`a.rows()`) or index it");
-            }
-        }
         let n = self.iter_len(&it, f)?;
         let rev = it.rev;
         self.counted_for(f, n, rev, &|lw: &mut Self, k: Atom| {

@@ -74,11 +74,6 @@ impl Lowerer<'_> {
                 if it.enumerate || !it.maps.is_empty() {
                     return self.fail(&m.method, "call `enumerate` directly on the source (`a.iter().enumerate().map(..)`)");
                 }
-                if let Source::Arrays { rank, .. } = it.src {
-                    if rank != 1 {
-                        return self.fail(&m.method, "`enumerate` is supported on one-dimensional arrays only");
-                    }
-                }
                 it.enumerate = true;
                 it.enum_after_rev = it.rev;
                 Some(Val::Iter(Box::new(it)))
@@ -87,7 +82,8 @@ impl Lowerer<'_> {
                 self.nargs(m, 0)?;
                 if let Source::Arrays { rank, .. } = it.src {
                     if rank != 1 {
-                        return self.fail(&m.method, "`rev` is supported on one-dimensional arrays only");
+                        // ndarray's element iterators run backwards only in one dimension.
+                        return self.fail(&m.method, "`rev` is supported on one-dimensional arrays only (ndarray's element iterator of a matrix is not double-ended)");
                     }
                 }
                 it.rev = !it.rev;
@@ -381,17 +377,12 @@ impl Lowerer<'_> {
                 )?;
                 Val::Array(v, *elem, rank - 1)
             }
-            Source::Arrays { arrs, item, .. } => {
+            // Elements in logical (row-major) order, as ndarray's `iter()`
+            // yields them whatever the memory layout.
+            Source::Arrays { arrs, item, rank } => {
                 let mut elems = vec![];
                 for (a, e) in arrs {
-                    let v = self.array(
-                        ArrayOp::Index {
-                            arr: *a,
-                            idx: vec![pos],
-                        },
-                        span,
-                    )?;
-                    elems.push(Val::Scalar(v, *e));
+                    elems.push(self.read_flat(*a, *e, *rank, pos, span)?);
                 }
                 item.value(&elems)
             }
@@ -650,14 +641,6 @@ impl Lowerer<'_> {
                 span,
             )?
         } else {
-            if let Source::Arrays { rank, .. } = &it.src {
-                if *rank != 1 {
-                    return self.fail(
-                        m,
-                        "`fold` is supported over one-dimensional arrays and ranges only",
-                    );
-                }
-            }
             // A counted loop over the positions, accumulators as state.
             let n = self.iter_len(&it, m)?;
             let mut ptys = vec![Ty::I64];
