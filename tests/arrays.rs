@@ -465,8 +465,8 @@ fn fold_with_closure() {
 
 /// Element loops over matrices and rank-3 arrays: `for v in m.iter()`,
 /// `for v in m` (`m: &Array2`), `.enumerate()` (the position in logical
-/// order), `.zip(..)`, a transposed view (its logical order, not its memory order),
-/// `fold`, and a `break`: each visits the elements in row-major logical
+/// order), `indexed_iter()` (the multi-index), `.zip(..)`, a transposed
+/// view (its logical order, not its memory order), `fold`, and a `break`: each visits the elements in row-major logical
 /// order, as ndarray's iterators do, so the sums keep `f`'s bits.
 #[differentiable]
 fn matrix_element_loops(m: &Array2<f64>, t: &Array3<f64>, x: f64) -> f64 {
@@ -492,7 +492,20 @@ fn matrix_element_loops(m: &Array2<f64>, t: &Array3<f64>, x: f64) -> f64 {
         }
         s += v * x;
     }
+    for ((i, j), v) in m.indexed_iter() {
+        s += v * (i as f64 - 2.0 * j as f64);
+    }
+    for ((i, j, k), &v) in t.indexed_iter() {
+        if i + j == k {
+            s = s * 0.5 + v;
+        }
+    }
+    let w = m.column(0).to_owned();
+    s += w.indexed_iter().map(|(i, v)| v * i as f64).sum::<f64>();
     s + t.iter().fold(0.0, |acc, v| acc * 0.5 + v.cos())
+        + m.t()
+            .indexed_iter()
+            .fold(0.0, |acc, ((i, j), v)| acc * 0.9 + v * (i * 10 + j) as f64)
 }
 
 #[test]

@@ -47,7 +47,7 @@ pub const ELEMENTWISE_METHODS: &[&str] = &[
     "signum",
 ];
 
-const ARRAY_METHODS: &str = "len, nrows, ncols, dim, shape()[k], len_of, is_empty, sum, product, mean, var, std, sum_axis, mean_axis, var_axis, std_axis, map_axis, fold_axis, dot, t, reversed_axes, row, column, rows, columns, outer_iter, axis_iter, lanes (of a matrix), mapv, map, mapv_inplace (of a local array), fold, iter, to_owned, clone, view, into_owned, to_vec (rank 1), and elementwise sin, cos, exp, ln, sqrt, abs, tanh, powi, powf, ...";
+const ARRAY_METHODS: &str = "len, nrows, ncols, dim, shape()[k], len_of, is_empty, sum, product, mean, var, std, sum_axis, mean_axis, var_axis, std_axis, map_axis, fold_axis, dot, t, reversed_axes, row, column, rows, columns, outer_iter, axis_iter, lanes (of a matrix), mapv, map, mapv_inplace (of a local array), fold, iter, indexed_iter, to_owned, clone, view, into_owned, to_vec (rank 1), and elementwise sin, cos, exp, ln, sqrt, abs, tanh, powi, powf, ...";
 
 impl Lowerer<'_> {
     /// `a[i]`, `m[[i, j]]`, `m[(i, j)]`, `a.shape()[k]`.
@@ -275,6 +275,11 @@ impl Lowerer<'_> {
             "iter" | "into_iter" => {
                 self.nargs(m, 0)?;
                 Some(Val::Iter(Box::new(super::iter_val::IterVal::of_array(arr, elem, rank))))
+            }
+            "indexed_iter" => {
+                self.nargs(m, 0)?;
+                let it = super::iter_val::IterVal::of_indexed_array(arr, elem, rank);
+                Some(Val::Iter(Box::new(it)))
             }
             "fold" => {
                 let iter = Val::Iter(Box::new(super::iter_val::IterVal::of_array(arr, elem, rank)));

@@ -52,6 +52,7 @@ impl Lowerer<'_> {
             enumerate: false,
             rev: false,
             enum_after_rev: false,
+            multi_index: false,
             maps: vec![],
         })))
     }
@@ -80,6 +81,9 @@ impl Lowerer<'_> {
             }
             "rev" => {
                 self.nargs(m, 0)?;
+                if it.multi_index {
+                    return self.fail(&m.method, "`rev` after `indexed_iter` is not supported (ndarray's `indexed_iter` is not double-ended): index the array in a reversed range");
+                }
                 if let Source::Arrays { rank, .. } = it.src {
                     if rank != 1 {
                         // ndarray's element iterators run backwards only in one dimension.
@@ -174,6 +178,9 @@ impl Lowerer<'_> {
             }
             "collect" => {
                 self.nargs(m, 0)?;
+                if it.multi_index {
+                    return self.fail(&m.method, "`rev` after `indexed_iter` is not supported (ndarray's `indexed_iter` is not double-ended): index the array in a reversed range");
+                }
                 if let Source::Arrays { rank, .. } = it.src {
                     if rank != 1 {
                         return self.fail(m, "`collect` is supported for one-dimensional iterators only: use `mapv`");
@@ -334,6 +341,29 @@ impl Lowerer<'_> {
         Some(Val::Scalar(v, elem))
     }
 
+    /// The multi-index of the element at position `pos` of the logical
+    /// order of `indexed_iter`'s array: `pos` itself (a `usize`) for rank
+    /// 1, else the tuple of `usize`s whose row-major position it is.
+    fn multi_index(&mut self, it: &IterVal, pos: Atom, span: proc_macro2::Span) -> Option<Val> {
+        let Source::Arrays { arrs, rank, .. } = &it.src else {
+            return None;
+        };
+        let usize_of = |a: Atom| Val::Scalar(a, Elem::Int(IntTy::Usize));
+        if *rank == 1 {
+            return Some(usize_of(pos));
+        }
+        let arr = arrs[0].0;
+        let mut idx = vec![Atom::I64(0); *rank];
+        let mut rest = pos;
+        for axis in (1..*rank).rev() {
+            let s = self.array(ArrayOp::Shape { arr, axis }, span)?;
+            idx[axis] = self.prim(Prim::Rem, &[rest, s], span)?;
+            rest = self.prim(Prim::Div, &[rest, s], span)?;
+        }
+        idx[0] = rest;
+        Some(Val::Tuple(idx.into_iter().map(usize_of).collect()))
+    }
+
     /// The number of items.
     pub fn iter_len(&mut self, it: &IterVal, node: &dyn ToTokens) -> Option<Atom> {
         let span = span_of(node);
@@ -387,7 +417,10 @@ impl Lowerer<'_> {
                 item.value(&elems)
             }
         };
-        Some(if it.enumerate {
+        Some(if it.multi_index {
+            let index = self.multi_index(it, pos, span)?;
+            Val::Tuple(vec![index, base])
+        } else if it.enumerate {
             // `.rev().enumerate()` counts iterations: item `pos` is number `n - 1 - pos`.
             let index = if it.enum_after_rev {
                 let n = self.iter_len(it, node)?;

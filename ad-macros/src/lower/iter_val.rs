@@ -63,6 +63,10 @@ pub struct IterVal {
     /// `.enumerate()` came after an odd number of `.rev()`: the index counts
     /// iterations, not source positions.
     pub enum_after_rev: bool,
+    /// `a.indexed_iter()`: with `enumerate`, the index is the element's
+    /// multi-index (a `usize` for rank 1, a tuple of them otherwise), as
+    /// ndarray's `indexed_iter` gives it.
+    pub multi_index: bool,
     /// The closures of `.map(..)`, in order.
     pub maps: Vec<syn::Expr>,
 }
@@ -79,7 +83,17 @@ impl IterVal {
             enumerate: false,
             rev: false,
             enum_after_rev: false,
+            multi_index: false,
             maps: vec![],
+        }
+    }
+
+    /// `a.indexed_iter()`: `(index, element)` in logical order.
+    pub fn of_indexed_array(arr: Atom, elem: Elem, rank: usize) -> IterVal {
+        IterVal {
+            enumerate: true,
+            multi_index: true,
+            ..IterVal::of_array(arr, elem, rank)
         }
     }
 
@@ -90,6 +104,7 @@ impl IterVal {
             enumerate: false,
             rev: false,
             enum_after_rev: false,
+            multi_index: false,
             maps: vec![],
         }
     }
