@@ -1,12 +1,12 @@
 //! Arrays from elements and from other arrays (`array!`, `from(vec![..])`,
-//! `from_vec`, `from_shape_vec`, `concatenate`, `stack`), `match` and early
+//! `from_vec`, `from_shape_vec`, `from_iter`, `concatenate`, `stack`), `match` and early
 //! `return`: both modes against finite differences, primal bit-identical.
 #![allow(clippy::type_complexity, clippy::needless_return)]
 
 mod common;
 use common::*;
 use linad::differentiable;
-use linad::ndarray::{array, concatenate, s, stack, Array1, Array2, Axis, Zip};
+use linad::ndarray::{array, concatenate, s, stack, Array, Array1, Array2, Axis, Zip};
 
 #[differentiable]
 fn cross(a: &Array1<f64>, b: &Array1<f64>) -> Array1<f64> {
@@ -74,6 +74,38 @@ fn literals_and_joins() {
         |(a, b, m), ct: &(Array1<f64>, Array2<f64>, Array2<f64>)| {
             joined_vjp(a, b, m, (&ct.0, &ct.1, &ct.2))
         },
+    );
+}
+
+/// `Array1::from_iter` (and `Array::from_iter`) of an iterator chain, a
+/// range, a `Vec` and a matrix's elements, and `collect` of a matrix's
+/// elements: what `.collect::<Array1<_>>()` gives (logical order).
+#[differentiable]
+fn from_iterators(x: &Array1<f64>, m: &Array2<f64>) -> Array1<f64> {
+    let a = Array1::from_iter(x.iter().map(|v| v * v + 1.0));
+    let k = Array1::from_iter(0..x.len());
+    let v = Array::from_iter(x.to_vec());
+    let r = Array1::from_iter(m.rows().into_iter().map(|row| row.sum()));
+    // A matrix's elements, in logical order (of the transpose too).
+    let e = Array1::from_iter(m.t().iter().map(|v| v.exp()));
+    let c: Vec<f64> = m.iter().map(|v| v * 0.5).collect();
+    let f: Array1<f64> = m.t().iter().cloned().collect();
+    &a * &k.mapv(|i| i as f64)
+        + &v.mapv(f64::sin)
+        + r.sum()
+        + e[1] * c[2] * f[3]
+        + e.iter().zip(c.iter()).map(|(p, q)| p * q).sum::<f64>()
+}
+
+#[test]
+fn arrays_from_iterators() {
+    let mut rng = rng("from_iterators");
+    let (x, m) = (rng.array1(4, -1.0, 1.0), rng.array2(3, 2, -1.0, 1.0));
+    check_derivatives(
+        &(x, m),
+        |(x, m)| from_iterators(x, m),
+        |(x, m), (dx, dm)| from_iterators_jvp(x, m, dx, dm),
+        |(x, m), ct| from_iterators_vjp(x, m, ct),
     );
 }
 

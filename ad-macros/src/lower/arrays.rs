@@ -844,6 +844,29 @@ impl Lowerer<'_> {
         self.expr(&e)
     }
 
+    /// `Array1::from_iter(it)` (`Array::from_iter` too): the items of an
+    /// iterator chain (`x.iter().map(..)`, a range) or of an array or `Vec`
+    /// (a matrix's elements in logical order), as
+    /// `it.collect::<Array1<_>>()` gives them.
+    fn from_iter_ctor(&mut self, arg: &syn::Expr) -> Option<Val> {
+        let e = match strip(arg) {
+            syn::Expr::Reference(r) => &*r.expr,
+            e => e,
+        };
+        let it = match self.receiver(e)? {
+            Val::Iter(it) => *it,
+            Val::Array(a, el, r) => super::iter_val::IterVal::of_array(a, el, r),
+            Val::Poison => return None,
+            other => {
+                return self.fail(
+                    arg,
+                    format!("`from_iter` takes an iterator (`x.iter().map(..)`, a range) or an array, found `{}`", other.ty()),
+                )
+            }
+        };
+        self.collect(&it, arg)
+    }
+
     /// `ArrayN::zeros(shape)`, `ones`, `from_elem`, `from_shape_fn`, `eye`;
     /// `ty_seg` is the path segment naming the array type.
     pub fn array_ctor(
@@ -877,6 +900,9 @@ impl Lowerer<'_> {
             "from_elem" | "from_shape_fn" => 2,
             "from_vec" | "from" | "from_shape_vec" => return self.vec_ctor(&name, c),
             "from_diag" => return self.diag_ctor(c),
+            "from_iter" if rank.unwrap_or(1) == 1 && args.len() == 1 => {
+                return self.from_iter_ctor(args[0])
+            }
             "linspace" if rank.unwrap_or(1) == 1 && args.len() == 3 => {
                 return self.linspace(args[0], args[1], args[2], func.span())
             }
@@ -889,7 +915,7 @@ impl Lowerer<'_> {
             _ => {
                 return self.fail(
                     func,
-                    format!("`{ty_name}::{name}` is not supported: supported constructors are `zeros`, `ones`, `from_elem`, `from_shape_fn`, `eye`, `from(vec![..])`, `from_vec(vec![..])` and `from_shape_vec(shape, vec![..])`"),
+                    format!("`{ty_name}::{name}` is not supported: supported constructors are `zeros`, `ones`, `from_elem`, `from_shape_fn`, `eye`, `from(vec![..])`, `from_vec(vec![..])`, `from_shape_vec(shape, vec![..])` and `Array1::from_iter(iterator)`"),
                 )
             }
         };

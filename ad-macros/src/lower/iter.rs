@@ -178,16 +178,7 @@ impl Lowerer<'_> {
             }
             "collect" => {
                 self.nargs(m, 0)?;
-                if it.multi_index {
-                    return self.fail(&m.method, "`rev` after `indexed_iter` is not supported (ndarray's `indexed_iter` is not double-ended): index the array in a reversed range");
-                }
-                if let Source::Arrays { rank, .. } = it.src {
-                    if rank != 1 {
-                        return self.fail(m, "`collect` is supported for one-dimensional iterators only: use `mapv`");
-                    }
-                }
-                let (arr, elem, _) = self.materialize(&it, m)?;
-                Some(Val::Array(arr, elem, 1))
+                self.collect(&it, m)
             }
             "fold" => {
                 let args = self.nargs(m, 2)?;
@@ -339,6 +330,19 @@ impl Lowerer<'_> {
         }
         let v = self.array(ArrayOp::Index { arr, idx }, span)?;
         Some(Val::Scalar(v, elem))
+    }
+
+    /// The items of `it` as a one-dimensional array (`.collect()`,
+    /// `Array1::from_iter(..)`).
+    /// The items of a matrix's or rank-3 array's elements come in logical
+    /// row-major order, as ndarray's `iter()` yields them.
+    pub fn collect(&mut self, it: &IterVal, node: &dyn ToTokens) -> Option<Val> {
+        let (arr, elem, rank) = self.materialize(it, node)?;
+        if rank == 1 {
+            return Some(Val::Array(arr, elem, 1));
+        }
+        let n = self.count(arr, rank, span_of(node))?;
+        self.reshape(arr, elem, rank, vec![n], node)
     }
 
     /// The multi-index of the element at position `pos` of the logical
