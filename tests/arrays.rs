@@ -525,6 +525,54 @@ fn element_loops_over_matrices() {
     }
 }
 
+/// `v.windows(k)`: a `for` loop over the windows (second differences), a
+/// `map` of each to a number then `sum` and `collect`, `enumerate`, and a
+/// window longer than the vector (no window at all), as ndarray's.
+#[differentiable]
+fn windowed(x: &Array1<f64>, k: usize) -> f64 {
+    let mut s = 0.0;
+    for w in x.windows(3) {
+        s += (w[2] - 2.0 * w[1] + w[0]).powi(2);
+    }
+    let sums: Vec<f64> = x.windows(k).into_iter().map(|w| w.sum() * w[0]).collect();
+    let t = x.windows(2).into_iter().map(|w| w.dot(&w)).sum::<f64>();
+    for (i, w) in x.windows(k).into_iter().enumerate() {
+        s += w.mapv(f64::sin).sum() * i as f64;
+    }
+    s + t + sums.iter().sum::<f64>()
+}
+
+#[test]
+fn windows_of_vectors() {
+    let mut rng = rng("windowed");
+    for n in [1usize, 2, 5] {
+        let x = rng.array1(n, -1.0, 1.0);
+        for k in [1usize, 2, 4, 7] {
+            check_derivatives(
+                &x,
+                |x| windowed(x, k),
+                |x, d| windowed_jvp(x, k, d),
+                |x, ct| windowed_vjp(x, k, *ct),
+            );
+        }
+    }
+    // ndarray panics on an empty window; so do the companions.
+    let x = rng.array1(3, -1.0, 1.0);
+    for run in [
+        Box::new(|| {
+            windowed(&x, 0);
+        }) as Box<dyn Fn()>,
+        Box::new(|| {
+            windowed_vjp(&x, 0, 1.0);
+        }),
+        Box::new(|| {
+            windowed_jvp(&x, 0, &x);
+        }),
+    ] {
+        assert!(std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).is_err());
+    }
+}
+
 /// Stable log-sum-exp: `v.iter().cloned().fold(f64::NEG_INFINITY, f64::max)`.
 #[differentiable]
 fn logsumexp(v: &Array1<f64>) -> f64 {

@@ -47,7 +47,7 @@ pub const ELEMENTWISE_METHODS: &[&str] = &[
     "signum",
 ];
 
-const ARRAY_METHODS: &str = "len, nrows, ncols, dim, shape()[k], len_of, is_empty, sum, product, mean, var, std, sum_axis, mean_axis, var_axis, std_axis, map_axis, fold_axis, dot, t, reversed_axes, row, column, rows, columns, outer_iter, axis_iter, lanes (of a matrix), mapv, map, mapv_inplace (of a local array), fold, iter, indexed_iter, to_owned, clone, view, into_owned, to_vec (rank 1), and elementwise sin, cos, exp, ln, sqrt, abs, tanh, powi, powf, ...";
+const ARRAY_METHODS: &str = "len, nrows, ncols, dim, shape()[k], len_of, is_empty, sum, product, mean, var, std, sum_axis, mean_axis, var_axis, std_axis, map_axis, fold_axis, dot, t, reversed_axes, row, column, rows, columns, outer_iter, axis_iter, lanes (of a matrix), windows (of a vector), mapv, map, mapv_inplace (of a local array), fold, iter, indexed_iter, to_owned, clone, view, into_owned, to_vec (rank 1), and elementwise sin, cos, exp, ln, sqrt, abs, tanh, powi, powf, ...";
 
 impl Lowerer<'_> {
     /// `a[i]`, `m[[i, j]]`, `m[(i, j)]`, `a.shape()[k]`.
@@ -301,9 +301,26 @@ impl Lowerer<'_> {
                 &m.method,
                 format!("mutating array methods (`{name}`) are supported on local `let mut` arrays (`a.fill(x)`, `a.assign(&b)`, `a.mapv_inplace(f)`, `a.scaled_add(s, &b)`, `a.row_mut(i).assign(&v)`, `a.slice_mut(s![..]).fill(x)`); elsewhere assign elements with `a[i] = ..` in a `for` loop, or build a new array with `mapv` / `from_shape_fn`"),
             ),
+            "windows" if rank == 1 => {
+                let args = self.nargs(m, 1)?;
+                let size = match self.expr(args[0])? {
+                    Val::Scalar(k, Elem::Int(_)) => k,
+                    Val::Poison => return None,
+                    other => {
+                        return self.fail(
+                            args[0],
+                            format!("`windows` takes the window length (`usize`), found `{}`", other.ty()),
+                        )
+                    }
+                };
+                // ndarray panics on an empty window.
+                let size = self.nonzero_or_panic(size, span)?;
+                let it = super::iter_val::IterVal::of_windows(arr, elem, size);
+                Some(Val::Iter(Box::new(it)))
+            }
             "select" | "windows" => self.fail(
                 &m.method,
-                format!("`{name}` is not supported: index elements (`m[[i, j]]`), slice with `s![..]`, or build the part you need with `from_shape_fn`"),
+                format!("`{name}` is not supported{}: index elements (`m[[i, j]]`), slice with `s![..]`, or build the part you need with `from_shape_fn`", if name == "windows" { " on arrays of rank 2 or more (`v.windows(k)` of a vector is)" } else { "" }),
             ),
             _ => self.fail(
                 &m.method,

@@ -374,6 +374,13 @@ impl Lowerer<'_> {
         match &it.src {
             Source::Range { n, .. } => Some(*n),
             Source::Lanes { arr, .. } => self.array(ArrayOp::Shape { arr: *arr, axis: 0 }, span),
+            // `len - size + 1` windows, none when `size > len`.
+            Source::Windows { arr, size, .. } => {
+                let len = self.array(ArrayOp::Shape { arr: *arr, axis: 0 }, span)?;
+                let d = self.sub_i64(len, *size, span)?;
+                let d = self.add_i64(d, Atom::I64(1), span)?;
+                self.prim(Prim::Max, &[d, Atom::I64(0)], span)
+            }
             // A `zip` stops at the shortest of its arrays' sequences.
             Source::Arrays { arrs, rank, .. } => {
                 let mut n = self.count(arrs[0].0, *rank, span)?;
@@ -400,6 +407,16 @@ impl Lowerer<'_> {
                 };
                 let v = self.add_i64(*start, off, span)?;
                 Val::Scalar(v, Elem::Int(*ty))
+            }
+            Source::Windows { arr, elem, size } => {
+                let (arr, elem) = (*arr, *elem);
+                let v = self.build_with(vec![*size], node, |lw, ix| {
+                    let i = lw.add_i64(pos, Atom::Var(ix[0]), span)?;
+                    let x = lw.array(ArrayOp::Index { arr, idx: vec![i] }, span)?;
+                    Some(Val::Scalar(x, elem))
+                })?;
+                let Val::Array(w, ..) = v else { return None };
+                Val::Array(w, elem, 1)
             }
             Source::Lanes { arr, elem, rank } => {
                 let v = self.array(

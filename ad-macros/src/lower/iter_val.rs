@@ -37,6 +37,16 @@ pub enum Source {
         /// Its rank (items have one less).
         rank: usize,
     },
+    /// The windows `arr[p..p + size]` of a vector, `p` in
+    /// `0..len - size + 1` (`a.windows(size)`; none when `size > len`).
+    Windows {
+        /// The vector.
+        arr: Atom,
+        /// Its element type.
+        elem: Elem,
+        /// The window length (positive: checked where made).
+        size: Atom,
+    },
     /// The integers `start + k * step` for `k` in `0..n`: a range
     /// `start..start + n` (`step` 1), or one `.step_by(..)`.
     Range {
@@ -97,6 +107,14 @@ impl IterVal {
         }
     }
 
+    /// The windows of length `size` of the vector `arr`.
+    pub fn of_windows(arr: Atom, elem: Elem, size: Atom) -> IterVal {
+        IterVal {
+            src: Source::Windows { arr, elem, size },
+            ..IterVal::of_lanes(arr, elem, 1)
+        }
+    }
+
     /// The sub-arrays of `arr` along axis 0.
     pub fn of_lanes(arr: Atom, elem: Elem, rank: usize) -> IterVal {
         IterVal {
@@ -113,6 +131,9 @@ impl IterVal {
     pub fn indexed(&self) -> bool {
         self.enumerate
             || self.rev
-            || matches!(self.src, Source::Range { .. } | Source::Lanes { .. })
+            || matches!(
+                self.src,
+                Source::Range { .. } | Source::Lanes { .. } | Source::Windows { .. }
+            )
     }
 }

@@ -791,7 +791,7 @@ impl Lowerer<'_> {
     /// `mean_axis(..)` of an empty array are `None` in ndarray, and the only
     /// use linad accepts is `.unwrap()` / `.expect(..)`, which panics: so do
     /// the companions.
-    fn nonzero_or_panic(&mut self, n: Atom, span: Span) -> Option<Atom> {
+    pub(super) fn nonzero_or_panic(&mut self, n: Atom, span: Span) -> Option<Atom> {
         let ok = self.prim(Prim::Gt, &[n, Atom::I64(0)], span)?;
         self.panic_unless(ok, n, span)
     }
