@@ -225,6 +225,26 @@ fn methods_powi_powf_abs_tanh_sinh_cosh_atan_atan2() {
     }
 }
 
+/// The inverse trigonometric and hyperbolic functions asin, acos, asinh,
+/// acosh, atanh (inside their domains, away from the poles of their
+/// derivatives).
+#[differentiable]
+fn methods_inverse(x: f64, y: f64) -> f64 {
+    x.asin() * y + x.acos() + (x * y).asinh() + (y + 1.0).acosh() + (0.5 * x).atanh()
+}
+
+#[test]
+fn methods_asin_acos_asinh_acosh_atanh() {
+    for p in [(0.3, 1.6), (-0.7, 0.5), (0.9, 0.4)] {
+        check_derivatives(
+            &p,
+            |(x, y)| methods_inverse(*x, *y),
+            |(x, y), (dx, dy)| methods_inverse_jvp(*x, *y, *dx, *dy),
+            |(x, y), ct| methods_inverse_vjp(*x, *y, *ct),
+        );
+    }
+}
+
 /// exp_m1 ln_1p max min recip mul_add hypot.
 #[differentiable]
 fn methods_c(x: f64, y: f64) -> f64 {

@@ -111,6 +111,11 @@ fn unary_methods_bit_identical_on_edges() {
         same1("sinh", x, u_sinh, u_sinh_jvp, u_sinh_vjp);
         same1("cosh", x, u_cosh, u_cosh_jvp, u_cosh_vjp);
         same1("atan", x, u_atan, u_atan_jvp, u_atan_vjp);
+        same1("asin", x, u_asin, u_asin_jvp, u_asin_vjp);
+        same1("acos", x, u_acos, u_acos_jvp, u_acos_vjp);
+        same1("asinh", x, u_asinh, u_asinh_jvp, u_asinh_vjp);
+        same1("acosh", x, u_acosh, u_acosh_jvp, u_acosh_vjp);
+        same1("atanh", x, u_atanh, u_atanh_jvp, u_atanh_vjp);
         same1("exp_m1", x, u_exp_m1, u_exp_m1_jvp, u_exp_m1_vjp);
         same1("ln_1p", x, u_ln_1p, u_ln_1p_jvp, u_ln_1p_vjp);
         same1("recip", x, u_recip, u_recip_jvp, u_recip_vjp);
@@ -186,6 +191,11 @@ unary! {
     u_sinh = |x| x.sinh();
     u_cosh = |x| x.cosh();
     u_atan = |x| x.atan();
+    u_asin = |x| x.asin();
+    u_acos = |x| x.acos();
+    u_asinh = |x| x.asinh();
+    u_acosh = |x| x.acosh();
+    u_atanh = |x| x.atanh();
     u_exp_m1 = |x| x.exp_m1();
     u_ln_1p = |x| x.ln_1p();
     u_recip = |x| x.recip();

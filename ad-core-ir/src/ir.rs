@@ -238,6 +238,16 @@ pub enum Prim {
     Cosh,
     /// `atan a`
     Atan,
+    /// `asin a`
+    Asin,
+    /// `acos a`
+    Acos,
+    /// `asinh a`
+    Asinh,
+    /// `acosh a`
+    Acosh,
+    /// `atanh a`
+    Atanh,
     /// `e^a - 1`
     ExpM1,
     /// `ln(1 + a)`
@@ -457,7 +467,7 @@ impl Prim {
     /// ones), for tables and tests.
     pub const ALL: [Prim; 49 + 5 * 7 + 7 + 7 + 1] = Prim::all();
 
-    const BASIC: [Prim; 54] = [
+    const BASIC: [Prim; 59] = [
         Prim::Add,
         Prim::Sub,
         Prim::Mul,
@@ -479,6 +489,11 @@ impl Prim {
         Prim::Sinh,
         Prim::Cosh,
         Prim::Atan,
+        Prim::Asin,
+        Prim::Acos,
+        Prim::Asinh,
+        Prim::Acosh,
+        Prim::Atanh,
         Prim::ExpM1,
         Prim::Ln1p,
         Prim::Powi,
@@ -562,6 +577,11 @@ impl Prim {
             Prim::Sinh => "sinh",
             Prim::Cosh => "cosh",
             Prim::Atan => "atan",
+            Prim::Asin => "asin",
+            Prim::Acos => "acos",
+            Prim::Asinh => "asinh",
+            Prim::Acosh => "acosh",
+            Prim::Atanh => "atanh",
             Prim::ExpM1 => "exp_m1",
             Prim::Ln1p => "ln_1p",
             Prim::Powi => "powi",
@@ -619,6 +639,11 @@ impl Prim {
             | Prim::Sinh
             | Prim::Cosh
             | Prim::Atan
+            | Prim::Asin
+            | Prim::Acos
+            | Prim::Asinh
+            | Prim::Acosh
+            | Prim::Atanh
             | Prim::ExpM1
             | Prim::Ln1p
             | Prim::Not
@@ -719,6 +744,11 @@ impl Prim {
             | Prim::Sinh
             | Prim::Cosh
             | Prim::Atan
+            | Prim::Asin
+            | Prim::Acos
+            | Prim::Asinh
+            | Prim::Acosh
+            | Prim::Atanh
             | Prim::ExpM1
             | Prim::Ln1p
             | Prim::Powi

@@ -218,6 +218,11 @@ pub fn prim_ty(p: Prim, args: &[Ty]) -> Result<Ty, String> {
         | Prim::Sinh
         | Prim::Cosh
         | Prim::Atan
+        | Prim::Asin
+        | Prim::Acos
+        | Prim::Asinh
+        | Prim::Acosh
+        | Prim::Atanh
         | Prim::ExpM1
         | Prim::Ln1p => {
             float(0)?;

@@ -189,6 +189,11 @@ fn prim_cases(p: Prim) -> Vec<(Vec<Value>, Value)> {
         Prim::Sinh => vec![f1(f64::sinh, y)],
         Prim::Cosh => vec![f1(f64::cosh, y)],
         Prim::Atan => vec![f1(f64::atan, y)],
+        Prim::Asin => vec![f1(f64::asin, y)],
+        Prim::Acos => vec![f1(f64::acos, y)],
+        Prim::Asinh => vec![f1(f64::asinh, y)],
+        Prim::Acosh => vec![f1(f64::acosh, y)],
+        Prim::Atanh => vec![f1(f64::atanh, y)],
         Prim::ExpM1 => vec![f1(f64::exp_m1, 1e-10)],
         Prim::Ln1p => vec![f1(f64::ln_1p, 1e-10)],
         Prim::Powi => vec![

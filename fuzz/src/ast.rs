@@ -244,7 +244,7 @@ impl Cmp {
 }
 
 /// Unary `f64` methods (argument domains are kept safe by the generator).
-pub const M1: [&str; 19] = [
+pub const M1: [&str; 24] = [
     "sin",
     "cos",
     "tan",
@@ -264,6 +264,11 @@ pub const M1: [&str; 19] = [
     "exp2",
     "to_degrees",
     "to_radians",
+    "asin",
+    "acos",
+    "asinh",
+    "acosh",
+    "atanh",
 ];
 
 /// Piecewise-constant `f64` methods (no derivative) and `fract`
@@ -294,6 +299,11 @@ fn m1(name: &str, x: f64) -> f64 {
         "exp2" => x.exp2(),
         "to_degrees" => x.to_degrees(),
         "to_radians" => x.to_radians(),
+        "asin" => x.asin(),
+        "acos" => x.acos(),
+        "asinh" => x.asinh(),
+        "acosh" => x.acosh(),
+        "atanh" => x.atanh(),
         "floor" => x.floor(),
         "ceil" => x.ceil(),
         "round" => x.round(),

@@ -361,6 +361,12 @@ impl<'a> Gen<'a> {
                         "ln_1p" => self.guard_pos(a, 0.0),
                         "tan" => E::M1("sin", b(a)),
                         "exp" | "exp2" | "sinh" | "cosh" | "exp_m1" => E::M1("tanh", b(a)),
+                        // Inside (-0.9, 0.9) and from 1.2 up: away from the
+                        // poles of their derivatives.
+                        "asin" | "acos" | "atanh" => {
+                            E::Bin(Op::Mul, b(E::F(0.9)), b(E::M1("sin", b(a))), Ty::F)
+                        }
+                        "acosh" => self.guard_pos(a, 1.2),
                         _ => a,
                     };
                     return E::M1(m, b(a));

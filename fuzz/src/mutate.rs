@@ -134,7 +134,7 @@ pub fn mutate(p: &Program, kind: &'static str, rng: &mut Rng, depth: usize) -> M
                 "for _ in 0..1 {{ let _ = {{ if {x} > 100.0 {{ return {ret}; }} 0.0 }}; }}"
             )));
         }
-        "unknown_method" => insert_raw(&mut f, rng, format!("let bad = {x}.asinh();")),
+        "unknown_method" => insert_raw(&mut f, rng, format!("let bad = {x}.copysign(1.5);")),
         // `f32` is supported (through an `f64` shadow); `char` is not.
         "cast_char" => insert_raw(&mut f, rng, format!("let bad = ({x} as u8) as char;")),
         "shift" => insert_raw(&mut f, rng, "let bad = 3usize << 2;".into()),

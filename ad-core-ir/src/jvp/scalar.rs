@@ -63,6 +63,11 @@ fn rule(p: Prim) -> Rule {
         | Prim::Sinh
         | Prim::Cosh
         | Prim::Atan
+        | Prim::Asin
+        | Prim::Acos
+        | Prim::Asinh
+        | Prim::Acosh
+        | Prim::Atanh
         | Prim::ExpM1
         | Prim::Ln1p
         | Prim::Powi
@@ -234,6 +239,33 @@ impl<'p> Jvp<'p> {
             (Atan, _) => {
                 let x2 = self.nl(Mul, &[x, x]);
                 let d = self.nl(Add, &[one, x2]);
+                self.nl(Div, &[one, d])
+            }
+            // asin' = 1 / sqrt(1 - x²), acos' = -asin'
+            (Asin | Acos, _) => {
+                let x2 = self.nl(Mul, &[x, x]);
+                let d = self.nl(Sub, &[one, x2]);
+                let r = self.nl(Sqrt, &[d]);
+                let num = if p == Asin { one } else { Atom::F64(-1.0) };
+                self.nl(Div, &[num, r])
+            }
+            // asinh' = 1 / sqrt(x² + 1) = 1 / hypot(x, 1) (no overflow of x²)
+            (Asinh, _) => {
+                let h = self.nl(Hypot, &[x, one]);
+                self.nl(Div, &[one, h])
+            }
+            // acosh' = 1 / sqrt(x² - 1) = 1 / (sqrt(x - 1) sqrt(x + 1))
+            (Acosh, _) => {
+                let a = self.nl(Sub, &[x, one]);
+                let b = self.nl(Add, &[x, one]);
+                let (sa, sb) = (self.nl(Sqrt, &[a]), self.nl(Sqrt, &[b]));
+                let d = self.nl(Mul, &[sa, sb]);
+                self.nl(Div, &[one, d])
+            }
+            // atanh' = 1 / (1 - x²)
+            (Atanh, _) => {
+                let x2 = self.nl(Mul, &[x, x]);
+                let d = self.nl(Sub, &[one, x2]);
                 self.nl(Div, &[one, d])
             }
             // exp_m1' = exp = y + 1

@@ -185,6 +185,11 @@ fn prim_infallible(p: Prim, xs: &[Atom], vars: &VarTable) -> bool {
         | Prim::Sinh
         | Prim::Cosh
         | Prim::Atan
+        | Prim::Asin
+        | Prim::Acos
+        | Prim::Asinh
+        | Prim::Acosh
+        | Prim::Atanh
         | Prim::ExpM1
         | Prim::Ln1p
         | Prim::Powf

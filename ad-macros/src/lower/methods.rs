@@ -11,7 +11,7 @@ use super::val::Val;
 use ad_core_ir::ir::{Atom, Prim};
 use proc_macro2::Span;
 
-const F64_METHODS: &str = "sin, cos, tan, exp, ln, log2, log10, sqrt, abs, tanh, sinh, cosh, atan, exp_m1, ln_1p, recip, powi, powf, atan2, hypot, max, min, mul_add, sin_cos, exp2, cbrt, log, clamp, to_degrees, to_radians, floor, ceil, round, trunc, fract, signum";
+const F64_METHODS: &str = "sin, cos, tan, exp, ln, log2, log10, sqrt, abs, tanh, sinh, cosh, atan, asin, acos, asinh, acosh, atanh, exp_m1, ln_1p, recip, powi, powf, atan2, hypot, max, min, mul_add, sin_cos, exp2, cbrt, log, clamp, to_degrees, to_radians, floor, ceil, round, trunc, fract, signum";
 
 /// Array methods that return an `Option` or a `Result` in `ndarray` (the
 /// value is taken with `unwrap()` / `expect(..)`).
@@ -44,6 +44,11 @@ fn unary_prim(name: &str) -> Option<Prim> {
         "sinh" => Prim::Sinh,
         "cosh" => Prim::Cosh,
         "atan" => Prim::Atan,
+        "asin" => Prim::Asin,
+        "acos" => Prim::Acos,
+        "asinh" => Prim::Asinh,
+        "acosh" => Prim::Acosh,
+        "atanh" => Prim::Atanh,
         "exp_m1" => Prim::ExpM1,
         "ln_1p" => Prim::Ln1p,
         "cbrt" => Prim::Cbrt,

@@ -140,10 +140,10 @@ impl Gen<'_, '_, '_> {
 
     pub(super) fn st_scalar(&mut self, env: &mut Env) {
         use Prim::*;
-        const PS: [Prim; 31] = [
+        const PS: [Prim; 36] = [
             Add, Sub, Mul, Div, Neg, Abs, Max, Min, Sin, Cos, Tan, Exp, Ln, Log2, Log10, Sqrt,
             Tanh, Sinh, Cosh, Atan, ExpM1, Ln1p, Powi, Powf, Atan2, Hypot, Select, MulAdd, Exp2,
-            Cbrt, Clamp,
+            Cbrt, Clamp, Asin, Acos, Asinh, Acosh, Atanh,
         ];
         let p = PS[self.src.below(PS.len())];
         let (v, iv) = match p {
@@ -214,10 +214,41 @@ impl Gen<'_, '_, '_> {
                 };
                 (self.prim(p, &[a]), ia.mono(f))
             }
-            Tanh | Atan => {
+            Tanh | Atan | Asinh => {
                 let (a, ia) = self.get_f(env);
-                let f: fn(f64) -> f64 = if p == Tanh { f64::tanh } else { f64::atan };
+                let f: fn(f64) -> f64 = match p {
+                    Tanh => f64::tanh,
+                    Atan => f64::atan,
+                    _ => f64::asinh,
+                };
                 (self.prim(p, &[a]), ia.mono(f))
+            }
+            // Inside (-0.9, 0.9): away from the poles of their derivatives.
+            Asin | Acos | Atanh => {
+                let (a, ia) = self.bounded(env, 1.0);
+                let b = self.prim(Mul, &[a, Atom::F64(0.9)]);
+                let ib = Iv::new(0.9 * ia.lo, 0.9 * ia.hi);
+                let f: fn(f64) -> f64 = match p {
+                    Asin => f64::asin,
+                    Acos => f64::acos,
+                    _ => f64::atanh,
+                };
+                // acos decreases: its bounds swap.
+                let iv = if p == Acos {
+                    Iv::new(f(ib.hi), f(ib.lo))
+                } else {
+                    ib.mono(f)
+                };
+                (self.prim(p, &[b.into()]), iv)
+            }
+            // From 1.2 up: away from the pole of its derivative at 1.
+            Acosh => {
+                let (a, ia) = self.positive(env);
+                let b = self.prim(Add, &[a, Atom::F64(1.1)]);
+                (
+                    self.prim(p, &[b.into()]),
+                    Iv::new(ia.lo + 1.1, ia.hi + 1.1).mono(f64::acosh),
+                )
             }
             Ln1p => {
                 let (a, ia) = match self.pick_e(
