@@ -870,7 +870,7 @@ impl Lowerer<'_> {
     /// iterator chain (`x.iter().map(..)`, a range) or of an array or `Vec`
     /// (a matrix's elements in logical order), as
     /// `it.collect::<Array1<_>>()` gives them.
-    fn from_iter_ctor(&mut self, arg: &syn::Expr) -> Option<Val> {
+    fn iter_ctor(&mut self, arg: &syn::Expr) -> Option<Val> {
         let e = match strip(arg) {
             syn::Expr::Reference(r) => &*r.expr,
             e => e,
@@ -923,7 +923,7 @@ impl Lowerer<'_> {
             "from_vec" | "from" | "from_shape_vec" => return self.vec_ctor(&name, c),
             "from_diag" => return self.diag_ctor(c),
             "from_iter" if rank.unwrap_or(1) == 1 && args.len() == 1 => {
-                return self.from_iter_ctor(args[0])
+                return self.iter_ctor(args[0])
             }
             "linspace" if rank.unwrap_or(1) == 1 && args.len() == 3 => {
                 return self.linspace(args[0], args[1], args[2], func.span())
