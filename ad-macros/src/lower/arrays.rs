@@ -871,21 +871,10 @@ impl Lowerer<'_> {
     /// (a matrix's elements in logical order), as
     /// `it.collect::<Array1<_>>()` gives them.
     fn iter_ctor(&mut self, arg: &syn::Expr) -> Option<Val> {
-        let e = match strip(arg) {
-            syn::Expr::Reference(r) => &*r.expr,
-            e => e,
-        };
-        let it = match self.receiver(e)? {
-            Val::Iter(it) => *it,
-            Val::Array(a, el, r) => super::iter_val::IterVal::of_array(a, el, r),
-            Val::Poison => return None,
-            other => {
-                return self.fail(
-                    arg,
-                    format!("`from_iter` takes an iterator (`x.iter().map(..)`, a range) or an array, found `{}`", other.ty()),
-                )
-            }
-        };
+        let it = self.iterable(
+            arg,
+            "`from_iter` takes an iterator (`x.iter().map(..)`, a range) or an array",
+        )?;
         self.collect(&it, arg)
     }
 

@@ -275,21 +275,7 @@ impl Lowerer<'_> {
     /// `rows()`, `columns()`, `axis_iter(Axis(k))`), as a counted loop over
     /// the positions.
     fn lower_for_iter(&mut self, f: &syn::ExprForLoop) -> Option<Val> {
-        let e = match strip(&f.expr) {
-            syn::Expr::Reference(r) => &*r.expr,
-            e => e,
-        };
-        let it = match self.receiver(e)? {
-            Val::Iter(it) => *it,
-            Val::Array(a, el, r) => super::iter_val::IterVal::of_array(a, el, r),
-            Val::Poison => return None,
-            other => {
-                return self.fail(
-                    &f.expr,
-                    format!("`for` loops over ranges (`a..b`), arrays (`a.iter()`, `&a`) and their lanes (`a.outer_iter()`, `rows()`, `columns()`), found `{}`", other.ty()),
-                )
-            }
-        };
+        let it = self.iterable(&f.expr, "`for` loops over ranges (`a..b`), arrays (`a.iter()`, `&a`) and their lanes (`a.outer_iter()`, `rows()`, `columns()`)")?;
         let n = self.iter_len(&it, f)?;
         let rev = it.rev;
         self.counted_for(f, n, rev, &|lw: &mut Self, k: Atom| {

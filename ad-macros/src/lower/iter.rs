@@ -332,6 +332,22 @@ impl Lowerer<'_> {
         Some(Val::Scalar(v, elem))
     }
 
+    /// The iterator an `IntoIterator` expression stands for (`&a`, `a`, an
+    /// iterator chain): an array's elements, or an error saying what was
+    /// `expected` and what was found.
+    pub fn iterable(&mut self, expr: &syn::Expr, expected: &str) -> Option<IterVal> {
+        let e = match strip(expr) {
+            syn::Expr::Reference(r) => &*r.expr,
+            e => e,
+        };
+        match self.receiver(e)? {
+            Val::Iter(it) => Some(*it),
+            Val::Array(a, el, r) => Some(IterVal::of_array(a, el, r)),
+            Val::Poison => None,
+            other => self.fail(expr, format!("{expected}, found `{}`", other.ty())),
+        }
+    }
+
     /// The items of `it` as a one-dimensional array (`.collect()`,
     /// `Array1::from_iter(..)`).
     /// The items of a matrix's or rank-3 array's elements come in logical
