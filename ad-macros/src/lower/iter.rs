@@ -317,19 +317,30 @@ impl Lowerer<'_> {
         pos: Atom,
         span: proc_macro2::Span,
     ) -> Option<Val> {
+        let idx = self.position_index(arr, rank, pos, span)?;
+        let v = self.array(ArrayOp::Index { arr, idx }, span)?;
+        Some(Val::Scalar(v, elem))
+    }
+
+    /// The multi-index of position `pos` of the logical (row-major) order
+    /// of `arr` (of rank `rank`): `pos` cut by `%` and `/` of the trailing
+    /// axes' lengths.
+    fn position_index(
+        &mut self,
+        arr: Atom,
+        rank: usize,
+        pos: Atom,
+        span: proc_macro2::Span,
+    ) -> Option<Vec<Atom>> {
         let mut idx = vec![Atom::I64(0); rank];
         let mut rest = pos;
-        for axis in (0..rank).rev() {
-            if axis == 0 {
-                idx[0] = rest;
-                break;
-            }
+        for axis in (1..rank).rev() {
             let s = self.array(ArrayOp::Shape { arr, axis }, span)?;
             idx[axis] = self.prim(Prim::Rem, &[rest, s], span)?;
             rest = self.prim(Prim::Div, &[rest, s], span)?;
         }
-        let v = self.array(ArrayOp::Index { arr, idx }, span)?;
-        Some(Val::Scalar(v, elem))
+        idx[0] = rest;
+        Some(idx)
     }
 
     /// The iterator an `IntoIterator` expression stands for (`&a`, `a`, an
@@ -349,9 +360,8 @@ impl Lowerer<'_> {
     }
 
     /// The items of `it` as a one-dimensional array (`.collect()`,
-    /// `Array1::from_iter(..)`).
-    /// The items of a matrix's or rank-3 array's elements come in logical
-    /// row-major order, as ndarray's `iter()` yields them.
+    /// `Array1::from_iter(..)`): a matrix's or rank-3 array's elements in
+    /// logical row-major order, as ndarray's `iter()` yields them.
     pub fn collect(&mut self, it: &IterVal, node: &dyn ToTokens) -> Option<Val> {
         let (arr, elem, rank) = self.materialize(it, node)?;
         if rank == 1 {
@@ -372,15 +382,7 @@ impl Lowerer<'_> {
         if *rank == 1 {
             return Some(usize_of(pos));
         }
-        let arr = arrs[0].0;
-        let mut idx = vec![Atom::I64(0); *rank];
-        let mut rest = pos;
-        for axis in (1..*rank).rev() {
-            let s = self.array(ArrayOp::Shape { arr, axis }, span)?;
-            idx[axis] = self.prim(Prim::Rem, &[rest, s], span)?;
-            rest = self.prim(Prim::Div, &[rest, s], span)?;
-        }
-        idx[0] = rest;
+        let idx = self.position_index(arrs[0].0, *rank, pos, span)?;
         Some(Val::Tuple(idx.into_iter().map(usize_of).collect()))
     }
 
