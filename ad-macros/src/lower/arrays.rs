@@ -323,10 +323,17 @@ impl Lowerer<'_> {
                 let it = super::iter_val::IterVal::of_windows(arr, elem, size);
                 Some(Val::Iter(Box::new(it)))
             }
-            "select" | "windows" => self.fail(
-                &m.method,
-                format!("`{name}` is not supported{}: index elements (`m[[i, j]]`), slice with `s![..]`, or build the part you need with `from_shape_fn`", if name == "windows" { " on arrays of rank 2 or more (`v.windows(k)` of a vector is)" } else { "" }),
-            ),
+            "select" | "windows" => {
+                // `windows` of a vector is taken above.
+                let which = match name.as_str() {
+                    "windows" => " on arrays of rank 2 or more (`v.windows(k)` of a vector is)",
+                    _ => "",
+                };
+                self.fail(
+                    &m.method,
+                    format!("`{name}` is not supported{which}: index elements (`m[[i, j]]`), slice with `s![..]`, or build the part you need with `from_shape_fn`"),
+                )
+            }
             _ => self.fail(
                 &m.method,
                 format!("no method `{name}` on `{ty}` is supported in #[differentiable] functions; supported array methods: {ARRAY_METHODS}"),
