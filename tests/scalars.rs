@@ -245,6 +245,65 @@ fn methods_asin_acos_asinh_acosh_atanh() {
     }
 }
 
+/// The remainder `%` of `f64`s (∂x = 1, ∂y = -trunc(x / y)), `rem_euclid`,
+/// `div_euclid` (piecewise constant), `copysign` (∂x = ±1, ∂y = 0), the
+/// `bool` methods of `f64` in conditions, and `saturating_sub` /
+/// `abs_diff` of `usize` counts.
+#[differentiable]
+fn methods_remainders(x: f64, y: f64, n: usize) -> f64 {
+    let mut r = (3.0 * x) % y;
+    r %= 1.7;
+    let w = x.rem_euclid(0.4 * y) + (x * y).div_euclid(0.3) * x;
+    let s = x.copysign(y - 1.0) + (-2.0_f64).copysign(x) * y;
+    let g = if (x / y).is_finite() && !x.is_nan() && !y.is_infinite() {
+        x
+    } else {
+        y
+    };
+    let h = if y.is_sign_negative() { x } else { y * 0.5 };
+    let k = n.saturating_sub(3) + n.abs_diff(2) + 1usize.saturating_sub(n);
+    r * y + w + s * g + h + (k as f64) * x
+}
+
+#[test]
+fn methods_rem_copysign_rem_euclid_predicates() {
+    // x % y wraps (3x > y), both signs; y - 1 changes sign between points
+    for p in [(0.7, 1.6), (-1.3, 0.5), (2.1, -0.8), (0.2, 1.1)] {
+        for n in [0usize, 2, 5] {
+            assert_eq!(
+                methods_remainders_jvp(p.0, p.1, n, 0.0, 0.0).0.to_bits(),
+                methods_remainders(p.0, p.1, n).to_bits()
+            );
+            check_derivatives(
+                &p,
+                |(x, y)| methods_remainders(*x, *y, n),
+                |(x, y), (dx, dy)| methods_remainders_jvp(*x, *y, n, *dx, *dy),
+                |(x, y), ct| methods_remainders_vjp(*x, *y, n, *ct),
+            );
+        }
+    }
+}
+
+/// `%` of arrays by a scalar and elementwise, `copysign` in `mapv`.
+#[differentiable]
+fn array_remainders(v: &Array1<f64>, w: &Array1<f64>) -> f64 {
+    let r = v % 1.5 + &(w % v);
+    let s = v.mapv(|x| x.copysign(-1.0) * x.rem_euclid(0.7));
+    (&r * &s).sum()
+}
+
+#[test]
+fn array_remainders_elementwise() {
+    let v = Array1::from(vec![0.3, 2.2, -1.7, 4.1]);
+    let w = Array1::from(vec![1.9, -0.4, 5.3, 2.6]);
+    check_derivatives(
+        &(v, w),
+        |(v, w)| array_remainders(v, w),
+        |(v, w), (dv, dw)| array_remainders_jvp(v, w, dv, dw),
+        |(v, w), ct| array_remainders_vjp(v, w, *ct),
+    );
+}
+
 /// exp_m1 ln_1p max min recip mul_add hypot.
 #[differentiable]
 fn methods_c(x: f64, y: f64) -> f64 {

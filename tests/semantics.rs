@@ -174,6 +174,23 @@ fn unary_methods_bit_identical_on_edges() {
         same1("as_u64", x, u_as_u64, u_as_u64_jvp, u_as_u64_vjp);
         same1("as_usize", x, u_as_usize, u_as_usize_jvp, u_as_usize_vjp);
         same1("as_i64", x, u_as_i64, u_as_i64_jvp, u_as_i64_vjp);
+        same1("is_nan", x, u_is_nan, u_is_nan_jvp, u_is_nan_vjp);
+        same1(
+            "is_finite",
+            x,
+            u_is_finite,
+            u_is_finite_jvp,
+            u_is_finite_vjp,
+        );
+        same1(
+            "is_infinite",
+            x,
+            u_is_infinite,
+            u_is_infinite_jvp,
+            u_is_infinite_vjp,
+        );
+        same1("sign_bit", x, u_sign_bit, u_sign_bit_jvp, u_sign_bit_vjp);
+        same1("copysign", x, u_copysign, u_copysign_jvp, u_copysign_vjp);
     }
 }
 
@@ -230,6 +247,11 @@ unary! {
     u_as_u64 = |x| (x as u64) as f64;
     u_as_usize = |x| (x as usize) as f64 * x;
     u_as_i64 = |x| (x as i64) as f64;
+    u_is_nan = |x| if x.is_nan() { 1.0 } else { x };
+    u_is_finite = |x| if x.is_finite() { x } else { -1.0 };
+    u_is_infinite = |x| if x.is_infinite() { 2.0 } else { x * 0.5 };
+    u_sign_bit = |x| if x.is_sign_negative() { 1.0 } else if x.is_sign_positive() { 2.0 } else { 3.0 };
+    u_copysign = |x| 2.0_f64.copysign(x) * x.copysign(-1.0);
 }
 
 /// `f_vjp` of a function of two `f64`s.
@@ -290,6 +312,24 @@ fn b_log(x: f64, y: f64) -> f64 {
     x.log(y)
 }
 #[differentiable]
+fn b_rem(x: f64, y: f64) -> f64 {
+    let mut r = x % y;
+    r %= 2.5;
+    r
+}
+#[differentiable]
+fn b_copysign(x: f64, y: f64) -> f64 {
+    x.copysign(y)
+}
+#[differentiable]
+fn b_rem_euclid(x: f64, y: f64) -> f64 {
+    x.rem_euclid(y)
+}
+#[differentiable]
+fn b_div_euclid(x: f64, y: f64) -> f64 {
+    x.div_euclid(y) + y
+}
+#[differentiable]
 fn b_cmp(x: f64, y: f64) -> f64 {
     if x < y {
         x
@@ -314,6 +354,24 @@ fn binary_methods_bit_identical_on_edges() {
             same2("clamp", x, y, b_clamp, b_clamp_jvp, b_clamp_vjp);
             same2("log", x, y, b_log, b_log_jvp, b_log_vjp);
             same2("cmp", x, y, b_cmp, b_cmp_jvp, b_cmp_vjp);
+            same2("rem", x, y, b_rem, b_rem_jvp, b_rem_vjp);
+            same2("copysign", x, y, b_copysign, b_copysign_jvp, b_copysign_vjp);
+            same2(
+                "rem_euclid",
+                x,
+                y,
+                b_rem_euclid,
+                b_rem_euclid_jvp,
+                b_rem_euclid_vjp,
+            );
+            same2(
+                "div_euclid",
+                x,
+                y,
+                b_div_euclid,
+                b_div_euclid_jvp,
+                b_div_euclid_vjp,
+            );
         }
     }
 }
@@ -581,14 +639,17 @@ fn broadcast_and_slice_bounds_panic_as_in_f() {
     }
 }
 
-/// `usize` values past `i64::MAX` compare and take max/min as unsigned.
+/// `usize` values past `i64::MAX` compare and take max/min, `saturating_sub`
+/// and `abs_diff` as unsigned (narrow unsigned types too).
 #[differentiable]
 fn big_usize(x: f64, n: usize, m: usize) -> f64 {
     let a = if n < m { 1.0 } else { 2.0 };
     let b = if n >= m { 3.0 } else { 5.0 };
     let c = n.max(m) as f64;
     let d = std::cmp::min(n, m) as f64;
-    x * (a + b) + c + d
+    let e = n.saturating_sub(m) as f64 + m.abs_diff(n) as f64;
+    let g = (n as u8).saturating_sub(m as u8) as f64 + (m as u32).abs_diff(n as u32) as f64;
+    x * (a + b) + c + d + e + g
 }
 
 #[test]
@@ -598,6 +659,8 @@ fn usize_beyond_i64_compares_unsigned() {
         (usize::MAX, 3),
         (usize::MAX - 1, usize::MAX),
         (4, 4),
+        (300, 7),
+        (0, 1usize << 63),
     ] {
         let want = outcome(|| big_usize(0.5, n, m));
         assert_eq!(want, outcome(|| big_usize_jvp(0.5, n, m, 1.0).0), "{n} {m}");

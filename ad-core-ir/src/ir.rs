@@ -204,7 +204,9 @@ pub enum Prim {
     Mul,
     /// `a / b`
     Div,
-    /// `a % b` (`i64` only)
+    /// `a % b`: for `i64` truncated (division by zero is an error), for
+    /// `f64` Rust's `%` (`fmod`: `a - b·trunc(a / b)` computed exactly, the
+    /// sign of `a`)
     Rem,
     /// `-a`
     Neg,
@@ -260,6 +262,8 @@ pub enum Prim {
     Atan2,
     /// `a.hypot(b)` = `sqrt(a² + b²)`
     Hypot,
+    /// `a.copysign(b)`: `|a|` with the sign bit of `b`
+    Copysign,
     /// `a < b` → bool
     Lt,
     /// `a <= b` → bool
@@ -465,9 +469,9 @@ impl IntOp {
 impl Prim {
     /// Every primitive (each integer type and operator of the parameterised
     /// ones), for tables and tests.
-    pub const ALL: [Prim; 49 + 5 * 7 + 7 + 7 + 1] = Prim::all();
+    pub const ALL: [Prim; Prim::BASIC.len() + 5 * 7 + 7 + 7 + 1] = Prim::all();
 
-    const BASIC: [Prim; 59] = [
+    const BASIC: [Prim; 60] = [
         Prim::Add,
         Prim::Sub,
         Prim::Mul,
@@ -500,6 +504,7 @@ impl Prim {
         Prim::Powf,
         Prim::Atan2,
         Prim::Hypot,
+        Prim::Copysign,
         Prim::Lt,
         Prim::Le,
         Prim::Gt,
@@ -529,10 +534,12 @@ impl Prim {
         Prim::UMin,
     ];
 
-    const fn all() -> [Prim; 49 + 5 * 7 + 7 + 7 + 1] {
-        let mut out = [Prim::Add; 49 + 5 * 7 + 7 + 7 + 1];
+    /// [`Prim::ALL`]: every basic primitive, then per integer type its five
+    /// operators, cast and float-to-int conversion, then `u64 as f64`.
+    const fn all() -> [Prim; Prim::BASIC.len() + 5 * 7 + 7 + 7 + 1] {
+        let mut out = [Prim::Add; Prim::BASIC.len() + 5 * 7 + 7 + 7 + 1];
         let mut k = 0;
-        while k < 49 {
+        while k < Prim::BASIC.len() {
             out[k] = Prim::BASIC[k];
             k += 1;
         }
@@ -588,6 +595,7 @@ impl Prim {
             Prim::Powf => "powf",
             Prim::Atan2 => "atan2",
             Prim::Hypot => "hypot",
+            Prim::Copysign => "copysign",
             Prim::Lt => "lt",
             Prim::Le => "le",
             Prim::Gt => "gt",
@@ -670,6 +678,7 @@ impl Prim {
             | Prim::Powf
             | Prim::Atan2
             | Prim::Hypot
+            | Prim::Copysign
             | Prim::Lt
             | Prim::Le
             | Prim::Gt
@@ -721,6 +730,7 @@ impl Prim {
             | Prim::Round
             | Prim::Trunc
             | Prim::Signum
+            | Prim::Copysign
             | Prim::IntArith(..)
             | Prim::IntCast(_)
             | Prim::FloatToInt(_)

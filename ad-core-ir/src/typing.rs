@@ -191,6 +191,7 @@ pub fn prim_ty(p: Prim, args: &[Ty]) -> Result<Ty, String> {
         | Prim::Sub
         | Prim::Mul
         | Prim::Div
+        | Prim::Rem
         | Prim::Max
         | Prim::Min
         | Prim::Neg
@@ -200,11 +201,6 @@ pub fn prim_ty(p: Prim, args: &[Ty]) -> Result<Ty, String> {
                 format!("{} needs f64 or i64, found {}", p.name(), args[0])
             })?;
             Ok(args[0].clone())
-        }
-        Prim::Rem => {
-            same()?;
-            want_i64(&args[0], "rem's operand")?;
-            Ok(Ty::I64)
         }
         Prim::Sin
         | Prim::Cos
@@ -228,7 +224,7 @@ pub fn prim_ty(p: Prim, args: &[Ty]) -> Result<Ty, String> {
             float(0)?;
             Ok(Ty::F64)
         }
-        Prim::Powf | Prim::Atan2 | Prim::Hypot => {
+        Prim::Powf | Prim::Atan2 | Prim::Hypot | Prim::Copysign => {
             float(0)?;
             float(1)?;
             Ok(Ty::F64)

@@ -164,7 +164,14 @@ fn prim_cases(p: Prim) -> Vec<(Vec<Value>, Value)> {
             f2(|a, b| a / b, 1.0, 0.0),
             (vec![I(-7), I(2)], I(-3)),
         ],
-        Prim::Rem => vec![(vec![I(-7), I(2)], I(-1)), (vec![I(7), I(-3)], I(1))],
+        Prim::Rem => vec![
+            (vec![I(-7), I(2)], I(-1)),
+            (vec![I(7), I(-3)], I(1)),
+            f2(|a, b| a % b, -5.3, 2.1),
+            f2(|a, b| a % b, 1.0, 0.0),
+            f2(|a, b| a % b, f64::INFINITY, 2.0),
+            f2(|a, b| a % b, -0.0, 2.0),
+        ],
         Prim::Neg => vec![f1(|a| -a, x), (vec![I(5)], I(-5))],
         Prim::Abs => vec![f1(f64::abs, y), (vec![I(-4)], I(4))],
         Prim::Max => vec![
@@ -203,6 +210,12 @@ fn prim_cases(p: Prim) -> Vec<(Vec<Value>, Value)> {
         Prim::Powf => vec![f2(f64::powf, x, y)],
         Prim::Atan2 => vec![f2(f64::atan2, y, -x)],
         Prim::Hypot => vec![f2(f64::hypot, x, y)],
+        Prim::Copysign => vec![
+            f2(f64::copysign, x, y),
+            f2(f64::copysign, x, -0.0),
+            f2(f64::copysign, -x, nan),
+            f2(f64::copysign, nan, -1.0),
+        ],
         Prim::Lt => vec![
             (vec![F(x), F(y)], B(false)),
             (vec![F(nan), F(y)], B(false)),

@@ -32,6 +32,89 @@ fn x_times_y_plus_sin_x() {
     assert_good(&r);
 }
 
+/// A random program (found by `prop_interchange_preserves_transposes`,
+/// reduced) whose branch binds a tuple that a nested build reads: unzipped
+/// without the simplifier, the tuple is a residual of the branch, and the
+/// branch not taken yields a tuple of placeholders (an internal error
+/// before).
+const TUPLE_IN_A_BRANCH: &str = "
+def h1(a0_0: f64, a1_1: [f64]) -> ([f64]) {
+  let bld_3: [i64] = build [1] |i_2: i64| {
+    yield 0
+  }
+  let gat_4: [f64] = gather a1_1, bld_3
+  return gat_4
+}
+
+def f(x0_0: [[f64]], x1_1: f64, x2_2: [f64], x3_3: [f64]) -> ([[f64]]) {
+  let lt_6: bool = lt 1, 2
+  let if_7: [f64] = if lt_6 {
+    yield x3_3
+  } else {
+    yield x3_3
+  }
+  let add_10: f64 = add x1_1, x1_1
+  let lp_21: f64 = loop 1 (s_14: f64 = add_10) |i_13: i64| {
+    let mul_15: i64 = mul 1, i_13
+    let add_16: i64 = add mul_15, 0
+    let ix_17: f64 = index x2_2[add_16]
+    let add_18: f64 = add ix_17, ix_17
+    let tanh_19: f64 = tanh add_18
+    let add_20: f64 = add s_14, tanh_19
+    yield add_20
+  }
+  let bld_29: [i64] = build [1] |i_28: i64| {
+    yield 0
+  }
+  let if_50: [[f64]] = if lt_6 {
+    let tup_31: ([[f64]],) = tuple x0_0
+    let bld_49: [f64] = build [1] |j_32: i64| {
+      let call_34: [f64] = call h1(x1_1, x3_3)
+      let bld_38: [f64], bld_39: [f64] = build [1] |j_35: i64| {
+        let clamp_36: f64 = clamp x1_1, -0.5, 0.5
+        let ix_37: f64 = index call_34[0]
+        yield ix_37, clamp_36
+      }
+      let bld_48: [f64] = build [1] |j_40: i64| {
+        let bld_44: [i64] = build [2] |i_41: i64| {
+          let eq_42: bool = eq i_41, 0
+          let select_43: i64 = select eq_42, 0, 0
+          yield select_43
+        }
+        let n_45: i64 = shape call_34, 0
+        let sca_46: [[f64]] = scatter_add n_45, bld_44, x0_0
+        let el_47: [[f64]] = untuple tup_31
+        yield x1_1
+      }
+      yield x1_1
+    }
+    yield x0_0
+  } else {
+    yield x0_0
+  }
+  return if_50
+}
+";
+
+#[test]
+fn tuple_residual_in_a_branch() {
+    use ad_core_ir::driver::{differentiate, Options};
+    let p = ad_core_ir::parse::parse_program(TUPLE_IN_A_BRANCH).unwrap();
+    let wrt = [true, false, false, false];
+    let raw = Options {
+        simplify: false,
+        ..Options::default()
+    };
+    differentiate(&p, "f", &wrt, &raw).unwrap();
+    let args = [
+        Value::f64s(&[2, 2], [0.5, -0.9, -0.8, 0.6]),
+        Value::F64(-0.9),
+        Value::f64s(&[1], [-0.4]),
+        Value::f64s(&[6], [0.9, -0.8, 0.7, -0.1, 0.1, -0.3]),
+    ];
+    assert_good(&check_derivatives(&p, "f", &args, &wrt, 3, 1e-6).unwrap());
+}
+
 /// With `Options::trace` the driver records every pass's output, in order,
 /// the last one being the final `f__lin_t`; without it, nothing, and the
 /// derived program is the same either way.

@@ -83,6 +83,14 @@ const ROWS: &[(Prim, &[f64])] = {
         (Powf, &[0.7, 1.3]),
         (Atan2, &[0.7, -0.4]),
         (Hypot, &[0.7, -0.4]),
+        // a % b (f64): both signs of a; the quotient's truncation is
+        // piecewise constant (∂b = -trunc(a / b))
+        (Rem, &[5.3, 2.1]),
+        (Rem, &[-5.3, 2.1]),
+        (Rem, &[5.3, -2.1]),
+        (Copysign, &[0.7, -0.4]),
+        (Copysign, &[-0.7, -0.4]),
+        (Copysign, &[-0.7, 0.4]),
         (MulAdd, &[0.7, -0.4, 1.3]),
         (Exp2, &[0.7]),
         (Cbrt, &[0.7]),
@@ -108,8 +116,7 @@ fn has_no_tangent(p: Prim) -> bool {
     use Prim::*;
     matches!(
         p,
-        Rem | Lt
-            | Le
+        Lt | Le
             | Gt
             | Ge
             | Eq

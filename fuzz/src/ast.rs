@@ -276,7 +276,7 @@ pub const M1: [&str; 24] = [
 pub const STEPS: [&str; 6] = ["floor", "ceil", "round", "trunc", "signum", "fract"];
 
 /// Binary `f64` methods.
-pub const M2: [&str; 6] = ["powf", "atan2", "hypot", "max", "min", "log"];
+pub const M2: [&str; 7] = ["powf", "atan2", "hypot", "max", "min", "log", "copysign"];
 
 fn m1(name: &str, x: f64) -> f64 {
     match name {
@@ -322,6 +322,7 @@ fn m2(name: &str, x: f64, y: f64) -> f64 {
         "max" => x.max(y),
         "min" => x.min(y),
         "log" => x.log(y),
+        "copysign" => x.copysign(y),
         _ => unreachable!("{name}"),
     }
 }

@@ -340,6 +340,12 @@ impl<'a> Gen<'a> {
                 }
                 4 => {
                     let num = self.ef(d1);
+                    // `%` by a literal (piecewise: its jumps, like the
+                    // steps', are measure-zero for finite differences)
+                    if self.on(Feature::Steps) && self.rng.below(4) == 0 {
+                        let m = *self.rng.pick(&[1.5, 2.5, -3.0]);
+                        return E::Bin(Op::Rem, b(num), b(E::F(m)), Ty::F);
+                    }
                     let den = self.ef(d1);
                     let den = self.guard_pos(den, 1.0);
                     return E::Bin(Op::Div, b(num), b(den), Ty::F);
@@ -383,6 +389,8 @@ impl<'a> Gen<'a> {
                             let x = self.guard_pos(x, 0.5);
                             E::M2(m, b(x), b(E::F(*self.rng.pick(&[2.0, 3.0, 10.0]))))
                         }
+                        // the sign of a literal: a kink at x = 0 only, as abs
+                        "copysign" => E::M2(m, b(x), b(E::F(*self.rng.pick(&[1.5, -0.5])))),
                         _ => E::M2(m, b(x), b(y)),
                     };
                 }

@@ -44,7 +44,7 @@ impl Mutant {
 /// Every mutation kind.
 pub const KINDS: [&str; 28] = [
     "type_mix",
-    "float_rem",
+    "signed_saturating",
     "while_let",
     "break_value",
     "match",
@@ -98,7 +98,12 @@ pub fn mutate(p: &Program, kind: &'static str, rng: &mut Rng, depth: usize) -> M
             expect = Expect::SomeError;
             rust_valid = false;
         }
-        "float_rem" => insert_raw(&mut f, rng, format!("let bad = {x} % 2.0;")),
+        // `saturating_sub` is supported on unsigned integers only.
+        "signed_saturating" => insert_raw(
+            &mut f,
+            rng,
+            format!("let bad = ({x} as i64).saturating_sub(2);"),
+        ),
         // `while` and `loop` with `break;` are supported; `while let` and
         // `break` with a value are not.
         "while_let" => insert_raw(
@@ -134,7 +139,7 @@ pub fn mutate(p: &Program, kind: &'static str, rng: &mut Rng, depth: usize) -> M
                 "for _ in 0..1 {{ let _ = {{ if {x} > 100.0 {{ return {ret}; }} 0.0 }}; }}"
             )));
         }
-        "unknown_method" => insert_raw(&mut f, rng, format!("let bad = {x}.copysign(1.5);")),
+        "unknown_method" => insert_raw(&mut f, rng, format!("let bad = {x}.midpoint(1.5);")),
         // `f32` is supported (through an `f64` shadow); `char` is not.
         "cast_char" => insert_raw(&mut f, rng, format!("let bad = ({x} as u8) as char;")),
         "shift" => insert_raw(&mut f, rng, "let bad = 3usize << 2;".into()),

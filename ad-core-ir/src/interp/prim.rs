@@ -59,7 +59,7 @@ pub(crate) fn eval_prim(p: Prim, args: &[Sc]) -> Result<Sc, String> {
         P::Sub => arith(p, args, |a, b| a - b, i64::checked_sub),
         P::Mul => arith(p, args, |a, b| a * b, i64::checked_mul),
         P::Div => arith(p, args, |a, b| a / b, i64::checked_div),
-        P::Rem => int2(p, args, i64::checked_rem),
+        P::Rem => arith(p, args, |a, b| a % b, i64::checked_rem),
         P::IntArith(op, t) => int2(p, args, |a, b| t.checked(op, a, b)),
         P::Max => arith(p, args, f64::max, |a, b| Some(a.max(b))),
         P::Min => arith(p, args, f64::min, |a, b| Some(a.min(b))),
@@ -104,6 +104,7 @@ pub(crate) fn eval_prim(p: Prim, args: &[Sc]) -> Result<Sc, String> {
         P::Powf => float2(p, args, f64::powf),
         P::Atan2 => float2(p, args, f64::atan2),
         P::Hypot => float2(p, args, f64::hypot),
+        P::Copysign => float2(p, args, f64::copysign),
         P::Powi => match *args {
             [Sc::F(a), Sc::I(n)] => i32::try_from(n)
                 .map(|n| Sc::F(a.powi(n)))

@@ -74,11 +74,12 @@ fn rule(p: Prim) -> Rule {
         | Prim::Powf
         | Prim::Atan2
         | Prim::Hypot
+        | Prim::Copysign
+        | Prim::Rem
         | Prim::MulAdd
         | Prim::Exp2
         | Prim::Cbrt => Rule::Partials,
-        Prim::Rem
-        | Prim::Lt
+        Prim::Lt
         | Prim::Le
         | Prim::Gt
         | Prim::Ge
@@ -106,6 +107,12 @@ fn rule(p: Prim) -> Rule {
         | Prim::Trunc
         | Prim::Signum => Rule::None,
     }
+}
+
+/// Whether `∂p/∂x_k` is zero everywhere (no term for that operand):
+/// `copysign` reads only the sign bit of its second operand.
+fn zero_partial(p: Prim, k: usize) -> bool {
+    matches!((p, k), (Prim::Copysign, 1))
 }
 
 /// Whether `p` can give its result a tangent (a rule other than `None`).
@@ -144,6 +151,9 @@ impl<'p> Jvp<'p> {
             Rule::Partials => {
                 let mut acc = None;
                 for (k, d) in dargs.iter().enumerate() {
+                    if zero_partial(p, k) {
+                        continue;
+                    }
                     if let Some(d) = d {
                         let g = self.partial(p, k, args, Atom::Var(y));
                         let t = self.lscale(g, Some(*d));
@@ -323,6 +333,23 @@ impl<'p> Jvp<'p> {
                 let at0 = self.nl(Eq, &[y, Atom::F64(0.0)]);
                 self.nl(Select, &[at0, Atom::F64(0.0), q])
             }
+            // a % b = a - b trunc(a / b) (f64; i64 operands have no
+            // tangents): ∂a = 1, ∂b = -trunc(a / b), the quotient being
+            // piecewise constant
+            (Rem, 0) => one,
+            (Rem, _) => {
+                let q = self.nl(Div, &[args[0], args[1]]);
+                let t = self.nl(Trunc, &[q]);
+                self.nl(Neg, &[t])
+            }
+            // copysign(a, b) = ±|a|: ∂a = sign(a) sign(b) (the sign bits,
+            // as copysign reads them), ∂b = 0
+            (Copysign, 0) => {
+                let sa = self.nl(Copysign, &[one, x]);
+                let sb = self.nl(Copysign, &[one, args[1]]);
+                self.nl(Mul, &[sa, sb])
+            }
+            (Copysign, _) => unreachable!("copysign's sign operand has no partial (zero_partial)"),
             // mul_add(a, b, c) = a b + c: ∂a = b, ∂b = a, ∂c = 1
             (MulAdd, 0) => args[1],
             (MulAdd, 1) => args[0],
@@ -336,10 +363,9 @@ impl<'p> Jvp<'p> {
                 self.nl(Div, &[one, d])
             }
             (
-                Add | Sub | Neg | Rem | Max | Min | Lt | Le | Gt | Ge | Eq | Ne | And | Or | Not
-                | ToF64 | ToI64 | Select | Clamp | IntArith(..) | IntCast(_) | FloatToInt(_)
-                | U64ToF64 | ULt | ULe | UGt | UGe | UMax | UMin | Floor | Ceil | Round | Trunc
-                | Signum,
+                Add | Sub | Neg | Max | Min | Lt | Le | Gt | Ge | Eq | Ne | And | Or | Not | ToF64
+                | ToI64 | Select | Clamp | IntArith(..) | IntCast(_) | FloatToInt(_) | U64ToF64
+                | ULt | ULe | UGt | UGe | UMax | UMin | Floor | Ceil | Round | Trunc | Signum,
                 _,
             ) => unreachable!("{p:?} has no partials rule"),
         }

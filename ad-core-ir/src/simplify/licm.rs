@@ -162,6 +162,7 @@ fn prim_infallible(p: Prim, xs: &[Atom], vars: &VarTable) -> bool {
         | Prim::Round
         | Prim::Trunc
         | Prim::Signum
+        | Prim::Copysign
         | Prim::IntCast(_)
         | Prim::FloatToInt(_)
         | Prim::U64ToF64

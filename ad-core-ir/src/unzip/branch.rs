@@ -21,6 +21,9 @@ use crate::visit::{free_vars_stmt, substitute_block};
 use std::collections::BTreeSet;
 
 impl<'p> Unzip<'p> {
+    /// A value of type `ty` for the branch that does not compute a residual
+    /// (zeros, empty arrays, tuples of those), its statements pushed on
+    /// `stmts`.
     fn placeholder(&mut self, ty: &Ty, stmts: &mut Vec<Stmt>) -> Result<Atom, UnzipError> {
         Ok(match ty {
             Ty::Scalar(crate::types::Scalar::F64) => Atom::F64(0.0),
@@ -45,7 +48,23 @@ impl<'p> Unzip<'p> {
                 });
                 Atom::Var(v)
             }
-            Ty::Tuple(_) | Ty::Opaque(_) => {
+            // A tuple of placeholders (a tuple residual: an unused
+            // `tuple x` kept by a branch).
+            Ty::Tuple(ts) => {
+                let parts = ts
+                    .iter()
+                    .map(|t| self.placeholder(t, stmts))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let v = self.vars.fresh("empty", ty.clone(), false);
+                stmts.push(Stmt {
+                    binds: vec![v],
+                    lin_binds: vec![],
+                    expr: Expr::Tuple(parts),
+                    src: None,
+                });
+                Atom::Var(v)
+            }
+            Ty::Opaque(_) => {
                 return Err(UnzipError::internal(
                     format!("internal: a residual of type {ty} in a branch"),
                     None,

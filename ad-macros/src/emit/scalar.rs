@@ -93,6 +93,7 @@ pub(super) fn prim_tokens(p: Prim, x: &[TokenStream], int: bool) -> TokenStream 
         Prim::Powf => bin(quote!(f64::powf)),
         Prim::Atan2 => bin(quote!(f64::atan2)),
         Prim::Hypot => bin(quote!(f64::hypot)),
+        Prim::Copysign => bin(quote!(f64::copysign)),
         Prim::Lt => quote!(#a < #b),
         Prim::Le => quote!(#a <= #b),
         Prim::Gt => quote!(#a > #b),

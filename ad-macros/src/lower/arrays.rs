@@ -606,9 +606,6 @@ impl Lowerer<'_> {
         let Some(elem) = elem_l.unify(elem_r).filter(|e| *e != Elem::Bool) else {
             return bad(self);
         };
-        if p == Prim::Rem && elem == Elem::F64 {
-            return self.fail(node, "the remainder `%` of `f64` values is not supported");
-        }
         let p = typed_arith(p, elem);
         let span = span_of(node);
         match (l.clone(), r.clone()) {

@@ -11,7 +11,7 @@ use super::val::Val;
 use ad_core_ir::ir::{Atom, Prim};
 use proc_macro2::Span;
 
-const F64_METHODS: &str = "sin, cos, tan, exp, ln, log2, log10, sqrt, abs, tanh, sinh, cosh, atan, asin, acos, asinh, acosh, atanh, exp_m1, ln_1p, recip, powi, powf, atan2, hypot, max, min, mul_add, sin_cos, exp2, cbrt, log, clamp, to_degrees, to_radians, floor, ceil, round, trunc, fract, signum";
+const F64_METHODS: &str = "sin, cos, tan, exp, ln, log2, log10, sqrt, abs, tanh, sinh, cosh, atan, asin, acos, asinh, acosh, atanh, exp_m1, ln_1p, recip, powi, powf, atan2, hypot, max, min, mul_add, sin_cos, exp2, cbrt, log, clamp, to_degrees, to_radians, floor, ceil, round, trunc, fract, signum, copysign, rem_euclid, div_euclid, is_nan, is_finite, is_infinite, is_sign_negative, is_sign_positive";
 
 /// Array methods that return an `Option` or a `Result` in `ndarray` (the
 /// value is taken with `unwrap()` / `expect(..)`).
@@ -68,6 +68,7 @@ fn binary_prim(name: &str) -> Option<Prim> {
         "powf" => Prim::Powf,
         "atan2" => Prim::Atan2,
         "hypot" => Prim::Hypot,
+        "copysign" => Prim::Copysign,
         "max" => Prim::Max,
         "min" => Prim::Min,
         _ => return None,
@@ -609,7 +610,8 @@ impl Lowerer<'_> {
         let want = match n.as_str() {
             _ if unary_prim(&n).is_some() => 0,
             "recip" | "exp2" | "to_degrees" | "to_radians" | "sin_cos" | "fract" => 0,
-            "powi" | "log" => 1,
+            "is_nan" | "is_finite" | "is_infinite" | "is_sign_negative" | "is_sign_positive" => 0,
+            "powi" | "log" | "rem_euclid" | "div_euclid" => 1,
             _ if binary_prim(&n).is_some() => 1,
             "mul_add" | "clamp" => 2,
             _ => {
@@ -691,8 +693,63 @@ impl Lowerer<'_> {
                 let c = self.prim(Prim::Cos, &[x], span)?;
                 Some(Val::Tuple(vec![Val::f64(s), Val::f64(c)]))
             }
-            _ => None,
+            "rem_euclid" => f(self.rem_euclid(x, ops[0], span)?),
+            "div_euclid" => f(self.div_euclid(x, ops[0], span)?),
+            _ => self.f64_predicate(&n, x, span),
         }
+    }
+
+    /// `x.rem_euclid(b)` as std computes it: `r = x % b`, then `r + |b|`
+    /// where `r < 0` (derivatives: 1 in `x`, piecewise constant in `b`
+    /// through `%`'s quotient).
+    fn rem_euclid(&mut self, x: Atom, b: Atom, span: Span) -> Option<Atom> {
+        let r = self.prim(Prim::Rem, &[x, b], span)?;
+        let neg = self.prim(Prim::Lt, &[r, Atom::F64(0.0)], span)?;
+        let m = self.prim(Prim::Abs, &[b], span)?;
+        let up = self.prim(Prim::Add, &[r, m], span)?;
+        self.prim(Prim::Select, &[neg, up, r], span)
+    }
+
+    /// `x.div_euclid(b)` as std computes it: `q = trunc(x / b)`, moved one
+    /// toward `-b`'s side where `x % b < 0` (piecewise constant: no
+    /// tangent).
+    fn div_euclid(&mut self, x: Atom, b: Atom, span: Span) -> Option<Atom> {
+        let d = self.prim(Prim::Div, &[x, b], span)?;
+        let q = self.prim(Prim::Trunc, &[d], span)?;
+        let r = self.prim(Prim::Rem, &[x, b], span)?;
+        let neg = self.prim(Prim::Lt, &[r, Atom::F64(0.0)], span)?;
+        let pos_b = self.prim(Prim::Gt, &[b, Atom::F64(0.0)], span)?;
+        let down = self.prim(Prim::Sub, &[q, Atom::F64(1.0)], span)?;
+        let up = self.prim(Prim::Add, &[q, Atom::F64(1.0)], span)?;
+        let moved = self.prim(Prim::Select, &[pos_b, down, up], span)?;
+        self.prim(Prim::Select, &[neg, moved, q], span)
+    }
+
+    /// The `bool` methods of `f64`, as std defines them: `is_nan` (`x != x`),
+    /// `is_finite` (`|x| < ∞`), `is_infinite` (`|x| == ∞`), and the sign
+    /// bit's `is_sign_negative` / `is_sign_positive` (read through
+    /// `copysign(1, x)`, NaNs and zeros included).
+    fn f64_predicate(&mut self, n: &str, x: Atom, span: Span) -> Option<Val> {
+        let inf = Atom::F64(f64::INFINITY);
+        let b = match n {
+            "is_nan" => self.prim(Prim::Ne, &[x, x], span)?,
+            "is_finite" | "is_infinite" => {
+                let a = self.prim(Prim::Abs, &[x], span)?;
+                let p = if n == "is_finite" { Prim::Lt } else { Prim::Eq };
+                self.prim(p, &[a, inf], span)?
+            }
+            "is_sign_negative" | "is_sign_positive" => {
+                let s = self.prim(Prim::Copysign, &[Atom::F64(1.0), x], span)?;
+                let p = if n == "is_sign_negative" {
+                    Prim::Lt
+                } else {
+                    Prim::Gt
+                };
+                self.prim(p, &[s, Atom::F64(0.0)], span)?
+            }
+            _ => return None,
+        };
+        Some(Val::Scalar(b, Elem::Bool))
     }
 
     /// An integer method: `max`, `min`, `abs`, `pow` (literal exponent).
@@ -764,9 +821,35 @@ impl Lowerer<'_> {
                 }
                 Some(Val::Scalar(acc, elem))
             }
+            "saturating_sub" | "abs_diff" => {
+                let (y, ey) = arg(self, 0)?;
+                let e = match elem.unify(ey) {
+                    Some(e @ Elem::Int(t)) if t.unsigned() => e,
+                    Some(_) => {
+                        return self.fail(name, format!("`{n}` is supported on unsigned integers (`usize`, `u8`..`u64`), not on `{}`", elem.name()));
+                    }
+                    None => {
+                        return self.fail(args[0].1, format!("mismatched types: expected `{}`, found `{}`", elem.name(), ey.name()));
+                    }
+                };
+                // `x > y` as unsigned values; every subtraction below takes
+                // the smaller from the larger (no overflow).
+                let gt = self.prim(Prim::UGt, &[x, y], span)?;
+                let sub = typed_arith(Prim::Sub, e);
+                let v = if n == "saturating_sub" {
+                    // `x - y` where `x > y`, else `x - x = 0`.
+                    let y_or_x = self.prim(Prim::Select, &[gt, y, x], span)?;
+                    self.prim(sub, &[x, y_or_x], span)?
+                } else {
+                    let hi = self.prim(Prim::Select, &[gt, x, y], span)?;
+                    let lo = self.prim(Prim::Select, &[gt, y, x], span)?;
+                    self.prim(sub, &[hi, lo], span)?
+                };
+                Some(Val::Scalar(v, e))
+            }
             _ => self.fail(
                 name,
-                format!("no method `{n}` on `{}` is supported in #[differentiable] functions; supported integer methods: max, min, abs, pow", elem.name()),
+                format!("no method `{n}` on `{}` is supported in #[differentiable] functions; supported integer methods: max, min, abs, pow, saturating_sub, abs_diff (unsigned)", elem.name()),
             ),
         }
     }
@@ -912,6 +995,47 @@ mod tests {
         }
         for (x, y) in [(0.3, 1.2), (-0.7, 2.5)] {
             check(SRC, &[fv(x), fv(y)], &[fv(f(x, y))]);
+        }
+    }
+
+    /// The remainders, `copysign`, the `bool` methods of `f64` and the
+    /// unsigned `saturating_sub` / `abs_diff`, lowered, give Rust's values
+    /// (signs, zeros, infinities and NaN included).
+    #[test]
+    fn remainders_signs_and_predicates() {
+        both! {
+            fn f(x: f64, y: f64, n: usize) -> f64 {
+                let a = x % y + x.rem_euclid(y) + x.div_euclid(y) + x.copysign(y);
+                let b = if x.is_nan() { 1.0 } else { 0.0 } + if y.is_finite() { 2.0 } else { 0.0 };
+                let c = if x.is_infinite() { 4.0 } else { 0.0 } + if y.is_sign_negative() { 8.0 } else { 0.0 };
+                let d = if x.is_sign_positive() { 16.0 } else { 0.0 };
+                let k = n.saturating_sub(3) + n.abs_diff(5);
+                a + b + c + d + k as f64
+            }
+        }
+        for (x, y) in [(5.3, 2.1), (-5.3, 2.1), (5.3, -2.1), (-0.25, 1.0)] {
+            for n in [0usize, 4, 9] {
+                check(SRC, &[fv(x), fv(y), iv(n as i64)], &[fv(f(x, y, n))]);
+            }
+        }
+        // Edges: the same bits (NaNs as one value), no derivatives.
+        let l = lowered(SRC);
+        let inf = f64::INFINITY;
+        for (x, y) in [
+            (-0.0, 1.0),
+            (inf, 2.0),
+            (1.0, -inf),
+            (f64::NAN, -0.0),
+            (0.0, -0.0),
+        ] {
+            let want = f(x, y, 4);
+            match run_lowered(&l, &[fv(x), fv(y), iv(4)]).as_slice() {
+                [ad_core_ir::interp::Value::F64(got)] => assert!(
+                    got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                    "f({x}, {y}): {got} against Rust's {want}"
+                ),
+                other => panic!("{other:?}"),
+            }
         }
     }
 

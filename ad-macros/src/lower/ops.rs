@@ -121,12 +121,6 @@ impl Lowerer<'_> {
             let Some(e) = ea.unify(*eb).filter(|e| *e != Elem::Bool) else {
                 return self.fail(node, op_error(op, &l.ty(), &r.ty()));
             };
-            if p == Prim::Rem && e == Elem::F64 {
-                return self.fail(
-                    node,
-                    "the remainder `%` of `f64` values is not supported: it has no useful derivative",
-                );
-            }
             let v = self.prim(typed_arith(p, e), &[*a, *b], span)?;
             return Some(Val::Scalar(v, e));
         }
@@ -390,8 +384,8 @@ mod tests {
             "cannot apply unary operator `-` to type `usize`",
         );
         refuses(
-            "fn f(x: f64) -> f64 { x % 2.0 }",
-            "the remainder `%` of `f64` values is not supported",
+            "fn f(x: f64, k: i64) -> f64 { x * (k.saturating_sub(2) as f64) }",
+            "`saturating_sub` is supported on unsigned integers",
         );
         refuses(
             "fn f(x: f64, n: usize) -> f64 { let m = n << 2; x }",

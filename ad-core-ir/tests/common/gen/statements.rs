@@ -140,10 +140,10 @@ impl Gen<'_, '_, '_> {
 
     pub(super) fn st_scalar(&mut self, env: &mut Env) {
         use Prim::*;
-        const PS: [Prim; 36] = [
+        const PS: [Prim; 38] = [
             Add, Sub, Mul, Div, Neg, Abs, Max, Min, Sin, Cos, Tan, Exp, Ln, Log2, Log10, Sqrt,
             Tanh, Sinh, Cosh, Atan, ExpM1, Ln1p, Powi, Powf, Atan2, Hypot, Select, MulAdd, Exp2,
-            Cbrt, Clamp, Asin, Acos, Asinh, Acosh, Atanh,
+            Cbrt, Clamp, Asin, Acos, Asinh, Acosh, Atanh, Rem, Copysign,
         ];
         let p = PS[self.src.below(PS.len())];
         let (v, iv) = match p {
@@ -307,6 +307,34 @@ impl Gen<'_, '_, '_> {
                 let lo = id.abs().lo;
                 let hi = (ia.m() * ia.m() + id.m() * id.m()).sqrt();
                 (self.prim(p, &[a, d]), Iv::new(lo, hi))
+            }
+            // f64 remainder by a literal divisor: a wraps for |a| > d (the
+            // jumps at multiples of d are measure-zero for finite
+            // differences)
+            Rem => {
+                let (a, ia) = self.bounded(env, 3.0);
+                let d = [0.7, 1.3, -2.5][self.src.below(3)];
+                let m = f64::abs(d);
+                let iv = if ia.lo >= 0.0 {
+                    Iv::new(0.0, m.min(ia.hi))
+                } else {
+                    Iv::new(-m, m)
+                };
+                (self.prim(p, &[a, Atom::F64(d)]), iv)
+            }
+            // |a| (a positive value: no kink) with the sign of a literal or
+            // of a value away from 0
+            Copysign => {
+                let (a, ia) = self.positive(env);
+                let (s, neg) = if self.src.chance(0.5) {
+                    let c = [-0.5, 1.0, -1.0][self.src.below(3)];
+                    (Atom::F64(c), c < 0.0)
+                } else {
+                    let (b, _) = self.positive(env);
+                    (b, false)
+                };
+                let iv = if neg { ia.neg() } else { ia };
+                (self.prim(p, &[a, s]), iv)
             }
             Select => {
                 let c = self.get_bool(env);
