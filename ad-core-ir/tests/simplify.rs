@@ -2221,3 +2221,52 @@ fn sizes_are_non_negative() {
         .collect();
     verify(&f, &g, Mode::LinearA, &ins, 0.0);
 }
+
+/// Two scalings merged inside both branches of an `if` whose condition is a
+/// literal (`lscale 2.0, lscale 0.9, d`, the dead branch then dropped by
+/// `if_literal`) leave `d` with its other uses: `d` stays bound (before, the
+/// dropped branch's bypassed statement was forgotten twice, `d` looked
+/// single-use and a third merge deleted it while the outer `else` still
+/// dropped it). Found by `random_programs` on a `jvp`.
+#[test]
+fn merged_scalings_in_a_dropped_branch_keep_their_operand() {
+    let text = "
+def f(c_0: bool, s_1: f64 ; dx_2: f64 @ (), dy_3: f64 @ ()) -> (; f64) {
+  let ; d_4: f64 = lscale s_1, dx_2
+  let lt_5: bool = lt 3, 2
+  let ; r_6: f64 = if c_0 @ () {
+    let ; q_7: f64 = if lt_5 @ () {
+      let ; a_8: f64 = lscale 0.9, d_4
+      let ; a_9: f64 = lscale 2.0, a_8
+      drop a_9
+      yield ; dy_3
+    } else {
+      let ; b_10: f64 = lscale 0.9, d_4
+      let ; b_11: f64 = lscale 3.0, b_10
+      drop b_11
+      yield ; dy_3
+    }
+    yield ; q_7
+  } else {
+    drop d_4
+    yield ; dy_3
+  }
+  return ; r_6
+}
+";
+    let f = fixture_func(text);
+    let g = pass(&f, |f| {
+        simplify::rewrite(f, &Program::default(), &Options::default()).total() > 0
+    });
+    let ins: Inputs = vec![
+        (
+            vec![Value::Bool(true), Value::F64(1.5)],
+            vec![Value::F64(-2.0), Value::F64(0.5)],
+        ),
+        (
+            vec![Value::Bool(false), Value::F64(1.5)],
+            vec![Value::F64(-2.0), Value::F64(0.5)],
+        ),
+    ];
+    verify(&f, &g, Mode::LinearB, &ins, 0.0);
+}
