@@ -286,9 +286,12 @@ impl Uses {
             }
         }
         // Results of an `lsum_to` or `dup` emitted as views of the operand
-        // (`lent_views`, `Emitter::lin_op`).
+        // (`lent_views`, `Emitter::lin_op`); a `dup` of such a view copies
+        // the view, so its results borrow what the view borrows.
         if let Expr::Lin(LinOp::Dup(x) | LinOp::SumTo { x, .. }) = &s.expr {
-            if s.lin_binds.iter().all(|v| self.lent.contains(v)) {
+            let dup_of_view =
+                matches!(s.expr, Expr::Lin(LinOp::Dup(_))) && self.lent.contains(&self.root(*x));
+            if dup_of_view || s.lin_binds.iter().all(|v| self.lent.contains(v)) {
                 let r = self.root(*x);
                 for y in &s.lin_binds {
                     self.lender.insert(*y, r);
