@@ -15,7 +15,7 @@ use ad_core_ir::ir::*;
 use ad_core_ir::pretty::func_to_string;
 use ad_core_ir::simplify::{
     self, algebra, apply_rules, copy_prop, cse, dce, fold_const, fuse_into_loop, fusion, licm,
-    shape, tabulate, zeros, Options, Rule, Stats,
+    shape, sum_through, tabulate, zeros, Options, Rule, Stats,
 };
 use ad_core_ir::types::{Scalar, Ty};
 use ad_core_ir::visit::{blocks, size_func};
@@ -2220,6 +2220,143 @@ fn sizes_are_non_negative() {
         })
         .collect();
     verify(&f, &g, Mode::LinearA, &ins, 0.0);
+}
+
+/// Runs `sum_through_linear` until it changes nothing (each call moves a
+/// sum through one operation).
+fn sums_through(f: &Func) -> Func {
+    let mut g = pass(f, |f| sum_through::sum_through_linear(f, &mut None));
+    while sum_through::sum_through_linear(&mut g, &mut None) {}
+    g
+}
+
+/// The ranks of the linear operands of `g`'s linear products (top level).
+fn product_operand_ranks(g: &Func) -> Vec<usize> {
+    g.body
+        .stmts
+        .iter()
+        .filter_map(|s| match &s.expr {
+            Expr::Lin(LinOp::MatMul { x, .. }) => g.vars.ty(*x).rank(),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The reverse pass of NumPy-style `-(xc.dot(&l.t()) + w)` summed over the
+/// points (a mean's cotangent) and of `x.dot(&dv)` summed over columns: the
+/// sums move through the negating map, the `ladd` and both products, which
+/// become a vector-matrix and a matrix-vector product; the values agree up
+/// to the rounding of the reordered sums.
+#[test]
+fn sums_move_through_linear_maps_and_products() {
+    let text = "def f(x_0: [[f64]], l_1: [[f64]] ; dz_2: [[f64]] @ [shape(x_0, 0), shape(x_0, 1)], dw_3: [[f64]] @ [shape(x_0, 0), shape(x_0, 1)], dv_4: [[f64]] @ [shape(x_0, 1), 2]) -> (; [f64], [f64]) {
+  let ; m_5: [[f64]] = lmatmul dz_2, l_1 lin_left
+  let ; a_6: [[f64]] = ladd m_5, dw_3
+  let ; n_7: [[f64]] = map(; a_6) |; c_8: f64| {
+    let ; d_9: f64 = lneg c_8
+    yield ; d_9
+  }
+  let ; s_10: [f64] = lsum n_7, axis=0
+  let ; p_11: [[f64]] = lmatmul x_0, dv_4
+  let ; t_12: [f64] = lsum p_11, axis=1
+  return ; s_10, t_12
+}
+";
+    let f = fixture_func(text);
+    let g = sums_through(&f);
+    // No matrix-matrix product is left: both became vector products.
+    assert_eq!(product_operand_ranks(&f), [2, 2]);
+    assert_eq!(product_operand_ranks(&g), [1, 1]);
+    let summed_map = |e: &Expr| matches!(e, Expr::Map(m) if m.arrs.is_empty());
+    assert_eq!(count(&g, &summed_map), 1);
+    let x = mat_f(3, 2, &[0.5, -1.25, 3.0, 0.75, 2.0, -0.5]);
+    let l = mat_f(2, 2, &[1.5, 0.25, -2.0, 0.5]);
+    let dz = mat_f(3, 2, &[1.0, 2.0, -0.75, 0.25, 4.0, -1.0]);
+    let dw = mat_f(3, 2, &[0.5, -0.5, 2.0, 1.0, -3.0, 0.125]);
+    let dv = mat_f(2, 2, &[0.3, -0.7, 1.1, 0.9]);
+    let ins: Inputs = vec![(vec![x, l], vec![dz, dw, dv])];
+    verify(&f, &g, Mode::LinearB, &ins, 1e-12);
+    // A fixed point: nothing is left to move.
+    let mut h = g.clone();
+    assert!(!sum_through::sum_through_linear(&mut h, &mut None));
+}
+
+/// A sum of a linear map of a vector to a scalar inlines the map's body on
+/// the operands' sums; a sum through `lsum_to` and a scaling by a scalar
+/// moves too; a map reading a non-linear array per element stays (its
+/// factors differ from element to element).
+#[test]
+fn sums_inline_scalar_maps_and_leave_maps_of_non_linear_arrays() {
+    let text = "def f(x_0: [f64], s_1: f64 ; dv_2: [f64] @ [shape(x_0, 0)], du_3: [f64] @ [shape(x_0, 0)], dm_4: [[f64]] @ [shape(x_0, 0), 2], dk_20: [f64] @ [shape(x_0, 0)]) -> (; f64, f64, [f64]) {
+  let ; m_5: [f64] = map(; dv_2, du_3) |; c_6: f64, e_7: f64| {
+    let ; d_8: f64 = lscale 2.5, c_6
+    let ; g_9: f64 = ladd d_8, e_7
+    yield ; g_9
+  }
+  let ; s_10: f64 = lsum m_5
+  let ; k_11: [f64] = map(x_0 ; dk_20) |x_12: f64 ; c_13: f64| {
+    let ; d_14: f64 = lscale x_12, c_13
+    yield ; d_14
+  }
+  let ; t_15: f64 = lsum k_11
+  let n_16: i64 = shape x_0, 0
+  let ; q_17: [[f64]] = lsum_to dm_4, [n_16, 1]
+  let ; r_18: [[f64]] = lscale s_1, q_17
+  let ; u_19: [f64] = lsum r_18, axis=0
+  return ; s_10, t_15, u_19
+}
+";
+    let f = fixture_func(text);
+    let g = sums_through(&f);
+    // The first map is gone (inlined on the sums), the second stays.
+    assert_eq!(count(&g, &|e| matches!(e, Expr::Map(_))), 1);
+    assert_eq!(
+        count(&g, &|e| matches!(e, Expr::Lin(LinOp::SumTo { .. }))),
+        1
+    );
+    let ins: Inputs = vec![(
+        vec![vec_f(&[0.5, -1.25, 3.0]), Value::F64(-0.75)],
+        vec![
+            vec_f(&[1.0, 2.0, -0.75]),
+            vec_f(&[4.0, -2.0, 0.25]),
+            mat_f(3, 2, &[0.5, 1.5, -2.0, 0.25, 3.0, -1.0]),
+            vec_f(&[-1.0, 0.5, 2.25]),
+        ],
+    )];
+    verify(&f, &g, Mode::LinearB, &ins, 1e-12);
+}
+
+/// Where the summed axis belongs to the non-linear factor, that factor is
+/// reduced instead (`Σ_j (x·a)[i, j] = x · Σ_j a[:, j]`, and `Σ_i (a·x)[i, j] =
+/// (Σ_i a[i, :]) · x`): one matrix-vector product each.
+#[test]
+fn sums_over_the_non_linear_factors_axis_reduce_it() {
+    let text = "def f(a_0: [[f64]] ; dx_1: [[f64]] @ [2, 3], dy_2: [[f64]] @ [shape(a_0, 1), 2]) -> (; [f64], [f64]) {
+  let ; m_3: [[f64]] = lmatmul dx_1, a_0 lin_left
+  let ; s_4: [f64] = lsum m_3, axis=1
+  let ; p_5: [[f64]] = lmatmul a_0, dy_2
+  let ; t_6: [f64] = lsum p_5, axis=0
+  return ; s_4, t_6
+}
+";
+    let f = fixture_func(text);
+    let g = sums_through(&f);
+    assert_eq!(product_operand_ranks(&g), [2, 2]);
+    let reduce = |e: &Expr| {
+        matches!(
+            e,
+            Expr::Array(ArrayOp::Reduce {
+                op: ReduceOp::Sum,
+                ..
+            })
+        )
+    };
+    assert_eq!(count(&g, &reduce), 2);
+    let a = mat_f(3, 3, &[0.5, -1.25, 3.0, 0.75, 2.0, -0.5, 1.0, 0.25, -2.0]);
+    let dx = mat_f(2, 3, &[1.0, 2.0, -0.75, 0.25, 4.0, -1.0]);
+    let dy = mat_f(3, 2, &[0.5, -0.5, 2.0, 1.0, -3.0, 0.125]);
+    let ins: Inputs = vec![(vec![a], vec![dx, dy])];
+    verify(&f, &g, Mode::LinearB, &ins, 1e-12);
 }
 
 /// Two scalings merged inside both branches of an `if` whose condition is a

@@ -46,7 +46,7 @@ use crate::types::Ty;
 use crate::visit::substitute_block;
 
 /// A fusion of `producer` (binding `v`, among others) into `consumer`.
-type Fuser = fn(
+pub(super) type Fuser = fn(
     producer: &Stmt,
     consumer: &Stmt,
     v: Var,
@@ -55,7 +55,7 @@ type Fuser = fn(
 ) -> Option<Vec<Stmt>>;
 
 /// Runs a producer/consumer fusion over every block of `f`.
-fn fuse_pairs(
+pub(super) fn fuse_pairs(
     f: &mut Func,
     is_producer: fn(&Stmt, &VarTable) -> bool,
     operands: fn(&Stmt) -> Vec<Var>,

@@ -15,7 +15,9 @@
 //!    capture ([`invariant_state`]: the reverse of a reducing loop becomes an
 //!    accumulation loop), nests of accumulation loops interchanged so that
 //!    the outer index owns the rows they add into ([`interchange`]);
-//! 3. CSE ([`cse`]); 4. fusion ([`fusion`], [`fuse_into_loop`]); 5. loop-invariant code motion
+//! 3. CSE ([`cse`]); 4. fusion ([`fusion`], [`fuse_into_loop`]) and linear
+//!    sums moved through the linear maps that make their operands
+//!    ([`sum_through`]: `Σ_i A(x_i) = A(Σ_i x_i)`); 5. loop-invariant code motion
 //!    ([`licm`]) and tabulation of partially invariant expensive scalars
 //!    ([`tabulate`]); 6. DCE ([`dce::dce`]).
 //!
@@ -24,7 +26,8 @@
 //! - *Values.* For every input on which the original function runs without
 //!   error, the interpreter gives the same results, to the bit for non-linear
 //!   values (the sign of a zero included: `x + 0.0` is not `x`); rules that reassociate — [`algebra::lscale_lscale`],
-//!   [`fusion::dot_of_map`], [`fusion::sum_to_loop`], [`interchange`] — may change rounding).
+//!   [`fusion::dot_of_map`], [`fusion::sum_to_loop`], [`interchange`],
+//!   [`sum_through`] — may change rounding).
 //!   No rule changes NaN/infinity behaviour of non-linear values (`x * 0` is
 //!   not folded). Failures may disappear (dead code, fusion), never appear:
 //!   nothing that can fail is hoisted out of a body that may run zero times.
@@ -53,6 +56,7 @@ pub mod interchange;
 pub mod invariant_state;
 pub mod licm;
 pub mod shape;
+pub mod sum_through;
 pub mod tabulate;
 pub mod zeros;
 
@@ -126,6 +130,7 @@ pub fn sweep(f: &mut Func, prog: &Program, opts: &Options) -> bool {
         let memo = &mut None;
         changed |= fusion::map_map(f, memo);
         changed |= fusion::lin_elementwise(f, memo);
+        changed |= sum_through::sum_through_linear(f, memo);
         changed |= fusion::map_of_build(f, memo);
         changed |= fusion::index_of_build(f, memo);
         changed |= fuse_into_loop::fuse_into_loop(f, memo);
