@@ -276,7 +276,9 @@ impl<'o> Pipeline<'o> {
 
     /// The step `pass` that runs the simplifier on `f` (only with
     /// [`Options::simplify`]); `last` when `f` is then final (checked
-    /// whenever [`Options::check`] is on, also without the simplifier).
+    /// whenever [`Options::check`] is on, also without the simplifier);
+    /// `transposed_next` when `f` is a linear map transposed next (its sums
+    /// are not moved: `simplify::Options::sum_through`).
     fn simplify(
         &mut self,
         pass: &str,
@@ -284,9 +286,16 @@ impl<'o> Pipeline<'o> {
         f: &mut Func,
         mode: Mode,
         last: bool,
+        transposed_next: bool,
     ) -> Result<(), DriverError> {
         if self.opts.simplify {
-            crate::simplify::simplify_func(f, prog, &crate::simplify::Options::default());
+            // A function transposed next keeps its sums where they are (see
+            // `simplify::Options::sum_through`).
+            let opts = crate::simplify::Options {
+                sum_through: !transposed_next,
+                ..crate::simplify::Options::default()
+            };
+            crate::simplify::simplify_func(f, prog, &opts);
         } else if !last {
             return Ok(());
         }
@@ -319,7 +328,7 @@ impl<'o> Pipeline<'o> {
         self.after("jvp", out, &[&j], None)?;
         insert_dup_drop(&mut j);
         self.after("dupdrop", out, &[&j], Some(Mode::LinearA))?;
-        self.simplify("simplify", out, &mut j, Mode::LinearA, true)?;
+        self.simplify("simplify", out, &mut j, Mode::LinearA, true, false)?;
         out.insert(j.clone());
         self.unzip_and_transpose(out, &j)
     }
@@ -331,17 +340,17 @@ impl<'o> Pipeline<'o> {
         let u = unzip_func(out, j)?;
         let (mut fwd, mut lin) = (u.fwd, u.lin);
         self.after("unzip", out, &[&fwd, &lin], Some(Mode::LinearB))?;
-        self.simplify("simplify lin", out, &mut lin, Mode::LinearB, false)?;
+        self.simplify("simplify lin", out, &mut lin, Mode::LinearB, false, true)?;
         prune_residuals(&mut fwd, &mut lin, u.n_results);
         self.after_final("prune", out, &[&fwd, &lin], Mode::LinearB)?;
-        self.simplify("simplify fwd", out, &mut fwd, Mode::LinearB, true)?;
+        self.simplify("simplify fwd", out, &mut fwd, Mode::LinearB, true, false)?;
         out.insert(fwd);
         out.insert(lin.clone());
         let mut t = transpose_func_raw(out, &lin)?;
         self.after("transpose", out, &[&t], None)?;
         insert_dup_drop(&mut t);
         self.after("dupdrop", out, &[&t], Some(Mode::LinearB))?;
-        self.simplify("simplify", out, &mut t, Mode::LinearB, true)?;
+        self.simplify("simplify", out, &mut t, Mode::LinearB, true, false)?;
         out.insert(t);
         Ok(u.n_results)
     }
@@ -422,7 +431,7 @@ pub fn differentiate_rule(
     let mut out = prog.clone();
     jvp.name = names.jvp.clone();
     pipeline.after("rule", &out, &[&jvp], Some(Mode::LinearA))?;
-    pipeline.simplify("simplify", &out, &mut jvp, Mode::LinearA, true)?;
+    pipeline.simplify("simplify", &out, &mut jvp, Mode::LinearA, true, false)?;
     out.insert(jvp.clone());
     let n_results = pipeline.unzip_and_transpose(&mut out, &jvp)?;
     let mut primal = out

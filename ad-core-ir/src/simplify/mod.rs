@@ -77,6 +77,11 @@ pub struct Options {
     pub sum_to_loop: bool,
     /// Nests of accumulation loops interchanged ([`interchange`]).
     pub interchange: bool,
+    /// Linear sums moved through linear maps ([`sum_through`]); off for a
+    /// linear map about to be transposed, where a sum moved towards the
+    /// inputs becomes broadcasts moved towards the outputs (`Σ(p + q) =
+    /// Σp + Σq` transposes to two filled arrays instead of one and a `dup`).
+    pub sum_through: bool,
     /// At most this many sweeps per function.
     pub max_sweeps: usize,
 }
@@ -89,6 +94,7 @@ impl Default for Options {
             cse: true,
             sum_to_loop: false,
             interchange: true,
+            sum_through: true,
             max_sweeps: 16,
         }
     }
@@ -130,7 +136,9 @@ pub fn sweep(f: &mut Func, prog: &Program, opts: &Options) -> bool {
         let memo = &mut None;
         changed |= fusion::map_map(f, memo);
         changed |= fusion::lin_elementwise(f, memo);
-        changed |= sum_through::sum_through_linear(f, memo);
+        if opts.sum_through {
+            changed |= sum_through::sum_through_linear(f, memo);
+        }
         changed |= fusion::map_of_build(f, memo);
         changed |= fusion::index_of_build(f, memo);
         changed |= fuse_into_loop::fuse_into_loop(f, memo);

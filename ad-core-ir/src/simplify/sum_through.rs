@@ -26,6 +26,10 @@
 //! `(x - &mu) .dot(&l.t())` summed over the points for `mu`'s cotangent
 //! becomes one vector-matrix product instead of a matrix product and a sum.
 //!
+//! Not run on a linear map that is transposed next
+//! ([`super::Options::sum_through`]): there a sum moved towards the inputs
+//! becomes broadcasts moved towards the outputs.
+//!
 //! Exactness: the same value up to the rounding of the reordered sums
 //! (fixed by the program, so the same bits for any thread count). Only
 //! linear operations move, so primal values are untouched. The pass runs
