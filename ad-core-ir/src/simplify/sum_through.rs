@@ -135,15 +135,13 @@ fn through(
             Some(vec![s1, lin(LinOp::Scale { s: *s, x: sx })])
         }
         Expr::Lin(LinOp::SumTo { x, shape }) => match axis {
+            // Everything summed (a vector's one axis too): the sum of `x`.
             None => Some(vec![lin(LinOp::Sum { x: *x, axis: None })]),
+            Some(_) if shape.len() == 1 => Some(vec![lin(LinOp::Sum { x: *x, axis: None })]),
             Some(a) if a < shape.len() => {
-                let (sx, s1) = lsum(*x, axis, vars, src);
                 let mut shape = shape.clone();
                 shape.remove(a);
-                if shape.is_empty() {
-                    // A vector summed to its (one) length, then summed.
-                    return Some(vec![lin(LinOp::Sum { x: *x, axis: None })]);
-                }
+                let (sx, s1) = lsum(*x, axis, vars, src);
                 Some(vec![s1, lin(LinOp::SumTo { x: sx, shape })])
             }
             Some(_) => None,
