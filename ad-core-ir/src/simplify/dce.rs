@@ -5,7 +5,8 @@
 //! without error must agree). If it consumed linear values (operands or
 //! captures), they are dropped explicitly instead. Unread results of loops
 //! (stacked outputs, state that feeds nothing else), builds, maps and ifs are
-//! removed from their bodies. Everything applies inside nested blocks.
+//! removed from their bodies, and a map's unread element parameters with
+//! their arrays (one stays). Everything applies inside nested blocks.
 //!
 //! [`drop_dead_linear`]: a linear statement all of whose linear results are
 //! dropped becomes drops of what it consumed (`drop(lscale(s, x)) = drop(x)`,
@@ -113,7 +114,21 @@ fn prune_results(s: &mut Stmt, counts: &mut Counts) -> bool {
             changed
         }
         Expr::Build(b) => prune_stacked(&mut s.binds, &mut b.body.body, counts),
-        Expr::Map(m) => prune_stacked(&mut s.binds, &mut m.body.body, counts),
+        Expr::Map(m) => {
+            let mut changed = prune_stacked(&mut s.binds, &mut m.body.body, counts);
+            // Unread element parameters go with their arrays (one
+            // non-linear array stays: the map's shape, in both halves
+            // after unzipping).
+            for j in (0..m.arrs.len()).rev() {
+                if m.arrs.len() > 1 && unread(&m.body.params[j], counts) {
+                    m.body.params.remove(j);
+                    let a = m.arrs.remove(j);
+                    uncount_atom(&a, counts);
+                    changed = true;
+                }
+            }
+            changed
+        }
         Expr::If(i) => {
             let mut changed = false;
             for j in (0..s.binds.len()).rev() {

@@ -17,7 +17,8 @@
 //!    the outer index owns the rows they add into ([`interchange`]);
 //! 3. CSE ([`cse`]); 4. fusion ([`fusion`], [`fuse_into_loop`]) and linear
 //!    sums moved through the linear maps that make their operands
-//!    ([`sum_through`]: `Σ_i A(x_i) = A(Σ_i x_i)`); 5. loop-invariant code motion
+//!    ([`sum_through`]: `Σ_i A(x_i) = A(Σ_i x_i)`), past factors invariant
+//!    along the sum ([`sum_invariant`]: `Σ_i g(a, x_i) = g(a, Σ_i x_i)`); 5. loop-invariant code motion
 //!    ([`licm`]) and tabulation of partially invariant expensive scalars
 //!    ([`tabulate`]); 6. DCE ([`dce::dce`]).
 //!
@@ -56,6 +57,7 @@ pub mod interchange;
 pub mod invariant_state;
 pub mod licm;
 pub mod shape;
+pub mod sum_invariant;
 pub mod sum_through;
 pub mod tabulate;
 pub mod zeros;
@@ -138,6 +140,10 @@ pub fn sweep(f: &mut Func, prog: &Program, opts: &Options) -> bool {
         changed |= fusion::lin_elementwise(f, memo);
         if opts.sum_through {
             changed |= sum_through::sum_through_linear(f, memo);
+            if sum_invariant::sum_invariant_factors(f) {
+                *memo = None;
+                changed = true;
+            }
         }
         changed |= fusion::map_of_build(f, memo);
         changed |= fusion::index_of_build(f, memo);
