@@ -38,7 +38,8 @@ impl Emitter<'_> {
             ArrayOp::MatMul { a, b } => self.matmul(a, b, true),
             ArrayOp::Transpose { arr } => {
                 let m = self.nl_movable(arr, site);
-                self.transpose(arr, m)
+                let lent = binds.first().is_some_and(|y| self.uses.borrows_operand(*y));
+                self.transpose(arr, m, lent)
             }
             ArrayOp::Broadcast { arr, shape, axes } => {
                 let m = self.nl_movable(arr, site);
@@ -410,12 +411,15 @@ impl Emitter<'_> {
         })
     }
 
-    /// Transpose of a rank-2 array: free for a view or a movable owned array.
-    pub fn transpose(&mut self, arr: &Atom, movable: bool) -> R<Out> {
+    /// Transpose of a rank-2 array: free for a view, a movable owned array,
+    /// or an owned array that outlives the result (`lent`: a view of it
+    /// that `Uses::lenders` tracks).
+    pub fn transpose(&mut self, arr: &Atom, movable: bool, lent: bool) -> R<Out> {
         let x = self.scalar(arr);
         let var = arr.var().ok_or("transpose of a literal")?;
         Ok(match self.repr(var) {
             Repr::View => Out::one(quote!(#x.reversed_axes()), Repr::View),
+            Repr::Owned if lent => Out::one(quote!(#x.view().reversed_axes()), Repr::View),
             Repr::Owned if movable => Out::one(quote!(#x.reversed_axes()), Repr::Owned),
             _ => Out::one(quote!(#x.t().to_owned()), Repr::Owned),
         })
@@ -431,7 +435,9 @@ impl Emitter<'_> {
     /// block they are bound in: block results are owned); so does an owned
     /// array whose last use comes after every use of the result `bind` (it
     /// is moved, if at all, only at its last use, when the view is dead;
-    /// never so when this is its last use).
+    /// never so when this is its last use), and one whose result is only
+    /// read by reference (`Uses::lenders`: the array then lives until the
+    /// view's last use).
     /// An owned array used for the last time here and broadcast along all
     /// its axes is moved and stretched only if its shape differs. Otherwise
     /// the result is a copy.
@@ -476,7 +482,8 @@ impl Emitter<'_> {
         let borrow = self.repr(var) == Repr::View
             || !self.uses.local(var, site)
             || self.f.vars.is_linear(var)
-            || dies_first;
+            || dies_first
+            || bind.is_some_and(|y| self.uses.borrows_operand(y));
         if borrow {
             let t = self.fresh("t");
             self.before

@@ -289,7 +289,7 @@ impl Emitter<'_> {
             }
             LinOp::Transpose(x) => {
                 let m = self.lin_movable(*x, site);
-                self.transpose(&var(x), m)
+                self.transpose(&var(x), m, false)
             }
             LinOp::MatMul { a, x, lin_left } => {
                 if *lin_left {

@@ -66,6 +66,9 @@ pub struct Uses {
     /// the view is a use of the array for its lifetime: the array dies
     /// with its last view.
     lender: FastMap<Var, Var>,
+    /// Non-linear `broadcast` and `transpose` results emitted as views of
+    /// their operand ([`nl_lent_views`]).
+    nl_lent: FastSet<Var>,
 }
 
 impl Uses {
@@ -79,6 +82,7 @@ impl Uses {
         pre_order(&f.body, &mut stmts);
         u.lin_read = lin_read_only(&stmts);
         u.lent = lent_views(&stmts, &f.vars);
+        u.nl_lent = nl_lent_views(&f.body, &stmts, &f.vars);
         u.block(&f.body, 0, &f.vars);
         u.lin_elem_read = lin_element_reads(&stmts, &f.vars);
         u.lin_borrowed = stmts
@@ -298,6 +302,22 @@ impl Uses {
                 }
             }
         }
+        // A non-linear broadcast or transpose emitted as a view
+        // (`nl_lent_views`) borrows its operand.
+        if let Expr::Array(
+            ArrayOp::Broadcast {
+                arr: Atom::Var(x), ..
+            }
+            | ArrayOp::Transpose { arr: Atom::Var(x) },
+        ) = &s.expr
+        {
+            if let [y] = s.binds[..] {
+                if self.nl_lent.contains(&y) {
+                    let r = self.root(*x);
+                    self.lender.insert(y, r);
+                }
+            }
+        }
         let mut nl: Vec<Var> = vec![];
         let mut lin: Vec<Var> = vec![];
         match &s.expr {
@@ -430,6 +450,88 @@ fn lent_views(stmts: &[&Stmt], vars: &VarTable) -> FastSet<Var> {
         }
     }
     lent
+}
+
+/// The results of non-linear `broadcast`s (to a rank-1+ source) and
+/// `transpose`s that are emitted as views of their operand, tracked as
+/// its borrowers ([`Uses::lenders`]): every use of such a result reads it
+/// by reference for one statement ([`nl_borrowed_operands`], or a
+/// broadcast or transpose that is such a view itself), never as a block's
+/// result. The operand then lives until the view's last use instead of
+/// being copied (a broadcast of an array used again later) or moved.
+fn nl_lent_views(body: &Block, stmts: &[&Stmt], vars: &VarTable) -> FastSet<Var> {
+    // Variables read other than by reference: block results first (a
+    // block's results come after its statements in pre-order).
+    let mut other: FastSet<Var> = body.results.iter().filter_map(Atom::var).collect();
+    for s in stmts {
+        for b in ad_core_ir::visit::blocks(&s.expr) {
+            other.extend(b.results.iter().filter_map(Atom::var));
+        }
+    }
+    let mut lent = FastSet::default();
+    for s in stmts.iter().rev() {
+        let view_of = match (&s.expr, &s.binds[..]) {
+            (
+                Expr::Array(ArrayOp::Broadcast {
+                    arr: Atom::Var(x),
+                    axes,
+                    ..
+                }),
+                [y],
+            ) if !axes.is_empty() => Some((*x, *y)),
+            (Expr::Array(ArrayOp::Transpose { arr: Atom::Var(x) }), [y]) => Some((*x, *y)),
+            _ => None,
+        };
+        if let Some((x, y)) = view_of {
+            if !other.contains(&y) && matches!(vars.ty(x), Ty::Array { .. }) {
+                lent.insert(y);
+            } else {
+                other.insert(x);
+            }
+            continue;
+        }
+        let by_ref = nl_borrowed_operands(s, vars);
+        ad_core_ir::visit::for_each_operand(
+            &s.expr,
+            &mut |a| {
+                if let Atom::Var(v) = a {
+                    if !by_ref.contains(v) {
+                        other.insert(*v);
+                    }
+                }
+            },
+            &mut |_| {},
+        );
+    }
+    lent
+}
+
+/// The non-linear array operands that statement `s` reads by reference
+/// for the statement's duration only, its results borrowing none of them:
+/// a map's arrays, a reduction's or shape's input, an element read's
+/// array, the operands of a matrix product, the non-linear side of a
+/// linear matrix or outer product.
+fn nl_borrowed_operands(s: &Stmt, vars: &VarTable) -> Vec<Var> {
+    let atoms: Vec<&Atom> = match &s.expr {
+        Expr::Map(m) => m.arrs.iter().collect(),
+        Expr::Array(
+            ArrayOp::Reduce { arr, .. }
+            | ArrayOp::ArgReduce { arr, .. }
+            | ArrayOp::Shape { arr, .. },
+        ) => vec![arr],
+        Expr::Array(ArrayOp::Index { arr, idx })
+            if arr
+                .var()
+                .is_some_and(|a| vars.ty(a).rank() == Some(idx.len())) =>
+        {
+            vec![arr]
+        }
+        Expr::Array(ArrayOp::MatMul { a, b }) => vec![a, b],
+        Expr::Lin(LinOp::MatMul { a, .. }) => vec![a],
+        Expr::Lin(LinOp::Outer { b, .. }) => vec![b],
+        _ => vec![],
+    };
+    atoms.into_iter().filter_map(Atom::var).collect()
 }
 
 /// The linear variables of `stmts` whose one use is an element read (a
