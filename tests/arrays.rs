@@ -1056,3 +1056,38 @@ fn variance_with_ddof_past_the_length_panics_in_the_companions() {
     let (v, m) = (Array1::from(vec![1.0, 2.0]), Array2::zeros((2, 2)));
     let _ = spread_vjp(&v, &m, 3.0, 1.0);
 }
+
+/// A row vector broadcast over a matrix's rows, differentiated in it only:
+/// the reverse pass sums the rows' cotangents after an elementwise map, in
+/// one pass that never makes the map's matrix (`ad_runtime::map_sum_rows3`).
+#[allow(clippy::op_ref)]
+#[differentiable(wrt(mu), dump)]
+fn centred_weighted(x: &Array2<f64>, mu: &Array1<f64>) -> f64 {
+    let xc = x - mu;
+    (&xc * &xc * x).sum()
+}
+
+#[test]
+fn row_sums_of_reverse_maps_in_one_pass() {
+    assert!(centred_weighted_linad_dump().contains("ad_runtime::map_sum_rows"));
+    let mut rng = rng("centred_weighted");
+    let mu = rng.array1(5, -1.0, 1.0);
+    // Row-major and column-major (the kernel's element path); 1,100 rows
+    // take two parts of the row sum.
+    let x = rng.array2(1100, 5, -1.0, 1.0);
+    let xf = x.t().as_standard_layout().reversed_axes().to_owned();
+    assert!(!xf.is_standard_layout());
+    for x in [&x, &xf] {
+        check_derivatives(
+            &mu,
+            |mu| centred_weighted(x, mu),
+            |mu, dmu| centred_weighted_jvp(x, mu, dmu),
+            |mu, ct| centred_weighted_vjp(x, mu, *ct),
+        );
+    }
+    // The same gradient for either layout, to the last bit (the order of
+    // the sums does not follow the layout).
+    let (_, g) = centred_weighted_vjp(&x, &mu, 1.0);
+    let (_, gf) = centred_weighted_vjp(&xf, &mu, 1.0);
+    assert_eq!(g, gf);
+}

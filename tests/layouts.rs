@@ -10,7 +10,7 @@
 mod common;
 use common::*;
 use linad::differentiable;
-use linad::ndarray::{Array2, ShapeBuilder};
+use linad::ndarray::{Array1, Array2, ShapeBuilder};
 
 #[differentiable]
 fn scaled_transpose(m: &Array2<f64>) -> f64 {
@@ -111,6 +111,30 @@ fn derivatives_through_column_major_intermediates() {
         |(m, w), (dm, dw)| four_transposes_jvp(m, w, dm, dw),
         |(m, w), ct: &f64| four_transposes_vjp(m, w, *ct),
     );
+}
+
+/// Differentiated in the broadcast row alone: forward mode's map makes the
+/// primal `x - mu` beside its tangent (`-dmu`, a broadcast row) and stores
+/// it as ndarray stores `x - mu` (column-major for a column-major `x`):
+/// the tangent's layout does not vote. It did, and `f_jvp`'s primal summed
+/// in another order than `f`'s.
+#[differentiable(wrt(mu))]
+fn centred_cubes(x: &Array2<f64>, mu: &Array1<f64>) -> f64 {
+    let xc = x - mu;
+    (&xc * &xc * x).sum()
+}
+
+#[test]
+fn forward_mode_primals_follow_the_primal_operands_layout() {
+    let mu = Array1::from_shape_fn(13, |j| (j as f64 * 0.3).cos());
+    for column_major in [false, true] {
+        let x = input("centred_cubes", column_major);
+        let y = centred_cubes(&x, &mu);
+        let (yj, _) = centred_cubes_jvp(&x, &mu, &mu.mapv(|v| v * 0.5));
+        let (yv, _) = centred_cubes_vjp(&x, &mu, 1.0);
+        assert_same_bits(&y, &yj);
+        assert_same_bits(&y, &yv);
+    }
 }
 
 /// ndarray's `product` multiplies 8 lanes, then the elements left over in

@@ -207,7 +207,9 @@ macro_rules! multi_map {
             "`(out₁[i], .., out", $outs, "[i]) = f(x₁[i], .., x", $ins, "[i])` for every index `i` of ",
             "the inputs (all of one shape): a map with ", $outs, " scalar results per element and ",
             $ins, " inputs, in one pass. The outputs are stored as ndarray stores the result of ",
-            "an elementwise operation on these inputs ([`crate::result_order`]). Row-major ",
+            "an elementwise operation on the first `order_from` inputs (all of them when it is 0: ",
+            "a forward-mode map's tangents follow its primal operands, which alone make the ",
+            "primal's layout in the user's code; [`crate::result_order`]). Row-major ",
             "outputs over inputs in standard layout or broadcast (a row repeated, a value per ",
             "row) are computed in blocks of slices; other layouts, and passes whose elements ",
             "times `work_per_elem` reach the parallel threshold, by ndarray's `Zip` ",
@@ -217,6 +219,7 @@ macro_rules! multi_map {
         #[allow(clippy::too_many_arguments)]
         pub fn $name<D, $O0, $($O,)* $($A, $S,)+ F>(
             $($x: &ArrayBase<$S, D>,)+
+            order_from: usize,
             work_per_elem: usize,
             f: F,
         ) -> (Array<$O0, D>, $(Array<$O, D>,)*)
@@ -230,7 +233,9 @@ macro_rules! multi_map {
             let first = first_of!($($x),+);
             $(check::same_shape(stringify!($name), first.shape(), $x.shape());)+
             let dim = first.raw_dim();
-            let order = result_order(&[$(layout_of($x)),+]);
+            let layouts = [$(layout_of($x)),+];
+            let from = if order_from == 0 { layouts.len() } else { order_from.min(layouts.len()) };
+            let order = result_order(&layouts[..from]);
             let mut $o0: Array<$O0, D> = pooled_for_overwrite_in(dim.clone(), &order);
             $(let mut $o: Array<$O, D> = pooled_for_overwrite_in(dim.clone(), &order);)*
             let n = dim.size();
@@ -393,7 +398,7 @@ mod tests {
                 for a in &views {
                     for b in &views {
                         for c in [&views[1], &views[2], &views[4]] {
-                            let (p, q) = multi_map_2_3(a, b, c, 1, body);
+                            let (p, q) = multi_map_2_3(a, b, c, 0, 1, body);
                             let want_p = Zip::from(a)
                                 .and(b)
                                 .and(c)
@@ -427,7 +432,7 @@ mod tests {
         let rowb = row.broadcast((m, n, d)).unwrap();
         let splat = per_row.view().insert_axis(Axis(2));
         let splat = splat.broadcast((m, n, d)).unwrap();
-        let (p, q, r) = multi_map_3_3(&x, &rowb, &splat, 1, |a, b, c| (a + b, b * c, a - c));
+        let (p, q, r) = multi_map_3_3(&x, &rowb, &splat, 0, 1, |a, b, c| (a + b, b * c, a - c));
         assert_eq!(p, Zip::from(&x).and(rowb).map_collect(|&a, &b| a + b));
         assert_eq!(q, Zip::from(rowb).and(splat).map_collect(|&b, &c| b * c));
         assert_eq!(r, Zip::from(&x).and(splat).map_collect(|&a, &c| a - c));
@@ -441,18 +446,18 @@ mod tests {
     fn parallel_and_column_major_passes() {
         let (x, row, _, _) = inputs(40, 9);
         let rowb = row.broadcast((40, 9)).unwrap();
-        let seq = multi_map_2_2(&x, &rowb, 1, |a, b| (a * b, a - b));
+        let seq = multi_map_2_2(&x, &rowb, 0, 1, |a, b| (a * b, a - b));
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(4)
             .build()
             .unwrap();
         let old = par::par_threshold();
         par::set_par_threshold(1);
-        let parallel = pool.install(|| multi_map_2_2(&x, &rowb, 1, |a, b| (a * b, a - b)));
+        let parallel = pool.install(|| multi_map_2_2(&x, &rowb, 0, 1, |a, b| (a * b, a - b)));
         par::set_par_threshold(old);
         assert_eq!(seq, parallel);
         let xf = x.t().as_standard_layout().into_owned();
-        let (p, _) = multi_map_2_1(&xf.t(), 1, |a| (a, a));
+        let (p, _) = multi_map_2_1(&xf.t(), 0, 1, |a| (a, a));
         assert_eq!(p, x);
         assert_eq!(
             p.strides(),

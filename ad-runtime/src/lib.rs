@@ -9,7 +9,7 @@
 //!
 //! | group | kernels |
 //! |---|---|
-//! | elementwise | [`build`], [`build_weighted`], [`build_lanes`] (strip-mined: [`LANES`] rows per call; [`LaneRows`], [`Columns`], [`lanes_sum`]), [`map`], [`zip_map`], [`zip3_map`], several results per element: [`multi_map_2_1`] .. [`multi_map_5_1`] (broadcast inputs read in blocks of slices); results stored in ndarray's memory order ([`result_order`], [`pooled_for_overwrite_in`]) |
+//! | elementwise | [`build`], [`build_weighted`], [`build_lanes`] (strip-mined: [`LANES`] rows per call; [`LaneRows`], [`Columns`], [`lanes_sum`]), [`map`], [`zip_map`], [`zip3_map`], several results per element: [`multi_map_2_1`] .. [`multi_map_5_1`] (broadcast inputs read in blocks of slices); sums over rows of a map without the mapped matrix: [`map_sum_rows1`] .. [`map_sum_rows3`]; results stored in ndarray's memory order ([`result_order`], [`pooled_for_overwrite_in`]) |
 //! | reductions | [`sum`], [`sum_axis`], [`product`], [`product_axis`], [`max_arg`], [`min_arg`], [`max_arg_axis`], [`min_arg_axis`], [`logsumexp`], [`logsumexp_axis`], [`unravel_index`] |
 //! | arg-reductions (floats and integers, NaNs skipped) | [`arg_index`], [`arg_index_axis`] |
 //! | scans | [`scan_inclusive`], [`scan_exclusive`], [`scan_reverse`], [`scan_axis`], [`scan_i64`] |
@@ -45,6 +45,7 @@ mod gather;
 mod lane;
 mod layout;
 mod map;
+mod map_sum;
 mod matmul;
 pub mod par;
 mod plain_arg;
@@ -77,6 +78,7 @@ pub use layout::{
     from_vec_in, layout_of, pooled_for_overwrite_in, result_order, stored_in, ArrLayout, MemOrder,
 };
 pub use map::{build, build_weighted, map, zip3_map, zip_map};
+pub use map_sum::{map_sum_rows1, map_sum_rows2, map_sum_rows3};
 pub use matmul::{dot, matmul, matmul_nt, matmul_tn, matvec, matvec_t, vecmat};
 pub use par::{
     for_each_item, go_parallel, in_parallel_kernel, par_threshold, rows_per_task,

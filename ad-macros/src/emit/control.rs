@@ -28,7 +28,7 @@
 
 use super::func::{Emitter, Out, R};
 use super::types::{dim_ty, elem_ty, flat, nd, owned_repr, owned_ty, rt, tuple, Repr};
-use ad_core_ir::ir::{Build, Fold, If, Lambda, Loop, Map, Stmt, Var, While};
+use ad_core_ir::ir::{Atom, Build, Fold, If, Lambda, Loop, Map, Stmt, Var, While};
 use ad_core_ir::types::{Scalar, Ty};
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
@@ -569,6 +569,7 @@ impl Emitter<'_> {
             r,
             quote!([#(#sizes),*]),
             &[],
+            0,
             quote!(|#closure_param| { #bind #stmts #res }),
             work,
         ) {
@@ -777,12 +778,14 @@ impl Emitter<'_> {
     /// runtime's threshold, unless already inside a parallel kernel. `None`
     /// when not applicable (one result, an array result, or more than
     /// ndarray's six `Zip` producers).
+    #[allow(clippy::too_many_arguments)]
     fn one_pass(
         &mut self,
         tys: &[Ty],
         rank: usize,
         shape: TokenStream,
         inputs: &[TokenStream],
+        order_from: usize,
         body: TokenStream,
         work_per_elem: usize,
     ) -> Option<TokenStream> {
@@ -804,7 +807,7 @@ impl Emitter<'_> {
             let pass = quote::format_ident!("multi_map_{}_{}", elems.len(), inputs.len());
             return Some(quote!({
                 let #f = #body;
-                #rt::#pass(#(#inputs,)* #work_per_elem, #f)
+                #rt::#pass(#(#inputs,)* #order_from, #work_per_elem, #f)
             }));
         }
         let sh = self.fresh("sh");
@@ -870,11 +873,16 @@ impl Emitter<'_> {
         let res = flat(&results);
         let tys = self.out_tys(lam, 0, 0);
         let a0 = arrs[0].clone();
+        // A forward-mode map (a primal beside its tangent) stores its
+        // results as the primal operands alone make ndarray store the
+        // user's elementwise result: the tangents' layouts do not vote.
+        let order_from = if s.binds.is_empty() { 0 } else { m.arrs.len() };
         if let Some(e) = self.one_pass(
             &tys,
             rank,
             quote!((#a0).raw_dim()),
             &arrs,
+            order_from,
             quote!(|#(#pats),*| { #stmts #res }),
             work_estimate(&lam.body, 4).max(1),
         ) {
@@ -913,7 +921,12 @@ impl Emitter<'_> {
                 });
                 // Stored as ndarray would store the same elementwise
                 // operation's result (see `one_pass`).
-                let lays = arrs.iter().map(|x| quote!(#rt::layout_of(&(#x))));
+                let voting = if order_from == 0 {
+                    arrs.len()
+                } else {
+                    order_from
+                };
+                let lays = arrs[..voting].iter().map(|x| quote!(#rt::layout_of(&(#x))));
                 quote!({
                     #(#checks)*
                     let __order = #rt::result_order(&[#(#lays),*]);
@@ -928,6 +941,51 @@ impl Emitter<'_> {
             expr: quote!({ let #out = #kernel; #fin }),
             reprs: self.owned_reprs(s),
         })
+    }
+
+    /// `lsum(map(|x..| body, arrays), axis=0)` over matrices as one pass
+    /// (`ad_runtime::map_sum_rows1/2/3`): the map's `n x d` result is never
+    /// made. `None` (nothing emitted) unless the map reads one to three
+    /// `f64` matrices.
+    pub fn map_sum_rows(&mut self, m: &Map) -> R<Option<TokenStream>> {
+        let lam = &m.body;
+        let n = m.arrs.len() + m.lin_arrs.len();
+        if !(1..=3).contains(&n)
+            || lam.params.len() != m.arrs.len()
+            || lam.lin_params.len() != m.lin_arrs.len()
+        {
+            return Ok(None);
+        }
+        let atoms: Vec<Atom> = m
+            .arrs
+            .iter()
+            .copied()
+            .chain(m.lin_arrs.iter().map(|v| Atom::Var(*v)))
+            .collect();
+        for a in &atoms {
+            if self.array_of(a)? != (Scalar::F64, 2) {
+                return Ok(None);
+            }
+        }
+        let arrs: Vec<TokenStream> = m
+            .arrs
+            .iter()
+            .map(|a| self.by_ref(a))
+            .chain(m.lin_arrs.iter().map(|v| self.var_ref(*v)))
+            .collect();
+        let mut pats = vec![];
+        for p in lam.params.iter().chain(&lam.lin_params) {
+            self.set_repr(*p, Repr::Val);
+            let (b, t) = (self.binder(*p), elem_ty(Scalar::F64));
+            pats.push(quote!(#b: #t));
+        }
+        let (stmts, results, _) = self.closed_block_parts(&lam.body, false)?;
+        let res = flat(&results);
+        let work = work_estimate(&lam.body, 4).max(1);
+        let (rt, kernel) = (rt(), quote::format_ident!("map_sum_rows{}", n));
+        Ok(Some(
+            quote!(#rt::#kernel(#(#arrs,)* #work, |#(#pats),*| { #stmts #res })),
+        ))
     }
 
     /// `fold(init, |acc.., x| body, arr)`: a loop over axis 0.

@@ -396,10 +396,49 @@ impl<'a> Emitter<'a> {
 
     fn stmts(&mut self, b: &Block) -> R<TokenStream> {
         let mut stmts = TokenStream::new();
-        for s in &b.stmts {
-            stmts.extend(self.stmt(s)?);
+        let mut k = 0;
+        while let Some(s) = b.stmts.get(k) {
+            if let Some(t) = self.map_then_row_sum(s, b.stmts.get(k + 1))? {
+                stmts.extend(t);
+                k += 2;
+            } else {
+                stmts.extend(self.stmt(s)?);
+                k += 1;
+            }
         }
         Ok(stmts)
+    }
+
+    /// A map of matrices whose one (linear) result the next statement sums
+    /// over the rows, `let ; y = lsum v, axis=0`, emitted with that sum as
+    /// one pass (`Emitter::map_sum_rows`): a reverse pass summing a per-row
+    /// cotangent product over the points writes no `n x d` array for it.
+    /// `None` for any other pair.
+    fn map_then_row_sum(&mut self, s: &Stmt, next: Option<&Stmt>) -> R<Option<TokenStream>> {
+        let (Expr::Map(m), Some(t)) = (&s.expr, next) else {
+            return Ok(None);
+        };
+        let (Expr::Lin(LinOp::Sum { x, axis: Some(0) }), [y]) = (&t.expr, &t.lin_binds[..]) else {
+            return Ok(None);
+        };
+        let one_result = s.binds.is_empty()
+            && s.lin_binds.as_slice() == [*x]
+            && m.body.body.results.is_empty()
+            && m.body.body.lin_results.len() == 1;
+        if !one_result || self.ty(*x).rank() != Some(2) {
+            return Ok(None);
+        }
+        let (site, sum_site) = (self.uses.stmt(s), self.uses.stmt(t));
+        let Some(e) = self.map_sum_rows(m)? else {
+            return Ok(None);
+        };
+        let before = std::mem::take(&mut self.before);
+        let bind = self.let_(&[*y], &[Repr::Owned], e, true);
+        // The map's result is never made: nothing of it to hand back.
+        self.set_repr(*x, Repr::Val);
+        let release = self.release_dead(s, site);
+        let release_sum = self.release_dead(t, sum_site);
+        Ok(Some(quote!(#before #bind #release #release_sum)))
     }
 
     /// Places scratch declarations: with the enclosing sequential loop's
