@@ -2397,6 +2397,38 @@ fn sums_move_past_factors_invariant_along_them() {
     assert!(!sum_invariant::sum_invariant_factors(&mut g));
 }
 
+/// A map given one array twice reads it once: the later parameter reads
+/// the earlier one and goes with its array (the NumPy-style GMM's reverse
+/// read `z` twice for `z * z`'s cotangent).
+#[test]
+fn maps_read_a_repeated_array_once() {
+    let text = "def f(z_0: [f64], w_11: [f64] ; c_1: [f64] @ [shape(z_0, 0)]) -> (; [f64]) {
+  let ; m_2: [f64] = map(z_0, w_11, z_0 ; c_1) |x_3: f64, v_12: f64, y_4: f64 ; c_5: f64| {
+    let ; c_6: f64, c_7: f64 = dup c_5
+    let t_13: f64 = mul y_4, v_12
+    let ; a_8: f64 = lscale x_3, c_6
+    let ; b_9: f64 = lscale t_13, c_7
+    let ; s_10: f64 = ladd a_8, b_9
+    yield ; s_10
+  }
+  return ; m_2
+}
+";
+    let f = fixture_func(text);
+    let g = pass(&f, dce::dce);
+    let arrs = |g: &Func| match &g.body.stmts[0].expr {
+        Expr::Map(m) => m.arrs.len(),
+        _ => 0,
+    };
+    assert_eq!((arrs(&f), arrs(&g)), (3, 2));
+    let ins: Inputs = vec![(
+        vec![vec_f(&[0.5, -1.25, 3.0]), vec_f(&[2.0, 0.25, -1.0])],
+        vec![vec_f(&[1.0, 2.0, -0.75])],
+    )];
+    verify(&f, &g, Mode::LinearB, &ins, 0.0);
+    assert!(!dce::dce(&mut g.clone()));
+}
+
 /// A sum of a linear map of a vector to a scalar inlines the map's body on
 /// the operands' sums; a sum through `lsum_to` and a scaling by a scalar
 /// moves too; a map reading a non-linear array per element stays (its

@@ -5,8 +5,10 @@
 //! without error must agree). If it consumed linear values (operands or
 //! captures), they are dropped explicitly instead. Unread results of loops
 //! (stacked outputs, state that feeds nothing else), builds, maps and ifs are
-//! removed from their bodies, and a map's unread element parameters with
-//! their arrays (one stays). Everything applies inside nested blocks.
+//! removed from their bodies, and a linear map's unread element
+//! parameters with their arrays (one stays; an array given twice is read
+//! through its first parameter; a map with non-linear results keeps its
+//! operands, whose layouts decide how the results are stored). Everything applies inside nested blocks.
 //!
 //! [`drop_dead_linear`]: a linear statement all of whose linear results are
 //! dropped becomes drops of what it consumed (`drop(lscale(s, x)) = drop(x)`,
@@ -17,7 +19,7 @@
 use super::facts::{count, count_stmt, counts_of, drop_stmt, is_drop, Counts, Subst};
 use crate::fast_hash::FastMap;
 use crate::ir::*;
-use crate::visit::{blocks_mut, free_vars_block, free_vars_stmt};
+use crate::visit::{blocks_mut, free_vars_block, free_vars_stmt, substitute_block};
 use std::collections::BTreeSet;
 
 /// Removes dead statements and unread results everywhere; returns whether
@@ -116,6 +118,29 @@ fn prune_results(s: &mut Stmt, counts: &mut Counts) -> bool {
         Expr::Build(b) => prune_stacked(&mut s.binds, &mut b.body.body, counts),
         Expr::Map(m) => {
             let mut changed = prune_stacked(&mut s.binds, &mut m.body.body, counts);
+            // The operands of a map with non-linear results stay: their
+            // layouts decide how its results are stored (as ndarray stores
+            // the user's elementwise result), and so the order of a later
+            // sum of the primal.
+            if !s.binds.is_empty() {
+                return changed;
+            }
+            // An array read twice is read once: the later parameter reads
+            // the earlier one (and goes below, unread).
+            for j in 1..m.arrs.len() {
+                let Some(i) = (0..j).find(|&i| m.arrs[i] == m.arrs[j]) else {
+                    continue;
+                };
+                let (pi, pj) = (m.body.params[i], m.body.params[j]);
+                let n = counts.get(pj);
+                if n > 0 {
+                    let to: FastMap<Var, Atom> = [(pj, Atom::Var(pi))].into_iter().collect();
+                    substitute_block(&mut m.body.body, &to, &FastMap::default());
+                    counts.set(pi, counts.get(pi) + n);
+                    counts.set(pj, 0);
+                    changed = true;
+                }
+            }
             // Unread element parameters go with their arrays (one
             // non-linear array stays: the map's shape, in both halves
             // after unzipping).
