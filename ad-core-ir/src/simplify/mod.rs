@@ -79,10 +79,13 @@ pub struct Options {
     pub sum_to_loop: bool,
     /// Nests of accumulation loops interchanged ([`interchange`]).
     pub interchange: bool,
-    /// Linear sums moved through linear maps ([`sum_through`]); off for a
-    /// linear map about to be transposed, where a sum moved towards the
-    /// inputs becomes broadcasts moved towards the outputs (`Σ(p + q) =
-    /// Σp + Σq` transposes to two filled arrays instead of one and a `dup`).
+    /// Linear sums moved through linear maps ([`sum_through`]) and past
+    /// invariant factors ([`sum_invariant`]); off for a linear map about
+    /// to be transposed, where a sum moved towards the inputs becomes
+    /// broadcasts moved towards the outputs (`Σ(p + q) = Σp + Σq`
+    /// transposes to two filled arrays instead of one and a `dup`), and
+    /// for the one-sweep `f__vjp` ([`crate::vjp`]), which keeps
+    /// `f__lin_t`'s sums and so its bits.
     pub sum_through: bool,
     /// At most this many sweeps per function.
     pub max_sweeps: usize,

@@ -65,9 +65,6 @@ type Bcast = (Atom, Vec<Atom>, Vec<usize>);
 pub fn sum_invariant_factors(f: &mut Func) -> bool {
     let mut bcs: FastMap<Var, Bcast> = FastMap::default();
     collect_broadcasts(&f.body, &mut bcs);
-    if bcs.is_empty() {
-        return false;
-    }
     let Func { body, vars, .. } = f;
     let mut changed = false;
     for_each_block_mut(body, &mut |b| changed |= rewrite_block(b, &bcs, vars));

@@ -131,6 +131,14 @@ pub fn fused_vjp(
     if !siblings::fuse_siblings(&mut f) {
         return None;
     }
-    crate::simplify::simplify_func(&mut f, prog, &crate::simplify::Options::default());
+    // No sum moves past what `lin_t`'s own simplification moved: a rule
+    // that sees the forward half's broadcasts here (in `lin_t` they are
+    // residual parameters) would reorder sums `lin_t` keeps, and the
+    // one-sweep `f__vjp` must give `f__lin_t`'s bits.
+    let opts = crate::simplify::Options {
+        sum_through: false,
+        ..crate::simplify::Options::default()
+    };
+    crate::simplify::simplify_func(&mut f, prog, &opts);
     Some(f)
 }
