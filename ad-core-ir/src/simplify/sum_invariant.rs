@@ -32,11 +32,15 @@
 //! cotangent becomes `exp(q) ⊙ Σ_i ct_i`: one `n x d` result and one pass
 //! over it fewer per component.
 //!
-//! Only maps with linear results alone: a map that also makes non-linear
-//! values (forward mode's primal beside its tangent) runs anyway, and the
-//! linear map unzipped from it is transposed next, where split sums would
-//! become separately filled arrays (as [`super::Options::sum_through`]
-//! says).
+//! Only a result that reads a broadcast operand (maps of linear operands
+//! alone are [`super::sum_through`]'s: one result, no `dup` of the
+//! operands; rewriting maps with several results there made `dup`s of
+//! `dup`s of a borrowed cotangent that the emitter compiled into a use
+//! after a move), and only maps with linear results alone: a map that
+//! also makes non-linear values (forward mode's primal beside its tangent)
+//! runs anyway, and the linear map unzipped from it is transposed next,
+//! where split sums would become separately filled arrays (as
+//! [`super::Options::sum_through`] says).
 //!
 //! Legality: the element function is linear in its linear parameters and
 //! captures no linear value (the checker's rules; a captured one would be
@@ -65,6 +69,9 @@ type Bcast = (Atom, Vec<Atom>, Vec<usize>);
 pub fn sum_invariant_factors(f: &mut Func) -> bool {
     let mut bcs: FastMap<Var, Bcast> = FastMap::default();
     collect_broadcasts(&f.body, &mut bcs);
+    if bcs.is_empty() {
+        return false;
+    }
     let Func { body, vars, .. } = f;
     let mut changed = false;
     for_each_block_mut(body, &mut |b| changed |= rewrite_block(b, &bcs, vars));
@@ -161,10 +168,10 @@ fn factor(
     let (keep, needed) = slice(&body.stmts, body.lin_results[r]);
     let src = consumer.src;
     let scalar = summed.len() == rank;
-    // A map of the summed shape needs an operand to have that shape (a
-    // result reading none is a zero, for other rules).
-    let reads = |ps: &[Var]| ps.iter().any(|p| needed.contains(p));
-    if !scalar && !reads(&m.body.params) && !reads(&m.body.lin_params) {
+    // Only a result that reads an invariant factor (a broadcast operand):
+    // maps of linear operands alone are `sum_through`'s, and a result
+    // reading no operand is a zero, for other rules.
+    if !m.body.params.iter().any(|p| needed.contains(p)) {
         return None;
     }
     // The non-linear operands, each a broadcast invariant along the sums.
