@@ -54,6 +54,7 @@
 //! transposed ([`super::Options::sum_through`]).
 
 use super::facts::{drop_stmt, for_each_block_mut, stmt};
+use super::sum_through::lsum;
 use crate::fast_hash::{FastMap, FastSet};
 use crate::ir::*;
 use crate::types::Ty;
@@ -222,14 +223,6 @@ fn factor(
     let mut lead = vec![];
     let mut sums = vec![];
     let mut lin_params = vec![];
-    let sum_ty = |vars: &VarTable, x: Var| {
-        let k = vars.ty(x).rank().unwrap_or(0);
-        if scalar || k <= 1 {
-            Ty::F64
-        } else {
-            Ty::f64s(k - 1)
-        }
-    };
     for (q, x) in pm.body.lin_params.iter().zip(pm.lin_arrs.iter_mut()) {
         if !needed.contains(q) {
             continue;
@@ -241,13 +234,8 @@ fn factor(
         );
         lead.push(stmt(vec![], vec![x1, x2], Expr::Lin(LinOp::Dup(*x)), src));
         *x = x1;
-        let s = vars.fresh("sum", sum_ty(vars, x2), true);
-        pre.push(stmt(
-            vec![],
-            vec![s],
-            Expr::Lin(LinOp::Sum { x: x2, axis: *axis }),
-            src,
-        ));
+        let (s, sum) = lsum(x2, *axis, vars, src);
+        pre.push(sum);
         sums.push(s);
         lin_params.push(*q);
     }
@@ -283,21 +271,12 @@ fn factor(
             lin_results: vec![result],
         };
         substitute_block(&mut block, &inline_nl, &lin);
-        let result = block.lin_results[0];
+        // The result reads a broadcast operand, so a statement of the body
+        // binds it (it is not one of the sums): bound to `y` instead.
         let mut fresh = fresh_binders(&block.stmts, vars);
         fresh.insert(result, *y);
         for s in &mut block.stmts {
             rename_stmt(s, &fresh);
-        }
-        // The result is one of the sums itself: bind that sum to `y`.
-        if lin.values().any(|s| *s == result) {
-            for s in &mut pre {
-                for b in &mut s.lin_binds {
-                    if *b == result {
-                        *b = *y;
-                    }
-                }
-            }
         }
         pre.extend(block.stmts);
         return Some((lead, pre));

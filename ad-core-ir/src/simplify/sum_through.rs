@@ -84,7 +84,12 @@ fn summed_ty(rank: usize, axis: Option<usize>) -> Ty {
 }
 
 /// `let ; s = lsum x, axis` for a fresh `s`.
-fn lsum(x: Var, axis: Option<usize>, vars: &mut VarTable, src: Option<SrcId>) -> (Var, Stmt) {
+pub(super) fn lsum(
+    x: Var,
+    axis: Option<usize>,
+    vars: &mut VarTable,
+    src: Option<SrcId>,
+) -> (Var, Stmt) {
     let rank = vars.ty(x).rank().unwrap_or(0);
     let s = vars.fresh("sum", summed_ty(rank, axis), true);
     (
