@@ -34,9 +34,7 @@
 //!
 //! Only a result that reads a broadcast operand (maps of linear operands
 //! alone are [`super::sum_through`]'s: one result, no `dup` of the
-//! operands; rewriting maps with several results there made `dup`s of
-//! `dup`s of a borrowed cotangent that the emitter compiled into a use
-//! after a move), and only maps with linear results alone: a map that
+//! operands), and only maps with linear results alone: a map that
 //! also makes non-linear values (forward mode's primal beside its tangent)
 //! runs anyway, and the linear map unzipped from it is transposed next,
 //! where split sums would become separately filled arrays (as

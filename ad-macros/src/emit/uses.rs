@@ -290,11 +290,12 @@ impl Uses {
             }
         }
         // Results of an `lsum_to` or `dup` emitted as views of the operand
-        // (`lent_views`, `Emitter::lin_op`); a `dup` of such a view copies
-        // the view, so its results borrow what the view borrows.
+        // (`lent_views`, `Emitter::lin_op`); a `dup` of such a view, or of
+        // a view of one (a `dup` of a `dup`'s copy), copies the view, so
+        // its results borrow what the view borrows, to any depth.
         if let Expr::Lin(LinOp::Dup(x) | LinOp::SumTo { x, .. }) = &s.expr {
-            let dup_of_view =
-                matches!(s.expr, Expr::Lin(LinOp::Dup(_))) && self.lent.contains(&self.root(*x));
+            let dup_of_view = matches!(s.expr, Expr::Lin(LinOp::Dup(_)))
+                && self.lender.contains_key(&self.root(*x));
             if dup_of_view || s.lin_binds.iter().all(|v| self.lent.contains(v)) {
                 let r = self.root(*x);
                 for y in &s.lin_binds {
@@ -566,5 +567,48 @@ fn pre_order<'a>(b: &'a Block, out: &mut Vec<&'a Stmt>) {
         for nb in ad_core_ir::visit::blocks(&s.expr) {
             pre_order(nb, out);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Uses;
+    use ad_core_ir::ir::{Stmt, Var};
+    use ad_core_ir::parse::parse_program;
+
+    /// A `dup` of a `dup`'s copy of a view an `lsum_to` lends: the array
+    /// the `lsum_to` reads lives until the last use of the innermost
+    /// copies (else it went back to the pool, moved, while they borrowed
+    /// it: E0505 in the generated code).
+    #[test]
+    fn views_of_views_of_a_lent_sum_keep_the_array_alive() {
+        let p = parse_program(
+            "
+def f(n_0: i64, n_1: i64 ; ct_2: [[f64]]) -> (; [[f64]], f64, [f64]) {
+  let ; a_3: [[f64]], b_4: [[f64]] = map(; ct_2) |; e_5: f64| {
+    let ; e_6: f64, e_7: f64 = dup e_5
+    yield ; e_6, e_7
+  }
+  let ; d_8: [[f64]] = lsum_to a_3, [n_0, n_1]
+  let ; c_9: [[f64]], c_10: [[f64]] = dup d_8
+  let ; c_11: [[f64]], c_12: [[f64]] = dup c_9
+  let ; m_13: [[f64]] = map(; c_11) |; e_14: f64| {
+    let ; e_15: f64 = lscale 2.0, e_14
+    yield ; e_15
+  }
+  let ; s_16: f64 = lsum c_10
+  let ; t_17: [f64] = lsum c_12, axis=0
+  let ; u_18: [[f64]] = ladd m_13, b_4
+  return ; u_18, s_16, t_17
+}",
+        )
+        .unwrap();
+        let f = &p.funcs[0];
+        let u = Uses::of(f);
+        // Variables are numbered as printed: `a_3` is `Var(3)`.
+        let (a, c12, t) = (Var(3), Var(12), Var(17));
+        assert!(u.lenders(c12).contains(&a), "{:?}", u.lenders(c12));
+        let sum: &Stmt = f.body.stmts.iter().find(|s| s.lin_binds == [t]).unwrap();
+        assert!(u.last_use(a).unwrap() >= u.stmt(sum));
     }
 }
