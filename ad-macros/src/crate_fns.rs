@@ -91,6 +91,8 @@ pub struct FileFns {
     structs: Vec<(String, Vec<FieldInfo>)>,
     /// Enums without fields, with their variants' discriminants.
     enums: Vec<(String, Variants)>,
+    /// `const` and (not `mut`) `static` items: name and written type.
+    consts: Vec<(String, String)>,
     /// How often each word (a run of letters, digits and `_`) occurs in
     /// the text, comments and strings included: an over-count, never an
     /// under-count, of the identifiers (see [`callers_possible`]).
@@ -116,6 +118,7 @@ thread_local! {
     static MODULES: RefCell<FastMap<String, bool>> = RefCell::new(FastMap::default());
     static STRUCTS: RefCell<FastMap<String, Option<Vec<FieldInfo>>>> = RefCell::new(FastMap::default());
     static ENUMS: RefCell<FastMap<String, Option<Variants>>> = RefCell::new(FastMap::default());
+    static CONSTS: RefCell<FastMap<String, Option<String>>> = RefCell::new(FastMap::default());
 }
 
 /// While alive, lookups see the crate around `file` (the expanding item's
@@ -137,6 +140,7 @@ impl Drop for Scope {
         MODULES.with(|m| m.borrow_mut().clear());
         STRUCTS.with(|m| m.borrow_mut().clear());
         ENUMS.with(|m| m.borrow_mut().clear());
+        CONSTS.with(|m| m.borrow_mut().clear());
     }
 }
 
@@ -336,6 +340,24 @@ pub fn lookup_enum(name: &str) -> Option<Variants> {
             .collect()
     });
     ENUMS.with(|m| m.borrow_mut().insert(name.to_string(), found.clone()));
+    found
+}
+
+/// The written type of the `const` or `static` item `name` (`"f64"`,
+/// `"usize"`; the same rules as [`lookup`]: the definition in the
+/// expanding file, else the one type all other files agree on).
+pub fn lookup_const(name: &str) -> Option<String> {
+    if let Some(known) = CONSTS.with(|m| m.borrow().get(name).cloned()) {
+        return known;
+    }
+    let found = find_item(|ff| {
+        ff.consts
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, t)| t.clone())
+            .collect()
+    });
+    CONSTS.with(|m| m.borrow_mut().insert(name.to_string(), found.clone()));
     found
 }
 
@@ -563,6 +585,14 @@ fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
                 }
             }
             syn::Item::Use(u) => foreign_names(&u.tree, true, &mut out.foreign),
+            syn::Item::Const(c) => {
+                let ty = quote::ToTokens::to_token_stream(&c.ty).to_string();
+                out.consts.push((c.ident.to_string(), ty));
+            }
+            syn::Item::Static(st) if matches!(st.mutability, syn::StaticMutability::None) => {
+                let ty = quote::ToTokens::to_token_stream(&st.ty).to_string();
+                out.consts.push((st.ident.to_string(), ty));
+            }
             syn::Item::Enum(e) => {
                 if let Some(vs) = unit_variants(e) {
                     out.enums.push((e.ident.to_string(), vs));

@@ -237,4 +237,7 @@ pub struct Callee {
     /// residuals`): a top-level call of it stores them
     /// (`ad_core_ir::driver::declare_extern_residuals`, `__linad_g_fwdres`).
     pub residuals: bool,
+    /// Not a function: a `const` or `static` item of the crate, read (a
+    /// plain extern of no arguments, emitted as its path, `EPS`).
+    pub constant: bool,
 }

@@ -180,7 +180,11 @@ impl Emitter<'_> {
             })
             .collect();
         let p = &callee.path;
-        let call = quote!(#p(#(#args),*));
+        let call = if callee.constant {
+            quote!(#p)
+        } else {
+            quote!(#p(#(#args),*))
+        };
         let n = s.binds.len();
         let conv = |k: usize, x: TokenStream| -> TokenStream {
             let int = callee.result_tys.get(k).is_some_and(is_int_type);

@@ -161,6 +161,7 @@ fn derive(c: &Case) -> Derived {
             linear: None,
             wrt: None,
             residuals: false,
+            constant: false,
         })
         .collect();
     let opts = Options::default();

@@ -66,7 +66,7 @@ fn never_differentiable(path: &syn::Path) -> Option<String> {
 /// The name of the function a path names when the path stays in this crate
 /// (`g`, `self::g`, `super::g`, `crate::m::g`, `m::g` for a module `m` of
 /// the crate), for [`crate_fns::lookup`].
-fn in_crate_name(path: &syn::Path) -> Option<String> {
+pub(super) fn in_crate_name(path: &syn::Path) -> Option<String> {
     let segs: Vec<String> = path
         .segments
         .iter()
@@ -370,8 +370,62 @@ impl Lowerer<'_> {
             result_tys,
             result_rust,
             span,
+            constant: false,
         });
         Some(template.rebuild(&mut binds.into_iter().map(Atom::Var)))
+    }
+
+    /// A read of the `const` or `static` item `p` of the crate, whose
+    /// written type is `ty` (`crate_fns::lookup_const`): a plain extern of
+    /// no arguments, emitted as the path itself, so `f` and its
+    /// derivatives read the one value Rust gives it (no derivative: a
+    /// constant). Scalars only (`f64`, integer types, `bool`).
+    pub(super) fn const_read(&mut self, p: &syn::ExprPath, ty: &str) -> Option<Val> {
+        let name = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect::<Vec<_>>()
+            .join("::");
+        let written: Option<syn::Type> = syn::parse_str(ty).ok();
+        let elem = match written.as_ref().map(classify) {
+            Some(Ok(TyDesc::Scalar(e))) => e,
+            _ => {
+                let shown = written.as_ref().map_or(ty.to_string(), super::types::show);
+                return self.fail(
+                    p,
+                    format!("`{name}` is a constant of type `{shown}`: #[differentiable] functions read constants of type `f64`, of an integer type or `bool`; pass `{name}` as a parameter"),
+                );
+            }
+        };
+        let rty = Ty::Scalar(elem.scalar());
+        let v = self.b.fresh("const", rty.clone());
+        let span = span_of(p);
+        let src = self.at(span);
+        self.b.push(Stmt {
+            binds: vec![v],
+            lin_binds: vec![],
+            expr: Expr::Call(Call {
+                func: name.clone(),
+                args: vec![],
+                lin_args: vec![],
+                lin_shapes: vec![],
+            }),
+            src: Some(src),
+        });
+        self.calls.push(CallSite {
+            ir_name: name,
+            path: p.path.clone(),
+            args: vec![],
+            arg_tys: vec![],
+            arg_spans: vec![],
+            result_tys: vec![rty],
+            result_rust: written.into_iter().collect(),
+            span,
+            constant: true,
+        });
+        Some(Val::Scalar(Atom::Var(v), elem))
     }
 }
 
@@ -450,6 +504,7 @@ pub fn finish(func: &Func, seeds: &[Var], sites: &[CallSite]) -> Finished {
                     linear: None,
                     wrt: None,
                     residuals: false,
+                    constant: s.constant,
                 });
             }
         }

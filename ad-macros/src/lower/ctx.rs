@@ -236,4 +236,7 @@ pub struct CallSite {
     pub result_rust: Vec<syn::Type>,
     /// The span of the call.
     pub span: Span,
+    /// A read of a `const` or `static` item (no arguments), emitted as its
+    /// path: `EPS`, not `EPS()`.
+    pub constant: bool,
 }

@@ -843,3 +843,54 @@ impl syn::visit_mut::VisitMut for ViewUses<'_> {
         crate::substitute::in_macro(m, self.name, self.read);
     }
 }
+
+/// A `const` or (not `mut`) `static` item of a block, with no attribute
+/// but doc comments, becomes a `let` of its type at the start of the block,
+/// where it is visible to the whole block as the item is (a constant
+/// expression: evaluated at run time it gives the bits Rust's constant
+/// evaluation gives, IEEE arithmetic either way). Items with other
+/// attributes (`#[cfg]`) stay items (refused).
+///
+/// ```text
+/// let y = x * C; const C: f64 = 2.0; y
+/// ==>  let C: f64 = 2.0; let y = x * C; y
+/// ```
+pub fn hoist_consts(b: &mut syn::Block) {
+    struct Hoist;
+    impl syn::visit_mut::VisitMut for Hoist {
+        fn visit_block_mut(&mut self, b: &mut syn::Block) {
+            let mut lets = vec![];
+            let mut rest = vec![];
+            for s in std::mem::take(&mut b.stmts) {
+                match const_as_let(&s) {
+                    Some(l) => lets.push(l),
+                    None => rest.push(s),
+                }
+            }
+            lets.extend(rest);
+            b.stmts = lets;
+            syn::visit_mut::visit_block_mut(self, b);
+        }
+        // Items nested in the body are refused: not entered.
+        fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+    }
+    syn::visit_mut::VisitMut::visit_block_mut(&mut Hoist, b);
+}
+
+/// `let NAME: TYPE = EXPR;` for a hoistable `const` or `static` item.
+fn const_as_let(s: &syn::Stmt) -> Option<syn::Stmt> {
+    let syn::Stmt::Item(item) = s else {
+        return None;
+    };
+    let (attrs, ident, ty, expr) = match item {
+        syn::Item::Const(c) if c.generics.params.is_empty() => (&c.attrs, &c.ident, &c.ty, &c.expr),
+        syn::Item::Static(st) if matches!(st.mutability, syn::StaticMutability::None) => {
+            (&st.attrs, &st.ident, &st.ty, &st.expr)
+        }
+        _ => return None,
+    };
+    if attrs.iter().any(|a| !a.path().is_ident("doc")) {
+        return None;
+    }
+    Some(syn::parse_quote_spanned!(ident.span()=> let #ident: #ty = #expr;))
+}

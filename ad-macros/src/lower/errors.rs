@@ -55,7 +55,7 @@ pub const OTHER_LIT: &str =
     "only numeric and boolean literals are supported in #[differentiable] functions";
 /// Items inside the body.
 pub const ITEM: &str =
-    "items (functions, `use`, `const`, `static`, ...) inside a #[differentiable] function are not supported: move them outside the function";
+    "items (functions, `use`, a `const` or `static` with attributes, ...) inside a #[differentiable] function are not supported: move them outside the function";
 /// `let x;`.
 pub const LET_NO_INIT: &str =
     "`let` without a value is not supported: give the variable its value where it is declared (`let x = if c { a } else { b };`)";
@@ -92,6 +92,6 @@ pub fn macro_refused(m: &syn::Macro) -> String {
 /// A path to a constant or static we do not know.
 pub fn const_refused(name: &str) -> String {
     format!(
-        "`{name}` is not supported: #[differentiable] functions can only read their parameters, their local variables and `f64` constants such as `std::f64::consts::PI` or `f64::INFINITY`; pass `{name}` as a parameter"
+        "`{name}` is not supported: #[differentiable] functions can only read their parameters, their local variables, std constants such as `std::f64::consts::PI` or `f64::INFINITY`, and `const` or `static` items that the crate's source declares (a constant imported from another crate is not known); pass `{name}` as a parameter"
     )
 }

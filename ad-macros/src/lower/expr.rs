@@ -160,6 +160,12 @@ impl Lowerer<'_> {
                 };
             }
         }
+        // `EPS`, `consts::N`: a `const` or `static` item of the crate.
+        if let Some(ty) =
+            super::calls::in_crate_name(&p.path).and_then(|n| crate::crate_fns::lookup_const(&n))
+        {
+            return self.const_read(p, &ty);
+        }
         if segs.len() == 1 {
             let name = &segs[0];
             if name
@@ -332,7 +338,7 @@ mod tests {
             "fn f(x: f64) -> f64 { let s = \"a\"; x }",
             "only numeric and boolean literals are supported",
         );
-        refuses("fn f(x: f64) -> f64 { x * SCALE }", "`SCALE` is not supported: #[differentiable] functions can only read their parameters, their local variables and `f64` constants");
+        refuses("fn f(x: f64) -> f64 { x * SCALE }", "`SCALE` is not supported: #[differentiable] functions can only read their parameters, their local variables, std constants");
         refuses(
             "fn f(x: f64) -> f64 { x * std::f64::consts::TAUX }",
             "`std::f64::consts::TAUX` is not supported",

@@ -42,6 +42,7 @@ impl Lowerer<'_> {
             self.errors.push(e);
             return (Val::Poison, span);
         }
+        super::desugar::hoist_consts(&mut block);
         super::desugar::inline_mut_views(&mut block);
         super::desugar::lift_early_returns(&mut block);
         strip_tail_returns(&mut block);
@@ -754,6 +755,26 @@ mod tests {
     }
 
     #[test]
+    fn const_items_in_the_body_are_lets_visible_to_the_whole_block() {
+        // Used before its declaration (an item is visible in its whole
+        // block), in a nested block and a closure; `static` too.
+        check(
+            "fn f(x: f64) -> f64 { let y = x * C; const C: f64 = 2.0; \
+             static S: f64 = 0.5; let g = |t: f64| t * S; \
+             let mut s = 0.0; for _ in 0..N { s += y; { const D: f64 = 0.25; s += D; } } \
+             const N: usize = 3; g(s) }",
+            &[fv(1.5)],
+            &[fv((1.5 * 2.0 + 0.25) * 3.0 * 0.5)],
+        );
+        // With attributes (`#[cfg]`, which the body's `cfg` handling does
+        // not see on items): refused, as other items.
+        refuses(
+            "fn f(x: f64) -> f64 { #[cfg(test)] const C: f64 = 2.0; x }",
+            "items (functions, `use`, a `const` or `static` with attributes, ...)",
+        );
+    }
+
+    #[test]
     fn refusals() {
         refuses(
             "fn f(x: f64) -> f64 { let y; y = x; y }",
@@ -775,7 +796,7 @@ mod tests {
             "fn f(x: f64) -> f64 { let v = vec![[x, 1.0]]; x }",
             "arrays of arrays are not supported",
         );
-        refuses("fn f(x: f64) -> f64 { fn g() {} x }", "items (functions, `use`, `const`, `static`, ...) inside a #[differentiable] function are not supported");
+        refuses("fn f(x: f64) -> f64 { fn g() {} x }", "items (functions, `use`, a `const` or `static` with attributes, ...) inside a #[differentiable] function are not supported");
         refuses("fn f(x: f64) -> f64 { println!(\"{}\", x); x }", "macros are not supported in #[differentiable] functions: `println!` cannot be differentiated; remove it");
         refuses(
             "fn f(x: f64) -> f64 { vec![x]; x }",

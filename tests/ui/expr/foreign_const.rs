@@ -1,10 +1,9 @@
 use linad::differentiable;
-
-const K: f64 = 2.0;
+use std::f64::consts::LN_2 as L2;
 
 #[differentiable]
 fn f(x: f64) -> f64 {
-    x * K
+    x * L2
 }
 
 fn main() {}

@@ -1,9 +1,9 @@
 use linad::differentiable;
 
-static K: f64 = 2.0;
-
 #[differentiable]
 fn f(x: f64) -> f64 {
+    #[cfg(all())]
+    const K: f64 = 2.0;
     x * K
 }
 

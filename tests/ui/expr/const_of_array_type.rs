@@ -1,9 +1,10 @@
 use linad::differentiable;
 
+const W: [f64; 2] = [1.0, 2.0];
+
 #[differentiable]
 fn f(x: f64) -> f64 {
-    const K: f64 = 2.0;
-    x * K
+    x * W[0]
 }
 
 fn main() {}
