@@ -260,7 +260,24 @@ fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Err
     if !crate::struct_results::made_rewritten(func) {
         crate::struct_results::rewrite(&mut shadowed)?;
     }
-    let func = &shadowed;
+    // The assertions the body starts with: checked on entry by the public
+    // derivatives, which take the parameters as `f` does; not where they
+    // take them in another form (a flat function's leaves, a shadow's
+    // `f64`s, a method's `self` as a parameter).
+    let (stripped, preconditions) = crate::asserts::split_leading(&shadowed);
+    if let Some(first) = preconditions.first() {
+        let as_self = func.sig.inputs.iter().any(|a| {
+            matches!(a, syn::FnArg::Typed(pt)
+                if matches!(&*pt.pat, syn::Pat::Ident(pi) if pi.ident == crate::impls::SELF))
+        });
+        if crate::struct_results::made_rewritten(func) || as_self {
+            return Err(vec![syn::Error::new_spanned(
+                first,
+                "assertions are not supported in a function with struct, `f32` or `self` parameters (its derivatives take them in another form): remove it (check the arguments before calling the function)",
+            )]);
+        }
+    }
+    let func = &stripped;
     let wrt = args.wrt_idents().map_err(|e| vec![e])?;
     let modes = args.modes().map_err(|e| vec![e])?;
     let sig = lower::signature(func, wrt.as_deref())?;
@@ -290,6 +307,7 @@ fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Err
         all: &all,
         public,
         callers,
+        preconditions: &preconditions,
     });
     let dump = if args.dump.is_present() {
         // The lowered function, then every pass's output in pipeline order.

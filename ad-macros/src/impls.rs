@@ -42,7 +42,8 @@ use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 
 /// The receiver's name in the free function.
-const SELF: &str = "__linad_self";
+/// The parameter a method's `self` becomes in its free function.
+pub const SELF: &str = "__linad_self";
 
 /// The public derivatives a method gets (suffixes of the free function's).
 const PUBLIC: [&str; 5] = ["jvp", "vjp", "linearize", "pullback", "linad_dump"];

@@ -7,6 +7,7 @@
 //! `emit` (IR to Rust calling `linad::__private::ad_runtime`); on error,
 //! `fallback` emits the errors together with the original function.
 
+mod asserts;
 mod attr;
 mod cfg;
 mod crate_fns;

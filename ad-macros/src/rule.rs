@@ -105,6 +105,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
         public: emit::Public::all_of(crate::attr::Modes::BOTH),
         // The rule's target is called by other functions.
         callers: true,
+        preconditions: &[],
     });
     let assert = signature_assertion(&f_sig, &target);
     // The rule is a specification read by the macro: not calling it is normal.

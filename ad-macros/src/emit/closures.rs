@@ -49,7 +49,7 @@ fn forward(input: &Input, h: &Halves) -> R<Forward> {
     check(h.n_out == n_out, || {
         format!("`{}` does not return the signature's results", h.fwd)
     })?;
-    let (pstmts, pargs) = primal_args(sig);
+    let (pstmts, pargs) = primal_args(input);
     let (ys, _) = temps("y", h.fwd_reprs.len());
     let fwd = &h.fwd;
     // Residuals the closure owns as they come are bound as `__rk` at once;

@@ -68,6 +68,9 @@ pub struct Input<'a> {
     /// derivatives use is emitted, and [`Input::all`] is not read when the
     /// `wrt` set is smaller.
     pub callers: bool,
+    /// The assertions the body starts with (`crate::asserts`), run first
+    /// by the public derivatives.
+    pub preconditions: &'a [syn::Stmt],
 }
 
 /// Which public derivatives of `f` are emitted: those of the attribute's

@@ -194,6 +194,7 @@ fn emit(d: &Derived) -> TokenStream {
         all: &d.all,
         public: super::Public::all_of(crate::attr::Modes::BOTH),
         callers: true,
+        preconditions: &[],
     })
 }
 

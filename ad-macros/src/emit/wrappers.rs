@@ -382,9 +382,13 @@ pub(super) fn canonical_args<'p>(
 }
 
 /// The user's parameters as arguments of `fwd` / `jvp` (see
-/// [`canonical_args`]).
-pub(super) fn primal_args(sig: &crate::sig::Signature) -> (TokenStream, Vec<TokenStream>) {
-    canonical_args(sig.params.iter().map(|p| (&p.ident, &p.kind)), "p")
+/// [`canonical_args`]), after the assertions the body starts with
+/// (`crate::asserts`): the public derivatives check them first.
+pub(super) fn primal_args(input: &Input) -> (TokenStream, Vec<TokenStream>) {
+    let sig = input.sig;
+    let (stmts, args) = canonical_args(sig.params.iter().map(|p| (&p.ident, &p.kind)), "p");
+    let pre = input.preconditions;
+    (quote!(#(#pre)* #stmts), args)
 }
 
 /// The declarations `x: T` of the user's parameters.
@@ -414,7 +418,7 @@ fn f_jvp(input: &Input, h: &Halves) -> R<TokenStream> {
         format!("`{}` does not return the signature's results", h.jvp)
     })?;
     let dnames = tangent_names(sig);
-    let (pstmts, pargs) = primal_args(sig);
+    let (pstmts, pargs) = primal_args(input);
     let (dstmts, dargs) = canonical_args(wrt.iter().zip(&dnames).map(|(p, d)| (d, &p.kind)), "dp");
     let (ts, pat) = temps("y", 2 * n_out);
     let vals: Vec<TokenStream> = ts
@@ -456,8 +460,8 @@ fn f_jvp(input: &Input, h: &Halves) -> R<TokenStream> {
         #allows
         #[inline]
         #header {
-            #(#checks)*
             #pstmts
+            #(#checks)*
             #dstmts
             let #pat = #jvp(#(#pargs,)* #(#dargs),*);
             (#y, #dy)
@@ -475,7 +479,7 @@ fn f_vjp(input: &Input, h: &Halves) -> R<TokenStream> {
     check(h.n_out == n_out && h.lin_t_reprs.len() == wrt.len(), || {
         format!("`{}` does not match the signature", h.lin_t_at)
     })?;
-    let (pstmts, pargs) = primal_args(sig);
+    let (pstmts, pargs) = primal_args(input);
     let (ys, ypat) = temps("y", h.fwd_reprs.len());
     let mut leaves = vec![];
     let ct_pat = out_pattern(&sig.out, &mut leaves);

@@ -46,6 +46,10 @@ pub struct Lowerer<'p> {
     /// bodies of linear functions and custom rules, whose transposes size
     /// a linear parameter's cotangent from the arrays it meets.
     pub exact_shapes: bool,
+    /// The function's leading assertions were split off to be checked on
+    /// entry by its derivatives (`crate::asserts`; not in linear functions
+    /// and custom rules): a refused later one may move there.
+    pub asserts_on_entry: bool,
 }
 
 impl<'p> Lowerer<'p> {
@@ -74,6 +78,7 @@ impl<'p> Lowerer<'p> {
             defaulted: ad_core_ir::fast_hash::FastMap::default(),
             unit_axis: ad_core_ir::fast_hash::FastMap::default(),
             exact_shapes: false,
+            asserts_on_entry: false,
         }
     }
 

@@ -70,8 +70,10 @@ pub const PATTERN: &str =
 /// `ref` bindings.
 pub const REF_PATTERN: &str = "`ref` bindings are not supported: bind by value";
 
-/// A macro call.
-pub fn macro_refused(m: &syn::Macro) -> String {
+/// A macro call; `on_entry`: the function's leading assertions are checked
+/// on entry by its derivatives (`crate::asserts`), so an assertion may move
+/// there.
+pub fn macro_refused(m: &syn::Macro, on_entry: bool) -> String {
     let name = m
         .path
         .segments
@@ -80,7 +82,10 @@ pub fn macro_refused(m: &syn::Macro) -> String {
         .unwrap_or_default();
     let hint = match name.as_str() {
         "vec" | "array" => "bind the array with `let` (`let v = vec![a, b];`) or remove it",
-        "assert" | "assert_eq" | "debug_assert" | "debug_assert_eq" | "assert_ne" => {
+        _ if on_entry && crate::asserts::is_assertion(m) => {
+            "an assertion is supported among the statements a function's body starts with, before any other (its derivatives check it on entry): move it there if it reads only parameters, or check the arguments before calling the function"
+        }
+        _ if crate::asserts::is_assertion(m) => {
             "remove it (check the arguments before calling the function)"
         }
         "panic" | "unreachable" | "todo" | "unimplemented" => "remove it",

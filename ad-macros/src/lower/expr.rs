@@ -68,7 +68,7 @@ impl Lowerer<'_> {
             },
             E::Macro(m) => match self.array_macro(m) {
                 Some(v) => v,
-                None => self.fail(&m.mac, errors::macro_refused(&m.mac)),
+                None => self.fail(&m.mac, errors::macro_refused(&m.mac, self.asserts_on_entry)),
             },
             E::Closure(c) => {
                 if let Some(a) = &c.asyncness {

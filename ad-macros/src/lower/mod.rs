@@ -94,7 +94,7 @@ pub fn signature(
 
 /// Lowers the body to IR.
 pub fn lower(item: &syn::ItemFn, sig: &Signature) -> Result<Lowered, Vec<syn::Error>> {
-    lower_seeded(item, sig, &sig.all_mask(), false)
+    lower_with(item, sig, &sig.all_mask(), false, true)
 }
 
 /// As [`lower`], where only the parameters flagged in `seeds` carry
@@ -107,10 +107,23 @@ pub fn lower_seeded(
     seed_mask: &[bool],
     exact_shapes: bool,
 ) -> Result<Lowered, Vec<syn::Error>> {
+    lower_with(item, sig, seed_mask, exact_shapes, false)
+}
+
+/// [`lower_seeded`]; `asserts_on_entry`: the caller split off the body's
+/// leading assertions (`crate::asserts`), for the refusal of later ones.
+fn lower_with(
+    item: &syn::ItemFn,
+    sig: &Signature,
+    seed_mask: &[bool],
+    exact_shapes: bool,
+    asserts_on_entry: bool,
+) -> Result<Lowered, Vec<syn::Error>> {
     let name = sig.ident.to_string();
     let empty = Program::default();
     let mut lw = Lowerer::new(&empty, &name);
     lw.exact_shapes = exact_shapes;
+    lw.asserts_on_entry = asserts_on_entry;
     let mut seeds = vec![];
     let inputs: Vec<&syn::PatType> = item
         .sig

@@ -111,7 +111,8 @@ impl Lowerer<'_> {
                 let _: Option<()> = self.fail(i, errors::ITEM);
             }
             syn::Stmt::Macro(m) => {
-                let _: Option<()> = self.fail(&m.mac, errors::macro_refused(&m.mac));
+                let _: Option<()> =
+                    self.fail(&m.mac, errors::macro_refused(&m.mac, self.asserts_on_entry));
             }
         }
     }

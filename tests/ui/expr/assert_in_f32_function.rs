@@ -1,8 +1,8 @@
 use linad::differentiable;
 
 #[differentiable]
-fn f(x: f64) -> f64 {
-    assert!(x > 0.0);
+fn f(x: f32) -> f32 {
+    assert!(x > 0.0, "x must be positive");
     x.sqrt()
 }
 
