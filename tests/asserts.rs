@@ -87,3 +87,78 @@ fn derivatives_panic_as_f_does() {
         want
     );
 }
+
+/// Integer and index-array parameters in assertions.
+#[differentiable]
+fn gather(x: &Array1<f64>, idx: &Array1<usize>, k: usize) -> f64 {
+    assert!(k < idx.len(), "k = {k} is past the {} indices", idx.len());
+    assert!(idx.iter().all(|&i| i < x.len()), "an index is out of range");
+    x[idx[k]] * x[idx[k]]
+}
+
+/// A caller of both: its derivatives call their building blocks (at the
+/// top level, which keeps residuals, and inside a loop, which recomputes),
+/// which check the callees' assertions too.
+#[differentiable]
+fn caller(x: &Array1<f64>, w: &Array1<f64>, idx: &Array1<usize>) -> f64 {
+    let a = weighted(x, w, 2.0);
+    let mut s = 0.0;
+    for k in 0..2 {
+        s += weighted(x, w, 1.0 + k as f64) * gather(x, idx, k);
+    }
+    a + s
+}
+
+#[test]
+fn callers_derivatives_check_the_callees_assertions() {
+    let (x, w, idx) = (array![1.0, 2.0, 3.0], array![0.5, 0.25, 2.0], array![2, 0]);
+    let y = caller(&x, &w, &idx);
+    let (yv, _) = caller_vjp(&x, &w, &idx, 1.0);
+    assert_eq!(yv.to_bits(), y.to_bits());
+    check_derivatives(
+        &(x.clone(), w.clone()),
+        |(x, w)| caller(x, w, &idx),
+        |(x, w), (dx, dw)| caller_jvp(x, w, &idx, dx, dw),
+        |(x, w), ct| caller_vjp(x, w, &idx, *ct),
+    );
+    let short = array![0.5, 0.25];
+    let want = panic_message(|| {
+        caller(&x, &short, &idx);
+    });
+    assert!(want.contains("x and w differ in length"), "{want}");
+    let (dx, dw) = (x.clone(), short.clone());
+    assert_eq!(
+        panic_message(|| {
+            caller_vjp(&x, &short, &idx, 1.0);
+        }),
+        want
+    );
+    assert_eq!(
+        panic_message(|| {
+            caller_jvp(&x, &short, &idx, &dx, &dw);
+        }),
+        want
+    );
+    let bad = array![2, 7];
+    let want = panic_message(|| {
+        caller(&x, &w, &bad);
+    });
+    assert_eq!(want, "an index is out of range");
+    assert_eq!(
+        panic_message(|| {
+            caller_vjp(&x, &w, &bad, 1.0);
+        }),
+        want
+    );
+    let one = array![1];
+    let want = panic_message(|| {
+        caller(&x, &w, &one);
+    });
+    assert_eq!(want, "k = 1 is past the 1 indices");
+    assert_eq!(
+        panic_message(|| {
+            let _ = caller_pullback(&x, &w, &one);
+        }),
+        want
+    );
+}

@@ -7,7 +7,11 @@
 //! `f_jvp`, `f_vjp`, `f_linearize` and `f_pullback`, which take the same
 //! parameters under the same names in the same module, run them verbatim
 //! first: a call `f` refuses, its derivatives refuse with the same message.
-//! The rest of the body is differentiated without them.
+//! The hidden building blocks callers' derivatives call (primal, forward
+//! half keeping residuals, forward mode) run them too, each parameter
+//! rebound under its name from its canonical form
+//! (`emit::wrappers::canonical_preconditions`). The rest of the body is
+//! differentiated without them.
 //!
 //! ```text
 //! fn f(x: &Array1<f64>, w: &Array1<f64>) -> f64 { assert_eq!(x.len(), w.len()); x.dot(w) }
@@ -17,7 +21,8 @@
 //! An assertion after another statement is refused (it may read locals the
 //! derivatives do not have at that point), as are assertions in functions
 //! whose derivatives take the parameters in another form (a struct's
-//! leaves, an `f32` function's `f64` shadow, a method's `self`).
+//! leaves, an `f32` function's `f64` shadow, a method's `self`) or whose
+//! building blocks cannot rebuild one (an enum from its discriminant).
 
 /// Whether `m` is `assert!`, `assert_eq!`, `assert_ne!` or a `debug_` form
 /// (also as `std::assert!` / `core::assert!`).

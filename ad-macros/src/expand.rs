@@ -281,6 +281,21 @@ fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Err
     let wrt = args.wrt_idents().map_err(|e| vec![e])?;
     let modes = args.modes().map_err(|e| vec![e])?;
     let sig = lower::signature(func, wrt.as_deref())?;
+    // Callers' derivatives run the assertions with the parameters rebuilt
+    // from their canonical form (`emit::wrappers::canonical_preconditions`):
+    // an enum's discriminant does not give the enum back.
+    if let Some(first) = preconditions.first() {
+        if let Some(p) = sig
+            .params
+            .iter()
+            .find(|p| matches!(p.kind, crate::sig::ParamKind::Enum(_)))
+        {
+            return Err(vec![syn::Error::new_spanned(
+                first,
+                format!("assertions are not supported in a function with an enum parameter (`{}`): remove it (check the arguments before calling the function)", p.ident),
+            )]);
+        }
+    }
     let lowered = lower::lower(func, &sig)?;
     let span = sig.span;
     let trace = args.dump.is_present();

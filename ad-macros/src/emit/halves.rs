@@ -184,26 +184,35 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
     // The linear maps at given residuals.
     let elided = quote!('_);
     // A function of the IR function's parameters, returning owned results.
-    let mut owned_half = |f: &Func, doc: String, name: &Ident, emitted: bool| -> R<Vec<Repr>> {
-        let reprs = result_tys(f).iter().map(owned_repr).collect();
-        if !emitted {
-            return Ok(reprs);
-        }
-        let (rdecls, rbinds) = ir_params(f, false, &elided);
-        let (ldecls, lbinds) = ir_params(f, true, &elided);
-        let (b, _) = body(cx, f, rbinds, lbinds, false)?;
-        let nested = nested_fns(cx)?;
-        items.extend(item(
-            doc,
-            name,
-            quote!(),
-            rdecls.into_iter().chain(ldecls).collect(),
-            result_ty(f),
-            b,
-            nested,
-        ));
-        Ok(reprs)
-    };
+    // With `checks`, the function's leading assertions first (forward mode,
+    // which callers' forward modes call: `canonical_preconditions`).
+    let mut owned_half =
+        |f: &Func, doc: String, name: &Ident, emitted: bool, checks: bool| -> R<Vec<Repr>> {
+            let reprs = result_tys(f).iter().map(owned_repr).collect();
+            if !emitted {
+                return Ok(reprs);
+            }
+            let (rdecls, rbinds) = ir_params(f, false, &elided);
+            let (ldecls, lbinds) = ir_params(f, true, &elided);
+            let pre = if checks {
+                let names: Vec<TokenStream> = rbinds.iter().map(|(n, _)| n.clone()).collect();
+                super::wrappers::canonical_preconditions(input, &names)
+            } else {
+                TokenStream::new()
+            };
+            let (b, _) = body(cx, f, rbinds, lbinds, false)?;
+            let nested = nested_fns(cx)?;
+            items.extend(item(
+                doc,
+                name,
+                quote!(),
+                rdecls.into_iter().chain(ldecls).collect(),
+                result_ty(f),
+                quote!(#pre #b),
+                nested,
+            ));
+            Ok(reprs)
+        };
     // What the public items use, everything when other functions may call
     // the building blocks: `f_jvp` the forward mode, `f_linearize` the
     // linear map, `f_vjp` (when it cannot use the one-sweep reverse) and
@@ -216,6 +225,7 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
         format!(" The linear map of [`{fname}`] at the residuals of its forward half."),
         &lin_name,
         linear,
+        false,
     )?;
     let lin_t = func(cx.prog, &d.names.lin_t)?;
     let lin_t_reprs = owned_half(
@@ -223,6 +233,7 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
         format!(" The transposed linear map of [`{fname}`] at the residuals of its forward half."),
         &lin_t_name,
         transposed,
+        false,
     )?;
 
     // Forward mode in one sweep.
@@ -232,6 +243,7 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
         format!(" Forward mode of [`{fname}`] (canonical signature)."),
         &jvp_name,
         forward,
+        true,
     )?;
 
     // Reverse mode in one sweep.
@@ -243,6 +255,7 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
                 format!(" Reverse mode of [`{fname}`] in one sweep (canonical signature)."),
                 &vjp_name,
                 p.vjp,
+                false,
             )?;
             Some((vjp_name, reprs))
         }

@@ -48,7 +48,9 @@ pub(super) fn residual_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) -> 
     let elided = quote!('_);
     let primal = func(cx.prog, &input.lowered.name)?;
     let (pdecls, pbinds) = canonical_params(&primal.param_tys(), "x", &elided);
-    let pargs = pbinds.iter().map(|(t, _)| t);
+    let pargs: Vec<&TokenStream> = pbinds.iter().map(|(t, _)| t).collect();
+    let names: Vec<TokenStream> = pbinds.iter().map(|(t, _)| t.clone()).collect();
+    let pre = super::wrappers::canonical_preconditions(input, &names);
     let (ys, ypat) = temps("y", h.fwd_reprs.len());
     let owned: Vec<TokenStream> = ys
         .iter()
@@ -71,7 +73,7 @@ pub(super) fn residual_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) -> 
         &name(Block::FwdRes),
         &pdecls,
         quote!((#(#rtys),*)),
-        quote!(let #ypat = #fwd(#(#pargs),*); (#(#results,)* (#(#kept,)*))),
+        quote!(#pre let #ypat = #fwd(#(#pargs),*); (#(#results,)* (#(#kept,)*))),
     ));
 
     // The linear maps at the kept residuals (by reference).

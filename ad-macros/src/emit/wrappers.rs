@@ -391,6 +391,30 @@ pub(super) fn primal_args(input: &Input) -> (TokenStream, Vec<TokenStream>) {
     (quote!(#(#pre)* #stmts), args)
 }
 
+/// The assertions the body starts with (`crate::asserts`) for a hidden
+/// building block whose leading parameters, `names`, are the user's in
+/// their canonical form: each rebound under its own name (an array as a
+/// reference to its view, an integer array back in its element type, an
+/// integer in its own type: exact, the canonical `i64` came from it), then
+/// the assertions, in a block of their own. So callers' derivatives fail
+/// where the call in `f`'s caller fails. Empty without assertions.
+pub(super) fn canonical_preconditions(input: &Input, names: &[TokenStream]) -> TokenStream {
+    let pre = input.preconditions;
+    if pre.is_empty() {
+        return TokenStream::new();
+    }
+    let binds = input.sig.params.iter().zip(names).map(|(p, n)| {
+        let x = &p.ident;
+        match &p.kind {
+            ParamKind::Int(ty) => quote!(let #x: #ty = #n as #ty;),
+            ParamKind::F64Array { .. } => quote!(let #x = &#n;),
+            ParamKind::IntArray { elem, .. } => quote!(let #x = &#n.mapv(|__v| __v as #elem);),
+            _ => quote!(let #x = #n;),
+        }
+    });
+    quote!({ #(#binds)* #(#pre)* })
+}
+
 /// The declarations `x: T` of the user's parameters.
 pub(super) fn user_decls(sig: &crate::sig::Signature) -> Vec<TokenStream> {
     sig.params
@@ -600,6 +624,8 @@ fn hidden_blocks(input: &Input, cx: &Ctx, h: &Halves) -> R<TokenStream> {
     let elided = quote!('_);
     let primal = func(cx.prog, &input.lowered.name)?;
     let (pdecls, pbinds) = ir_params(primal, false, &elided);
+    let names: Vec<TokenStream> = pbinds.iter().map(|(n, _)| n.clone()).collect();
+    let pre = canonical_preconditions(input, &names);
     let (b, _) = body(cx, primal, pbinds, vec![], false)?;
     let nested = nested_fns(cx)?;
     let mut out = hidden_fn(
@@ -610,7 +636,7 @@ fn hidden_blocks(input: &Input, cx: &Ctx, h: &Halves) -> R<TokenStream> {
         &hidden(fname, Hidden::Primal),
         &pdecls,
         result_ty(primal),
-        quote!(#nested #b),
+        quote!(#pre #nested #b),
     );
     out.extend(recomputing_blocks(input, cx, h, Set::All)?);
     out.extend(super::residuals::residual_blocks(input, cx, h, Set::All)?);

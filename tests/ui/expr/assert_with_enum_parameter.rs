@@ -1,0 +1,18 @@
+use linad::differentiable;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Fast,
+    Exact,
+}
+
+#[differentiable]
+fn f(x: f64, mode: Mode) -> f64 {
+    assert!(mode != Mode::Fast || x > 0.0);
+    match mode {
+        Mode::Fast => x,
+        Mode::Exact => x * x,
+    }
+}
+
+fn main() {}
