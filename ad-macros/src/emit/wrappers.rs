@@ -403,7 +403,19 @@ pub(super) fn canonical_preconditions(input: &Input, names: &[TokenStream]) -> T
     if pre.is_empty() {
         return TokenStream::new();
     }
-    let binds = input.sig.params.iter().zip(names).map(|(p, n)| {
+    // Only the parameters the assertions name (an index array is
+    // converted back, which allocates).
+    let mut named = std::collections::BTreeSet::new();
+    for s in pre {
+        idents_in(quote::ToTokens::to_token_stream(s), &mut named);
+    }
+    let used = input
+        .sig
+        .params
+        .iter()
+        .zip(names)
+        .filter(|(p, _)| named.contains(&syn::ext::IdentExt::unraw(&p.ident).to_string()));
+    let binds = used.map(|(p, n)| {
         let x = &p.ident;
         match &p.kind {
             ParamKind::Int(ty) => quote!(let #x: #ty = #n as #ty;),
@@ -413,6 +425,31 @@ pub(super) fn canonical_preconditions(input: &Input, names: &[TokenStream]) -> T
         }
     });
     quote!({ #(#binds)* #(#pre)* })
+}
+
+/// Every identifier in `ts`, at any depth (format strings' inline
+/// arguments included: `{k}` names `k`).
+fn idents_in(ts: TokenStream, out: &mut std::collections::BTreeSet<String>) {
+    for t in ts {
+        match t {
+            proc_macro2::TokenTree::Ident(i) => {
+                out.insert(syn::ext::IdentExt::unraw(&i).to_string());
+            }
+            proc_macro2::TokenTree::Group(g) => idents_in(g.stream(), out),
+            proc_macro2::TokenTree::Literal(l) => {
+                // `"k = {k}"`: the words of a string literal.
+                let text = l.to_string();
+                if text.starts_with('"') || text.starts_with('r') {
+                    for w in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+                        if !w.is_empty() {
+                            out.insert(w.to_string());
+                        }
+                    }
+                }
+            }
+            proc_macro2::TokenTree::Punct(_) => {}
+        }
+    }
 }
 
 /// The declarations `x: T` of the user's parameters.
