@@ -260,43 +260,26 @@ fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Err
     if !crate::struct_results::made_rewritten(func) {
         crate::struct_results::rewrite(&mut shadowed)?;
     }
-    // The assertions the body starts with: checked on entry by the public
-    // derivatives, which take the parameters as `f` does; not where they
-    // take them in another form (a flat function's leaves, a shadow's
-    // `f64`s, a method's `self` as a parameter).
+    // The assertions the body starts with: checked on entry by the
+    // derivatives (`crate::asserts`), where they can (`refused_assertions`).
     let (stripped, preconditions) = crate::asserts::split_leading(&shadowed);
-    if let Some(first) = preconditions.first() {
-        let as_self = func.sig.inputs.iter().any(|a| {
-            matches!(a, syn::FnArg::Typed(pt)
-                if matches!(&*pt.pat, syn::Pat::Ident(pi) if pi.ident == crate::impls::SELF))
-        });
-        if crate::struct_results::made_rewritten(func) || as_self {
-            return Err(vec![syn::Error::new_spanned(
-                first,
-                "assertions are not supported in a function with struct, `f32` or `self` parameters (its derivatives take them in another form): remove it (check the arguments before calling the function)",
-            )]);
-        }
-    }
     let func = &stripped;
     let wrt = args.wrt_idents().map_err(|e| vec![e])?;
     let modes = args.modes().map_err(|e| vec![e])?;
     let sig = lower::signature(func, wrt.as_deref())?;
-    // Callers' derivatives run the assertions with the parameters rebuilt
-    // from their canonical form (`emit::wrappers::canonical_preconditions`):
-    // an enum's discriminant does not give the enum back.
-    if let Some(first) = preconditions.first() {
-        if let Some(p) = sig
-            .params
-            .iter()
-            .find(|p| matches!(p.kind, crate::sig::ParamKind::Enum(_)))
-        {
-            return Err(vec![syn::Error::new_spanned(
-                first,
-                format!("assertions are not supported in a function with an enum parameter (`{}`): remove it (check the arguments before calling the function)", p.ident),
-            )]);
+    // Reported with the body's other errors.
+    let mut errors = match (preconditions.first(), refused_assertions(func, &sig)) {
+        (Some(first), Some(msg)) => vec![syn::Error::new_spanned(first, msg)],
+        _ => vec![],
+    };
+    let lowered = match lower::lower(func, &sig) {
+        Ok(l) if errors.is_empty() => l,
+        Ok(_) => return Err(errors),
+        Err(es) => {
+            errors.extend(es);
+            return Err(errors);
         }
-    }
-    let lowered = lower::lower(func, &sig)?;
+    };
     let span = sig.span;
     let trace = args.dump.is_present();
     let callers = crate::crate_fns::callers_possible(&func.sig.ident.to_string(), &func.vis);
@@ -349,6 +332,27 @@ fn generate(args: &Args, func: &syn::ItemFn) -> Result<TokenStream, Vec<syn::Err
         #companions
         #dump
     })
+}
+
+/// Why the assertions a function's body starts with (`crate::asserts`)
+/// cannot be checked by its derivatives, if they cannot: they take the
+/// parameters in another form (a flat function's leaves, a shadow's `f64`s,
+/// a method's `self` as a parameter), or callers' building blocks could not
+/// rebuild one (an enum from its discriminant:
+/// `emit::wrappers::canonical_preconditions`).
+fn refused_assertions(func: &syn::ItemFn, sig: &crate::sig::Signature) -> Option<String> {
+    let as_self = func.sig.inputs.iter().any(|a| {
+        matches!(a, syn::FnArg::Typed(pt)
+            if matches!(&*pt.pat, syn::Pat::Ident(pi) if pi.ident == crate::impls::SELF))
+    });
+    if crate::struct_results::made_rewritten(func) || as_self {
+        return Some("assertions are not supported in a function with struct, `f32` or `self` parameters (its derivatives take them in another form): remove it (check the arguments before calling the function)".to_string());
+    }
+    let e = sig
+        .params
+        .iter()
+        .find(|p| matches!(p.kind, crate::sig::ParamKind::Enum(_)))?;
+    Some(format!("assertions are not supported in a function with an enum parameter (`{}`): remove it (check the arguments before calling the function)", e.ident))
 }
 
 /// Generated items as Rust source formatted by `prettyplease` (the tokens

@@ -84,6 +84,15 @@ pub(super) fn in_crate_name(path: &syn::Path) -> Option<String> {
     }
 }
 
+/// A path as written, `m::g` (the IR name of an extern).
+fn written_name(path: &syn::Path) -> String {
+    path.segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect::<Vec<_>>()
+        .join("::")
+}
+
 /// Whether a path segment names an `ndarray` array type.
 fn is_array_type(s: &str) -> bool {
     s == "Array"
@@ -221,13 +230,7 @@ impl Lowerer<'_> {
                 );
             }
         }
-        let ir_name = p
-            .path
-            .segments
-            .iter()
-            .map(|s| s.ident.to_string())
-            .collect::<Vec<_>>()
-            .join("::");
+        let ir_name = written_name(&p.path);
         if ir_name == self.fn_name {
             return self.fail(c, "recursive calls are not supported by #[differentiable]");
         }
@@ -381,13 +384,7 @@ impl Lowerer<'_> {
     /// derivatives read the one value Rust gives it (no derivative: a
     /// constant). Scalars only (`f64`, integer types, `bool`).
     pub(super) fn const_read(&mut self, p: &syn::ExprPath, ty: &str) -> Option<Val> {
-        let name = p
-            .path
-            .segments
-            .iter()
-            .map(|s| s.ident.to_string())
-            .collect::<Vec<_>>()
-            .join("::");
+        let name = written_name(&p.path);
         let written: Option<syn::Type> = syn::parse_str(ty).ok();
         let elem = match written.as_ref().map(classify) {
             Some(Ok(TyDesc::Scalar(e))) => e,
