@@ -78,3 +78,52 @@ fn degenerate_wrt_lists() {
     assert_eq!(twice_jvp(2.0, 3.0, 1.0), (6.0, 3.0));
     assert_eq!(twice_vjp(2.0, 3.0, 1.0), (6.0, 3.0));
 }
+
+/// `filter` before `sum`, `product` and `count`, as users write them: the
+/// primal bit-identical to `f` (a dropped item adds nothing, not even a
+/// `+0.0`: every item dropped gives `f`'s `-0.0`), the stages after the
+/// filter run only for kept items (no `ln` of a dropped `0.0`).
+#[differentiable]
+fn filtered(x: &Array1<f64>, t: f64) -> f64 {
+    let pos = x
+        .iter()
+        .filter(|v| **v > t)
+        .map(|v| (v - t).ln())
+        .sum::<f64>();
+    let even: f64 = (0..x.len())
+        .filter(|i| i % 2 == 0)
+        .map(|i| x[i] * x[i])
+        .sum();
+    let prod = x.iter().filter(|&&v| v < 0.0).product::<f64>();
+    let n = x.iter().filter(|v| v.abs() < 1.0).count();
+    pos + even + prod + n as f64
+}
+
+#[test]
+fn filters_before_reductions() {
+    let mut rng = rng("filters");
+    let x = rng.array1(7, -2.0, 2.0);
+    for t in [-0.5, 0.25, 10.0] {
+        let y = filtered(&x, t);
+        assert_eq!(filtered_vjp(&x, t, 1.0).0.to_bits(), y.to_bits());
+        assert_eq!(filtered_jvp(&x, t, &x, 1.0).0.to_bits(), y.to_bits());
+        check_derivatives(
+            &(x.clone(), t),
+            |(x, t)| filtered(x, *t),
+            |(x, t), (dx, dt)| filtered_jvp(x, *t, dx, *dt),
+            |(x, t), ct| filtered_vjp(x, *t, *ct),
+        );
+    }
+    // Nothing kept: `f`'s empty sum is -0.0, and so is the companions'.
+    let z = Array1::from(vec![0.5, -1.5]);
+    let minus_zero = (-0.0f64).to_bits();
+    assert_eq!(dropped(&z).to_bits(), minus_zero);
+    assert_eq!(dropped_vjp(&z, 1.0).0.to_bits(), minus_zero);
+    assert_eq!(dropped_jvp(&z, &z).0.to_bits(), minus_zero);
+}
+
+/// A sum that drops every item of small inputs.
+#[differentiable]
+fn dropped(x: &Array1<f64>) -> f64 {
+    x.iter().filter(|v| **v > 9.0).sum::<f64>()
+}

@@ -280,7 +280,7 @@ impl Lowerer<'_> {
         let rev = it.rev;
         self.counted_for(f, n, rev, &|lw: &mut Self, k: Atom| {
             let item = lw.item_at(&it, k, f)?;
-            lw.apply_maps(&it, item)
+            lw.apply_maps(&it, item, f)
         })
     }
 

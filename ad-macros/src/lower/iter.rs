@@ -7,7 +7,15 @@
 //!   `Reduce` (`sum`, `product`) or `Fold`; `fold(f64::NEG_INFINITY, f64::max)`
 //!   is `Reduce Max` (and the `min` form `Reduce Min`);
 //! - ranges, `enumerate` or `rev` (the index is needed): `Build` over the
-//!   length with `Index` of the arrays, or a `Loop` for `fold` (order matters).
+//!   length with `Index` of the arrays, or a `Loop` for `fold` (order matters);
+//! - `.filter(p)` before `sum`, `product` or `count`: the stages after it
+//!   in an `If` on `p`, a dropped item the reduction's identity
+//!   ([`Lowerer::apply_stages`]):
+//!
+//!   ```text
+//!   a.iter().filter(|x| **x > 0.0).map(|x| x.ln()).sum::<f64>()
+//!   ==>  fold(-0.0, map(a, |x| if x > 0.0 { ln x } else { -0.0 }), add)
+//!   ```
 
 use super::ctx::{span_of, Lowerer};
 use super::expr::strip;
@@ -35,6 +43,9 @@ impl Item {
     }
 }
 
+/// A `filter` whose consumer is not `sum`, `product` or `count`.
+const FILTERED: &str = "`filter` is supported before `sum`, `product` and `count` (an item it drops then adds nothing); elsewhere use `if` inside the loop or the `map`";
+
 const ITER_METHODS: &str =
     "zip, enumerate, rev, cloned, copied, map, step_by (on ranges), skip, take, then sum, product, fold, count or collect";
 
@@ -54,6 +65,7 @@ impl Lowerer<'_> {
             enum_after_rev: false,
             multi_index: false,
             maps: vec![],
+            filters: vec![],
         })))
     }
 
@@ -72,7 +84,7 @@ impl Lowerer<'_> {
             }
             "enumerate" => {
                 self.nargs(m, 0)?;
-                if it.enumerate || !it.maps.is_empty() {
+                if it.enumerate || it.staged() {
                     return self.fail(&m.method, "call `enumerate` directly on the source (`a.iter().enumerate().map(..)`)");
                 }
                 it.enumerate = true;
@@ -108,7 +120,7 @@ impl Lowerer<'_> {
                     Val::Array(a, e, r) => IterVal::of_array(a, e, r),
                     v => return self.fail(args[0], format!("`zip` needs an array iterator (`b.iter()`), found `{}`", v.ty())),
                 };
-                let plain = |i: &IterVal| !i.enumerate && !i.rev && i.maps.is_empty();
+                let plain = |i: &IterVal| !i.enumerate && !i.rev && !i.staged();
                 let both_plain = plain(&it) && plain(&other);
                 match (&mut it.src, other.src.clone()) {
                     (
@@ -133,7 +145,7 @@ impl Lowerer<'_> {
                 self.nargs(m, 0)?;
                 let want = self.turbofish_elem(m)?;
                 let op = if name == "sum" { ReduceOp::Sum } else { ReduceOp::Prod };
-                let (arr, elem, rank) = self.materialize(&it, m)?;
+                let (arr, elem, rank) = self.materialize_skipping(&it, m, Some(op))?;
                 if elem == Elem::Bool {
                     return self.fail(m, format!("cannot {name} `bool` items"));
                 }
@@ -173,9 +185,24 @@ impl Lowerer<'_> {
             }
             "count" => {
                 self.nargs(m, 0)?;
-                let n = self.iter_len(&it, m)?;
-                Some(Val::Scalar(n, Elem::Int(IntTy::Usize)))
+                if it.filters.is_empty() {
+                    let n = self.iter_len(&it, m)?;
+                    return Some(Val::Scalar(n, Elem::Int(IntTy::Usize)));
+                }
+                // The items kept: a sum of ones.
+                it.maps.push(syn::parse_quote!(|_| 1usize));
+                let (arr, ..) = self.materialize_skipping(&it, m, Some(ReduceOp::Sum))?;
+                let v = self.array(
+                    ArrayOp::Reduce {
+                        op: ReduceOp::Sum,
+                        arr,
+                        axis: None,
+                    },
+                    span_of(m),
+                )?;
+                Some(Val::Scalar(v, Elem::Int(IntTy::Usize)))
             }
+            "collect" | "fold" if !it.filters.is_empty() => self.fail(&m.method, FILTERED),
             "collect" => {
                 self.nargs(m, 0)?;
                 self.collect(&it, m)
@@ -198,7 +225,7 @@ impl Lowerer<'_> {
                 else {
                     return self.fail(&m.method, "`step_by` is supported on ranges (`(a..b).step_by(k)`): index arrays with the stepped index, or slice them with `s![..;k]`");
                 };
-                if it.rev || it.enumerate || !it.maps.is_empty() {
+                if it.rev || it.enumerate || it.staged() {
                     return self.fail(&m.method, "call `step_by` directly on the range (`(a..b).step_by(k).rev()`, not after `rev`, `enumerate` or `map`)");
                 }
                 let k = self.int_arg(args[0])?;
@@ -223,13 +250,21 @@ impl Lowerer<'_> {
             }
             "skip" | "take" => {
                 let args = self.nargs(m, 1)?;
-                if it.rev || it.enumerate || !it.maps.is_empty() {
+                if it.rev || it.enumerate || it.staged() {
                     return self.fail(&m.method, format!("call `{name}` directly on the source (`a.iter().{name}(k)`, `(a..b).{name}(k)`), before `rev`, `enumerate` or `map`"));
                 }
                 let k = self.int_arg(args[0])?;
                 self.skip_take(it, name == "skip", k, m)
             }
-            "filter" | "filter_map" | "chain" | "flat_map" | "take_while" | "skip_while" => self.fail(
+            "filter" => {
+                let args = self.nargs(m, 1)?;
+                if !matches!(strip(args[0]), syn::Expr::Closure(_) | syn::Expr::Path(_)) {
+                    return self.fail(args[0], "`filter` takes a closure here (`.filter(|x| ..)` or a closure bound by `let`)");
+                }
+                it.filters.push((it.maps.len(), args[0].clone()));
+                Some(Val::Iter(Box::new(it)))
+            }
+            "filter_map" | "chain" | "flat_map" | "take_while" | "skip_while" => self.fail(
                 &m.method,
                 format!("`{name}` is not supported: iterate over the whole range and use `if` inside `map` (e.g. `.map(|x| if keep {{ x }} else {{ 0.0 }})`)"),
             ),
@@ -352,6 +387,7 @@ impl Lowerer<'_> {
             e => e,
         };
         match self.receiver(e)? {
+            Val::Iter(it) if !it.filters.is_empty() => self.fail(expr, FILTERED),
             Val::Iter(it) => Some(*it),
             Val::Array(a, el, r) => Some(IterVal::of_array(a, el, r)),
             Val::Poison => None,
@@ -474,19 +510,128 @@ impl Lowerer<'_> {
         })
     }
 
-    /// Applies the `map` closures to an item.
-    pub fn apply_maps(&mut self, it: &IterVal, mut v: Val) -> Option<Val> {
-        for c in &it.maps {
-            v = self.apply_closure(c, vec![v])?;
+    /// Applies the `map` closures to an item (a chain without `filter`:
+    /// the consumers other than `sum`, `product` and `count`).
+    pub fn apply_maps(&mut self, it: &IterVal, v: Val, node: &dyn ToTokens) -> Option<Val> {
+        self.apply_stages(it, v, None, node)
+    }
+
+    /// Applies the `map` and `filter` closures to an item, in order. Under a
+    /// `filter` the rest runs in an `If` on its predicate (only for the
+    /// items it keeps, as in `f`: no `ln` of a rejected item, no index
+    /// past the end), and an item it rejects is `skip`'s identity, which
+    /// leaves the reduction's value exactly as skipping it does: `-0.0`
+    /// for an `f64` sum (`s + -0.0 == s`, whatever `s`, `-0.0` included),
+    /// `0` for an integer sum, `1` for a product.
+    fn apply_stages(
+        &mut self,
+        it: &IterVal,
+        v: Val,
+        skip: Option<ReduceOp>,
+        node: &dyn ToTokens,
+    ) -> Option<Val> {
+        if !it.filters.is_empty() && skip.is_none() {
+            return self.fail(node, FILTERED);
         }
-        Some(v)
+        self.stages_from(it, 0, 0, v, skip, node)
+    }
+
+    /// [`Self::apply_stages`] from map `k` and filter `f` on.
+    fn stages_from(
+        &mut self,
+        it: &IterVal,
+        mut k: usize,
+        f: usize,
+        mut v: Val,
+        skip: Option<ReduceOp>,
+        node: &dyn ToTokens,
+    ) -> Option<Val> {
+        loop {
+            if let Some((_, pred)) = it.filters.get(f).filter(|(at, _)| *at == k) {
+                return self.filtered(it, k, f, v, pred, skip, node);
+            }
+            let Some(c) = it.maps.get(k) else {
+                return Some(v);
+            };
+            v = self.apply_closure(c, vec![v])?;
+            k += 1;
+        }
+    }
+
+    /// `if pred(&v) { rest(v) } else { identity }` (see [`Self::apply_stages`]).
+    #[allow(clippy::too_many_arguments)]
+    fn filtered(
+        &mut self,
+        it: &IterVal,
+        k: usize,
+        f: usize,
+        v: Val,
+        pred: &syn::Expr,
+        skip: Option<ReduceOp>,
+        node: &dyn ToTokens,
+    ) -> Option<Val> {
+        let keep = match self.apply_closure(pred, vec![v.clone()])? {
+            Val::Scalar(c, Elem::Bool) => c,
+            other => {
+                return self.fail(
+                    pred,
+                    format!("a `filter` closure returns `bool`, found `{}`", other.ty()),
+                )
+            }
+        };
+        self.b.open();
+        let kept = self.stages_from(it, k, f + 1, v, skip, node);
+        let number = match &kept {
+            Some(Val::Scalar(a, e)) if *e != Elem::Bool => Some((*a, *e)),
+            _ => None,
+        };
+        let then_ = self
+            .b
+            .close(number.iter().map(|(a, _)| *a).collect(), vec![]);
+        let Some((_, elem)) = number else {
+            return match kept {
+                Some(other) => self.fail(
+                    node,
+                    format!("the items of a filtered `sum`, `product` or `count` are numbers, found `{}`", other.ty()),
+                ),
+                None => None,
+            };
+        };
+        let identity = match (skip, elem) {
+            (Some(ReduceOp::Prod), Elem::F64) => Atom::F64(1.0),
+            (Some(ReduceOp::Prod), _) => Atom::I64(1),
+            (_, Elem::F64) => Atom::F64(-0.0),
+            _ => Atom::I64(0),
+        };
+        let r = self.emit1(
+            Expr::If(If {
+                cond: keep,
+                then_,
+                else_: super::ctx::const_block(identity),
+                lin_shapes: vec![],
+            }),
+            span_of(pred),
+        )?;
+        Some(Val::Scalar(r, elem))
     }
 
     /// The items as an array (rank of the source for plain array maps, 1
     /// otherwise): `(array, element type, rank)`.
     fn materialize(&mut self, it: &IterVal, node: &dyn ToTokens) -> Option<(Atom, Elem, usize)> {
+        self.materialize_skipping(it, node, None)
+    }
+
+    /// [`Self::materialize`] for a consumer that reduces the items with
+    /// `skip` (`sum`, `product`): a `filter` then makes a dropped item its
+    /// identity ([`Self::apply_stages`]).
+    fn materialize_skipping(
+        &mut self,
+        it: &IterVal,
+        node: &dyn ToTokens,
+        skip: Option<ReduceOp>,
+    ) -> Option<(Atom, Elem, usize)> {
         if let (false, Source::Arrays { arrs, rank, item }) = (it.indexed(), &it.src) {
-            if it.maps.is_empty() {
+            if !it.staged() {
                 if let (Item::Leaf(k), Some((a, e))) = (item, arrs.first()) {
                     return Some((arrs.get(*k).map_or(*a, |x| x.0), *e, *rank));
                 }
@@ -496,7 +641,7 @@ impl Lowerer<'_> {
             let map = |lw: &mut Self| {
                 let v = lw.map_with(arrs, *rank, node, |lw, elems| {
                     let v = item.value(&elems);
-                    lw.apply_maps(it, v)
+                    lw.apply_stages(it, v, skip, node)
                 })?;
                 let Val::Array(a, e, r) = v else { return None };
                 Some((a, e, r))
@@ -547,7 +692,7 @@ impl Lowerer<'_> {
                     elems.push(lw.read_flat(a, e, r, Atom::Var(ix[0]), span)?);
                 }
                 let v = item.value(&elems);
-                lw.apply_maps(it, v)
+                lw.apply_stages(it, v, skip, node)
             });
             let else_ = self.b.close(
                 built
@@ -578,7 +723,7 @@ impl Lowerer<'_> {
         let v = self.build_with(vec![n], node, |lw, ix| {
             let pos = lw.position(it, n, Atom::Var(ix[0]), span)?;
             let item = lw.item_at(it, pos, node)?;
-            lw.apply_maps(it, item)
+            lw.apply_stages(it, item, skip, node)
         })?;
         let Val::Array(a, e, r) = v else { return None };
         Some((a, e, r))
@@ -719,7 +864,7 @@ impl Lowerer<'_> {
             ptys.extend(tys.iter().cloned());
             let lam = self.lambda(&ptys, &["k", "acc"], |lw, ps| {
                 let item = lw.item_at(&it, Atom::Var(ps[0]), m)?;
-                let item = lw.apply_maps(&it, item)?;
+                let item = lw.apply_maps(&it, item, m)?;
                 body(lw, &ps[1..], item)
             })?;
             self.emit(
@@ -822,6 +967,48 @@ mod tests {
         );
     }
 
+    /// `filter` before `sum`, `product` and `count`: the stages after it
+    /// run only for the items it keeps (`ln` of a rejected `0` or negative
+    /// item would make a NaN derivative; the interpreter's derivative check
+    /// would see it).
+    #[test]
+    fn filters_before_reductions() {
+        let src = "fn f(a: &Array1<f64>, b: &Array1<f64>) -> f64 {
+            let s1 = a.iter().filter(|x| **x > 0.1).sum::<f64>();
+            let s2 = a.iter().filter(|&&x| x > 0.1).map(|x| x.ln()).sum::<f64>();
+            let s3: f64 = (0..a.len()).filter(|i| i % 2 == 0).map(|i| a[i] * b[i]).sum();
+            let s4 = a.iter().enumerate().filter(|(i, _)| *i != 1).map(|(_, v)| v * v).sum::<f64>();
+            let s5 = b.iter().map(|y| y * 2.0).filter(|y| *y < 3.0).product::<f64>();
+            let c = a.iter().zip(b.iter()).filter(|(x, y)| **x < **y).count();
+            s1 + s2 + s3 + s4 + s5 + c as f64
+        }";
+        let (a, b) = ([0.5, -1.0, 2.0, 0.0], [1.0, 2.0, -3.0, 0.25]);
+        let s1: f64 = a.iter().filter(|x| **x > 0.1).sum();
+        let s2: f64 = a.iter().filter(|x| **x > 0.1).map(|x| x.ln()).sum();
+        let s3: f64 = (0..4).filter(|i| i % 2 == 0).map(|i| a[i] * b[i]).sum();
+        let s4: f64 = a
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != 1)
+            .map(|(_, v)| v * v)
+            .sum();
+        let s5: f64 = b.iter().map(|y| y * 2.0).filter(|y| *y < 3.0).product();
+        let c = a.iter().zip(&b).filter(|(x, y)| x < y).count();
+        check(
+            src,
+            &[v1(&a), v1(&b)],
+            &[fv(s1 + s2 + s3 + s4 + s5 + c as f64)],
+        );
+        // Every item dropped: the sum is `f`'s `-0.0`.
+        let l =
+            lowered("fn f(a: &Array1<f64>) -> f64 { a.iter().filter(|x| **x > 9.0).sum::<f64>() }");
+        let got = run_lowered(&l, &[v1(&[1.0, 2.0])]);
+        assert!(
+            matches!(got[..], [Value::F64(z)] if z.to_bits() == (-0.0f64).to_bits()),
+            "{got:?}"
+        );
+    }
+
     #[test]
     fn refusals() {
         refuses(
@@ -829,8 +1016,20 @@ mod tests {
             "iterators must be consumed in the expression that creates them",
         );
         refuses(
-            "fn f(a: &Array1<f64>) -> f64 { a.iter().filter(|x| **x > 0.0).sum::<f64>() }",
-            "`filter` is not supported",
+            "fn f(a: &Array1<f64>) -> f64 { a.iter().filter(|x| **x > 0.0).fold(0.0, |s, x| s + x) }",
+            "`filter` is supported before `sum`, `product` and `count`",
+        );
+        refuses(
+            "fn f(a: &Array1<f64>) -> f64 { let mut s = 0.0; for x in a.iter().filter(|x| **x > 0.0) { s += x; } s }",
+            "`filter` is supported before `sum`, `product` and `count`",
+        );
+        refuses(
+            "fn f(a: &Array1<f64>) -> f64 { let v: Array1<f64> = a.iter().filter(|x| **x > 0.0).cloned().collect(); v.sum() }",
+            "`filter` is supported before `sum`, `product` and `count`",
+        );
+        refuses(
+            "fn f(a: &Array1<f64>) -> f64 { a.iter().filter(|x| **x > 0.0).enumerate().map(|(i, x)| x).sum::<f64>() }",
+            "call `enumerate` directly on the source",
         );
         refuses(
             "fn f(a: &Array1<f64>) -> f64 { *a.iter().max().unwrap() }",

@@ -79,6 +79,9 @@ pub struct IterVal {
     pub multi_index: bool,
     /// The closures of `.map(..)`, in order.
     pub maps: Vec<syn::Expr>,
+    /// The closures of `.filter(..)`, each with the number of `map`s
+    /// applied before it (it sees their result).
+    pub filters: Vec<(usize, syn::Expr)>,
 }
 
 impl IterVal {
@@ -95,6 +98,7 @@ impl IterVal {
             enum_after_rev: false,
             multi_index: false,
             maps: vec![],
+            filters: vec![],
         }
     }
 
@@ -124,7 +128,14 @@ impl IterVal {
             enum_after_rev: false,
             multi_index: false,
             maps: vec![],
+            filters: vec![],
         }
+    }
+
+    /// Whether the chain has `map`s or `filter`s (so items are not the
+    /// source's elements as they are).
+    pub fn staged(&self) -> bool {
+        !self.maps.is_empty() || !self.filters.is_empty()
     }
 
     /// Whether the lowering needs the item's index (a `Build` or a `Loop`).
