@@ -4,12 +4,12 @@
 //! The leading statements of a `#[differentiable]` body that are
 //! `assert!`, `assert_eq!`, `assert_ne!` or their `debug_` forms read
 //! nothing but the parameters and items in scope (no local exists yet), so
-//! `f_jvp`, `f_vjp`, `f_linearize` and `f_pullback`, which take the same
-//! parameters under the same names in the same module, run them verbatim
-//! first: a call `f` refuses, its derivatives refuse with the same message.
-//! The hidden building blocks callers' derivatives call (primal, forward
-//! half keeping residuals, forward mode) run them too, each parameter
-//! rebound under its name from its canonical form
+//! `f_vjp`, `f_linearize` and `f_pullback`, which take the same parameters
+//! under the same names in the same module, run them verbatim first: a
+//! call `f` refuses, its derivatives refuse with the same message. The
+//! hidden building blocks callers' derivatives call (primal, forward half
+//! keeping residuals, forward mode, which `f_jvp` calls) run them too, each
+//! parameter they name rebound from its canonical form
 //! (`emit::wrappers::canonical_preconditions`). The rest of the body is
 //! differentiated without them.
 //!

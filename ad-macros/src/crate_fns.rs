@@ -308,57 +308,43 @@ pub fn defined_here(name: &str) -> Option<bool> {
 /// rules as [`lookup`]: a definition in the expanding file, else one the
 /// other files agree on).
 pub fn lookup_struct(name: &str) -> Option<Vec<FieldInfo>> {
-    if let Some(known) = STRUCTS.with(|m| m.borrow().get(name).cloned()) {
-        return known;
-    }
-    let found = find_struct(name);
-    STRUCTS.with(|m| m.borrow_mut().insert(name.to_string(), found.clone()));
-    found
-}
-
-fn find_struct(name: &str) -> Option<Vec<FieldInfo>> {
-    find_item(|ff| {
-        ff.structs
-            .iter()
-            .filter(|(n, _)| n == name)
-            .map(|(_, f)| f.clone())
-            .collect()
-    })
+    memoised(&STRUCTS, name, |ff| named(&ff.structs, name))
 }
 
 /// The variants (name, discriminant) of the field-less enum `name` (the
 /// same rules as [`lookup`]).
 pub fn lookup_enum(name: &str) -> Option<Variants> {
-    if let Some(known) = ENUMS.with(|m| m.borrow().get(name).cloned()) {
-        return known;
-    }
-    let found = find_item(|ff| {
-        ff.enums
-            .iter()
-            .filter(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
-            .collect()
-    });
-    ENUMS.with(|m| m.borrow_mut().insert(name.to_string(), found.clone()));
-    found
+    memoised(&ENUMS, name, |ff| named(&ff.enums, name))
 }
 
 /// The written type of the `const` or `static` item `name` (`"f64"`,
 /// `"usize"`; the same rules as [`lookup`]: the definition in the
 /// expanding file, else the one type all other files agree on).
 pub fn lookup_const(name: &str) -> Option<String> {
-    if let Some(known) = CONSTS.with(|m| m.borrow().get(name).cloned()) {
+    memoised(&CONSTS, name, |ff| named(&ff.consts, name))
+}
+
+/// [`find_item`]`(of)`, answered once per expansion for `name` (`memo`).
+fn memoised<T: Clone + PartialEq + 'static>(
+    memo: &'static std::thread::LocalKey<RefCell<FastMap<String, Option<T>>>>,
+    name: &str,
+    of: impl Fn(&FileFns) -> Vec<T>,
+) -> Option<T> {
+    if let Some(known) = memo.with(|m| m.borrow().get(name).cloned()) {
         return known;
     }
-    let found = find_item(|ff| {
-        ff.consts
-            .iter()
-            .filter(|(n, _)| n == name)
-            .map(|(_, t)| t.clone())
-            .collect()
-    });
-    CONSTS.with(|m| m.borrow_mut().insert(name.to_string(), found.clone()));
+    let found = find_item(of);
+    memo.with(|m| m.borrow_mut().insert(name.to_string(), found.clone()));
     found
+}
+
+/// The entries of `items` called `name`.
+fn named<T: Clone>(items: &[(String, T)], name: &str) -> Vec<T> {
+    items
+        .iter()
+        .filter(|(n, _)| n == name)
+        .map(|(_, t)| t.clone())
+        .collect()
 }
 
 /// The one definition `of` finds in the expanding file, else the one all
@@ -467,7 +453,7 @@ fn src_dir_of(file: &Path) -> Option<PathBuf> {
 }
 
 /// The words of `text` (runs of alphanumeric characters and `_`), counted.
-fn words(text: &str) -> FastMap<String, u32> {
+pub(crate) fn words(text: &str) -> FastMap<String, u32> {
     let mut out: FastMap<String, u32> = FastMap::default();
     let is_word = |c: char| c.is_alphanumeric() || c == '_';
     for w in text.split(|c: char| !is_word(c)).filter(|w| !w.is_empty()) {

@@ -23,8 +23,8 @@ use super::halves::Halves;
 use super::names::ident;
 use super::types::{flat, Repr};
 use super::wrappers::{
-    allows, canonical_args, check, cotangents, ct_name, ct_params, ct_ty, leaf_paths, nest,
-    out_pattern, out_ty, owned, primal_args, shaped, tangent_names, temps, Leaf,
+    allows, canonical_args, check, checked_primal_args, cotangents, ct_name, ct_params, ct_ty,
+    leaf_paths, nest, out_pattern, out_ty, owned, shaped, tangent_names, temps, Leaf,
 };
 use super::Input;
 use crate::sig::{Out, Param, ParamKind};
@@ -49,7 +49,7 @@ fn forward(input: &Input, h: &Halves) -> R<Forward> {
     check(h.n_out == n_out, || {
         format!("`{}` does not return the signature's results", h.fwd)
     })?;
-    let (pstmts, pargs) = primal_args(input);
+    let (pstmts, pargs) = checked_primal_args(input);
     let (ys, _) = temps("y", h.fwd_reprs.len());
     let fwd = &h.fwd;
     // Residuals the closure owns as they come are bound as `__rk` at once;

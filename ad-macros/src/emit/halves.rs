@@ -195,8 +195,7 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
             let (rdecls, rbinds) = ir_params(f, false, &elided);
             let (ldecls, lbinds) = ir_params(f, true, &elided);
             let pre = if checks {
-                let names: Vec<TokenStream> = rbinds.iter().map(|(n, _)| n.clone()).collect();
-                super::wrappers::canonical_preconditions(input, &names)
+                super::wrappers::canonical_preconditions(input, &rbinds)
             } else {
                 TokenStream::new()
             };

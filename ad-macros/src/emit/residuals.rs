@@ -48,9 +48,8 @@ pub(super) fn residual_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) -> 
     let elided = quote!('_);
     let primal = func(cx.prog, &input.lowered.name)?;
     let (pdecls, pbinds) = canonical_params(&primal.param_tys(), "x", &elided);
-    let pargs: Vec<&TokenStream> = pbinds.iter().map(|(t, _)| t).collect();
-    let names: Vec<TokenStream> = pbinds.iter().map(|(t, _)| t.clone()).collect();
-    let pre = super::wrappers::canonical_preconditions(input, &names);
+    let pargs = pbinds.iter().map(|(t, _)| t);
+    let pre = super::wrappers::canonical_preconditions(input, &pbinds);
     let (ys, ypat) = temps("y", h.fwd_reprs.len());
     let owned: Vec<TokenStream> = ys
         .iter()

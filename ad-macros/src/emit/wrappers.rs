@@ -382,74 +382,56 @@ pub(super) fn canonical_args<'p>(
 }
 
 /// The user's parameters as arguments of `fwd` / `jvp` (see
-/// [`canonical_args`]), after the assertions the body starts with
-/// (`crate::asserts`): the public derivatives check them first.
-pub(super) fn primal_args(input: &Input) -> (TokenStream, Vec<TokenStream>) {
-    let sig = input.sig;
-    let (stmts, args) = canonical_args(sig.params.iter().map(|p| (&p.ident, &p.kind)), "p");
+/// [`canonical_args`]).
+pub(super) fn primal_args(sig: &crate::sig::Signature) -> (TokenStream, Vec<TokenStream>) {
+    canonical_args(sig.params.iter().map(|p| (&p.ident, &p.kind)), "p")
+}
+
+/// [`primal_args`] after the assertions the body starts with
+/// (`crate::asserts`), for the public derivatives that call the forward
+/// half, which does not check them (`f_jvp` calls `jvp`, which does:
+/// [`canonical_preconditions`]).
+pub(super) fn checked_primal_args(input: &Input) -> (TokenStream, Vec<TokenStream>) {
+    let (stmts, args) = primal_args(input.sig);
     let pre = input.preconditions;
     (quote!(#(#pre)* #stmts), args)
 }
 
 /// The assertions the body starts with (`crate::asserts`) for a hidden
-/// building block whose leading parameters, `names`, are the user's in
-/// their canonical form: each rebound under its own name (an array as a
-/// reference to its view, an integer array back in its element type, an
-/// integer in its own type: exact, the canonical `i64` came from it), then
-/// the assertions, in a block of their own. So callers' derivatives fail
-/// where the call in `f`'s caller fails. Empty without assertions.
-pub(super) fn canonical_preconditions(input: &Input, names: &[TokenStream]) -> TokenStream {
+/// building block whose leading parameters, `binds`, are the user's in
+/// their canonical form: each one they name rebound under its own name (an
+/// array as a reference to its view, an integer array back in its element
+/// type, an integer in its own type: exact, the canonical `i64` came from
+/// it), then the assertions, in a block of their own. So callers'
+/// derivatives fail where the call in `f`'s caller fails. Empty without
+/// assertions.
+pub(super) fn canonical_preconditions(input: &Input, binds: &[(TokenStream, Repr)]) -> TokenStream {
     let pre = input.preconditions;
     if pre.is_empty() {
         return TokenStream::new();
     }
-    // Only the parameters the assertions name (an index array is
-    // converted back, which allocates).
-    let mut named = std::collections::BTreeSet::new();
-    for s in pre {
-        idents_in(quote::ToTokens::to_token_stream(s), &mut named);
-    }
-    let used = input
+    // Only the parameters the assertions name (an index array converted
+    // back allocates): the words of their text, format strings' inline
+    // arguments (`{k}`) included.
+    let named = crate::crate_fns::words(&quote!(#(#pre)*).to_string());
+    let rebound = input
         .sig
         .params
         .iter()
-        .zip(names)
-        .filter(|(p, _)| named.contains(&syn::ext::IdentExt::unraw(&p.ident).to_string()));
-    let binds = used.map(|(p, n)| {
-        let x = &p.ident;
-        match &p.kind {
-            ParamKind::Int(ty) => quote!(let #x: #ty = #n as #ty;),
-            ParamKind::F64Array { .. } => quote!(let #x = &#n;),
-            ParamKind::IntArray { elem, .. } => quote!(let #x = &#n.mapv(|__v| __v as #elem);),
-            _ => quote!(let #x = #n;),
-        }
-    });
-    quote!({ #(#binds)* #(#pre)* })
-}
-
-/// Every identifier in `ts`, at any depth (format strings' inline
-/// arguments included: `{k}` names `k`).
-fn idents_in(ts: TokenStream, out: &mut std::collections::BTreeSet<String>) {
-    for t in ts {
-        match t {
-            proc_macro2::TokenTree::Ident(i) => {
-                out.insert(syn::ext::IdentExt::unraw(&i).to_string());
+        .zip(binds)
+        .filter_map(|(p, (n, _))| {
+            let x = &p.ident;
+            if !named.contains_key(&syn::ext::IdentExt::unraw(x).to_string()) {
+                return None;
             }
-            proc_macro2::TokenTree::Group(g) => idents_in(g.stream(), out),
-            proc_macro2::TokenTree::Literal(l) => {
-                // `"k = {k}"`: the words of a string literal.
-                let text = l.to_string();
-                if text.starts_with('"') || text.starts_with('r') {
-                    for w in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
-                        if !w.is_empty() {
-                            out.insert(w.to_string());
-                        }
-                    }
-                }
-            }
-            proc_macro2::TokenTree::Punct(_) => {}
-        }
-    }
+            Some(match &p.kind {
+                ParamKind::Int(ty) => quote!(let #x: #ty = #n as #ty;),
+                ParamKind::F64Array { .. } => quote!(let #x = &#n;),
+                ParamKind::IntArray { elem, .. } => quote!(let #x = &#n.mapv(|__v| __v as #elem);),
+                _ => quote!(let #x = #n;),
+            })
+        });
+    quote!({ #(#rebound)* #(#pre)* })
 }
 
 /// The declarations `x: T` of the user's parameters.
@@ -479,7 +461,7 @@ fn f_jvp(input: &Input, h: &Halves) -> R<TokenStream> {
         format!("`{}` does not return the signature's results", h.jvp)
     })?;
     let dnames = tangent_names(sig);
-    let (pstmts, pargs) = primal_args(input);
+    let (pstmts, pargs) = primal_args(sig);
     let (dstmts, dargs) = canonical_args(wrt.iter().zip(&dnames).map(|(p, d)| (d, &p.kind)), "dp");
     let (ts, pat) = temps("y", 2 * n_out);
     let vals: Vec<TokenStream> = ts
@@ -521,8 +503,8 @@ fn f_jvp(input: &Input, h: &Halves) -> R<TokenStream> {
         #allows
         #[inline]
         #header {
-            #pstmts
             #(#checks)*
+            #pstmts
             #dstmts
             let #pat = #jvp(#(#pargs,)* #(#dargs),*);
             (#y, #dy)
@@ -540,7 +522,7 @@ fn f_vjp(input: &Input, h: &Halves) -> R<TokenStream> {
     check(h.n_out == n_out && h.lin_t_reprs.len() == wrt.len(), || {
         format!("`{}` does not match the signature", h.lin_t_at)
     })?;
-    let (pstmts, pargs) = primal_args(input);
+    let (pstmts, pargs) = checked_primal_args(input);
     let (ys, ypat) = temps("y", h.fwd_reprs.len());
     let mut leaves = vec![];
     let ct_pat = out_pattern(&sig.out, &mut leaves);
@@ -661,8 +643,7 @@ fn hidden_blocks(input: &Input, cx: &Ctx, h: &Halves) -> R<TokenStream> {
     let elided = quote!('_);
     let primal = func(cx.prog, &input.lowered.name)?;
     let (pdecls, pbinds) = ir_params(primal, false, &elided);
-    let names: Vec<TokenStream> = pbinds.iter().map(|(n, _)| n.clone()).collect();
-    let pre = canonical_preconditions(input, &names);
+    let pre = canonical_preconditions(input, &pbinds);
     let (b, _) = body(cx, primal, pbinds, vec![], false)?;
     let nested = nested_fns(cx)?;
     let mut out = hidden_fn(
