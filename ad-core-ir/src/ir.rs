@@ -919,6 +919,18 @@ pub enum ArrayOp {
         /// Which axis.
         axis: usize,
     },
+    /// The distance in elements between neighbours along axis `axis` in the
+    /// array's memory (an `i64`; negative along a reversed axis): generated
+    /// code reads the ndarray array's stride, the interpreter's arrays are
+    /// row-major (the product of the later axes' sizes). It exists to visit
+    /// elements in the order ndarray's `fold` and `Zip` do (their memory
+    /// order), and only decides such an order.
+    Stride {
+        /// The array.
+        arr: Atom,
+        /// Which axis.
+        axis: usize,
+    },
 }
 
 impl ArrayOp {
@@ -948,6 +960,7 @@ impl ArrayOp {
             ArrayOp::Transpose { .. } => "transpose",
             ArrayOp::Broadcast { .. } => "broadcast",
             ArrayOp::Shape { .. } => "shape",
+            ArrayOp::Stride { .. } => "stride",
         }
     }
 
@@ -965,6 +978,7 @@ impl ArrayOp {
             ArrayOp::Transpose { .. } => "tr",
             ArrayOp::Broadcast { .. } => "bc",
             ArrayOp::Shape { .. } => "n",
+            ArrayOp::Stride { .. } => "st",
         }
     }
 
@@ -987,7 +1001,8 @@ impl ArrayOp {
             | ArrayOp::ArgReduce { arr, .. }
             | ArrayOp::Scan { arr, .. }
             | ArrayOp::Transpose { arr }
-            | ArrayOp::Shape { arr, .. } => f(arr),
+            | ArrayOp::Shape { arr, .. }
+            | ArrayOp::Stride { arr, .. } => f(arr),
             ArrayOp::MatMul { a, b } => [a, b].into_iter().for_each(f),
             ArrayOp::Broadcast { arr, shape, .. } => {
                 f(arr);
@@ -1014,7 +1029,8 @@ impl ArrayOp {
             | ArrayOp::ArgReduce { arr, .. }
             | ArrayOp::Scan { arr, .. }
             | ArrayOp::Transpose { arr }
-            | ArrayOp::Shape { arr, .. } => f(arr),
+            | ArrayOp::Shape { arr, .. }
+            | ArrayOp::Stride { arr, .. } => f(arr),
             ArrayOp::MatMul { a, b } => [a, b].into_iter().for_each(f),
             ArrayOp::Broadcast { arr, shape, .. } => {
                 f(arr);
@@ -1040,7 +1056,7 @@ impl ArrayOp {
             }
             ArrayOp::Scan { reverse, .. } => vec![*reverse as usize],
             ArrayOp::Broadcast { axes, .. } => axes.clone(),
-            ArrayOp::Shape { axis, .. } => vec![*axis],
+            ArrayOp::Shape { axis, .. } | ArrayOp::Stride { axis, .. } => vec![*axis],
         }
     }
 }

@@ -1052,6 +1052,42 @@ impl Conv {
                     format!("take shapes from non-linear values (e.g. the primal parameter), not from a value {names}"),
                 )
             }
+            // A linear array's memory layout is not known here: its
+            // row-major stride (the interpreter's), so `fold` and `Zip`
+            // visit it in logical order.
+            ArrayOp::Stride { arr, axis } => {
+                let dims = arr.var().and_then(|x| self.seed_shapes.get(&x)).cloned();
+                if let Some(later) = dims.as_ref().and_then(|ds| ds.get(*axis + 1..)) {
+                    let mut stride = Atom::I64(1);
+                    for d in later {
+                        let expr = match *d {
+                            Dim::Atom(a) => Expr::Atom(a),
+                            Dim::Of(v, k) => Expr::Array(ArrayOp::Shape { arr: Atom::Var(v), axis: k }),
+                        };
+                        let n = self.vars.fresh("n", Ty::I64, false);
+                        let m = self.vars.fresh("st", Ty::I64, false);
+                        out.push(Stmt { binds: vec![n], lin_binds: vec![], expr, src });
+                        out.push(Stmt {
+                            binds: vec![m],
+                            lin_binds: vec![],
+                            expr: Expr::Prim(Prim::Mul, vec![stride, Atom::Var(n)]),
+                            src,
+                        });
+                        stride = Atom::Var(m);
+                    }
+                    out.push(Stmt {
+                        binds: s.binds.clone(),
+                        lin_binds: vec![],
+                        expr: Expr::Atom(stride),
+                        src,
+                    });
+                    return;
+                }
+                return self.error(
+                    src,
+                    format!("`fold` and `Zip` visit an array in its memory order, which is not known of a value {names}: iterate it with `.iter()` (logical order)"),
+                );
+            }
         };
         match lin_op {
             Some(op) => {

@@ -360,7 +360,7 @@ fn prim_by_name(s: &str) -> Option<Prim> {
 /// [`ArrayOp::name`], then reads that kind's operands (`Parser::array_op`,
 /// an exhaustive match: a new kind is a compile error there, and must be
 /// added here to be parsed).
-const ARRAY_OPS: [ArrayOp; 17] = {
+const ARRAY_OPS: [ArrayOp; 18] = {
     let a = Atom::I64(0);
     [
         ArrayOp::Index {
@@ -431,6 +431,7 @@ const ARRAY_OPS: [ArrayOp; 17] = {
             axes: Vec::new(),
         },
         ArrayOp::Shape { arr: a, axis: 0 },
+        ArrayOp::Stride { arr: a, axis: 0 },
     ]
 };
 
@@ -1061,6 +1062,14 @@ impl Parser<'_> {
                 let a = self.atom()?;
                 self.expect_p(",")?;
                 ArrayOp::Shape {
+                    arr: a,
+                    axis: self.usize_lit()?,
+                }
+            }
+            ArrayOp::Stride { .. } => {
+                let a = self.atom()?;
+                self.expect_p(",")?;
+                ArrayOp::Stride {
                     arr: a,
                     axis: self.usize_lit()?,
                 }

@@ -311,7 +311,9 @@ fn array_op_to_string(op: &ArrayOp, vars: &VarTable) -> String {
             atoms(shape, vars),
             axes_suffix(axes)
         ),
-        ArrayOp::Shape { arr, axis } => format!("{name} {}, {axis}", a(arr)),
+        ArrayOp::Shape { arr, axis } | ArrayOp::Stride { arr, axis } => {
+            format!("{name} {}, {axis}", a(arr))
+        }
     }
 }
 

@@ -373,10 +373,11 @@ pub fn array_op_tys(op: &ArrayOp, vars: &VarTable) -> Result<Vec<Ty>, String> {
             Ok(vec![t(arr)])
         }
         ArrayOp::Broadcast { arr, shape, axes } => one(broadcast_ty(&t(arr), &ts(shape), axes)),
-        ArrayOp::Shape { arr, axis } => {
-            let (_, rank) = array_parts(&t(arr), "shape's operand")?;
+        ArrayOp::Shape { arr, axis } | ArrayOp::Stride { arr, axis } => {
+            let name = op.name();
+            let (_, rank) = array_parts(&t(arr), &format!("{name}'s operand"))?;
             want(*axis < rank, || {
-                format!("shape axis {axis} out of range for rank {rank}")
+                format!("{name} axis {axis} out of range for rank {rank}")
             })?;
             Ok(vec![Ty::I64])
         }

@@ -137,6 +137,7 @@ fn constructs(prog: &ad_core_ir::ir::Program, out: &mut std::collections::BTreeM
                     ArrayOp::Transpose { .. } => "transpose".into(),
                     ArrayOp::Broadcast { axes, .. } => format!("broadcast axes={axes:?}"),
                     ArrayOp::Shape { .. } => "shape".into(),
+                    ArrayOp::Stride { .. } => "stride".into(),
                 },
                 Expr::Tuple(_) => "tuple".into(),
                 Expr::Untuple(_) => "untuple".into(),

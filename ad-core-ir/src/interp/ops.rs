@@ -61,6 +61,20 @@ pub(super) fn array_op(fr: &Frame<'_>, op: &ArrayOp) -> OpResult {
                 .ok_or_else(|| format!("shape axis {axis} of an array of rank {}", a.rank()))?;
             Ok((vec![Value::I64(*n as i64)], 1))
         }
+        // The interpreter's arrays are row-major: the stride of an axis is
+        // the product of the later axes' sizes.
+        ArrayOp::Stride { arr, axis } => {
+            let x = fr.atom(arr)?;
+            let a = want_array(&x, "stride's operand")?;
+            if *axis >= a.rank() {
+                return Err(format!(
+                    "stride axis {axis} of an array of rank {}",
+                    a.rank()
+                ));
+            }
+            let s: usize = a.shape[axis + 1..].iter().product();
+            Ok((vec![Value::I64(s as i64)], 1))
+        }
     }
 }
 

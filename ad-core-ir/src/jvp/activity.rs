@@ -183,7 +183,7 @@ impl<'a, 'p> Activity<'a, 'p> {
             ArrayOp::Update { arr, val, .. } => self.atom_on(arr) || self.atom_on(val),
             ArrayOp::ScatterAdd { vals, .. } => self.atom_on(vals),
             ArrayOp::MatMul { a, b } => self.atom_on(a) || self.atom_on(b),
-            ArrayOp::ArgReduce { .. } | ArrayOp::Shape { .. } => false,
+            ArrayOp::ArgReduce { .. } | ArrayOp::Shape { .. } | ArrayOp::Stride { .. } => false,
         }
     }
 }

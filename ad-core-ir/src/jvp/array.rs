@@ -62,7 +62,7 @@ impl<'p> Jvp<'p> {
                 ReduceOp::Max | ReduceOp::Min => self.select_at_arg(*op, *arr, *axis, dx),
                 ReduceOp::Prod => self.prod_jvp(*arr, *axis, dx),
             }),
-            ArrayOp::ArgReduce { .. } | ArrayOp::Shape { .. } => None,
+            ArrayOp::ArgReduce { .. } | ArrayOp::Shape { .. } | ArrayOp::Stride { .. } => None,
             ArrayOp::Scan { arr, reverse } => self.tan_of(arr).map(|x| {
                 self.lin(LinOp::Scan {
                     x,

@@ -148,7 +148,7 @@ impl Facts {
                 },
                 ArrayOp::Transpose { arr } => of(arr, 1 - k.min(1)),
                 ArrayOp::Broadcast { shape, .. } => shape.get(k).map(|a| self.canon_atom(*a)),
-                ArrayOp::Shape { .. } => None,
+                ArrayOp::Shape { .. } | ArrayOp::Stride { .. } => None,
             },
             Expr::Build(b) => b.shape.get(k).map(|a| self.canon_atom(*a)),
             Expr::Map(m) => {

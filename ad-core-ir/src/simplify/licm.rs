@@ -109,7 +109,10 @@ fn infallible(s: &Stmt, vars: &VarTable, nonneg: &FastSet<Var>) -> bool {
         Expr::Atom(_) | Expr::Tuple(_) | Expr::Untuple(_) => true,
         Expr::Prim(p, xs) => prim_infallible(*p, xs, vars),
         Expr::Array(op) => match op {
-            ArrayOp::Shape { .. } | ArrayOp::Transpose { .. } | ArrayOp::ArgReduce { .. } => true,
+            ArrayOp::Shape { .. }
+            | ArrayOp::Stride { .. }
+            | ArrayOp::Transpose { .. }
+            | ArrayOp::ArgReduce { .. } => true,
             ArrayOp::Reduce { op, arr, .. } => {
                 elem(arr) == Some(Scalar::F64) || matches!(op, ReduceOp::Max | ReduceOp::Min)
             }

@@ -259,7 +259,8 @@ pub fn rules_for(e: &Expr, fuse: bool) -> &'static [Rule] {
             | ArrayOp::ArgReduce { .. }
             | ArrayOp::Scan { .. }
             | ArrayOp::MatMul { .. }
-            | ArrayOp::Transpose { .. } => &[],
+            | ArrayOp::Transpose { .. }
+            | ArrayOp::Stride { .. } => &[],
             ArrayOp::Broadcast { .. } => rules![shape::broadcast_same],
         },
         Expr::Tuple(_) => &[],

@@ -72,6 +72,8 @@ fn fixed_in(
                 let array_result = s.binds.iter().all(|b| rank(b) > 0);
                 match op {
                     ArrayOp::Shape { arr, .. } => fx(arr, &fixed),
+                    // a stride decides an order, never a size
+                    ArrayOp::Stride { .. } => false,
                     ArrayOp::Update { arr, .. }
                     | ArrayOp::Scan { arr, .. }
                     | ArrayOp::Transpose { arr } => fx(arr, &fixed),

@@ -49,6 +49,13 @@ impl Emitter<'_> {
                 let x = self.scalar(arr);
                 Ok(Out::one(quote!(#x.shape()[#axis] as i64), Repr::Val))
             }
+            // The array's own stride: the emitter keeps the memory layout
+            // `f`'s array has (views stay views), so an order computed from
+            // it is the order ndarray visits `f`'s array in.
+            ArrayOp::Stride { arr, axis } => {
+                let x = self.scalar(arr);
+                Ok(Out::one(quote!(#x.strides()[#axis] as i64), Repr::Val))
+            }
         }
     }
 

@@ -705,6 +705,7 @@ fn reads_operands_by_ref(s: &Stmt, f: &Func) -> bool {
             ArrayOp::Reduce { .. }
             | ArrayOp::ArgReduce { .. }
             | ArrayOp::Shape { .. }
+            | ArrayOp::Stride { .. }
             | ArrayOp::MatMul { .. },
         ) => true,
         Expr::Array(ArrayOp::Index {

@@ -335,9 +335,14 @@ impl Uses {
             Expr::Array(ArrayOp::Index {
                 arr: Atom::Var(a), ..
             }) if matches!(s.binds[..], [b] if matches!(vars.ty(b), Ty::Scalar(_))) => Some(*a),
-            Expr::Array(ArrayOp::Shape {
-                arr: Atom::Var(a), ..
-            }) => Some(*a),
+            Expr::Array(
+                ArrayOp::Shape {
+                    arr: Atom::Var(a), ..
+                }
+                | ArrayOp::Stride {
+                    arr: Atom::Var(a), ..
+                },
+            ) => Some(*a),
             _ => None,
         };
         for (k, v) in nl.into_iter().chain(lin).enumerate() {
@@ -518,7 +523,8 @@ fn nl_borrowed_operands(s: &Stmt, vars: &VarTable) -> Vec<Var> {
         Expr::Array(
             ArrayOp::Reduce { arr, .. }
             | ArrayOp::ArgReduce { arr, .. }
-            | ArrayOp::Shape { arr, .. },
+            | ArrayOp::Shape { arr, .. }
+            | ArrayOp::Stride { arr, .. },
         ) => vec![arr],
         Expr::Array(ArrayOp::Index { arr, idx })
             if arr

@@ -320,7 +320,7 @@ impl<'s, 'd, 'p> Gen<'s, 'd, 'p> {
     /// An index atom in `0..len`.
     pub(super) fn get_idx(&mut self, env: &mut Env, len: usize) -> Atom {
         let len_i = len as i64;
-        match self.src.weighted(&[3, 4, 3]) {
+        match self.src.weighted(&[3, 4, 3, 1]) {
             0 => Atom::I64(self.src.below(len) as i64),
             1 => {
                 if let Some(e) = self.pick_e(
@@ -332,6 +332,25 @@ impl<'s, 'd, 'p> Gen<'s, 'd, 'p> {
                 } else {
                     Atom::I64(self.src.below(len) as i64)
                 }
+            }
+            3 => {
+                // An index in an order a stride decides, as `fold` of a
+                // reversed vector visits it (`n - 1 - j` when the stride is
+                // -1): the interpreter's arrays are row-major, so `j` itself.
+                let Some(e) = self.pick_e(env, |k| matches!(k, K::A1(m, _) if *m == len)) else {
+                    return Atom::I64(self.src.below(len) as i64);
+                };
+                self.used.insert(e.v);
+                let st = self.array(ArrayOp::Stride {
+                    arr: e.v.into(),
+                    axis: 0,
+                });
+                let rev = self.prim(Prim::Eq, &[st.into(), Atom::I64(-1)]);
+                let j = Atom::I64(self.src.below(len) as i64);
+                let flipped = self.prim(Prim::Sub, &[Atom::I64(len_i - 1), j]);
+                let i = self.prim(Prim::Select, &[rev.into(), flipped.into(), j]);
+                env.push(i, K::I(0, len_i - 1));
+                i.into()
             }
             _ => {
                 if let Some(e) = self.pick_e(env, |k| matches!(k, K::I(lo, _) if *lo >= 0)) {
