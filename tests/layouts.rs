@@ -10,7 +10,7 @@
 mod common;
 use common::*;
 use linad::differentiable;
-use linad::ndarray::{Array1, Array2, ShapeBuilder};
+use linad::ndarray::{Array1, Array2, ShapeBuilder, Zip};
 
 #[differentiable]
 fn scaled_transpose(m: &Array2<f64>) -> f64 {
@@ -162,4 +162,167 @@ fn products_round_as_ndarray_does() {
             "n = {n}"
         );
     }
+}
+
+/// ndarray's `fold` and `Zip` visit elements in memory order (a
+/// column-major array by columns, a reversed axis backwards, a strided one
+/// by its shortest stride): what the closure accumulates depends on it.
+#[differentiable]
+fn zip_for_each_sums(m: &Array2<f64>, w: &Array2<f64>) -> f64 {
+    let mut s = 0.0;
+    Zip::from(m).and(w).for_each(|&x, &y| s += x * y);
+    s
+}
+
+#[differentiable]
+fn zip_fold_sums(m: &Array2<f64>, w: &Array2<f64>) -> f64 {
+    Zip::from(m)
+        .and(w)
+        .fold(0.0, |acc, &x, &y| acc * 0.75 + x * y)
+}
+
+#[differentiable]
+fn zip_for_each_running(m: &Array2<f64>) -> (Array2<f64>, f64) {
+    let mut out = Array2::zeros(m.dim());
+    let mut s = 0.0;
+    Zip::from(&mut out).and(m).for_each(|o, &x| {
+        s = s * 0.5 + x;
+        *o = s;
+    });
+    (out, s)
+}
+
+#[differentiable]
+fn array_folds(m: &Array2<f64>) -> f64 {
+    m.fold(0.0, |acc, &x| acc * 0.75 + x) + m.t().fold(0.0, |acc, &x| acc + x)
+}
+
+#[differentiable]
+fn cube_fold(a: &linad::ndarray::Array3<f64>) -> f64 {
+    a.fold(0.0, |acc, &x| acc * 0.75 + x)
+}
+
+#[differentiable]
+fn vector_folds(v: &Array1<f64>, u: &Array1<f64>) -> f64 {
+    v.fold(0.0, |acc, &x| acc * 0.75 + x) + Zip::from(v).and(u).fold(0.0, |acc, &x, &y| acc + x * y)
+}
+
+/// [`input`] and the same values column-major, strided (every other
+/// column or row of a larger array, not contiguous) and with a reversed axis.
+fn layouts(name: &str) -> Vec<Array2<f64>> {
+    use linad::ndarray::{s, Axis};
+    let c = input(name, false);
+    let wide = Array2::from_shape_fn((17, 26), |(i, j)| c[[i, j / 2]]);
+    let tall = Array2::from_shape_fn((34, 13).f(), |(i, j)| c[[i / 2, j]]);
+    let mut reversed = Array2::from_shape_fn((17, 13), |(i, j)| c[[16 - i, j]]);
+    reversed.invert_axis(Axis(0));
+    vec![
+        c,
+        input(name, true),
+        wide.slice_move(s![.., ..;2]),
+        tall.slice_move(s![..;2, ..]),
+        reversed,
+    ]
+}
+
+#[test]
+fn folds_and_zips_visit_elements_in_ndarray_memory_order() {
+    let ones = Array2::ones((17, 13));
+    for m in layouts("folds") {
+        let y = array_folds(&m);
+        assert_same_bits(&y, &array_folds_jvp(&m, &m).0);
+        assert_same_bits(&y, &array_folds_vjp(&m, 1.0).0);
+        let y = zip_for_each_running(&m);
+        assert_same_bits(&y, &zip_for_each_running_jvp(&m, &m).0);
+        assert_same_bits(&y, &zip_for_each_running_vjp(&m, (&ones, 1.0)).0);
+        for w in layouts("zips") {
+            let y = zip_for_each_sums(&m, &w);
+            assert_same_bits(&y, &zip_for_each_sums_jvp(&m, &w, &w, &m).0);
+            assert_same_bits(&y, &zip_for_each_sums_vjp(&m, &w, 1.0).0);
+            let y = zip_fold_sums(&m, &w);
+            assert_same_bits(&y, &zip_fold_sums_jvp(&m, &w, &w, &m).0);
+            assert_same_bits(&y, &zip_fold_sums_vjp(&m, &w, 1.0).0);
+        }
+    }
+    let mut r = rng("cube folds");
+    let big = r.array2(12, 20, -1.0, 1.0);
+    let cube = linad::ndarray::Array3::from_shape_fn((3, 8, 5), |(i, j, k)| {
+        big[[i * 4 + j / 2, k + 5 * (j % 2)]] * 10f64.powi(((i * 5 + j * 3 + k) % 9) as i32 - 4)
+    });
+    for perm in [[0, 1, 2], [2, 1, 0], [1, 2, 0], [0, 2, 1]] {
+        use linad::ndarray::s;
+        for a in [
+            cube.clone().permuted_axes(perm),
+            cube.slice(s![.., ..;2, ..]).to_owned().permuted_axes(perm),
+            cube.clone()
+                .slice_move(s![.., ..;2, ..])
+                .permuted_axes(perm),
+        ] {
+            let y = cube_fold(&a);
+            assert_same_bits(&y, &cube_fold_jvp(&a, &a).0);
+            assert_same_bits(&y, &cube_fold_vjp(&a, 1.0).0);
+        }
+    }
+    let v = Array1::from_shape_fn(23, |i| input("vectors", false)[[i % 17, i % 13]]);
+    let mut back = v.slice(linad::ndarray::s![..;-1]).to_owned();
+    back.invert_axis(linad::ndarray::Axis(0));
+    for (a, b) in [(&v, &back), (&back, &v)] {
+        let y = vector_folds(a, b);
+        assert_same_bits(&y, &vector_folds_jvp(a, b, b, a).0);
+        assert_same_bits(&y, &vector_folds_vjp(a, b, 1.0).0);
+    }
+}
+
+#[test]
+fn derivatives_of_folds_and_zips_in_memory_order() {
+    let mut r = rng("derivatives of folds and zips");
+    let m = r.array2(5, 4, -1.0, 1.0);
+    let w = Array2::from_shape_fn((5, 4).f(), |ix| m[ix] * 0.5 + 0.25);
+    check_derivatives(
+        &(m.clone(), w.clone()),
+        |(m, w)| zip_fold_sums(m, w),
+        |(m, w), (dm, dw)| zip_fold_sums_jvp(m, w, dm, dw),
+        |(m, w), ct: &f64| zip_fold_sums_vjp(m, w, *ct),
+    );
+    check_derivatives(
+        &w,
+        array_folds,
+        array_folds_jvp,
+        |w, ct: &f64| array_folds_vjp(w, *ct),
+    );
+    check_derivatives(
+        &w,
+        zip_for_each_running,
+        zip_for_each_running_jvp,
+        |w, ct: &(Array2<f64>, f64)| zip_for_each_running_vjp(w, (&ct.0, ct.1)),
+    );
+}
+
+#[differentiable]
+fn variances(m: &Array2<f64>, v: &Array1<f64>) -> f64 {
+    m.var(1.0) + m.t().std(0.0) + v.var(0.5)
+}
+
+#[test]
+fn variances_walk_memory_order_as_ndarray() {
+    let v = Array1::from_shape_fn(23, |i| input("variances", false)[[i % 17, i % 13]] + 3.0);
+    let mut back = v.slice(linad::ndarray::s![..;-1]).to_owned();
+    back.invert_axis(linad::ndarray::Axis(0));
+    for m in layouts("variances") {
+        for u in [&v, &back] {
+            let y = variances(&m, u);
+            assert_same_bits(&y, &variances_jvp(&m, u, &m, u).0);
+            assert_same_bits(&y, &variances_vjp(&m, u, 1.0).0);
+        }
+    }
+    let mut r = rng("variance derivatives");
+    let m = r.array2(5, 4, -1.0, 1.0);
+    let w = Array2::from_shape_fn((5, 4).f(), |ix| m[ix] * 0.5 + 0.25);
+    let u = Array1::from_shape_fn(6, |i| (i as f64 * 0.7).sin());
+    check_derivatives(
+        &(w, u),
+        |(m, v)| variances(m, v),
+        |(m, v), (dm, dv)| variances_jvp(m, v, dm, dv),
+        |(m, v), ct: &f64| variances_vjp(m, v, *ct),
+    );
 }

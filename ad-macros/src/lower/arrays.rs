@@ -286,9 +286,11 @@ impl Lowerer<'_> {
                 let it = super::iter_val::IterVal::of_indexed_array(arr, elem, rank);
                 Some(Val::Iter(Box::new(it)))
             }
+            // ndarray's `fold` visits the elements in memory order.
             "fold" => {
-                let iter = Val::Iter(Box::new(super::iter_val::IterVal::of_array(arr, elem, rank)));
-                self.iter_method(m, iter)
+                let mut it = super::iter_val::IterVal::of_array(arr, elem, rank);
+                it.order = Some(self.fold_plan(arr, rank, span)?);
+                self.iter_method(m, Val::Iter(Box::new(it)))
             }
             n if ELEMENTWISE_METHODS.contains(&n) && elem == Elem::F64 => {
                 let mut args = vec![];

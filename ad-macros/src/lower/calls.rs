@@ -52,7 +52,7 @@ fn never_differentiable(path: &syn::Path) -> Option<String> {
     // cannot be #[differentiable])
     if segs.len() >= 2 && segs[segs.len() - 2] == "Zip" {
         return Some(format!(
-            "`{name}` is not supported here: `Zip` is supported as `Zip::from(a).and(b).map_collect(|x, y| ..)` or `.for_each(|x, y| ..)`, consumed where it is built"
+            "`{name}` is not supported here: `Zip` is supported as `Zip::from(a).and(b).map_collect(|x, y| ..)`, `.for_each(|x, y| ..)` or `.fold(init, |acc, x, y| ..)`, consumed where it is built"
         ));
     }
     if segs.len() >= 2 && segs[segs.len() - 2].starts_with(|c: char| c.is_ascii_uppercase()) {

@@ -385,7 +385,7 @@ impl Lowerer<'_> {
 
     /// A counted loop of `n` iterations over `body` (already rid of its
     /// `continue`s), binding `pat` (if any) to `item(k)` at position `k`.
-    fn counted_loop(
+    pub(super) fn counted_loop(
         &mut self,
         body: &syn::Block,
         pat: Option<&syn::Pat>,

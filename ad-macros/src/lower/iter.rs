@@ -66,6 +66,7 @@ impl Lowerer<'_> {
             multi_index: false,
             maps: vec![],
             filters: vec![],
+            order: None,
         })))
     }
 
@@ -360,7 +361,7 @@ impl Lowerer<'_> {
     /// The multi-index of position `pos` of the logical (row-major) order
     /// of `arr` (of rank `rank`): `pos` cut by `%` and `/` of the trailing
     /// axes' lengths.
-    fn position_index(
+    pub(super) fn position_index(
         &mut self,
         arr: Atom,
         rank: usize,
@@ -483,11 +484,28 @@ impl Lowerer<'_> {
                 Val::Array(v, *elem, rank - 1)
             }
             // Elements in logical (row-major) order, as ndarray's `iter()`
-            // yields them whatever the memory layout.
+            // yields them whatever the memory layout; in memory order for
+            // `a.fold(..)`.
             Source::Arrays { arrs, item, rank } => {
                 let mut elems = vec![];
+                let planned = match &it.order {
+                    Some(plan) => Some(self.plan_index(plan, pos, span)?),
+                    None => None,
+                };
                 for (a, e) in arrs {
-                    elems.push(self.read_flat(*a, *e, *rank, pos, span)?);
+                    elems.push(match &planned {
+                        Some(idx) => {
+                            let x = self.array(
+                                ArrayOp::Index {
+                                    arr: *a,
+                                    idx: idx.clone(),
+                                },
+                                span,
+                            )?;
+                            Val::Scalar(x, *e)
+                        }
+                        None => self.read_flat(*a, *e, *rank, pos, span)?,
+                    });
                 }
                 item.value(&elems)
             }

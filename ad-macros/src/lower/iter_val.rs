@@ -4,6 +4,7 @@
 //! and `iter.rs` both depend on it, not on each other.
 
 use super::types::{Elem, IntTy};
+use super::visit_order::Plan;
 use ad_core_ir::ir::Atom;
 
 /// How the items of a zipped iterator nest: `a.zip(b).zip(c)` gives `((a, b), c)`.
@@ -82,6 +83,9 @@ pub struct IterVal {
     /// The closures of `.filter(..)`, each with the number of `map`s
     /// applied before it (it sees their result).
     pub filters: Vec<(usize, syn::Expr)>,
+    /// Arrays visited in ndarray's memory order (`a.fold(..)`), not in
+    /// the logical order of `iter()`.
+    pub order: Option<Plan>,
 }
 
 impl IterVal {
@@ -99,6 +103,7 @@ impl IterVal {
             multi_index: false,
             maps: vec![],
             filters: vec![],
+            order: None,
         }
     }
 
@@ -129,6 +134,7 @@ impl IterVal {
             multi_index: false,
             maps: vec![],
             filters: vec![],
+            order: None,
         }
     }
 
@@ -142,6 +148,7 @@ impl IterVal {
     pub fn indexed(&self) -> bool {
         self.enumerate
             || self.rev
+            || self.order.is_some()
             || matches!(
                 self.src,
                 Source::Range { .. } | Source::Lanes { .. } | Source::Windows { .. }

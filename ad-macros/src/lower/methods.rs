@@ -6,9 +6,9 @@
 use super::ctx::{span_of, Lowerer};
 use super::expr::strip;
 use super::ops::typed_arith;
-use super::types::Elem;
+use super::types::{Elem, IntTy};
 use super::val::Val;
-use ad_core_ir::ir::{Atom, Prim};
+use ad_core_ir::ir::{ArrayOp, Atom, Prim};
 use proc_macro2::Span;
 
 const F64_METHODS: &str = "sin, cos, tan, exp, ln, log2, log10, sqrt, abs, tanh, sinh, cosh, atan, asin, acos, asinh, acosh, atanh, exp_m1, ln_1p, recip, powi, powf, atan2, hypot, max, min, mul_add, sin_cos, exp2, cbrt, log, clamp, to_degrees, to_radians, floor, ceil, round, trunc, fract, signum, copysign, rem_euclid, div_euclid, is_nan, is_finite, is_infinite, is_sign_negative, is_sign_positive";
@@ -397,13 +397,17 @@ impl Lowerer<'_> {
     }
 
     /// `Zip::from(a).and(b)..map_collect(|x, y| ..)`: a map over the arrays;
-    /// `Zip::from(a).and(b)..for_each(|x, y| ..)` (one-dimensional): the
-    /// loop `for ((x, y), ..) in a.iter().zip(b.iter()).. { .. }`, so the
-    /// closure may update variables of the function. `None` when `m` is not
-    /// of this form.
+    /// `Zip::from(a).and(b)..for_each(|x, y| ..)` and
+    /// `..fold(init, |acc, x, y| ..)`: a loop over the elements in `Zip`'s
+    /// order ([`Self::zip_loop`]). `None` when `m` is not of this form.
     fn zip_call(&mut self, m: &syn::ExprMethodCall) -> Option<Option<Val>> {
         let name = m.method.to_string();
-        if !matches!(name.as_str(), "map_collect" | "for_each") || m.args.len() != 1 {
+        let nargs = match name.as_str() {
+            "map_collect" | "for_each" => 1,
+            "fold" => 2,
+            _ => return None,
+        };
+        if m.args.len() != nargs {
             return None;
         }
         // The arrays, innermost `Zip::from(a)` first.
@@ -429,149 +433,131 @@ impl Lowerer<'_> {
             }
         }
         arrs.reverse();
-        let cl = &m.args[0];
-        if name == "for_each" && arrs.iter().any(|a| mut_ref(a).is_some()) {
-            return Some(self.zip_for_each_mut(m, &arrs, cl));
+        let cl = &m.args[nargs - 1];
+        if name != "map_collect" {
+            let init = (name == "fold").then(|| &m.args[0]);
+            return Some(self.zip_loop(m, &arrs, init, cl));
         }
-        let deref = |e: &syn::Expr| -> syn::Expr {
-            match strip(e) {
-                syn::Expr::Reference(r) => (*r.expr).clone(),
-                e => e.clone(),
-            }
-        };
-        let arrs: Vec<syn::Expr> = arrs.into_iter().map(deref).collect();
-        Some(if name == "map_collect" {
-            (|| {
-                let mut vals = vec![];
-                let mut rank = None;
-                for a in &arrs {
-                    match self.expr(a)? {
-                        Val::Array(x, e, r) => {
-                            if rank.is_some_and(|k| k != r) {
-                                return self.fail(a, "`Zip` needs arrays of one shape");
-                            }
-                            rank = Some(r);
-                            vals.push((x, e));
+        if let Some(a) = arrs.iter().find(|a| mut_ref(a).is_some()) {
+            return Some(self.fail(a, "`map_collect` reads its arrays: pass them as `&a`"));
+        }
+        let arrs: Vec<syn::Expr> = arrs.iter().map(|a| deref(a)).collect();
+        Some((|| {
+            let mut vals = vec![];
+            let mut rank = None;
+            for a in &arrs {
+                match self.expr(a)? {
+                    Val::Array(x, e, r) => {
+                        if rank.is_some_and(|k| k != r) {
+                            return self.fail(a, "`Zip` needs arrays of one shape");
                         }
-                        other => {
-                            return self
-                                .fail(a, format!("`Zip` takes arrays, found `{}`", other.ty()))
-                        }
+                        rank = Some(r);
+                        vals.push((x, e));
+                    }
+                    other => {
+                        return self.fail(a, format!("`Zip` takes arrays, found `{}`", other.ty()))
                     }
                 }
-                self.map_with(&vals, rank?, m, |lw, xs| lw.apply_closure(cl, xs))
-            })()
-        } else {
-            let syn::Expr::Closure(c) = strip(cl) else {
-                return Some(self.fail(cl, "`for_each` takes a closure here"));
-            };
-            if c.inputs.len() != arrs.len() {
-                return Some(self.fail(
-                    &c.inputs,
-                    format!("this closure must take {} parameters here", arrs.len()),
-                ));
             }
-            let span = m.method.span();
-            let mut iter: syn::Expr = {
-                let a = &arrs[0];
-                syn::parse_quote_spanned!(span=> #a.iter())
-            };
-            let mut pat: syn::Pat = c.inputs[0].clone();
-            for (a, p) in arrs.iter().zip(&c.inputs).skip(1) {
-                iter = syn::parse_quote_spanned!(span=> #iter.zip(#a.iter()));
-                pat = syn::parse_quote_spanned!(span=> (#pat, #p));
-            }
-            let body = &c.body;
-            let f: syn::ExprForLoop =
-                syn::parse_quote_spanned!(span=> for #pat in #iter { #body; });
-            self.lower_for(&f)
-        })
+            self.map_with(&vals, rank?, m, |lw, xs| lw.apply_closure(cl, xs))
+        })())
     }
 
-    /// `Zip::from(&mut y).and(&x)..for_each(|y, &x| *y = ..)`: an indexed
-    /// loop nest over the first array's shape whose body writes the mutable
-    /// arrays' elements (`*y` is `y_arr[i]`, or `[[i, j]]` in two
-    /// dimensions) and binds the others' elements:
+    /// `Zip::from(&mut y).and(&x)..for_each(|y, &x| ..)` and
+    /// `Zip::from(&a).and(&b)..fold(init, |acc, &x, &y| ..)`: a loop over
+    /// the positions of the arrays (one shape, else a panic as in `f`) in
+    /// the order `Zip` visits them (its memory order,
+    /// [`Self::zip_plan`]), which decides the bits of what the body
+    /// accumulates. Each closure parameter is bound to its array's element
+    /// there; the parameter of a mutable array (`&mut y`, a local
+    /// variable) is its element as a place: `*y` reads and writes
+    /// `y[[i, j]]`. `fold` carries the accumulator as loop state.
     ///
     /// ```text
     /// Zip::from(&mut y).and(&x).for_each(|y, &x| *y += 2.0 * x)
-    /// ==>  for i in 0..y.shape()[0] { let x = x[i]; y[i] += 2.0 * x; }
+    /// ==>  for ((i,), x) in <positions of x, with x[i]> { y[i] += 2.0 * x; }
     /// ```
-    ///
-    /// A mutable array must be a local variable (`&mut name`) and its
-    /// closure parameter a name used as `*name`.
-    fn zip_for_each_mut(
+    fn zip_loop(
         &mut self,
         m: &syn::ExprMethodCall,
         arrs: &[&syn::Expr],
+        init: Option<&syn::Expr>,
         cl: &syn::Expr,
     ) -> Option<Val> {
+        let what = if init.is_some() { "fold" } else { "for_each" };
         let syn::Expr::Closure(c) = strip(cl) else {
-            return self.fail(cl, "`for_each` takes a closure here");
+            return self.fail(cl, format!("`{what}` takes a closure here"));
         };
-        if c.inputs.len() != arrs.len() {
+        let skip = usize::from(init.is_some());
+        if c.inputs.len() != arrs.len() + skip {
             return self.fail(
                 &c.inputs,
-                format!("this closure must take {} parameters here", arrs.len()),
+                format!(
+                    "this closure must take {} parameters here",
+                    arrs.len() + skip
+                ),
             );
         }
         let span = m.method.span();
-        // The arrays as places, and the rank (of the first).
-        let places: Vec<syn::Expr> = arrs
-            .iter()
-            .map(|a| match strip(a) {
-                syn::Expr::Reference(r) => (*r.expr).clone(),
-                e => e.clone(),
-            })
-            .collect();
-        let rank = match self.expr(&places[0])? {
-            Val::Array(_, _, r) => r,
-            other => {
-                return self.fail(
-                    arrs[0],
-                    format!("`Zip` takes arrays, found `{}`", other.ty()),
-                )
+        let untyped = |p: &syn::Pat| -> syn::Pat {
+            match p {
+                syn::Pat::Type(pt) => (*pt.pat).clone(),
+                p => p.clone(),
             }
         };
-        if rank == 0 || rank > 3 {
-            return self.fail(
-                arrs[0],
-                "`Zip::for_each` over mutable arrays of rank 1 to 3",
-            );
+        // The arrays' values (a mutable one's current value), one rank.
+        let mut vals: Vec<(Atom, Elem)> = vec![];
+        let mut rank = None;
+        for a in arrs {
+            match self.expr(&deref(a))? {
+                Val::Array(x, e, r) => {
+                    if rank.is_some_and(|k| k != r) {
+                        return self.fail(*a, "`Zip` needs arrays of one shape");
+                    }
+                    rank = Some(r);
+                    vals.push((x, e));
+                }
+                other => {
+                    return self.fail(*a, format!("`Zip` takes arrays, found `{}`", other.ty()))
+                }
+            }
+        }
+        let rank = rank?;
+        if rank == 0 {
+            return self.fail(arrs[0], "`Zip` over arrays of rank 1 or more");
         }
         let idx: Vec<syn::Ident> = (0..rank)
             .map(|k| syn::Ident::new(&format!("__linad_zip_{k}"), span))
             .collect();
-        let at = |place: &syn::Expr| -> syn::Expr {
-            match idx.as_slice() {
-                [i] => syn::parse_quote_spanned!(span=> #place[#i]),
-                is => syn::parse_quote_spanned!(span=> #place[[#(#is),*]]),
-            }
-        };
-        let mut lets: Vec<syn::Stmt> = vec![];
+        // Patterns bound per position: the index, then the elements of the
+        // arrays read; `*y` of a mutable array's `y` becomes its place.
+        let mut pats: Vec<syn::Pat> = vec![syn::parse_quote_spanned!(span=> (#(#idx,)*))];
+        let mut read: Vec<(Atom, Elem)> = vec![];
         let mut writes: Vec<(String, syn::Expr)> = vec![];
-        for ((a, place), p) in arrs.iter().zip(&places).zip(&c.inputs) {
-            let p = match p {
-                syn::Pat::Type(pt) => &*pt.pat,
-                p => p,
-            };
-            if mut_ref(a).is_some() {
-                let syn::Pat::Ident(pi) = p else {
+        for ((a, p), &v) in arrs.iter().zip(c.inputs.iter().skip(skip)).zip(&vals) {
+            let p = untyped(p);
+            if let Some(y) = mut_ref(a) {
+                let syn::Pat::Ident(pi) = &p else {
                     return self.fail(
-                        p,
+                        &p,
                         "the parameter of a mutable `Zip` array must be a name, used as `*name`",
                     );
                 };
-                writes.push((pi.ident.to_string(), at(place)));
+                let place: syn::Expr = if rank == 1 {
+                    let i = &idx[0];
+                    syn::parse_quote_spanned!(span=> #y[#i])
+                } else {
+                    syn::parse_quote_spanned!(span=> #y[[#(#idx),*]])
+                };
+                writes.push((pi.ident.to_string(), place));
             } else {
                 // `&x` binds the element; `x` a reference to it (`*x` is
                 // read as `x`: references are values here).
-                let inner = match p {
-                    syn::Pat::Reference(r) => &*r.pat,
+                pats.push(match p {
+                    syn::Pat::Reference(r) => (*r.pat).clone(),
                     p => p,
-                };
-                let e = at(place);
-                lets.push(syn::parse_quote_spanned!(span=> let #inner = #e;));
+                });
+                read.push(v);
             }
         }
         let mut body = (*c.body).clone();
@@ -586,12 +572,73 @@ impl Lowerer<'_> {
                 "use the element of a mutable `Zip` array as `*name` (to read or to write it)",
             );
         }
-        let first = &places[0];
-        let mut stmt: syn::Expr = syn::parse_quote_spanned!(span=> { #(#lets)* #body; });
-        for (k, i) in idx.iter().enumerate().rev() {
-            stmt = syn::parse_quote_spanned!(span=> for #i in 0..#first.shape()[#k] { #stmt });
+        // One shape, or a panic (as ndarray's `and`).
+        let mut n = self.count(vals[0].0, rank, span)?;
+        let mut same = Atom::Bool(true);
+        for &(a, _) in &vals[1..] {
+            for axis in 0..rank {
+                let s0 = self.array(
+                    ArrayOp::Shape {
+                        arr: vals[0].0,
+                        axis,
+                    },
+                    span,
+                )?;
+                let s = self.array(ArrayOp::Shape { arr: a, axis }, span)?;
+                let eq = self.prim(Prim::Eq, &[s0, s], span)?;
+                same = self.prim(Prim::And, &[same, eq], span)?;
+            }
         }
-        self.expr(&stmt)
+        if same != Atom::Bool(true) {
+            n = self.panic_unless(same, n, span)?;
+        }
+        let atoms: Vec<Atom> = vals.iter().map(|v| v.0).collect();
+        let plan = self.zip_plan(&atoms, rank, span)?;
+        let first = vals[0].0;
+        let item = |lw: &mut Self, k: Atom| -> Option<Val> {
+            let ix = match &plan {
+                Some(plan) => lw.plan_index(plan, k, span)?,
+                None => lw.position_index(first, rank, k, span)?,
+            };
+            let mut items = vec![Val::Tuple(
+                ix.iter()
+                    .map(|i| Val::Scalar(*i, Elem::Int(IntTy::Usize)))
+                    .collect(),
+            )];
+            for &(a, e) in &read {
+                let x = lw.array(
+                    ArrayOp::Index {
+                        arr: a,
+                        idx: ix.clone(),
+                    },
+                    span,
+                )?;
+                items.push(Val::Scalar(x, e));
+            }
+            Some(Val::Tuple(items))
+        };
+        let pat: syn::Pat = syn::parse_quote_spanned!(span=> (#(#pats,)*));
+        let Some(init) = init else {
+            let block: syn::Block = syn::parse_quote_spanned!(span=> { #body; });
+            return self.counted_loop(&block, Some(&pat), span, n, false, &item);
+        };
+        // `fold`: the accumulator is a hidden variable the body assigns.
+        let acc = syn::Ident::new("__linad_zip_acc", span);
+        let acc_pat = untyped(&c.inputs[0]);
+        let start = self.expr(init)?;
+        self.env.push_scope();
+        let id = self.env.declare(&acc.to_string(), start.clone(), true);
+        let block: syn::Block = syn::parse_quote_spanned!(span=> {
+            #acc = { let #acc_pat = #acc; #body };
+        });
+        let done = self.counted_loop(&block, Some(&pat), span, n, false, &item);
+        let out = self.env.get(id).val.clone();
+        self.env.pop_scope();
+        done?;
+        if start.ty().unify(&out.ty()).is_none() {
+            return self.fail(cl, format!("mismatched types: the closure of `fold` returns `{}` for an accumulator of type `{}`", out.ty(), start.ty()));
+        }
+        Some(out)
     }
 
     /// An `f64` method on lowered operands (also used for `f64::sin(x)` and
@@ -875,6 +922,14 @@ pub fn is_f64_method(name: &str) -> bool {
 }
 
 /// `name` of `&mut name` (a mutable `Zip` array).
+/// `e` without a leading `&` (or `&mut`).
+fn deref(e: &syn::Expr) -> syn::Expr {
+    match strip(e) {
+        syn::Expr::Reference(r) => (*r.expr).clone(),
+        e => e.clone(),
+    }
+}
+
 fn mut_ref(e: &syn::Expr) -> Option<&syn::Ident> {
     match strip(e) {
         syn::Expr::Reference(r) if r.mutability.is_some() => match strip(&r.expr) {
@@ -980,6 +1035,50 @@ impl DerefWrites<'_> {
 #[cfg(test)]
 mod tests {
     use crate::lower::testutil::*;
+
+    /// `Zip::fold`, `Zip::for_each` over read and written arrays, and
+    /// `a.fold`: the values Rust computes (the interpreter's arrays are
+    /// row-major, so ndarray's memory order is the logical one here;
+    /// `tests/layouts.rs` runs other layouts) and the derivatives. The
+    /// rank-2 loops read the arrays' strides; a shape mismatch panics as
+    /// ndarray's `and` does.
+    #[test]
+    fn zip_and_array_folds_follow_memory_order() {
+        const SRC: &str = "fn f(a: &Array2<f64>, b: &Array2<f64>, v: &Array1<f64>) -> f64 {
+            let mut s = 0.0;
+            let mut y = Array2::zeros(a.dim());
+            Zip::from(&mut y).and(a).and(b).for_each(|y, &x, w| {
+                s = s * 0.5 + x * w;
+                *y = s;
+            });
+            let t = Zip::from(a).and(&y).fold(1.0, |acc, &x, &z| acc * 0.75 + x * z);
+            let u = Zip::from(v).and(v).fold(0.0, |acc: f64, x: &f64, w: &f64| acc + x.sin() * w);
+            s + t + u + a.fold(0.0, |acc, &x| acc * 0.5 + x) + v.fold(2.0, |acc, x| acc * x)
+        }";
+        let a = [0.5, -1.0, 2.0, 0.25, 1.5, -0.75];
+        let b = [1.0, 0.5, -0.5, 2.0, 0.3, 0.9];
+        let v = [0.7, -1.1, 1.3];
+        // `f` on row-major 2 x 3 arrays, in row-major order
+        let (mut s, mut y) = (0.0, [0.0; 6]);
+        for k in 0..6 {
+            s = s * 0.5 + a[k] * b[k];
+            y[k] = s;
+        }
+        let t = (0..6).fold(1.0, |acc, k| acc * 0.75 + a[k] * y[k]);
+        let u = v.iter().fold(0.0, |acc: f64, x: &f64| acc + x.sin() * x);
+        let want = s
+            + t
+            + u
+            + a.iter().fold(0.0, |acc, &x| acc * 0.5 + x)
+            + v.iter().fold(2.0, |acc: f64, x| acc * x);
+        check(SRC, &[m2(2, &a), m2(2, &b), v1(&v)], &[fv(want)]);
+        let l = lowered(SRC);
+        let ir = ad_core_ir::pretty::func_to_string(l.program.func("f").unwrap());
+        assert!(ir.contains("stride"), "{ir}");
+        // arrays of different shapes: a panic, as in `f`
+        let bad = ad_core_ir::interp::run(&l.program, "f", &[m2(2, &a), m2(3, &b), v1(&v)], &[]);
+        assert!(bad.is_err(), "{bad:?}");
+    }
 
     #[test]
     fn f64_methods() {

@@ -16,7 +16,8 @@
 //! - `control.rs` — `if`, `for`, `&&`/`||`, loop-state discovery;
 //! - `arrays.rs` — the `ndarray` API; `views.rs` — slices, reshapes and axis
 //!   work as builds; `construct.rs` — `array!`, `from(vec![..])`,
-//!   `concatenate`, `stack`; `iter.rs` — iterator chains;
+//!   `concatenate`, `stack`; `iter.rs` — iterator chains; `visit_order.rs`
+//!   — the memory order ndarray's `fold` and `Zip` visit elements in;
 //! - `methods.rs` — `f64` and integer methods; `calls.rs` — calls by path
 //!   (with `ad_core_ir::taint`: which callees are differentiated);
 //! - `errors.rs` — the texts of the refusals.
@@ -39,6 +40,7 @@ mod stmt;
 mod types;
 mod val;
 mod views;
+mod visit_order;
 
 pub use methods::is_f64_method;
 

@@ -183,8 +183,15 @@ impl Lowerer<'_> {
                         )
                     }
                 };
+                // ndarray's one pass visits the elements in memory order
+                // (`for_each`, as `fold`): the recurrence is walked in it.
                 let n = self.count(arr, rank, span)?;
-                let flat = self.reshape(arr, elem, rank, vec![n], m)?;
+                let plan = self.fold_plan(arr, rank, span)?;
+                let flat = self.build_with(vec![n], m, |lw, ix| {
+                    let idx = lw.plan_index(&plan, Atom::Var(ix[0]), span)?;
+                    let x = lw.array(ArrayOp::Index { arr, idx }, span)?;
+                    Some(Val::Scalar(x, elem))
+                })?;
                 let var = self.welford_var(flat, ddof, span)?;
                 if name == "std" {
                     let Val::Scalar(v, _) = var else { return None };
