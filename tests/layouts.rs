@@ -10,7 +10,7 @@
 mod common;
 use common::*;
 use linad::differentiable;
-use linad::ndarray::{Array1, Array2, ShapeBuilder, Zip};
+use linad::ndarray::{s, Array1, Array2, ShapeBuilder, Zip};
 
 #[differentiable]
 fn scaled_transpose(m: &Array2<f64>) -> f64 {
@@ -210,7 +210,7 @@ fn vector_folds(v: &Array1<f64>, u: &Array1<f64>) -> f64 {
 /// [`input`] and the same values column-major, strided (every other
 /// column or row of a larger array, not contiguous) and with a reversed axis.
 fn layouts(name: &str) -> Vec<Array2<f64>> {
-    use linad::ndarray::{s, Axis};
+    use linad::ndarray::Axis;
     let c = input(name, false);
     let wide = Array2::from_shape_fn((17, 26), |(i, j)| c[[i, j / 2]]);
     let tall = Array2::from_shape_fn((34, 13).f(), |(i, j)| c[[i / 2, j]]);
@@ -250,7 +250,6 @@ fn folds_and_zips_visit_elements_in_ndarray_memory_order() {
         big[[i * 4 + j / 2, k + 5 * (j % 2)]] * 10f64.powi(((i * 5 + j * 3 + k) % 9) as i32 - 4)
     });
     for perm in [[0, 1, 2], [2, 1, 0], [1, 2, 0], [0, 2, 1]] {
-        use linad::ndarray::s;
         for a in [
             cube.clone().permuted_axes(perm),
             cube.slice(s![.., ..;2, ..]).to_owned().permuted_axes(perm),
@@ -264,7 +263,7 @@ fn folds_and_zips_visit_elements_in_ndarray_memory_order() {
         }
     }
     let v = Array1::from_shape_fn(23, |i| input("vectors", false)[[i % 17, i % 13]]);
-    let mut back = v.slice(linad::ndarray::s![..;-1]).to_owned();
+    let mut back = v.slice(s![..;-1]).to_owned();
     back.invert_axis(linad::ndarray::Axis(0));
     for (a, b) in [(&v, &back), (&back, &v)] {
         let y = vector_folds(a, b);
@@ -284,12 +283,9 @@ fn derivatives_of_folds_and_zips_in_memory_order() {
         |(m, w), (dm, dw)| zip_fold_sums_jvp(m, w, dm, dw),
         |(m, w), ct: &f64| zip_fold_sums_vjp(m, w, *ct),
     );
-    check_derivatives(
-        &w,
-        array_folds,
-        array_folds_jvp,
-        |w, ct: &f64| array_folds_vjp(w, *ct),
-    );
+    check_derivatives(&w, array_folds, array_folds_jvp, |w, ct: &f64| {
+        array_folds_vjp(w, *ct)
+    });
     check_derivatives(
         &w,
         zip_for_each_running,
@@ -306,7 +302,7 @@ fn variances(m: &Array2<f64>, v: &Array1<f64>) -> f64 {
 #[test]
 fn variances_walk_memory_order_as_ndarray() {
     let v = Array1::from_shape_fn(23, |i| input("variances", false)[[i % 17, i % 13]] + 3.0);
-    let mut back = v.slice(linad::ndarray::s![..;-1]).to_owned();
+    let mut back = v.slice(s![..;-1]).to_owned();
     back.invert_axis(linad::ndarray::Axis(0));
     for m in layouts("variances") {
         for u in [&v, &back] {
@@ -324,5 +320,38 @@ fn variances_walk_memory_order_as_ndarray() {
         |(m, v)| variances(m, v),
         |(m, v), (dm, dv)| variances_jvp(m, v, dm, dv),
         |(m, v), ct: &f64| variances_vjp(m, v, *ct),
+    );
+}
+
+/// Slices read by reference are ndarray's own views of the array (its
+/// strides times the steps), so their sums, dot products and folds walk
+/// memory as ndarray does in `f`: a strided view row by row, a
+/// contiguous one 8 lanes at a time.
+#[differentiable]
+fn sums_of_slices(m: &Array2<f64>, v: &Array1<f64>) -> f64 {
+    let a = m.slice(s![.., 1..]).sum() + m.slice(s![2..;3, ..;-2]).sum();
+    let b = (&m.slice(s![1..5, 3]) * &v.slice(s![..4])).sum();
+    let c = v.slice(s![..;-1]).sum() + v.slice(s![1..;2]).fold(0.0, |acc, &x| acc * 0.75 + x);
+    let d = m.slice(s![..;2, ..]).fold(0.0, |acc, &x| acc * 0.75 + x);
+    a + b + c + d + m.slice(s![3..7, 2..9]).sum()
+}
+
+#[test]
+fn slices_are_added_as_ndarray_adds_them() {
+    let v = Array1::from_shape_fn(23, |i| input("slices", false)[[i % 17, i % 13]]);
+    for m in layouts("slices") {
+        let y = sums_of_slices(&m, &v);
+        assert_same_bits(&y, &sums_of_slices_jvp(&m, &v, &m, &v).0);
+        assert_same_bits(&y, &sums_of_slices_vjp(&m, &v, 1.0).0);
+    }
+    let mut r = rng("slice derivatives");
+    let m = r.array2(9, 10, -1.0, 1.0);
+    let w = Array2::from_shape_fn((9, 10).f(), |ix| m[ix] * 0.5 + 0.25);
+    let u = Array1::from_shape_fn(9, |i| (i as f64 * 0.7).sin());
+    check_derivatives(
+        &(w, u),
+        |(m, v)| sums_of_slices(m, v),
+        |(m, v), (dm, dv)| sums_of_slices_jvp(m, v, dm, dv),
+        |(m, v), ct: &f64| sums_of_slices_vjp(m, v, *ct),
     );
 }

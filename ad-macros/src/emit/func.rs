@@ -599,7 +599,10 @@ impl<'a> Emitter<'a> {
             Expr::Call(c) => self.call(c, s, site)?,
             Expr::If(i) => self.if_(i, s)?,
             Expr::Loop(l) => self.loop_(l, s, site)?,
-            Expr::Build(b) => self.build(b, s)?,
+            Expr::Build(b) => match self.slice_view(b, s) {
+                Some(view) => view,
+                None => self.build(b, s)?,
+            },
             Expr::Map(m) => self.map(m, s)?,
             Expr::Fold(fd) => self.fold(fd, s, site)?,
             Expr::While(w) => self.while_(w, s, site)?,

@@ -32,6 +32,7 @@ mod names;
 mod nest;
 mod residuals;
 mod scalar;
+mod slice_view;
 mod strip;
 mod transpose_fn;
 mod types;

@@ -66,8 +66,9 @@ pub struct Uses {
     /// the view is a use of the array for its lifetime: the array dies
     /// with its last view.
     lender: FastMap<Var, Var>,
-    /// Non-linear `broadcast` and `transpose` results emitted as views of
-    /// their operand ([`nl_lent_views`]).
+    /// Non-linear `broadcast` and `transpose` results and slices
+    /// (`slice_view.rs`) emitted as views of their operand
+    /// ([`nl_lent_views`]).
     nl_lent: FastSet<Var>,
 }
 
@@ -305,18 +306,21 @@ impl Uses {
         }
         // A non-linear broadcast or transpose emitted as a view
         // (`nl_lent_views`) borrows its operand.
-        if let Expr::Array(
-            ArrayOp::Broadcast {
-                arr: Atom::Var(x), ..
-            }
-            | ArrayOp::Transpose { arr: Atom::Var(x) },
-        ) = &s.expr
-        {
-            if let [y] = s.binds[..] {
-                if self.nl_lent.contains(&y) {
-                    let r = self.root(*x);
-                    self.lender.insert(y, r);
+        let viewed = match &s.expr {
+            Expr::Array(
+                ArrayOp::Broadcast {
+                    arr: Atom::Var(x), ..
                 }
+                | ArrayOp::Transpose { arr: Atom::Var(x) },
+            ) => Some(*x),
+            // a slice (`slice_view.rs`)
+            Expr::Build(b) => super::slice_view::slice_of(b, vars).map(|sl| sl.arr),
+            _ => None,
+        };
+        if let (Some(x), [y]) = (viewed, &s.binds[..]) {
+            if self.nl_lent.contains(y) {
+                let r = self.root(x);
+                self.lender.insert(*y, r);
             }
         }
         let mut nl: Vec<Var> = vec![];
@@ -458,8 +462,10 @@ fn lent_views(stmts: &[&Stmt], vars: &VarTable) -> FastSet<Var> {
     lent
 }
 
-/// The results of non-linear `broadcast`s (to a rank-1+ source) and
-/// `transpose`s that are emitted as views of their operand, tracked as
+/// The results of non-linear `broadcast`s (to a rank-1+ source),
+/// `transpose`s and slices (builds that read an array at affine
+/// positions, `slice_view::slice_of`) that are emitted as views of their
+/// operand, tracked as
 /// its borrowers ([`Uses::lenders`]): every use of such a result reads it
 /// by reference for one statement ([`nl_borrowed_operands`], or a
 /// broadcast or transpose that is such a view itself), never as a block's
@@ -486,6 +492,7 @@ fn nl_lent_views(body: &Block, stmts: &[&Stmt], vars: &VarTable) -> FastSet<Var>
                 [y],
             ) if !axes.is_empty() => Some((*x, *y)),
             (Expr::Array(ArrayOp::Transpose { arr: Atom::Var(x) }), [y]) => Some((*x, *y)),
+            (Expr::Build(b), [y]) => super::slice_view::slice_of(b, vars).map(|sl| (sl.arr, *y)),
             _ => None,
         };
         if let Some((x, y)) = view_of {
