@@ -333,7 +333,8 @@ fn sums_of_slices(m: &Array2<f64>, v: &Array1<f64>) -> f64 {
     let b = (&m.slice(s![1..5, 3]) * &v.slice(s![..4])).sum();
     let c = v.slice(s![..;-1]).sum() + v.slice(s![1..;2]).fold(0.0, |acc, &x| acc * 0.75 + x);
     let d = m.slice(s![..;2, ..]).fold(0.0, |acc, &x| acc * 0.75 + x);
-    a + b + c + d + m.slice(s![3..7, 2..9]).sum()
+    let e = m.diag().sum() + m.t().diag().fold(0.0, |acc, &x| acc * 0.75 + x);
+    a + b + c + d + e + m.slice(s![3..7, 2..9]).sum()
 }
 
 #[test]

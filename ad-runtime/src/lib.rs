@@ -96,7 +96,7 @@ pub use scratch::{
     Pooled, Scratch, POOL_LEN, POOL_MAX_BYTES, POOL_MAX_TOTAL_BYTES, POOL_MIN_BYTES,
 };
 pub use stack::{stack_arrays, ArrayResidualStack, ArrayStack, ResidualStack};
-pub use strided::{strided_view, StridedAxis};
+pub use strided::{diagonal_view, strided_view, StridedAxis};
 pub use strip::{
     build_lanes, build_lanes_ctx, lane_rows_fit, lanes_at, lanes_sum, Columns, LaneCols, LaneRows,
     LANES, TILE_MAX_COLUMNS,

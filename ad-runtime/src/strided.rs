@@ -4,7 +4,7 @@
 //! (a `sum` adds a contiguous array 8 lanes at a time, a strided one row by
 //! row): a row-major copy of the slice would be added in another order.
 
-use ndarray::{ArrayView, Dimension, IxDyn, SliceInfo, SliceInfoElem};
+use ndarray::{ArrayView, ArrayView1, ArrayView2, Dimension, IxDyn, SliceInfo, SliceInfoElem};
 
 /// One axis of a strided view ([`strided_view`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,6 +89,22 @@ where
     x.into_dyn().slice_move(info)
 }
 
+/// The first `len` elements of the leading diagonal of `x` (`x.diag()`,
+/// which has the strides' sum as its stride).
+///
+/// # Panics
+/// With a message naming `what` when `len` exceeds the diagonal.
+pub fn diagonal_view<'a, A>(x: ArrayView2<'a, A>, len: i64, what: &str) -> ArrayView1<'a, A> {
+    let d = x.into_diag();
+    assert!(
+        (0..=d.len() as i64).contains(&len),
+        "linad: {what}: index {} out of range for a diagonal of length {}",
+        len - 1,
+        d.len()
+    );
+    d.slice_move(ndarray::s![..len as usize])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,6 +165,16 @@ mod tests {
             );
             assert_eq!(e.shape(), &[0, 7]);
         }
+    }
+
+    #[test]
+    fn diagonals_have_the_strides_sum_as_stride() {
+        let a = Array2::from_shape_fn((4, 6).f(), |(i, j)| (10 * i + j) as f64);
+        let d = diagonal_view(a.view(), 3, "t");
+        assert_eq!(
+            (d.to_vec(), d.strides()),
+            (vec![0.0, 11.0, 22.0], a.diag().strides())
+        );
     }
 
     #[test]

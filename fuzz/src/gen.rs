@@ -65,10 +65,9 @@ pub enum Feature {
     Views,
     /// With [`Feature::Views`], views whose elements are not one block of
     /// memory in ndarray (`column(j)`, reversed slices `s![..;-1]`,
-    /// `diag()`, `index_axis` of a rank-3 array): their sums and dot
-    /// products add in another order than ndarray's (README, "Guarantees"),
-    /// so they are known to fail the primal's bit-identity and are off in
-    /// CI (`KNOWN_FAILING`).
+    /// `diag()`, `index_axis` of a rank-3 array): the generated code must
+    /// read them as ndarray's views with their strides, or their sums and
+    /// dot products add in another order than `f`'s.
     Strided,
 }
 

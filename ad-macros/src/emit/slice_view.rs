@@ -44,6 +44,8 @@ pub struct Slice {
     pub axes: Vec<SliceAxis>,
     /// Linear arrays read at the same positions, one per linear result.
     pub lin: Vec<Var>,
+    /// `x[i, i]` (`diag()`): the leading diagonal, `axes` empty.
+    pub diagonal: bool,
 }
 
 /// The slice `b` stands for, if it is one: its body only computes the
@@ -91,6 +93,18 @@ pub fn slice_of(b: &Build, vars: &VarTable) -> Option<Slice> {
             .any(|(x, i, _)| *i != idx || local(x) || vars.ty(*x).rank() != Some(idx.len()))
     {
         return None;
+    }
+    let lin: Vec<Var> = lin.into_iter().map(|l| l.0).collect();
+    if let ([Atom::Var(a), Atom::Var(c)], [p], true) = (&idx[..], &lam.params[..], steps.is_empty())
+    {
+        if a == p && c == p {
+            return Some(Slice {
+                arr,
+                axes: vec![],
+                lin,
+                diagonal: true,
+            });
+        }
     }
     // Each body variable's affine form `(start, step, axis)`: `axis` is the
     // build index it moves with.
@@ -165,7 +179,8 @@ pub fn slice_of(b: &Build, vars: &VarTable) -> Option<Slice> {
     Some(Slice {
         arr,
         axes,
-        lin: lin.into_iter().map(|l| l.0).collect(),
+        lin,
+        diagonal: false,
     })
 }
 
@@ -200,7 +215,15 @@ impl super::func::Emitter<'_> {
             "a slice in `{}`",
             self.f.name.split("__").next().unwrap_or(&self.f.name)
         );
-        let view = quote::quote!(#rt::strided_view(#x.view(), &[#(#parts),*], #what));
+        let view_of = |a: &proc_macro2::Ident| {
+            if sl.diagonal {
+                let n = self.scalar(&b.shape[0]);
+                quote::quote!(#rt::diagonal_view(#a.view(), #n, #what))
+            } else {
+                quote::quote!(#rt::strided_view(#a.view(), &[#(#parts),*], #what))
+            }
+        };
+        let view = view_of(&x);
         if sl.lin.is_empty() {
             return Some(super::func::Out::one(view, super::types::Repr::View));
         }
@@ -210,9 +233,8 @@ impl super::func::Emitter<'_> {
         let mut reprs = vec![super::types::Repr::View];
         for dx in &sl.lin {
             let dx = self.name(*dx);
-            exprs.push(
-                quote::quote!(#rt::strided_view(#dx.view(), &[#(#parts),*], #what).to_owned()),
-            );
+            let v = view_of(&dx);
+            exprs.push(quote::quote!(#v.to_owned()));
             reprs.push(super::types::Repr::Owned);
         }
         Some(super::func::Out {
@@ -301,6 +323,7 @@ def f(x_0: [[f64]], n_1: i64, m_2: i64, s_3: i64 ; dx_4: [[f64]]) -> (f64 ; f64)
                     },
                 ],
                 lin: vec![],
+                diagonal: false,
             })
         );
         assert_eq!(
@@ -316,10 +339,12 @@ def f(x_0: [[f64]], n_1: i64, m_2: i64, s_3: i64 ; dx_4: [[f64]]) -> (f64 ; f64)
                     SliceAxis::At(Atom::I64(3))
                 ],
                 lin: vec![Var(4)],
+                diagonal: false,
             })
         );
-        // a transpose, a diagonal, a non-affine position, a computed element
-        for k in 2..6 {
+        assert!(s(3).is_some_and(|d| d.diagonal && d.axes.is_empty()));
+        // a transpose, a non-affine position, a computed element
+        for k in [2, 4, 5] {
             assert_eq!(s(k), None, "build {k}");
         }
     }
