@@ -358,6 +358,26 @@ impl Lowerer<'_> {
         Some(Val::Scalar(v, elem))
     }
 
+    /// Whether every array of `arrs` (of rank `rank`) has the first's
+    /// shape (a `bool` atom; `true` for one array).
+    pub(super) fn same_shapes(
+        &mut self,
+        arrs: &[Atom],
+        rank: usize,
+        span: proc_macro2::Span,
+    ) -> Option<Atom> {
+        let mut same = Atom::Bool(true);
+        for &a in arrs.iter().skip(1) {
+            for axis in 0..rank {
+                let s0 = self.array(ArrayOp::Shape { arr: arrs[0], axis }, span)?;
+                let s = self.array(ArrayOp::Shape { arr: a, axis }, span)?;
+                let eq = self.prim(Prim::Eq, &[s0, s], span)?;
+                same = self.prim(Prim::And, &[same, eq], span)?;
+            }
+        }
+        Some(same)
+    }
+
     /// The multi-index of position `pos` of the logical (row-major) order
     /// of `arr` (of rank `rank`): `pos` cut by `%` and `/` of the trailing
     /// axes' lengths.
@@ -676,21 +696,8 @@ impl Lowerer<'_> {
             // (`sum`, `product`) flatten the items anyway.
             let (span, r) = (span_of(node), *rank);
             let n = self.iter_len(it, node)?;
-            let mut same = Atom::Bool(true);
-            for (a, _) in &arrs[1..] {
-                for axis in 0..r {
-                    let s0 = self.array(
-                        ArrayOp::Shape {
-                            arr: arrs[0].0,
-                            axis,
-                        },
-                        span,
-                    )?;
-                    let s = self.array(ArrayOp::Shape { arr: *a, axis }, span)?;
-                    let eq = self.prim(Prim::Eq, &[s0, s], span)?;
-                    same = self.prim(Prim::And, &[same, eq], span)?;
-                }
-            }
+            let atoms: Vec<Atom> = arrs.iter().map(|a| a.0).collect();
+            let same = self.same_shapes(&atoms, r, span)?;
             self.b.open();
             let mapped = map(self).and_then(|(a, e, _)| {
                 if r == 1 {

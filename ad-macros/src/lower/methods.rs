@@ -574,25 +574,11 @@ impl Lowerer<'_> {
         }
         // One shape, or a panic (as ndarray's `and`).
         let mut n = self.count(vals[0].0, rank, span)?;
-        let mut same = Atom::Bool(true);
-        for &(a, _) in &vals[1..] {
-            for axis in 0..rank {
-                let s0 = self.array(
-                    ArrayOp::Shape {
-                        arr: vals[0].0,
-                        axis,
-                    },
-                    span,
-                )?;
-                let s = self.array(ArrayOp::Shape { arr: a, axis }, span)?;
-                let eq = self.prim(Prim::Eq, &[s0, s], span)?;
-                same = self.prim(Prim::And, &[same, eq], span)?;
-            }
-        }
+        let atoms: Vec<Atom> = vals.iter().map(|v| v.0).collect();
+        let same = self.same_shapes(&atoms, rank, span)?;
         if same != Atom::Bool(true) {
             n = self.panic_unless(same, n, span)?;
         }
-        let atoms: Vec<Atom> = vals.iter().map(|v| v.0).collect();
         let plan = self.zip_plan(&atoms, rank, span)?;
         let first = vals[0].0;
         let item = |lw: &mut Self, k: Atom| -> Option<Val> {
