@@ -67,9 +67,9 @@ pub struct Uses {
     /// with its last view.
     lender: FastMap<Var, Var>,
     /// Non-linear `broadcast` and `transpose` results and slices
-    /// (`slice_view.rs`) emitted as views of their operand
-    /// ([`nl_lent_views`]).
-    nl_lent: FastSet<Var>,
+    /// (`slice_view.rs`) emitted as views of their operand, with that
+    /// operand ([`nl_lent_views`]).
+    nl_lent: FastMap<Var, Var>,
 }
 
 impl Uses {
@@ -304,23 +304,12 @@ impl Uses {
                 }
             }
         }
-        // A non-linear broadcast or transpose emitted as a view
+        // A non-linear broadcast, transpose or slice emitted as a view
         // (`nl_lent_views`) borrows its operand.
-        let viewed = match &s.expr {
-            Expr::Array(
-                ArrayOp::Broadcast {
-                    arr: Atom::Var(x), ..
-                }
-                | ArrayOp::Transpose { arr: Atom::Var(x) },
-            ) => Some(*x),
-            // a slice (`slice_view.rs`)
-            Expr::Build(b) => super::slice_view::slice_of(b, vars).map(|sl| sl.arr),
-            _ => None,
-        };
-        if let (Some(x), [y]) = (viewed, &s.binds[..]) {
-            if self.nl_lent.contains(y) {
+        if let [y] = s.binds[..] {
+            if let Some(&x) = self.nl_lent.get(&y) {
                 let r = self.root(x);
-                self.lender.insert(*y, r);
+                self.lender.insert(y, r);
             }
         }
         let mut nl: Vec<Var> = vec![];
@@ -465,13 +454,13 @@ fn lent_views(stmts: &[&Stmt], vars: &VarTable) -> FastSet<Var> {
 /// The results of non-linear `broadcast`s (to a rank-1+ source),
 /// `transpose`s and slices (builds that read an array at affine
 /// positions, `slice_view::slice_of`) that are emitted as views of their
-/// operand, tracked as
-/// its borrowers ([`Uses::lenders`]): every use of such a result reads it
+/// operand, each with that operand, tracked as its borrowers
+/// ([`Uses::lenders`]): every use of such a result reads it
 /// by reference for one statement ([`nl_borrowed_operands`], or a
 /// broadcast or transpose that is such a view itself), never as a block's
 /// result. The operand then lives until the view's last use instead of
 /// being copied (a broadcast of an array used again later) or moved.
-fn nl_lent_views(body: &Block, stmts: &[&Stmt], vars: &VarTable) -> FastSet<Var> {
+fn nl_lent_views(body: &Block, stmts: &[&Stmt], vars: &VarTable) -> FastMap<Var, Var> {
     // Variables read other than by reference: block results first (a
     // block's results come after its statements in pre-order).
     let mut other: FastSet<Var> = body.results.iter().filter_map(Atom::var).collect();
@@ -480,7 +469,7 @@ fn nl_lent_views(body: &Block, stmts: &[&Stmt], vars: &VarTable) -> FastSet<Var>
             other.extend(b.results.iter().filter_map(Atom::var));
         }
     }
-    let mut lent = FastSet::default();
+    let mut lent = FastMap::default();
     for s in stmts.iter().rev() {
         let view_of = match (&s.expr, &s.binds[..]) {
             (
@@ -497,7 +486,7 @@ fn nl_lent_views(body: &Block, stmts: &[&Stmt], vars: &VarTable) -> FastSet<Var>
         };
         if let Some((x, y)) = view_of {
             if !other.contains(&y) && matches!(vars.ty(x), Ty::Array { .. }) {
-                lent.insert(y);
+                lent.insert(y, x);
             } else {
                 other.insert(x);
             }
