@@ -50,6 +50,10 @@ pub struct Lowerer<'p> {
     /// entry by its derivatives (`crate::asserts`; not in linear functions
     /// and custom rules): a refused later one may move there.
     pub asserts_on_entry: bool,
+    /// The iterator reductions returning an `Option` (`max_by`, `reduce`,
+    /// ..) that an enclosing `.unwrap()` / `.expect(..)` takes, by the
+    /// address of their syntax node (`iter_reduce.rs`).
+    pub unwrapping: Vec<usize>,
 }
 
 impl<'p> Lowerer<'p> {
@@ -79,6 +83,7 @@ impl<'p> Lowerer<'p> {
             unit_axis: ad_core_ir::fast_hash::FastMap::default(),
             exact_shapes: false,
             asserts_on_entry: false,
+            unwrapping: vec![],
         }
     }
 

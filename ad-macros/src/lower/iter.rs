@@ -212,10 +212,17 @@ impl Lowerer<'_> {
                 let args = self.nargs(m, 2)?;
                 self.fold_iter(it, args[0], args[1], m)
             }
-            "max" | "min" | "max_by" | "min_by" | "reduce" => self.fail(
-                &m.method,
-                format!("`{name}` is not supported on iterators: use `.fold(f64::NEG_INFINITY, f64::max)` (or `.fold(f64::INFINITY, f64::min)`)"),
-            ),
+            "max" | "min" | "max_by" | "min_by" | "reduce" => {
+                let node = m as *const syn::ExprMethodCall as usize;
+                let unwrapped = match self.unwrapping.iter().position(|p| *p == node) {
+                    Some(k) => {
+                        self.unwrapping.swap_remove(k);
+                        true
+                    }
+                    None => false,
+                };
+                self.reduce_iter(it, m, unwrapped)
+            }
             "step_by" => {
                 let args = self.nargs(m, 1)?;
                 let Source::Range {

@@ -98,7 +98,24 @@ impl Lowerer<'_> {
         if let Some(v) = self.zip_call(m) {
             return v;
         }
+        // `it.max_by(..).unwrap()`: the reduction may give its `Option`'s
+        // value (`iter_reduce.rs`), which `unwrap` passes on.
+        let unwraps_reduction = match strip(&m.receiver) {
+            syn::Expr::MethodCall(inner)
+                if matches!(m.method.to_string().as_str(), "unwrap" | "expect")
+                    && super::iter_reduce::UNWRAPPED_REDUCTIONS
+                        .contains(&inner.method.to_string().as_str()) =>
+            {
+                self.unwrapping
+                    .push(inner as *const syn::ExprMethodCall as usize);
+                true
+            }
+            _ => false,
+        };
         let recv = self.receiver(&m.receiver)?;
+        if unwraps_reduction && matches!(recv, Val::Scalar(..) | Val::Tuple(..)) {
+            return Some(recv);
+        }
         if m.turbofish.is_some()
             && !matches!(m.method.to_string().as_str(), "sum" | "product" | "collect")
         {

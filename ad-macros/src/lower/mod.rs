@@ -32,6 +32,7 @@ mod env;
 mod errors;
 mod expr;
 mod iter;
+mod iter_reduce;
 mod iter_val;
 mod methods;
 mod ops;
