@@ -306,7 +306,7 @@ impl Lowerer<'_> {
             | "mapv_inplace" | "slice_mut" | "get_mut" | "swap" | "zip_mut_with"
             | "scaled_add" => self.fail(
                 &m.method,
-                format!("mutating array methods (`{name}`) are supported on local `let mut` arrays (`a.fill(x)`, `a.assign(&b)`, `a.mapv_inplace(f)`, `a.scaled_add(s, &b)`, `a.row_mut(i).assign(&v)`, `a.slice_mut(s![..]).fill(x)`); elsewhere assign elements with `a[i] = ..` in a `for` loop, or build a new array with `mapv` / `from_shape_fn`"),
+                format!("mutating array methods (`{name}`) are supported on local `let mut` arrays (`a.fill(x)`, `a.assign(&b)`, `a.mapv_inplace(f)`, `a.map_inplace(|v| *v = ..)`, `for v in a.iter_mut() {{ *v = .. }}`, `a.scaled_add(s, &b)`, `a.row_mut(i).assign(&v)`, `a.slice_mut(s![..]).fill(x)`); elsewhere assign elements with `a[i] = ..` in a `for` loop, or build a new array with `mapv` / `from_shape_fn`"),
             ),
             "windows" if rank == 1 => {
                 let args = self.nargs(m, 1)?;

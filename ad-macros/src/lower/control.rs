@@ -240,6 +240,9 @@ impl Lowerer<'_> {
         if let Some(l) = &f.label {
             return self.fail(l, super::errors::LABEL);
         }
+        if let Some(v) = self.iter_mut_loop(f) {
+            return v;
+        }
         let mut body = f.body.clone();
         let span = f.for_token.span;
         if super::desugar::lift_breaks(&mut body, span) > 0 {
