@@ -9,7 +9,7 @@
 mod common;
 use common::*;
 use linad::differentiable;
-use linad::ndarray::{Array1, Array2, ShapeBuilder};
+use linad::ndarray::{Array1, Array2, ShapeBuilder, Zip};
 
 /// Rank 1: scale in place, then a running value read from the elements.
 #[differentiable]
@@ -78,6 +78,31 @@ fn mapped_in_place(x: &Array2<f64>) -> f64 {
     a.sum() + 3.0 * s
 }
 
+/// In-place updates inside loops (a `for`, a `while`, under an `if`): the
+/// array is the loop's state (a mutable borrow writes it). The fuzzer
+/// found `Zip::from(&mut a).for_each(..)` in a loop dropping its writes.
+#[differentiable]
+fn updated_in_loops(x: &Array1<f64>, n: usize) -> f64 {
+    let mut a = x.clone();
+    for _ in 0..n {
+        for v in a.iter_mut() {
+            *v = v.sin() * 0.5 + *v;
+        }
+        a.map_inplace(|v| *v *= 0.75);
+    }
+    let mut k = 0;
+    while k < n {
+        if k % 2 == 0 {
+            Zip::from(&mut a).and(x).for_each(|v, &w| *v = v.cos() + w);
+        }
+        for v in &mut a {
+            *v += 0.25;
+        }
+        k += 1;
+    }
+    a.sum()
+}
+
 fn layouts(rows: usize, cols: usize, rng: &mut Rng) -> Vec<Array2<f64>> {
     let c = rng.array2(rows, cols, -1.5, 1.5);
     let f = Array2::from_shape_vec((rows, cols).f(), c.iter().copied().collect()).unwrap();
@@ -111,6 +136,23 @@ fn primal_bits_on_every_layout_and_derivatives() {
         check_derivatives(&x, mapped_in_place, mapped_in_place_jvp, |x, ct| {
             mapped_in_place_vjp(x, *ct)
         });
+    }
+}
+
+#[test]
+fn updates_in_loops_are_loop_state() {
+    let mut rng = rng("inplace_loops");
+    let x = rng.array1(5, -1.5, 1.5);
+    for n in [0, 1, 2, 3] {
+        let y = updated_in_loops(&x, n);
+        assert_same_bits(&updated_in_loops_vjp(&x, n, 1.0).0, &y);
+        assert_same_bits(&updated_in_loops_jvp(&x, n, &x).0, &y);
+        check_derivatives(
+            &x,
+            |x| updated_in_loops(x, n),
+            |x, dx| updated_in_loops_jvp(x, n, dx),
+            |x, ct| updated_in_loops_vjp(x, n, *ct),
+        );
     }
 }
 

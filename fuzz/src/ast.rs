@@ -423,15 +423,23 @@ pub enum Reduction {
     /// nor `std`: its derivative at a constant array, common here, is
     /// `sqrt`'s at 0.)
     Var,
+    /// `a.iter().copied().max_by(f64::total_cmp).unwrap()`: the last of
+    /// equal maxima in IEEE's total order (panics when empty).
+    MaxByTotal,
+    /// `*a.iter().min_by(|l, r| l.partial_cmp(r).unwrap()).unwrap()`: the
+    /// first of equal minima (panics when empty or on comparing a NaN).
+    MinByPartial,
 }
 
 impl Reduction {
     /// Every reduction.
-    pub const ALL: [Reduction; 4] = [
+    pub const ALL: [Reduction; 6] = [
         Reduction::Mean,
         Reduction::Product,
         Reduction::IterSum,
         Reduction::Var,
+        Reduction::MaxByTotal,
+        Reduction::MinByPartial,
     ];
 }
 
@@ -516,6 +524,16 @@ pub enum S {
     Set(String, Vec<E>, bool, E),
     /// `a.slice_mut(s![..]).fill(e);`, one part per axis.
     SliceFill(String, Vec<SlicePart>, E),
+    /// Every element updated in place, `x = x.sin() * w + x` with `w = e`:
+    /// `for v in a.iter_mut() { acc = acc * 0.5 + *v; *v = .. }` (logical
+    /// order; `acc` an `f64` variable, when given) or, with `map`,
+    /// `a.map_inplace(|v| *v = ..)`.
+    InPlace {
+        arr: String,
+        map: bool,
+        acc: Option<String>,
+        e: E,
+    },
     For {
         var: String,
         lo: i64,
@@ -831,6 +849,14 @@ pub fn pe(e: &E) -> String {
             Reduction::Product => format!("{}.product()", recv(a)),
             Reduction::IterSum => format!("{}.iter().sum::<f64>()", recv(a)),
             Reduction::Var => format!("{}.var(0.0)", recv(a)),
+            Reduction::MaxByTotal => format!(
+                "{}.iter().copied().max_by(f64::total_cmp).unwrap()",
+                recv(a)
+            ),
+            Reduction::MinByPartial => format!(
+                "*{}.iter().min_by(|l, r| l.partial_cmp(r).unwrap()).unwrap()",
+                recv(a)
+            ),
         },
         E::EwB(op, a, v, left) => {
             if *left {
@@ -886,6 +912,19 @@ fn ps(s: &S, ind: usize, out: &mut String) {
                 pe(e),
                 ps.join(", ")
             );
+        }
+        S::InPlace { arr, map, acc, e } => {
+            let update = "*inplace_v = inplace_v.sin() * inplace_w + *inplace_v";
+            let walk = if *map {
+                format!("{arr}.map_inplace(|inplace_v| {update});")
+            } else {
+                let acc = acc
+                    .as_ref()
+                    .map(|c| format!("{c} = {c} * 0.5 + *inplace_v; "))
+                    .unwrap_or_default();
+                format!("for inplace_v in {arr}.iter_mut() {{ {acc}{update}; }}")
+            };
+            let _ = writeln!(out, "{pad}{{ let inplace_w: f64 = {}; {walk} }}", pe(e));
         }
         S::Set(a, ix, add, e) => {
             let o = if *add { "+" } else { "" };
@@ -1304,6 +1343,29 @@ impl<'a> Eval<'a> {
                     }
                 }
             }
+            S::InPlace { arr, acc, e, .. } => {
+                let w = self.e(e)?.f();
+                let mut c = match acc {
+                    Some(c) => Some(self.slot(c).f()),
+                    None => None,
+                };
+                // Row-major (`iter_mut`); `map_inplace` runs without `acc`,
+                // where the order does not matter.
+                match self.slot(arr) {
+                    V::A(_, data) => {
+                        for x in data.iter_mut() {
+                            if let Some(c) = &mut c {
+                                *c = *c * 0.5 + *x;
+                            }
+                            *x = x.sin() * w + *x;
+                        }
+                    }
+                    _ => return Err(Trap::Unevaluable),
+                }
+                if let (Some(name), Some(c)) = (acc, c) {
+                    *self.slot(name) = V::F(c);
+                }
+            }
             S::Set(a, ix, add, e) => {
                 let mut idx = vec![];
                 for x in ix {
@@ -1715,7 +1777,22 @@ impl<'a> Eval<'a> {
                 V::F(match kind {
                     // ndarray's order is its unrolled one: compared with a
                     // tolerance (`has_reductions`).
-                    Reduction::Mean if d.is_empty() => return Err(Trap::Bounds),
+                    Reduction::Mean | Reduction::MaxByTotal | Reduction::MinByPartial
+                        if d.is_empty() =>
+                    {
+                        return Err(Trap::Bounds)
+                    }
+                    Reduction::MaxByTotal => {
+                        d.iter().copied().max_by(f64::total_cmp).unwrap_or(0.0)
+                    }
+                    Reduction::MinByPartial if d.len() > 1 && d.iter().any(|x| x.is_nan()) => {
+                        return Err(Trap::Bounds)
+                    }
+                    Reduction::MinByPartial => d
+                        .iter()
+                        .copied()
+                        .min_by(|l, r| l.partial_cmp(r).unwrap_or(std::cmp::Ordering::Equal))
+                        .unwrap_or(0.0),
                     Reduction::Mean => plus_zero_sum(d.iter().copied()) / n,
                     Reduction::Product => d.iter().fold(1.0, |p, x| p * x),
                     Reduction::IterSum => d.iter().fold(-0.0, |s, x| s + x),

@@ -69,10 +69,14 @@ pub enum Feature {
     /// read them as ndarray's views with their strides, or their sums and
     /// dot products add in another order than `f`'s.
     Strided,
+    /// With [`Feature::ArrayWrites`], local arrays updated in place: `for v
+    /// in a.iter_mut()` (accumulating into an `f64` variable in logical
+    /// order) and `a.map_inplace(..)`.
+    InPlace,
 }
 
 /// Every feature, with its switch name.
-pub const FEATURES: [(Feature, &str); 26] = [
+pub const FEATURES: [(Feature, &str); 27] = [
     (Feature::Math, "math"),
     (Feature::Ints, "ints"),
     (Feature::Casts, "casts"),
@@ -99,6 +103,7 @@ pub const FEATURES: [(Feature, &str); 26] = [
     (Feature::Exits, "exits"),
     (Feature::Views, "views"),
     (Feature::Strided, "strided"),
+    (Feature::InPlace, "inplace"),
 ];
 
 /// A set of features.
@@ -935,6 +940,19 @@ impl<'a> Gen<'a> {
                     }
                     let a = self.rng.pick(&arrs).clone();
                     let r = if let Ty::A(r) = a.ty { r } else { 1 };
+                    if self.on(Feature::InPlace) && self.rng.chance(0.3) {
+                        let map = self.rng.chance(0.3);
+                        let accs = self.vars_of(|v| v.mutable && v.ty == Ty::F);
+                        let acc = (!map && !accs.is_empty() && self.rng.chance(0.6))
+                            .then(|| self.rng.pick(&accs).name.clone());
+                        let e = self.ef(ed);
+                        return S::InPlace {
+                            arr: a.name.clone(),
+                            map,
+                            acc,
+                            e,
+                        };
+                    }
                     // One write in four: a slice filled through `slice_mut`.
                     if self.rng.chance(0.25) {
                         let parts = (0..r)

@@ -686,16 +686,27 @@ impl<'a> Visit<'a> for Assigned {
         self.place(&a.left);
     }
 
+    /// `&mut a` (`Zip::from(&mut a)`, `for v in &mut a`): what borrows `a`
+    /// mutably writes it.
+    fn visit_expr_reference(&mut self, r: &'a syn::ExprReference) {
+        if r.mutability.is_some() {
+            self.place(&r.expr);
+        } else {
+            self.visit_expr(&r.expr);
+        }
+    }
+
     /// `a.assign(..)`, `a.fill(..)`, `a.row_mut(i).assign(..)`,
-    /// `a.mapv_inplace(..)`, ...: `a` is assigned (see `methods.rs`,
-    /// `assign_lane`, `mapv_inplace`).
+    /// `a.mapv_inplace(..)`, `a.map_inplace(..)`, `a.iter_mut()`, ...: `a`
+    /// is assigned (see `methods.rs`, `assign_lane`, `mapv_inplace`,
+    /// `inplace.rs`).
     fn visit_expr_method_call(&mut self, m: &'a syn::ExprMethodCall) {
         for a in &m.args {
             self.visit_expr(a);
         }
         if matches!(
             m.method.to_string().as_str(),
-            "assign" | "fill" | "mapv_inplace" | "scaled_add"
+            "assign" | "fill" | "mapv_inplace" | "map_inplace" | "iter_mut" | "scaled_add"
         ) {
             match strip(&m.receiver) {
                 syn::Expr::MethodCall(inner)
@@ -753,6 +764,11 @@ mod tests {
         assert_eq!(
             names("{ b.column_mut(j).assign(&v); c.fill(0.0); v.sum(); }"),
             ["b", "c"]
+        );
+        // Writes through a mutable borrow or an element place.
+        assert_eq!(
+            names("{ Zip::from(&mut y).and(&x).for_each(|y, &x| *y += x); for v in a.iter_mut() { *v = 1.0; } for v in &mut b { *v = 2.0; } c.map_inplace(|v| *v = 0.0); }"),
+            ["y", "a", "b", "c"]
         );
     }
 }
