@@ -4,7 +4,7 @@
 //! as a method's receiver. `iter_mut` walks the logical (row-major) order,
 //! `map_inplace` the memory order: what the bodies accumulate has `f`'s
 //! bits on row- and column-major inputs.
-#![allow(clippy::needless_range_loop)]
+#![allow(clippy::needless_range_loop, clippy::assign_op_pattern)]
 
 mod common;
 use common::*;

@@ -1345,10 +1345,7 @@ impl<'a> Eval<'a> {
             }
             S::InPlace { arr, acc, e, .. } => {
                 let w = self.e(e)?.f();
-                let mut c = match acc {
-                    Some(c) => Some(self.slot(c).f()),
-                    None => None,
-                };
+                let mut c = acc.as_ref().map(|c| self.slot(c).f());
                 // Row-major (`iter_mut`); `map_inplace` runs without `acc`,
                 // where the order does not matter.
                 match self.slot(arr) {
@@ -1357,7 +1354,8 @@ impl<'a> Eval<'a> {
                             if let Some(c) = &mut c {
                                 *c = *c * 0.5 + *x;
                             }
-                            *x = x.sin() * w + *x;
+                            // (IEEE addition commutes: `x.sin() * w + x`'s bits.)
+                            *x += x.sin() * w;
                         }
                     }
                     _ => return Err(Trap::Unevaluable),
