@@ -173,25 +173,20 @@ impl Lowerer<'_> {
             )
         };
         match strip(c) {
-            syn::Expr::Path(p) => {
-                let segs: Vec<String> = p
-                    .path
+            // `f64::total_cmp` (or a longer path ending so).
+            syn::Expr::Path(p)
+                if p.path
                     .segments
                     .iter()
+                    .rev()
                     .map(|s| s.ident.to_string())
-                    .collect();
-                match segs
-                    .iter()
-                    .map(String::as_str)
-                    .collect::<Vec<_>>()
-                    .as_slice()
-                {
-                    [.., "f64", "total_cmp"] => Some(Comparator {
-                        keys: None,
-                        order: Order::Total,
-                    }),
-                    _ => refuse(self),
-                }
+                    .take(2)
+                    .eq(["total_cmp", "f64"]) =>
+            {
+                Some(Comparator {
+                    keys: None,
+                    order: Order::Total,
+                })
             }
             syn::Expr::Closure(cl) if cl.inputs.len() == 2 => {
                 let mut body = strip(&cl.body);
