@@ -1065,7 +1065,7 @@ mod tests {
         );
         refuses(
             "fn f(a: &Array1<f64>) -> f64 { *a.iter().max().unwrap() }",
-            "`max` is not supported on iterators: use `.fold(f64::NEG_INFINITY, f64::max)`",
+            "`max()` needs items that are `Ord`, and `f64` is not: use `.fold(f64::NEG_INFINITY, f64::max)` or `.max_by(|a, b| a.total_cmp(b))`",
         );
         refuses(
             "fn f(a: &Array1<f64>) -> f64 { a.iter().zip(a.iter()).sum::<f64>() }",

@@ -259,6 +259,20 @@ impl Lowerer<'_> {
         match (cmp.order, *ea, *eb) {
             (Order::Partial | Order::Total, Elem::F64, Elem::F64) => {}
             (Order::Partial | Order::Ord, Elem::Int(_), Elem::Int(_)) => {}
+            (Order::Ord, ..) if cmp.keys.is_none() => {
+                // `max()` / `min()`: rustc refuses them on `f64`, which is
+                // not `Ord`.
+                let (name, t) = (&m.method, ea.name());
+                let fold = if name == "max" {
+                    format!("{t}::NEG_INFINITY, {t}::max")
+                } else {
+                    format!("{t}::INFINITY, {t}::min")
+                };
+                return self.fail(
+                    name,
+                    format!("`{name}()` needs items that are `Ord`, and `{t}` is not: use `.fold({fold})` or `.{name}_by(|a, b| a.total_cmp(b))`"),
+                );
+            }
             (order, ..) => {
                 let what = match order {
                     Order::Partial => "`partial_cmp` compares two `f64` or two integers",

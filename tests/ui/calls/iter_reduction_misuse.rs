@@ -16,7 +16,8 @@ fn f(v: &Array1<f64>) -> f64 {
         .filter(|x| *x > 0.0)
         .min_by(f64::total_cmp)
         .unwrap();
-    a + b + c
+    let d = *v.iter().min().unwrap();
+    a + b + c + d
 }
 
 fn main() {}
