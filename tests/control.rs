@@ -1003,3 +1003,101 @@ fn one_sweep_reverse_mode_agrees_with_the_pullback_bit_for_bit() {
         );
     }
 }
+
+// --- labelled loops --------------------------------------------------------
+
+/// `continue 'rows` from an inner loop skips the rest of the row and what
+/// follows the inner loop; `break 'rows` ends both loops; an own-level
+/// `continue 'rows` is a plain `continue`.
+#[differentiable]
+fn labelled_rows(a: &Array2<f64>, x: f64) -> f64 {
+    let mut s = 0.0;
+    let mut t = 0.0;
+    'rows: for i in 0..a.nrows() {
+        if a[[i, 0]] > 0.9 {
+            continue 'rows;
+        }
+        for j in 0..a.ncols() {
+            if a[[i, j]] < -0.5 {
+                continue 'rows;
+            }
+            if a[[i, j]] > 0.8 {
+                break 'rows;
+            }
+            s += a[[i, j]] * x;
+        }
+        t += s * s;
+    }
+    s + t
+}
+
+/// Three levels: an exit from the innermost loop to the outermost one
+/// leaves the middle loop too; the middle loop's own `break` stays its own;
+/// a labelled `while` and a labelled `loop`.
+#[differentiable]
+fn labelled_deep(a: &Array2<f64>, x: f64, n: usize) -> f64 {
+    let mut s = x;
+    'outer: for k in 0..n {
+        for i in 0..a.nrows() {
+            if i == 3 {
+                break;
+            }
+            for j in 0..a.ncols() {
+                s = s * 0.9 + a[[i, j]] * x;
+                if s > 2.0 + k as f64 {
+                    continue 'outer;
+                }
+            }
+            s += 0.1;
+        }
+        s -= 0.05;
+    }
+    let mut m = 0;
+    'w: while m < 4 {
+        m += 1;
+        let mut q = 0;
+        'l: loop {
+            q += 1;
+            s = s * 0.95 + x;
+            if q > m {
+                break 'l;
+            }
+            if s > 3.0 {
+                break 'w;
+            }
+        }
+    }
+    s
+}
+
+#[test]
+fn labelled_break_and_continue() {
+    let mut rng = rng("labelled_rows");
+    for trial in 0..6 {
+        let a = rng.array2(4, 5, -1.0, 1.0);
+        let x = 0.3 + 0.2 * trial as f64;
+        check_derivatives(
+            &(a.clone(), x),
+            |(a, x)| labelled_rows(a, *x),
+            |(a, x), (da, dx)| labelled_rows_jvp(a, *x, da, *dx),
+            |(a, x), ct| labelled_rows_vjp(a, *x, *ct),
+        );
+        for n in [0, 1, 3] {
+            check_derivatives(
+                &(a.clone(), x),
+                |(a, x)| labelled_deep(a, *x, n),
+                |(a, x), (da, dx)| labelled_deep_jvp(a, *x, n, da, *dx),
+                |(a, x), ct| labelled_deep_vjp(a, *x, n, *ct),
+            );
+        }
+    }
+    // A hand-followed case: the second row leaves at -0.6 after adding its
+    // first element (no `t` update), the third breaks out at 0.85 after
+    // adding its first.
+    let a = Array2::from_shape_vec((3, 2), vec![0.5, 0.25, 0.1, -0.6, 0.2, 0.85]).unwrap();
+    let (y, _) = labelled_rows_jvp(&a, 2.0, &Array2::zeros((3, 2)), 0.0);
+    let s = 0.5 * 2.0 + 0.25 * 2.0;
+    let expect = (s + 0.1 * 2.0 + 0.2 * 2.0) + s * s;
+    assert_eq!(y, expect);
+    assert_eq!(labelled_rows(&a, 2.0), expect);
+}

@@ -238,7 +238,12 @@ impl Lowerer<'_> {
     /// [`super::desugar::lift_breaks`]).
     pub fn lower_for(&mut self, f: &syn::ExprForLoop) -> Option<Val> {
         if let Some(l) = &f.label {
-            return self.fail(l, super::errors::LABEL);
+            let mut f = f.clone();
+            f.label = None;
+            if let Err(b) = super::labels::unlabel(&mut f.body, &l.name) {
+                return self.fail(&b, super::errors::BREAK_VALUE);
+            }
+            return self.lower_for(&f);
         }
         if let Some(v) = self.iter_mut_loop(f) {
             return v;
@@ -449,7 +454,12 @@ impl Lowerer<'_> {
     /// [`super::desugar::lift_breaks`]).
     pub fn lower_while(&mut self, w: &syn::ExprWhile) -> Option<Val> {
         if let Some(l) = &w.label {
-            return self.fail(l, super::errors::LABEL);
+            let mut w = w.clone();
+            w.label = None;
+            if let Err(b) = super::labels::unlabel(&mut w.body, &l.name) {
+                return self.fail(&b, super::errors::BREAK_VALUE);
+            }
+            return self.lower_while(&w);
         }
         if let syn::Expr::Let(l) = strip(&w.cond) {
             return self.fail(l, super::errors::WHILE_LET);
@@ -473,7 +483,12 @@ impl Lowerer<'_> {
     /// body' } }` (see [`super::desugar::lift_breaks`]).
     pub fn lower_loop(&mut self, l: &syn::ExprLoop) -> Option<Val> {
         if let Some(lb) = &l.label {
-            return self.fail(lb, super::errors::LABEL);
+            let mut l = l.clone();
+            l.label = None;
+            if let Err(b) = super::labels::unlabel(&mut l.body, &lb.name) {
+                return self.fail(&b, super::errors::BREAK_VALUE);
+            }
+            return self.lower_loop(&l);
         }
         let mut body = l.body.clone();
         let span = l.loop_token.span;
@@ -1009,8 +1024,8 @@ mod lowering_tests {
             "ranges must be of integers, found `{integer}` and `f64`",
         );
         refuses(
-            "fn f(x: f64) -> f64 { 'a: for i in 0..3 { } x }",
-            "labelled blocks and loops are not supported",
+            "fn f(x: f64) -> f64 { let y = 'a: { x * 2.0 }; y }",
+            "labelled blocks are not supported: a labelled loop is",
         );
         refuses(
             "fn f(x: f64) -> f64 { let y = if x > 0.0 { x }; 1.0 }",

@@ -5,8 +5,8 @@
 /// `&mut` in an expression.
 pub const MUT_REF: &str =
     "mutable references (`&mut`) are not supported in #[differentiable] functions: use `let mut` variables and assignments";
-/// A labelled block or loop.
-pub const LABEL: &str = "labelled blocks and loops are not supported";
+/// A labelled block.
+pub const LABEL: &str = "labelled blocks are not supported: a labelled loop is (`'a: for ..` with `break 'a` / `continue 'a`); leave a block by `if`/`else`";
 /// `unsafe { .. }`.
 pub const UNSAFE: &str = "`unsafe` blocks are not supported in #[differentiable] functions";
 /// `while let`.

@@ -36,6 +36,7 @@ mod inplace;
 mod iter;
 mod iter_reduce;
 mod iter_val;
+mod labels;
 mod methods;
 mod ops;
 mod signature;
