@@ -543,6 +543,8 @@ pub enum S {
         body: Vec<S>,
         /// `if brk { break; }` after the body.
         brk: Option<E>,
+        /// `'label: for ..`, the target of [`S::ExitTo`]s in nested loops.
+        label: Option<String>,
     },
     /// `let mut var = lo; while var < hi && cond { body; if brk { break; }
     /// var += 1; }`, or the same as `loop { if var >= hi { break; } .. }`
@@ -555,11 +557,17 @@ pub enum S {
         body: Vec<S>,
         brk: Option<E>,
         as_loop: bool,
+        /// `'label: while ..` / `'label: loop ..`.
+        label: Option<String>,
     },
     If(E, Vec<S>, Vec<S>),
     /// `break;` (`true`) or `continue;` (`false`), the last statement of an
     /// `if` branch inside a loop body.
     Exit(bool),
+    /// `break 'label;` (`true`) or `continue 'label;`, the last statement
+    /// of an `if` branch inside a loop nested in the labelled one (or in
+    /// the labelled loop itself).
+    ExitTo(bool, String),
     Cfg(CfgPred, Box<S>),
     /// Verbatim source (mutations only).
     Raw(String),
@@ -944,7 +952,12 @@ fn ps(s: &S, ind: usize, out: &mut String) {
             rev,
             body,
             brk,
+            label,
         } => {
+            let label = label
+                .as_ref()
+                .map(|l| format!("'{l}: "))
+                .unwrap_or_default();
             // A literal bound leaves the loop variable `{integer}` (methods
             // on it do not resolve): type it.
             let hi_s = usize_bound(hi);
@@ -958,7 +971,7 @@ fn ps(s: &S, ind: usize, out: &mut String) {
             } else {
                 range
             };
-            let _ = writeln!(out, "{pad}for {var} in {range} {{");
+            let _ = writeln!(out, "{pad}{label}for {var} in {range} {{");
             for s in body {
                 ps(s, ind + 1, out);
             }
@@ -975,11 +988,16 @@ fn ps(s: &S, ind: usize, out: &mut String) {
             body,
             brk,
             as_loop,
+            label,
         } => {
+            let label = label
+                .as_ref()
+                .map(|l| format!("'{l}: "))
+                .unwrap_or_default();
             let hi_s = usize_bound(hi);
             let _ = writeln!(out, "{pad}let mut {var} = {lo}usize;");
             if *as_loop {
-                let _ = writeln!(out, "{pad}loop {{");
+                let _ = writeln!(out, "{pad}{label}loop {{");
                 let _ = writeln!(out, "{pad}    if {var} >= {hi_s} {{ break; }}");
                 if let Some(c) = cond {
                     let _ = writeln!(out, "{pad}    if !{} {{ break; }}", pe(c));
@@ -989,7 +1007,7 @@ fn ps(s: &S, ind: usize, out: &mut String) {
                     .as_ref()
                     .map(|c| format!(" && {}", pe(c)))
                     .unwrap_or_default();
-                let _ = writeln!(out, "{pad}while {var} < {hi_s}{extra} {{");
+                let _ = writeln!(out, "{pad}{label}while {var} < {hi_s}{extra} {{");
             }
             for s in body {
                 ps(s, ind + 1, out);
@@ -1025,6 +1043,10 @@ fn ps(s: &S, ind: usize, out: &mut String) {
                 "{pad}{};",
                 if *is_break { "break" } else { "continue" }
             );
+        }
+        S::ExitTo(is_break, label) => {
+            let how = if *is_break { "break" } else { "continue" };
+            let _ = writeln!(out, "{pad}{how} '{label};");
         }
         S::Raw(t) => {
             let _ = writeln!(out, "{pad}{t}");
@@ -1124,8 +1146,9 @@ pub struct Eval<'a> {
     /// The largest finite |x| of any f64 value an expression produced.
     pub max_abs: f64,
     /// A `break` (`true`) or `continue` (`false`) ran and the statements
-    /// up to the end of its loop's body are skipped.
-    flow: Option<bool>,
+    /// up to the end of its loop's body are skipped; with a label, of the
+    /// loop so labelled (the loops in between stop).
+    flow: Option<(bool, Option<String>)>,
 }
 
 fn int_check(v: i128, t: IntTy) -> Result<V, Trap> {
@@ -1219,8 +1242,14 @@ impl<'a> Eval<'a> {
     }
 
     /// Runs a loop body, then `brk` (if any) in the body's scope: whether
-    /// the loop stops there.
-    fn body_then_break(&mut self, body: &[S], brk: Option<&E>) -> Result<bool, Trap> {
+    /// the loop (labelled `label`) stops there. An exit to another loop's
+    /// label stops it and stays in `flow` for the loops outside.
+    fn body_then_break(
+        &mut self,
+        body: &[S],
+        brk: Option<&E>,
+        label: Option<&String>,
+    ) -> Result<bool, Trap> {
         let mark = self.vars.len();
         for s in body {
             self.s(s)?;
@@ -1230,7 +1259,12 @@ impl<'a> Eval<'a> {
         }
         // An exit in the body skips the `if brk { break; }` after it.
         let stop = match (self.flow.take(), brk) {
-            (Some(is_break), _) => is_break,
+            (Some((is_break, None)), _) => is_break,
+            (Some((is_break, Some(to))), _) if Some(&to) == label => is_break,
+            (Some(outer), _) => {
+                self.flow = Some(outer);
+                true
+            }
             (None, Some(b)) => self.e(b)?.b(),
             (None, None) => false,
         };
@@ -1390,6 +1424,7 @@ impl<'a> Eval<'a> {
                 rev,
                 body,
                 brk,
+                label,
             } => {
                 let hi = self.e(hi)?.i();
                 let hi = if *inclusive {
@@ -1411,7 +1446,7 @@ impl<'a> Eval<'a> {
                         return Err(Trap::Unevaluable);
                     }
                     self.vars.push((var.clone(), V::I(k, IntTy::Usize)));
-                    let stop = self.body_then_break(body, brk.as_ref())?;
+                    let stop = self.body_then_break(body, brk.as_ref(), label.as_ref())?;
                     self.vars.pop();
                     if stop {
                         break;
@@ -1426,6 +1461,7 @@ impl<'a> Eval<'a> {
                 body,
                 brk,
                 as_loop: _,
+                label,
             } => {
                 // Both forms: the bound first, then the extra condition.
                 self.vars
@@ -1443,7 +1479,7 @@ impl<'a> Eval<'a> {
                             break;
                         }
                     }
-                    if self.body_then_break(body, brk.as_ref())? {
+                    if self.body_then_break(body, brk.as_ref(), label.as_ref())? {
                         break;
                     }
                     *self.slot(var) = V::I(k + 1, IntTy::Usize);
@@ -1461,7 +1497,8 @@ impl<'a> Eval<'a> {
                     self.s(s)?;
                 }
             }
-            S::Exit(is_break) => self.flow = Some(*is_break),
+            S::Exit(is_break) => self.flow = Some((*is_break, None)),
+            S::ExitTo(is_break, label) => self.flow = Some((*is_break, Some(label.clone()))),
             S::Raw(_) => return Err(Trap::Unevaluable),
         }
         Ok(())

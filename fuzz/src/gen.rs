@@ -73,10 +73,13 @@ pub enum Feature {
     /// in a.iter_mut()` (accumulating into an `f64` variable in logical
     /// order) and `a.map_inplace(..)`.
     InPlace,
+    /// With [`Feature::Exits`], labelled loops and `break 'l` / `continue
+    /// 'l` from loops nested in them (`continue` to `for` loops only).
+    Labels,
 }
 
 /// Every feature, with its switch name.
-pub const FEATURES: [(Feature, &str); 27] = [
+pub const FEATURES: [(Feature, &str); 28] = [
     (Feature::Math, "math"),
     (Feature::Ints, "ints"),
     (Feature::Casts, "casts"),
@@ -104,6 +107,7 @@ pub const FEATURES: [(Feature, &str); 27] = [
     (Feature::Views, "views"),
     (Feature::Strided, "strided"),
     (Feature::InPlace, "inplace"),
+    (Feature::Labels, "labels"),
 ];
 
 /// A set of features.
@@ -208,6 +212,28 @@ struct Gen<'a> {
     /// Inside a loop body (and not in a nested expression): where an exit
     /// may end an `if` branch.
     in_loop: bool,
+    /// The labels of the loops around the statement generated, outermost
+    /// first (with [`Feature::Labels`]).
+    labels: Vec<String>,
+}
+
+/// The `continue 'label`s in a loop body (at any depth) made `break
+/// 'label`s: a `while` loop labelled so counts at its end, which they
+/// would skip.
+fn labelled_continues_to_breaks(body: &mut [S], label: &str) {
+    for s in body {
+        match s {
+            S::ExitTo(is_break, l) if l == label => *is_break = true,
+            S::If(_, a, b) => {
+                labelled_continues_to_breaks(a, label);
+                labelled_continues_to_breaks(b, label);
+            }
+            S::For { body, .. } | S::While { body, .. } => {
+                labelled_continues_to_breaks(body, label)
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The `continue`s of a loop body (in its `if`s, not in nested loops) made
@@ -990,9 +1016,17 @@ impl<'a> Gen<'a> {
                         index,
                     });
                     let k = 1 + self.rng.below(4);
+                    let label = self.on(Feature::Labels).then(|| {
+                        self.counter += 1;
+                        format!("l{}", self.counter)
+                    });
+                    self.labels.extend(label.clone());
                     let outer = std::mem::replace(&mut self.in_loop, true);
                     let mut body = self.block(k, depth + 1);
                     self.in_loop = outer;
+                    if label.is_some() {
+                        self.labels.pop();
+                    }
                     // Draws only with the feature on: programs of the other
                     // feature sets (and the regression seeds) stay the same.
                     let whiles = self.on(Feature::Whiles);
@@ -1001,6 +1035,9 @@ impl<'a> Gen<'a> {
                     if whiles && !inclusive && !rev && self.rng.chance(0.5) {
                         // A `continue` would skip the counter's increment.
                         continues_to_breaks(&mut body);
+                        if let Some(l) = &label {
+                            labelled_continues_to_breaks(&mut body, l);
+                        }
                         let cond = self.rng.chance(0.4).then(|| self.eb(2));
                         return S::While {
                             var,
@@ -1010,6 +1047,7 @@ impl<'a> Gen<'a> {
                             body,
                             brk,
                             as_loop: self.rng.chance(0.5),
+                            label,
                         };
                     }
                     return S::For {
@@ -1020,6 +1058,7 @@ impl<'a> Gen<'a> {
                         rev,
                         body,
                         brk,
+                        label,
                     };
                 }
                 13 if self.on(Feature::Branches) && depth < 3 => {
@@ -1033,7 +1072,13 @@ impl<'a> Gen<'a> {
                     self.scope.truncate(mark);
                     let mut a = a;
                     if self.in_loop && self.on(Feature::Exits) && self.rng.chance(0.7) {
-                        let exit = S::Exit(self.rng.chance(0.5));
+                        let is_break = self.rng.chance(0.5);
+                        let exit = if self.on(Feature::Labels) && self.rng.chance(0.6) {
+                            let to = self.rng.pick(&self.labels).clone();
+                            S::ExitTo(is_break, to)
+                        } else {
+                            S::Exit(is_break)
+                        };
                         if self.rng.chance(0.5) {
                             a.push(exit);
                         } else {
@@ -1158,6 +1203,7 @@ pub fn generate_raw(rng: &mut Rng, cfg: &Config, fn_name: &str) -> Program {
         budget: 0,
         in_helper: false,
         in_loop: false,
+        labels: vec![],
     };
     // Helpers.
     let mut helpers = vec![];
