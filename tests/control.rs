@@ -1101,3 +1101,86 @@ fn labelled_break_and_continue() {
     assert_eq!(y, expect);
     assert_eq!(labelled_rows(&a, 2.0), expect);
 }
+
+// --- loop as an expression: break with a value ------------------------------
+
+/// Newton's method for `sqrt(a)`, the root the value of the `break` (a
+/// name bound in the body).
+#[differentiable]
+fn newton_root(a: f64) -> f64 {
+    let mut y = a.max(1.0);
+    let r = loop {
+        let y1 = 0.5 * (y + a / y);
+        if (y1 - y).abs() < 1e-12 {
+            break y1;
+        }
+        y = y1;
+    };
+    r * 2.0
+}
+
+/// A tuple and an integer count out of one `loop`, from two `break`s; a
+/// labelled `break 'search (..)` from a nested `for`; an annotated result
+/// whose value's type the syntax does not show.
+#[differentiable]
+fn break_values(x: &Array1<f64>, s: f64) -> f64 {
+    let mut k = 0usize;
+    let mut acc = s;
+    let (v, n) = loop {
+        acc = acc * 0.75 + x[k % x.len()];
+        k += 1;
+        if acc > 2.0 {
+            break (acc, k);
+        }
+        if k >= 7 {
+            break (acc * 0.5, k + 10);
+        }
+    };
+    let mut t = s;
+    let found = 'search: loop {
+        for i in 0..x.len() {
+            t += x[i] * s;
+            if t > 1.5 {
+                break 'search t * x[i];
+            }
+        }
+        if t < -3.0 || t > 100.0 {
+            break -t;
+        }
+        t += 0.5;
+    };
+    let mut q = 0;
+    let w: f64 = loop {
+        q += 1;
+        if q > 2 {
+            break x.sum();
+        }
+    };
+    v * (n as f64) + found + w
+}
+
+#[test]
+fn loops_with_break_values() {
+    for a in [0.3, 2.0, 9.0] {
+        check_derivatives(
+            &a,
+            |a| newton_root(*a),
+            |a, da| newton_root_jvp(*a, *da),
+            |a, ct| newton_root_vjp(*a, *ct),
+        );
+        let (y, dy) = newton_root_jvp(a, 1.0);
+        assert!((y - 2.0 * a.sqrt()).abs() < 1e-12, "{y}");
+        assert!((dy - 1.0 / a.sqrt()).abs() < 1e-9, "{dy}");
+    }
+    let mut rng = rng("break_values");
+    for trial in 0..8 {
+        let x = rng.array1(4, -1.0, 1.0);
+        let s = -0.5 + 0.3 * trial as f64;
+        check_derivatives(
+            &(x.clone(), s),
+            |(x, s)| break_values(x, *s),
+            |(x, s), (dx, ds)| break_values_jvp(x, *s, dx, *ds),
+            |(x, s), ct| break_values_vjp(x, *s, *ct),
+        );
+    }
+}

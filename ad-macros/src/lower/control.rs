@@ -482,6 +482,9 @@ impl Lowerer<'_> {
     /// `loop { body }` ending by `break`: `{ let mut go = true; while go {
     /// body' } }` (see [`super::desugar::lift_breaks`]).
     pub fn lower_loop(&mut self, l: &syn::ExprLoop) -> Option<Val> {
+        if let Some(v) = self.loop_with_value(l, None) {
+            return v;
+        }
         if let Some(lb) = &l.label {
             let mut l = l.clone();
             l.label = None;
@@ -1008,8 +1011,12 @@ mod lowering_tests {
         );
         refuses("fn f(x: f64, n: usize) -> f64 { let mut s = x; for i in 0..n { let t = if s > 2.0 { 1.0 } else { break; }; s = s * t; } s }", "`break` is supported as a statement of a loop body");
         refuses(
-            "fn f(x: f64) -> f64 { let mut s = x; loop { s = s * 0.5; if s < 1.0 { break s; } } }",
-            "`break` with a value is not supported",
+            "fn f(x: &Array1<f64>) -> f64 { let s = loop { break x.sum(); }; s }",
+            "annotate the loop's result (`let r: f64 = loop { .. };`)",
+        );
+        refuses(
+            "fn f(x: &Array1<f64>) -> f64 { let s: Array1<f64> = loop { break x.clone(); }; s.sum() }",
+            "`break` with an array value is not supported",
         );
         refuses(
             "fn f(x: f64, n: usize) -> f64 { let mut s = x; for i in 0..n { let t = if i > 2 { continue; } else { 1.0 }; s = s * t; } s }",

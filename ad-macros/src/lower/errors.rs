@@ -14,9 +14,15 @@ pub const WHILE_LET: &str = "`while let` is not supported: use `while` with a co
 /// `loop` with no `break` it can see.
 pub const LOOP_WITHOUT_BREAK: &str =
     "this `loop` has no `break` linad can follow: end it with `if c { break; }` at the top level of its body (a `break` that ends a branch of an `if` there); a `return` does not end it";
-/// `break value`.
+/// `break value` out of something else than a `loop`.
 pub const BREAK_VALUE: &str =
-    "`break` with a value is not supported: assign the value to a variable declared before the loop, then `break;`";
+    "`break` with a value is supported out of a `loop` (`let r = loop { .. break v; .. };`), not here: assign the value to a variable declared before the loop, then `break;`";
+/// `break value` whose type the syntax does not show.
+pub const BREAK_VALUE_TYPE: &str =
+    "linad needs the type of this `break`'s value before it lowers the loop, and cannot see it from the syntax: annotate the loop's result (`let r: f64 = loop { .. };`)";
+/// `break value` of an array (or another value without a zero).
+pub const BREAK_VALUE_ARRAY: &str =
+    "`break` with an array value is not supported (numbers, `bool` and tuples of them are): assign the array to a variable declared before the loop, then `break;`";
 /// `break` elsewhere.
 pub const BREAK: &str =
     "`break` is supported as a statement of a loop body or of the `if`s and blocks in it, not inside an expression (a `let` initialiser, a `match` arm): make it a statement (`if c { break; }`)";

@@ -37,6 +37,7 @@ mod iter;
 mod iter_reduce;
 mod iter_val;
 mod labels;
+mod loop_value;
 mod methods;
 mod ops;
 mod signature;

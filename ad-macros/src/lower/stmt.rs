@@ -131,6 +131,10 @@ impl Lowerer<'_> {
         };
         let val = match strip(&init.expr) {
             syn::Expr::Call(c) if annot.is_some() => self.call(c, annot),
+            syn::Expr::Loop(l) if annot.is_some() => match self.loop_with_value(l, annot) {
+                Some(v) => v,
+                None => self.expr(&init.expr),
+            },
             e => self.expr(e),
         };
         let val = match val {
