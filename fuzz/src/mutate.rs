@@ -104,14 +104,19 @@ pub fn mutate(p: &Program, kind: &'static str, rng: &mut Rng, depth: usize) -> M
             rng,
             format!("let bad = ({x} as i64).saturating_sub(2);"),
         ),
-        // `while` and `loop` with `break;` are supported; `while let` and
-        // `break` with a value are not.
+        // `while` and `loop` with `break;` are supported, and `break` with a
+        // value out of a `loop`; `while let`, and `break` with a value out
+        // of a `for` (which Rust refuses too), are not.
         "while_let" => insert_raw(
             &mut f,
             rng,
             format!("let mut bad = {x}; while let 1 = 2 {{ bad += 0.5; }}"),
         ),
-        "break_value" => insert_raw(&mut f, rng, format!("let bad = loop {{ break {x}; }};")),
+        "break_value" => insert_raw(
+            &mut f,
+            rng,
+            format!("let mut bad = {x}; for _ in 0..2 {{ break bad * 2.0; }}"),
+        ),
         // `match` on numbers and bools is supported; on tuples it is not.
         "match" => insert_raw(
             &mut f,
