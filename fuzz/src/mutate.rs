@@ -105,8 +105,8 @@ pub fn mutate(p: &Program, kind: &'static str, rng: &mut Rng, depth: usize) -> M
             format!("let bad = ({x} as i64).saturating_sub(2);"),
         ),
         // `while` and `loop` with `break;` are supported, and `break` with a
-        // value out of a `loop`; `while let`, and `break` with a value out
-        // of a `for` (which Rust refuses too), are not.
+        // value out of a `loop` when it is a number (or tuple) whose type
+        // shows; `while let`, and an array value, are not.
         "while_let" => insert_raw(
             &mut f,
             rng,
@@ -115,7 +115,7 @@ pub fn mutate(p: &Program, kind: &'static str, rng: &mut Rng, depth: usize) -> M
         "break_value" => insert_raw(
             &mut f,
             rng,
-            format!("let mut bad = {x}; for _ in 0..2 {{ break bad * 2.0; }}"),
+            format!("let bad = loop {{ break Array1::from_elem(2, {x}); }};"),
         ),
         // `match` on numbers and bools is supported; on tuples it is not.
         "match" => insert_raw(
