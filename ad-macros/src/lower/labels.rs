@@ -109,6 +109,24 @@ impl Router {
         out
     }
 
+    /// The exit `e` (a `break` when `is_break`, else a `continue`), its
+    /// label removed: in a nested loop, setting the flag and leaving that
+    /// loop instead.
+    fn route(&mut self, e: &mut syn::Expr, is_break: bool) {
+        if self.depth == 0 {
+            return;
+        }
+        let (flag, span) = if is_break {
+            self.used_brk = true;
+            (&self.brk, self.span)
+        } else {
+            self.used_cont = true;
+            (&self.cont, self.span)
+        };
+        *e = syn::parse_quote_spanned!(span=> { #flag = true; break; });
+        self.exits += 1;
+    }
+
     fn nested_loop_body(&mut self, b: &mut syn::Block) {
         let before = self.exits;
         self.depth += 1;
@@ -150,24 +168,12 @@ impl VisitMut for Router {
                 self.valued.get_or_insert_with(|| k.clone());
             }
             syn::Expr::Break(k) if self.targets(&k.label) => {
-                if self.depth == 0 {
-                    k.label = None;
-                } else {
-                    let (brk, span) = (&self.brk, self.span);
-                    *e = syn::parse_quote_spanned!(span=> { #brk = true; break; });
-                    self.used_brk = true;
-                    self.exits += 1;
-                }
+                k.label = None;
+                self.route(e, true);
             }
             syn::Expr::Continue(c) if self.targets(&c.label) => {
-                if self.depth == 0 {
-                    c.label = None;
-                } else {
-                    let (cont, span) = (&self.cont, self.span);
-                    *e = syn::parse_quote_spanned!(span=> { #cont = true; break; });
-                    self.used_cont = true;
-                    self.exits += 1;
-                }
+                c.label = None;
+                self.route(e, false);
             }
             _ => syn::visit_mut::visit_expr_mut(self, e),
         }
