@@ -561,6 +561,18 @@ pub enum S {
         label: Option<String>,
     },
     If(E, Vec<S>, Vec<S>),
+    /// `let mut counter = 0usize; let var[: f64] = loop { body; counter +=
+    /// 1; if counter >= hi || cond { break val; } };` (`annot`: the `let`
+    /// is typed; else `val` is a name whose type the syntax shows).
+    LoopValue {
+        var: String,
+        counter: String,
+        hi: E,
+        body: Vec<S>,
+        cond: E,
+        val: E,
+        annot: bool,
+    },
     /// `break;` (`true`) or `continue;` (`false`), the last statement of an
     /// `if` branch inside a loop body.
     Exit(bool),
@@ -1044,6 +1056,31 @@ fn ps(s: &S, ind: usize, out: &mut String) {
                 if *is_break { "break" } else { "continue" }
             );
         }
+        S::LoopValue {
+            var,
+            counter,
+            hi,
+            body,
+            cond,
+            val,
+            annot,
+        } => {
+            let a = if *annot { ": f64" } else { "" };
+            let _ = writeln!(out, "{pad}let mut {counter} = 0usize;");
+            let _ = writeln!(out, "{pad}let {var}{a} = loop {{");
+            for s in body {
+                ps(s, ind + 1, out);
+            }
+            let _ = writeln!(out, "{pad}    {counter} += 1;");
+            let _ = writeln!(
+                out,
+                "{pad}    if {counter} >= {} || {} {{ break {}; }}",
+                usize_bound(hi),
+                pe(cond),
+                pe(val)
+            );
+            let _ = writeln!(out, "{pad}}};");
+        }
         S::ExitTo(is_break, label) => {
             let how = if *is_break { "break" } else { "continue" };
             let _ = writeln!(out, "{pad}{how} '{label};");
@@ -1498,6 +1535,43 @@ impl<'a> Eval<'a> {
                 }
             }
             S::Exit(is_break) => self.flow = Some((*is_break, None)),
+            S::LoopValue {
+                var,
+                counter: _,
+                hi,
+                body,
+                cond,
+                val,
+                annot: _,
+            } => {
+                let mut k = 0i128;
+                let v = loop {
+                    if self.steps > 2_000_000 {
+                        return Err(Trap::Unevaluable);
+                    }
+                    let mark = self.vars.len();
+                    for s in body {
+                        self.s(s)?;
+                        if self.flow.is_some() {
+                            break;
+                        }
+                    }
+                    if self.flow.is_some() {
+                        // A labelled exit to a loop outside: this `let`
+                        // never completes.
+                        self.vars.truncate(mark);
+                        return Ok(());
+                    }
+                    k += 1;
+                    let stop = k >= self.e(hi)?.i() || self.e(cond)?.b();
+                    let v = if stop { Some(self.e(val)?) } else { None };
+                    self.vars.truncate(mark);
+                    if let Some(v) = v {
+                        break v;
+                    }
+                };
+                self.vars.push((var.clone(), v));
+            }
             S::ExitTo(is_break, label) => self.flow = Some((*is_break, Some(label.clone()))),
             S::Raw(_) => return Err(Trap::Unevaluable),
         }

@@ -76,10 +76,13 @@ pub enum Feature {
     /// With [`Feature::Exits`], labelled loops and `break 'l` / `continue
     /// 'l` from loops nested in them (`continue` to `for` loops only).
     Labels,
+    /// `let r = loop { .. break v; };` (typed by the `let`, or a value
+    /// that is a name).
+    LoopValues,
 }
 
 /// Every feature, with its switch name.
-pub const FEATURES: [(Feature, &str); 28] = [
+pub const FEATURES: [(Feature, &str); 29] = [
     (Feature::Math, "math"),
     (Feature::Ints, "ints"),
     (Feature::Casts, "casts"),
@@ -108,6 +111,7 @@ pub const FEATURES: [(Feature, &str); 28] = [
     (Feature::Strided, "strided"),
     (Feature::InPlace, "inplace"),
     (Feature::Labels, "labels"),
+    (Feature::LoopValues, "loopvalues"),
 ];
 
 /// A set of features.
@@ -228,7 +232,7 @@ fn labelled_continues_to_breaks(body: &mut [S], label: &str) {
                 labelled_continues_to_breaks(a, label);
                 labelled_continues_to_breaks(b, label);
             }
-            S::For { body, .. } | S::While { body, .. } => {
+            S::For { body, .. } | S::While { body, .. } | S::LoopValue { body, .. } => {
                 labelled_continues_to_breaks(body, label)
             }
             _ => {}
@@ -819,6 +823,46 @@ impl<'a> Gen<'a> {
         out
     }
 
+    /// A [`S::LoopValue`]: its body may not `break` or `continue` it
+    /// (a `break;` of a loop with a value is a type error), loops nested
+    /// in it may leave it for a labelled loop outside.
+    fn loop_value(&mut self, depth: usize) -> S {
+        let counter = self.fresh("c");
+        let hi = self.size_e();
+        let mark = self.scope.len();
+        let outer = std::mem::replace(&mut self.in_loop, false);
+        let k = 1 + self.rng.below(3);
+        let body = self.block(k, depth + 1);
+        self.in_loop = outer;
+        let cond = self.eb(2);
+        // A name bound before the loop: its type is known where the loop
+        // is lowered (a `let` of the body is seen only through its
+        // initialiser's syntax, which calls of other functions hide).
+        let names: Vec<VarInfo> = self.scope[..mark]
+            .iter()
+            .filter(|v| v.ty == Ty::F && !v.index)
+            .cloned()
+            .collect();
+        let (val, annot) = if !names.is_empty() && self.rng.chance(0.5) {
+            let v = self.rng.pick(&names).clone();
+            (E::Var(v.name, Ty::F, v.pass), false)
+        } else {
+            (self.ef(2), true)
+        };
+        self.scope.truncate(mark);
+        let var = self.fresh("r");
+        self.push(&var, Ty::F, false);
+        S::LoopValue {
+            var,
+            counter,
+            hi,
+            body,
+            cond,
+            val,
+            annot,
+        }
+    }
+
     fn stmt(&mut self, depth: usize) -> S {
         let ed = 3;
         loop {
@@ -998,6 +1042,9 @@ impl<'a> Gen<'a> {
                     return S::Set(a.name.clone(), ix, self.rng.chance(0.5), e);
                 }
                 11 | 12 if self.on(Feature::Loops) && depth < 3 => {
+                    if self.on(Feature::LoopValues) && self.rng.chance(0.3) {
+                        return self.loop_value(depth);
+                    }
                     let var = self.fresh("i");
                     let (lo, index) = if self.rng.chance(0.8) {
                         (0, true)

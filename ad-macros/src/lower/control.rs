@@ -1018,6 +1018,12 @@ mod lowering_tests {
             "fn f(x: &Array1<f64>) -> f64 { let s: Array1<f64> = loop { break x.clone(); }; s.sum() }",
             "`break` with an array value is not supported",
         );
+        // A body `let` hiding its type falls back to the outer name's: a
+        // wrong guess is a type error at the `break`, not a value.
+        refuses(
+            "fn f(x: f64, v: &Array1<f64>) -> f64 { let s = loop { let x = v.len(); break x; }; s as f64 }",
+            "mismatched types",
+        );
         refuses(
             "fn f(x: f64, n: usize) -> f64 { let mut s = x; for i in 0..n { let t = if i > 2 { continue; } else { 1.0 }; s = s * t; } s }",
             "`continue` is supported as a statement of a loop body",

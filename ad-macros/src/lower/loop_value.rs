@@ -103,11 +103,15 @@ impl Lowerer<'_> {
             },
             syn::Expr::Path(p) => {
                 let id = p.path.get_ident()?.to_string();
-                if let Some((_, local)) = lets.iter().rev().find(|(n, _)| *n == id) {
-                    return match local {
-                        Local::Typed(t) => classify(t).ok().map(|d| d.rty()),
-                        Local::Init(init) => rec(init),
-                    };
+                // A `let` of the body first; where its initialiser does not
+                // show a type, the name bound before the loop (a wrong
+                // guess is a type error at the `break`, never a value).
+                let local = lets.iter().rev().find(|(n, _)| *n == id);
+                if let Some(t) = local.and_then(|(_, local)| match local {
+                    Local::Typed(t) => classify(t).ok().map(|d| d.rty()),
+                    Local::Init(init) => rec(init),
+                }) {
+                    return Some(t);
                 }
                 let ty = self.env.get(self.env.lookup(&id)?).val.ty();
                 (ty != RTy::Error).then_some(ty)
