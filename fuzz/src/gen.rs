@@ -827,7 +827,10 @@ impl<'a> Gen<'a> {
     /// (a `break;` of a loop with a value is a type error), loops nested
     /// in it may leave it for a labelled loop outside.
     fn loop_value(&mut self, depth: usize) -> S {
-        let counter = self.fresh("c");
+        // Not an odd name: the body may bind those again, and the counter's
+        // increment after it must see this one.
+        self.counter += 1;
+        let counter = format!("c{}", self.counter);
         let hi = self.size_e();
         let mark = self.scope.len();
         let outer = std::mem::replace(&mut self.in_loop, false);
