@@ -62,6 +62,27 @@ pub fn unlabel(body: &mut syn::Block, label: &syn::Lifetime) -> Result<(), syn::
     Ok(())
 }
 
+/// The body of the loop `e` (`None` if it is not one), once `v` has
+/// visited what runs outside it (a `for`'s iterator, a `while`'s
+/// condition): the walks of exits count the loops they enter.
+pub(super) fn loop_body<'e>(
+    v: &mut impl VisitMut,
+    e: &'e mut syn::Expr,
+) -> Option<&'e mut syn::Block> {
+    match e {
+        syn::Expr::ForLoop(f) => {
+            v.visit_expr_mut(&mut f.expr);
+            Some(&mut f.body)
+        }
+        syn::Expr::While(w) => {
+            v.visit_expr_mut(&mut w.cond);
+            Some(&mut w.body)
+        }
+        syn::Expr::Loop(l) => Some(&mut l.body),
+        _ => None,
+    }
+}
+
 /// The walk: `depth` counts the loops between the statement visited and
 /// the labelled loop; `exits` the exits rewritten inside nested loops so
 /// far, `left` the nested loops they leave (a statement that raised it is
@@ -154,15 +175,11 @@ impl VisitMut for Router {
 
     fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
         match e {
-            syn::Expr::ForLoop(f) => {
-                self.visit_expr_mut(&mut f.expr);
-                self.nested_loop_body(&mut f.body);
+            syn::Expr::ForLoop(_) | syn::Expr::While(_) | syn::Expr::Loop(_) => {
+                if let Some(b) = loop_body(self, e) {
+                    self.nested_loop_body(b);
+                }
             }
-            syn::Expr::While(w) => {
-                self.visit_expr_mut(&mut w.cond);
-                self.nested_loop_body(&mut w.body);
-            }
-            syn::Expr::Loop(l) => self.nested_loop_body(&mut l.body),
             syn::Expr::Closure(_) => {}
             syn::Expr::Break(k) if self.targets(&k.label) && k.expr.is_some() => {
                 self.valued.get_or_insert_with(|| k.clone());

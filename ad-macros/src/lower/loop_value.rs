@@ -250,22 +250,12 @@ struct Valued {
 impl VisitMut for Valued {
     fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
         match e {
-            syn::Expr::ForLoop(f) => {
-                self.visit_expr_mut(&mut f.expr);
-                self.depth += 1;
-                self.visit_block_mut(&mut f.body);
-                self.depth -= 1;
-            }
-            syn::Expr::While(w) => {
-                self.visit_expr_mut(&mut w.cond);
-                self.depth += 1;
-                self.visit_block_mut(&mut w.body);
-                self.depth -= 1;
-            }
-            syn::Expr::Loop(l) => {
-                self.depth += 1;
-                self.visit_block_mut(&mut l.body);
-                self.depth -= 1;
+            syn::Expr::ForLoop(_) | syn::Expr::While(_) | syn::Expr::Loop(_) => {
+                if let Some(b) = super::labels::loop_body(self, e) {
+                    self.depth += 1;
+                    self.visit_block_mut(b);
+                    self.depth -= 1;
+                }
             }
             syn::Expr::Closure(_) => {}
             syn::Expr::Break(k) if k.expr.is_some() => {
