@@ -263,6 +263,56 @@ fn to_vec_of_a_rank_1_array() {
     );
 }
 
+/// `Array1::range(a, b, step)` with differentiable start and step:
+/// ndarray's `ceil((b - a) / step)` points `a + step * i` (the same bits,
+/// `check_derivatives` compares them with `f`'s), empty when `b <= a`.
+#[differentiable(wrt(a, step, x))]
+fn ranged(a: f64, b: f64, step: f64, x: &Array1<f64>) -> f64 {
+    let t = Array1::range(a, b, step);
+    let u = Array1::range(0.0, x.len() as f64, 1.0);
+    t.mapv(|v| v.sin()).sum() + u.dot(x) * t.len() as f64
+}
+
+#[test]
+fn range_points() {
+    let mut rng = rng("range_points");
+    let x = rng.array1(5, -1.0, 1.0);
+    let cases = [
+        (-0.4, 1.3, 0.25, 7),
+        (0.0, 2.0, 0.3, 7),
+        (1.0, 0.8, 0.5, 0), // ceil(-0.4) = -0: empty, no panic
+        (3.0, -1.1, -0.7, 6),
+    ];
+    for (a, b, step, len) in cases {
+        assert_eq!(Array1::<f64>::range(a, b, step).len(), len);
+        check_derivatives(
+            &(a, step, x.clone()),
+            |(a, step, x)| ranged(*a, b, *step, x),
+            |(a, step, x), (da, ds, dx)| ranged_jvp(*a, b, *step, x, *da, *ds, dx),
+            |(a, step, x), ct| ranged_vjp(*a, b, *step, x, *ct),
+        );
+    }
+}
+
+/// A step of the wrong sign (or zero, or NaN) makes no `usize` length:
+/// ndarray panics, and so do the derivatives.
+#[test]
+fn range_of_the_wrong_sign_panics_as_ndarray() {
+    let x = Array1::zeros(2);
+    for step in [-0.5, 0.0, f64::NAN] {
+        let run = |f: &dyn Fn()| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err();
+        assert!(run(&|| {
+            ranged(0.0, 1.0, step, &x);
+        }));
+        assert!(run(&|| {
+            ranged_vjp(0.0, 1.0, step, &x, 1.0);
+        }));
+        assert!(run(&|| {
+            ranged_jvp(0.0, 1.0, step, &x, 0.0, 0.0, &x);
+        }));
+    }
+}
+
 /// `Array1::linspace` with differentiable end points: ndarray's points
 /// `a + step * i` (the same bits, `check_derivatives` compares them with
 /// `f`'s), for any `n` including 0 and 1.

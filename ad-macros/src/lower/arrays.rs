@@ -872,6 +872,49 @@ impl Lowerer<'_> {
         self.expr(&e)
     }
 
+    /// `Array1::range(a, b, step)` as ndarray computes it: `len =
+    /// ceil((b - a) / step)` points `a + step * i`, and ndarray's panic
+    /// where `len` is no `usize` (negative, infinite or NaN: `step` of the
+    /// wrong sign, or zero):
+    ///
+    /// ```text
+    /// Array1::range(a, b, step)
+    /// ==>  { let (a, b, step) = (a, b, step);
+    ///        let len = ((b - a) / step).ceil();
+    ///        let n = (len as usize) * (1 / (if len > -1.0 && len < 2^64 { 1 } else { 0 }));
+    ///        Array1::from_shape_fn(n, |i| a + step * (i as f64)) }
+    /// ```
+    fn range_ctor(
+        &mut self,
+        a: &syn::Expr,
+        b: &syn::Expr,
+        step: &syn::Expr,
+        span: proc_macro2::Span,
+    ) -> Option<Val> {
+        let hidden = |s: &str| syn::Ident::new(s, proc_macro2::Span::mixed_site());
+        let (sa, sb, ss) = (
+            hidden("__linad_a"),
+            hidden("__linad_b"),
+            hidden("__linad_step"),
+        );
+        let (len, n, i) = (
+            hidden("__linad_len"),
+            hidden("__linad_n"),
+            hidden("__linad_i"),
+        );
+        let e: syn::Expr = syn::parse_quote_spanned!(span=> {
+            let #sa: f64 = #a;
+            let #sb: f64 = #b;
+            let #ss: f64 = #step;
+            let #len: f64 = ((#sb - #sa) / #ss).ceil();
+            // ndarray: `len.to_usize().expect(..)`, `Some` on (-1, 2^64).
+            let #n: usize = (#len as usize)
+                * (1usize / (if #len > -1.0 && #len < 18446744073709551616.0 { 1usize } else { 0usize }));
+            Array1::from_shape_fn(#n, |#i: usize| #sa + #ss * (#i as f64))
+        });
+        self.expr(&e)
+    }
+
     /// `Array1::from_iter(it)` (`Array::from_iter` too): the items of an
     /// iterator chain (`x.iter().map(..)`, a range) or of an array or `Vec`
     /// (a matrix's elements in logical order), as
@@ -922,6 +965,9 @@ impl Lowerer<'_> {
             }
             "linspace" if rank.unwrap_or(1) == 1 && args.len() == 3 => {
                 return self.linspace(args[0], args[1], args[2], func.span())
+            }
+            "range" if rank.unwrap_or(1) == 1 && args.len() == 3 => {
+                return self.range_ctor(args[0], args[1], args[2], func.span())
             }
             "linspace" | "range" | "default" => {
                 return self.fail(

@@ -3,8 +3,8 @@ use linad::ndarray::Array1;
 
 #[differentiable]
 fn f(x: f64) -> f64 {
-    let v = Array1::range(0.0, x, 0.5);
-    v.sum()
+    let v: Array1<f64> = Array1::default(3);
+    v.sum() * x
 }
 
 fn main() {}
