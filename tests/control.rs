@@ -1184,3 +1184,58 @@ fn loops_with_break_values() {
         );
     }
 }
+
+// --- deferred `let` ---------------------------------------------------------
+
+/// Variables declared without a value and assigned on every path: a number
+/// (its type from the values), a tuple, an integer, an annotated one, one
+/// declared in a loop body.
+#[differentiable(wrt(x, w))]
+fn deferred_lets(x: f64, w: &Array1<f64>, n: usize) -> f64 {
+    let y;
+    let t;
+    let k;
+    let z: f64;
+    if x > 0.0 {
+        y = x * 2.0;
+        t = (x.exp(), 1.0);
+        k = n - 1;
+    } else {
+        y = -x;
+        t = (1.0, x.sin());
+        k = n + 1;
+    }
+    match k {
+        0 => z = y,
+        _ => z = y * t.1,
+    }
+    let mut s = 0.0;
+    for i in 0..w.len() {
+        let v;
+        if w[i] > 0.0 {
+            v = w[i] * y;
+        } else {
+            let u = w[i] * w[i];
+            v = u + t.0;
+        }
+        s += v;
+    }
+    y * y + t.0 * t.1 + k as f64 + z + s
+}
+
+#[test]
+fn lets_without_a_value() {
+    let mut rng = rng("deferred_lets");
+    for trial in 0..6 {
+        let w = rng.array1(5, -1.0, 1.0);
+        let x = -0.9 + 0.35 * trial as f64;
+        for n in [1usize, 4] {
+            check_derivatives(
+                &(x, w.clone()),
+                |(x, w)| deferred_lets(*x, w, n),
+                |(x, w), (dx, dw)| deferred_lets_jvp(*x, w, n, *dx, dw),
+                |(x, w), ct| deferred_lets_vjp(*x, w, n, *ct),
+            );
+        }
+    }
+}

@@ -62,9 +62,15 @@ pub const OTHER_LIT: &str =
 /// Items inside the body.
 pub const ITEM: &str =
     "items (functions, `use`, a `const` or `static` with attributes, ...) inside a #[differentiable] function are not supported: move them outside the function";
-/// `let x;`.
+/// `let (a, b);` and other patterns without a value.
 pub const LET_NO_INIT: &str =
-    "`let` without a value is not supported: give the variable its value where it is declared (`let x = if c { a } else { b };`)";
+    "`let` without a value is supported for one name (`let y;` then `y = ..` on every path): give these variables their values where they are declared (`let (a, b) = if c { (x, y) } else { (y, x) };`)";
+/// `let y;` whose assigned values do not show their type.
+pub const LET_DEFERRED_TYPE: &str =
+    "linad needs the type of a variable declared without a value before it lowers the statements assigning it, and cannot see it from this value's syntax: annotate a number or a tuple (`let y: f64;`); an array needs its value where it is declared (`let w = if c { .. } else { .. };`)";
+/// `let y;` of an array (or another value without a zero).
+pub const LET_DEFERRED_ARRAY: &str =
+    "a variable declared without a value is supported for numbers, `bool` and tuples of them, not arrays: give the array its value where it is declared (`let a = if c { x.to_owned() } else { x.mapv(f64::exp) };`)";
 /// `let .. else`.
 pub const LET_ELSE: &str = "`let ... else` is supported as a statement of a block, with patterns on numbers, `bool` and field-less enums";
 /// An iterator stored in a variable.

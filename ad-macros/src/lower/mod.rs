@@ -13,6 +13,9 @@
 //! - `expr.rs` — the expression dispatcher, literals, paths, fields;
 //! - `ops.rs` — operators and casts; `stmt.rs` — `let`, assignments, body;
 //! - `desugar.rs` — `match` to `if` chains, early returns to `else` branches;
+//! - `loop_value.rs` — `loop` as an expression; `deferred_let.rs` — `let y;`
+//!   assigned later; `syntax_ty.rs` — the type a value's syntax shows, and
+//!   its zero, for both;
 //! - `control.rs` — `if`, `for`, `&&`/`||`, loop-state discovery;
 //! - `arrays.rs` — the `ndarray` API; `views.rs` — slices, reshapes and axis
 //!   work as builds; `construct.rs` — `array!`, `from(vec![..])`,
@@ -27,6 +30,7 @@ mod calls;
 mod construct;
 mod control;
 mod ctx;
+mod deferred_let;
 mod desugar;
 mod element_places;
 mod env;
@@ -42,6 +46,7 @@ mod methods;
 mod ops;
 mod signature;
 mod stmt;
+mod syntax_ty;
 mod types;
 mod val;
 mod views;

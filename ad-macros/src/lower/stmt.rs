@@ -52,8 +52,8 @@ impl Lowerer<'_> {
             Some((l, init)) => (init, Some(l)),
             None => (&stmts[..], None),
         };
-        for s in init {
-            self.lower_stmt(s);
+        for (k, s) in init.iter().enumerate() {
+            self.lower_stmt_before(s, &stmts[k + 1..]);
         }
         let ret = match last {
             Some(syn::Stmt::Expr(syn::Expr::Return(r), _)) => Some(r),
@@ -88,10 +88,19 @@ impl Lowerer<'_> {
         for (k, s) in stmts.iter().enumerate() {
             match s {
                 syn::Stmt::Expr(e, None) if k + 1 == stmts.len() => value = self.expr(e),
-                s => self.lower_stmt(s),
+                s => self.lower_stmt_before(s, &stmts[k + 1..]),
             }
         }
         value
+    }
+
+    /// One statement followed in its block by `rest` (which a `let`
+    /// without a value reads for the values assigned to its variable).
+    fn lower_stmt_before(&mut self, s: &syn::Stmt, rest: &[syn::Stmt]) {
+        match s {
+            syn::Stmt::Local(l) if l.init.is_none() => self.deferred_let(l, rest),
+            s => self.lower_stmt(s),
+        }
     }
 
     /// One statement (its value, if any, is dropped).
@@ -780,10 +789,36 @@ mod tests {
     }
 
     #[test]
+    fn lets_without_a_value_start_from_a_zero_never_read() {
+        check(
+            "fn f(x: f64) -> f64 { let y; let t; let k: usize; \
+             if x > 1.0 { y = x * 2.0; t = (x, true); k = 3; } else { y = -x; t = (1.0, false); k = 1; } \
+             let s = if t.1 { t.0 } else { 0.5 }; y + s + k as f64 }",
+            &[fv(1.5)],
+            &[fv(1.5 * 2.0 + 1.5 + 3.0)],
+        );
+        check(
+            "fn f(x: f64) -> f64 { let y; let t; let k: usize; \
+             if x > 1.0 { y = x * 2.0; t = (x, true); k = 3; } else { y = -x; t = (1.0, false); k = 1; } \
+             let s = if t.1 { t.0 } else { 0.5 }; y + s + k as f64 }",
+            &[fv(0.5)],
+            &[fv(-0.5 + 0.5 + 1.0)],
+        );
+        refuses(
+            "fn f(x: Array1<f64>) -> f64 { let w; w = x.mapv(|e| e * 2.0); w.sum() }",
+            "annotate a number or a tuple",
+        );
+        refuses(
+            "fn f(x: Array1<f64>) -> f64 { let w: Array1<f64>; w = x.mapv(|e| e * 2.0); w.sum() }",
+            "not arrays",
+        );
+    }
+
+    #[test]
     fn refusals() {
         refuses(
-            "fn f(x: f64) -> f64 { let y; y = x; y }",
-            "`let` without a value is not supported",
+            "fn f(x: f64) -> f64 { let (y, z); y = x; z = x; y + z }",
+            "`let` without a value is supported for one name",
         );
         refuses(
             "fn f(x: f64) -> f64 { let y = x; y = 2.0; y }",

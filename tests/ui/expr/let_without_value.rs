@@ -1,10 +1,23 @@
 use linad::differentiable;
+use linad::ndarray::Array1;
 
 #[differentiable]
-fn f(x: f64) -> f64 {
+fn f(x: f64, v: &Array1<f64>) -> f64 {
+    // a pattern: one name only
+    let (a, b);
+    a = x;
+    b = x * x;
+    // an array: no zero to start from
+    let w: Array1<f64>;
+    if x > 0.0 {
+        w = v.mapv(|e| e * x);
+    } else {
+        w = v.to_owned();
+    }
+    // a value whose type the syntax does not show
     let y;
-    y = x * 2.0;
-    y
+    y = v.sum();
+    a + b + w.sum() + y
 }
 
 fn main() {}
