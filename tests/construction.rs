@@ -1,7 +1,11 @@
 //! Arrays from elements and from other arrays (`array!`, `from(vec![..])`,
 //! `from_vec`, `from_shape_vec`, `from_iter`, `concatenate`, `stack`), `match` and early
 //! `return`: both modes against finite differences, primal bit-identical.
-#![allow(clippy::type_complexity, clippy::needless_return)]
+#![allow(
+    clippy::type_complexity,
+    clippy::needless_return,
+    clippy::needless_range_loop
+)]
 
 mod common;
 use common::*;
@@ -334,5 +338,82 @@ fn linspace_points() {
             |(a, b, x), (da, db, dx)| linspaced_jvp(*a, *b, x, n, *da, *db, dx),
             |(a, b, x), ct| linspaced_vjp(*a, *b, x, n, *ct),
         );
+    }
+}
+
+/// A `Vec` grown by `push` in a `for` loop: every iteration (`with_capacity`,
+/// used as an array after), some iterations (a filter, `Vec::new()`), two
+/// sites in one iteration, indices (`Vec<usize>`, by the loop's range), and
+/// a loop over an iterator chain binding a pattern.
+#[differentiable(wrt(x, a))]
+fn pushed(x: &Array1<f64>, a: f64, n: usize) -> f64 {
+    let mut sq = Vec::with_capacity(x.len());
+    for i in 0..x.len() {
+        sq.push(x[i] * x[i] * a);
+    }
+    let mut pos: Vec<f64> = Vec::new();
+    let mut idx = vec![];
+    let mut count = 0.0;
+    for (i, &xi) in x.iter().enumerate() {
+        count += 1.0;
+        if xi > 0.0 {
+            pos.push(xi.sin() * a);
+            idx.push(i);
+        } else if i % 2 == 0 {
+            pos.push(xi * xi);
+        }
+        if i < n {
+            pos.push(a * count);
+        }
+    }
+    let sq = Array1::from(sq);
+    let mut s = sq.sum() + pos.iter().map(|p| p * p).sum::<f64>();
+    for &i in idx.iter() {
+        s += x[i] * pos[0];
+    }
+    s + pos.len() as f64
+}
+
+/// A pushed `Vec` as the result (its cotangent a `Vec`), in a loop body.
+#[differentiable]
+fn pushed_rows(m: &Array2<f64>) -> Array1<f64> {
+    let mut out = Vec::new();
+    for r in 0..m.nrows() {
+        let mut row = Vec::with_capacity(m.ncols());
+        for c in 0..m.ncols() {
+            if m[[r, c]] > -0.5 {
+                row.push(m[[r, c]].exp());
+            }
+        }
+        let t: f64 = row.iter().sum();
+        out.push(t * t);
+    }
+    Array1::from(out)
+}
+
+#[test]
+fn vecs_grown_by_push() {
+    let mut rows = rng("vecs_grown_by_push_rows");
+    for _ in 0..4 {
+        let m = rows.array2(3, 4, -1.0, 1.0);
+        check_derivatives(
+            &m,
+            pushed_rows,
+            pushed_rows_jvp,
+            pushed_rows_vjp,
+        );
+    }
+    let mut rng = rng("vecs_grown_by_push");
+    for trial in 0..8 {
+        let x = rng.array1(3 + trial % 4, -1.0, 1.0);
+        let a = 0.4 + 0.2 * trial as f64;
+        for n in [0usize, 2] {
+            check_derivatives(
+                &(x.clone(), a),
+                |(x, a)| pushed(x, *a, n),
+                |(x, a), (dx, da)| pushed_jvp(x, *a, n, dx, *da),
+                |(x, a), ct| pushed_vjp(x, *a, n, *ct),
+            );
+        }
     }
 }

@@ -196,6 +196,10 @@ impl Lowerer<'_> {
             let name = syn::Ident::new(m, p.path.segments.last()?.ident.span());
             return self.int_method(&name, xa, e, vals, span);
         }
+        // An empty `Vec` that `vec_push.rs` did not rewrite.
+        if let [.., "Vec", "new" | "with_capacity"] = segs_ref.as_slice() {
+            return self.fail(c, super::errors::VEC_PUSH);
+        }
         // Array constructors.
         if segs.len() >= 2 && is_array_type(&segs[segs.len() - 2]) {
             let n = p.path.segments.len();

@@ -57,6 +57,9 @@ impl Lowerer<'_> {
     /// fixed-size array literal it would be ([`Self::fixed_array`]).
     fn vec_macro(&mut self, m: &syn::ExprMacro) -> Option<Val> {
         let tokens = &m.mac.tokens;
+        if tokens.is_empty() {
+            return self.fail(m, super::errors::VEC_PUSH);
+        }
         let span = m.mac.delimiter.span().join();
         match syn::parse2::<syn::Expr>(quote::quote_spanned!(span=> [#tokens])) {
             Ok(e @ (syn::Expr::Array(_) | syn::Expr::Repeat(_))) => self.fixed_array(&e),

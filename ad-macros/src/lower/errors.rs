@@ -62,6 +62,9 @@ pub const OTHER_LIT: &str =
 /// Items inside the body.
 pub const ITEM: &str =
     "items (functions, `use`, a `const` or `static` with attributes, ...) inside a #[differentiable] function are not supported: move them outside the function";
+/// `Vec::new()` other than as the start of pushes in a `for` loop.
+pub const VEC_PUSH: &str =
+    "an empty `Vec` is supported as the start of one `for` loop's pushes: `let mut v = Vec::new();` (or `Vec::with_capacity(n)`, `vec![]`), then the first statement naming `v` is a `for` loop calling `v.push(x)` (not in a loop nested in it, not reading `v` otherwise, not pushing again after it), of numbers; else build the array with `Array1::from_shape_fn(n, |i| ..)` or `.map(..).collect()`";
 /// `let (a, b);` and other patterns without a value.
 pub const LET_NO_INIT: &str =
     "`let` without a value is supported for one name (`let y;` then `y = ..` on every path): give these variables their values where they are declared (`let (a, b) = if c { (x, y) } else { (y, x) };`)";

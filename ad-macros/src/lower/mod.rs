@@ -15,7 +15,8 @@
 //! - `desugar.rs` — `match` to `if` chains, early returns to `else` branches;
 //! - `loop_value.rs` — `loop` as an expression; `deferred_let.rs` — `let y;`
 //!   assigned later; `syntax_ty.rs` — the type a value's syntax shows, and
-//!   its zero, for both;
+//!   its zero, for both; `vec_push.rs` — a `Vec` grown by `push` in a
+//!   `for` loop;
 //! - `control.rs` — `if`, `for`, `&&`/`||`, loop-state discovery;
 //! - `arrays.rs` — the `ndarray` API; `views.rs` — slices, reshapes and axis
 //!   work as builds; `construct.rs` — `array!`, `from(vec![..])`,
@@ -49,6 +50,7 @@ mod stmt;
 mod syntax_ty;
 mod types;
 mod val;
+mod vec_push;
 mod views;
 mod visit_order;
 

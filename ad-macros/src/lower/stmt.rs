@@ -36,6 +36,9 @@ impl Lowerer<'_> {
             self.errors.push(e);
             return (Val::Poison, span);
         }
+        let ty_of =
+            |e: &syn::Expr, lets: &[(String, super::syntax_ty::Local)]| self.syntax_ty(e, lets, 0);
+        super::vec_push::rewrite_pushes(&mut block, &ty_of);
         if let Err(e) = super::desugar::lift_loop_returns(&mut block, zero(out).as_ref()) {
             // The body's `return` would be refused again below: one error.
             let span = e.span();
