@@ -573,6 +573,29 @@ pub enum S {
         val: E,
         annot: bool,
     },
+    /// `let mut vec = Vec::new();` (`kind` 1: `Vec::with_capacity(4)`, 2:
+    /// `vec![]`), then `for_loop`, whose body pushes to it
+    /// ([`S::Push`], not in loops nested in it), then `let var =
+    /// vec.iter().sum::<f64>() * 0.5 + vec.len() as f64;`.
+    Pushes {
+        vec: String,
+        kind: u8,
+        for_loop: Box<S>,
+        var: String,
+    },
+    /// `vec.push(e);` inside the loop of an [`S::Pushes`].
+    Push(String, E),
+    /// `let var[: f64];` then `if c { a; var = av; } else { b; var = bv; }`
+    /// (`annot`: typed; else `av` is a name whose type the syntax shows).
+    Deferred {
+        var: String,
+        annot: bool,
+        c: E,
+        a: Vec<S>,
+        av: E,
+        b: Vec<S>,
+        bv: E,
+    },
     /// `break;` (`true`) or `continue;` (`false`), the last statement of an
     /// `if` branch inside a loop body.
     Exit(bool),
@@ -1055,6 +1078,50 @@ fn ps(s: &S, ind: usize, out: &mut String) {
                 "{pad}{};",
                 if *is_break { "break" } else { "continue" }
             );
+        }
+        S::Pushes {
+            vec,
+            kind,
+            for_loop,
+            var,
+        } => {
+            let init = match kind {
+                0 => "Vec::new()",
+                1 => "Vec::with_capacity(4)",
+                _ => "vec![]",
+            };
+            let _ = writeln!(out, "{pad}let mut {vec} = {init};");
+            ps(for_loop, ind, out);
+            let _ = writeln!(
+                out,
+                "{pad}let {var} = {vec}.iter().sum::<f64>() * 0.5 + {vec}.len() as f64;"
+            );
+        }
+        S::Push(vec, e) => {
+            let _ = writeln!(out, "{pad}{vec}.push({});", pe(e));
+        }
+        S::Deferred {
+            var,
+            annot,
+            c,
+            a,
+            av,
+            b,
+            bv,
+        } => {
+            let t = if *annot { ": f64" } else { "" };
+            let _ = writeln!(out, "{pad}let {var}{t};");
+            let _ = writeln!(out, "{pad}if {} {{", pe(c));
+            for s in a {
+                ps(s, ind + 1, out);
+            }
+            let _ = writeln!(out, "{pad}    {var} = {};", pe(av));
+            let _ = writeln!(out, "{pad}}} else {{");
+            for s in b {
+                ps(s, ind + 1, out);
+            }
+            let _ = writeln!(out, "{pad}    {var} = {};", pe(bv));
+            let _ = writeln!(out, "{pad}}}");
         }
         S::LoopValue {
             var,
@@ -1573,6 +1640,59 @@ impl<'a> Eval<'a> {
                 self.vars.push((var.clone(), v));
             }
             S::ExitTo(is_break, label) => self.flow = Some((*is_break, Some(label.clone()))),
+            S::Pushes {
+                vec,
+                kind: _,
+                for_loop,
+                var,
+            } => {
+                self.vars.push((vec.clone(), V::A(vec![0], vec![])));
+                self.s(for_loop)?;
+                if self.flow.is_some() {
+                    // A labelled exit to a loop outside: the `let` after
+                    // the loop does not run.
+                    return Ok(());
+                }
+                let (sum, len) = match self.get(vec) {
+                    // `iter().sum()`: from 0.0, in order.
+                    V::A(_, data) => (data.iter().fold(0.0, |s, x| s + x), data.len()),
+                    _ => return Err(Trap::Unevaluable),
+                };
+                self.vars.push((var.clone(), V::F(sum * 0.5 + len as f64)));
+            }
+            S::Push(vec, e) => {
+                let x = self.e(e)?.f();
+                match self.slot(vec) {
+                    V::A(shape, data) => {
+                        data.push(x);
+                        shape[0] += 1;
+                    }
+                    _ => return Err(Trap::Unevaluable),
+                }
+            }
+            S::Deferred {
+                var,
+                annot: _,
+                c,
+                a,
+                av,
+                b,
+                bv,
+            } => {
+                let (body, val) = if self.e(c)?.b() { (a, av) } else { (b, bv) };
+                let mark = self.vars.len();
+                for s in body {
+                    self.s(s)?;
+                    if self.flow.is_some() {
+                        // A labelled exit from a loop in the branch.
+                        self.vars.truncate(mark);
+                        return Ok(());
+                    }
+                }
+                let v = self.e(val)?;
+                self.vars.truncate(mark);
+                self.vars.push((var.clone(), v));
+            }
             S::Raw(_) => return Err(Trap::Unevaluable),
         }
         Ok(())

@@ -79,10 +79,18 @@ pub enum Feature {
     /// `let r = loop { .. break v; };` (typed by the `let`, or a value
     /// that is a name).
     LoopValues,
+    /// With [`Feature::Loops`], a `Vec` grown by `push` in a `for` loop
+    /// (`Vec::new()`, `with_capacity`, `vec![]`; pushes under conditions,
+    /// skipped by `continue`, cut short by `break`), then its sum and
+    /// length.
+    Pushes,
+    /// With [`Feature::Branches`], `let y[: f64];` assigned in both
+    /// branches of an `if`.
+    Deferred,
 }
 
 /// Every feature, with its switch name.
-pub const FEATURES: [(Feature, &str); 29] = [
+pub const FEATURES: [(Feature, &str); 31] = [
     (Feature::Math, "math"),
     (Feature::Ints, "ints"),
     (Feature::Casts, "casts"),
@@ -112,6 +120,8 @@ pub const FEATURES: [(Feature, &str); 29] = [
     (Feature::InPlace, "inplace"),
     (Feature::Labels, "labels"),
     (Feature::LoopValues, "loopvalues"),
+    (Feature::Pushes, "pushes"),
+    (Feature::Deferred, "deferred"),
 ];
 
 /// A set of features.
@@ -234,6 +244,13 @@ fn labelled_continues_to_breaks(body: &mut [S], label: &str) {
             }
             S::For { body, .. } | S::While { body, .. } | S::LoopValue { body, .. } => {
                 labelled_continues_to_breaks(body, label)
+            }
+            S::Pushes { for_loop, .. } => {
+                labelled_continues_to_breaks(std::slice::from_mut(&mut **for_loop), label)
+            }
+            S::Deferred { a, b, .. } => {
+                labelled_continues_to_breaks(a, label);
+                labelled_continues_to_breaks(b, label);
             }
             _ => {}
         }
@@ -866,6 +883,122 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// A [`S::Pushes`]: a `for` loop over `0..hi` (or reversed) whose body
+    /// pushes once, first or last, under a condition or not; `continue`
+    /// and `break` in the body may skip the push.
+    fn pushes(&mut self, depth: usize) -> S {
+        self.counter += 1;
+        let vec = format!("pv{}", self.counter);
+        let var = self.fresh("i");
+        let hi = self.size_e();
+        let rev = self.rng.chance(0.25);
+        let mark = self.scope.len();
+        self.scope.push(VarInfo {
+            name: var.clone(),
+            ty: Ty::I(IntTy::Usize),
+            pass: Pass::Owned,
+            mutable: false,
+            index: true,
+        });
+        let first = self.rng.chance(0.4);
+        let push = |g: &mut Self| {
+            let val = g.ef(2);
+            let push = S::Push(vec.clone(), val);
+            if g.rng.chance(0.6) {
+                let c = g.eb(2);
+                S::If(c, vec![push], vec![])
+            } else {
+                push
+            }
+        };
+        let early = first.then(|| push(self));
+        // Labelled as other `for` loops are with the feature on (their
+        // bodies' exits name a label then).
+        let label = self.on(Feature::Labels).then(|| {
+            self.counter += 1;
+            format!("l{}", self.counter)
+        });
+        self.labels.extend(label.clone());
+        let outer = std::mem::replace(&mut self.in_loop, true);
+        let k = 1 + self.rng.below(3);
+        let mut body = self.block(k, depth + 1);
+        self.in_loop = outer;
+        if label.is_some() {
+            self.labels.pop();
+        }
+        match early {
+            Some(p) => body.insert(0, p),
+            None => {
+                let p = push(self);
+                body.push(p);
+            }
+        }
+        self.scope.truncate(mark);
+        let kind = self.rng.below(3) as u8;
+        let sum = self.fresh("s");
+        self.push(&sum, Ty::F, false);
+        S::Pushes {
+            vec,
+            kind,
+            for_loop: Box::new(S::For {
+                var,
+                lo: 0,
+                hi,
+                inclusive: false,
+                rev,
+                body,
+                brk: None,
+                label,
+            }),
+            var: sum,
+        }
+    }
+
+    /// A [`S::Deferred`]: branches without exits of their own (a `break`
+    /// before the assignment would leave it unassigned on that path, which
+    /// rustc accepts, but the branch is then pointless).
+    fn deferred(&mut self, depth: usize) -> S {
+        let c = self.eb(2);
+        let names: Vec<VarInfo> = self
+            .scope
+            .iter()
+            .filter(|v| v.ty == Ty::F && !v.index)
+            .cloned()
+            .collect();
+        let outer = std::mem::replace(&mut self.in_loop, false);
+        let branch = |g: &mut Self, named: bool| {
+            let mark = g.scope.len();
+            let k = g.rng.below(3);
+            let body = g.block(k, depth + 1);
+            // A name bound before the `let`: its type is known where the
+            // declaration is lowered.
+            let val = if named {
+                let v = g.rng.pick(&names).clone();
+                E::Var(v.name, Ty::F, v.pass)
+            } else {
+                g.ef(2)
+            };
+            g.scope.truncate(mark);
+            (body, val)
+        };
+        let annot = names.is_empty() || self.rng.chance(0.5);
+        let (a, av) = branch(self, !annot);
+        let named_b = !annot && self.rng.chance(0.5);
+        let (b, bv) = branch(self, named_b);
+        self.in_loop = outer;
+        let var = self.fresh("d");
+        self.push(&var, Ty::F, false);
+        S::Deferred {
+            var,
+            annot,
+            c,
+            a,
+            av,
+            b,
+            bv,
+        }
+    }
+
     fn stmt(&mut self, depth: usize) -> S {
         let ed = 3;
         loop {
@@ -1048,6 +1181,9 @@ impl<'a> Gen<'a> {
                     if self.on(Feature::LoopValues) && self.rng.chance(0.3) {
                         return self.loop_value(depth);
                     }
+                    if self.on(Feature::Pushes) && self.rng.chance(0.3) {
+                        return self.pushes(depth);
+                    }
                     let var = self.fresh("i");
                     let (lo, index) = if self.rng.chance(0.8) {
                         (0, true)
@@ -1112,6 +1248,9 @@ impl<'a> Gen<'a> {
                     };
                 }
                 13 if self.on(Feature::Branches) && depth < 3 => {
+                    if self.on(Feature::Deferred) && self.rng.chance(0.3) {
+                        return self.deferred(depth);
+                    }
                     let c = self.eb(2);
                     let mark = self.scope.len();
                     let k = 1 + self.rng.below(3);
