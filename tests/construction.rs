@@ -396,12 +396,7 @@ fn vecs_grown_by_push() {
     let mut rows = rng("vecs_grown_by_push_rows");
     for _ in 0..4 {
         let m = rows.array2(3, 4, -1.0, 1.0);
-        check_derivatives(
-            &m,
-            pushed_rows,
-            pushed_rows_jvp,
-            pushed_rows_vjp,
-        );
+        check_derivatives(&m, pushed_rows, pushed_rows_jvp, pushed_rows_vjp);
     }
     let mut rng = rng("vecs_grown_by_push");
     for trial in 0..8 {
