@@ -356,3 +356,30 @@ fn slices_are_added_as_ndarray_adds_them() {
         |(m, v), ct: &f64| sums_of_slices_vjp(m, v, *ct),
     );
 }
+
+/// Matrices joined along axis 1 (`concatenate`, `stack` of vectors):
+/// ndarray's result is column-major, so its `sum()` and `fold` add in
+/// column order; the generated code's join is such a view.
+#[differentiable]
+fn joined_along_columns(m: &Array2<f64>, w: &Array2<f64>) -> f64 {
+    let c = linad::ndarray::concatenate![linad::ndarray::Axis(1), *m, *w];
+    let s = linad::ndarray::stack![linad::ndarray::Axis(1), m.column(0), w.column(3)];
+    let mut acc = 0.0;
+    for x in c.iter() {
+        acc += x * 0.5;
+    }
+    c.sum() + s.sum() + c.fold(0.25, |a, &x| a * 0.5 + x) + acc + c.mapv(|x| x * x).sum()
+}
+
+#[test]
+fn joins_along_axis_1_add_in_ndarray_memory_order() {
+    same_primal!(joined_along_columns, joined_along_columns_jvp, joined_along_columns_vjp; m, w);
+    let mut r = rng("joins");
+    let (m, w) = (r.array2(4, 3, -1.0, 1.0), r.array2(4, 5, -1.0, 1.0));
+    check_derivatives(
+        &(m, w),
+        |(m, w)| joined_along_columns(m, w),
+        |(m, w), (dm, dw)| joined_along_columns_jvp(m, w, dm, dw),
+        |(m, w), ct: &f64| joined_along_columns_vjp(m, w, *ct),
+    );
+}

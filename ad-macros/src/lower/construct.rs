@@ -12,7 +12,15 @@
 //! ```text
 //! array![x, y]              ==>  let z = zeros [2]; let a = z with [0] = x; a with [1] = y
 //! concatenate(Axis(0), [a, b])  ==>  build [na + nb] |i| if i < na { a[i] } else { b[i - na] }
+//! concatenate(Axis(1), [a, b])  ==>  transpose(concatenate(Axis(0), [transpose(a), transpose(b)]))
 //! ```
+//!
+//! A matrix joined along axis 1 is the transposed view of the join along
+//! axis 0 of the transposes: ndarray grows its result along the joined
+//! axis, which makes that axis outermost in memory (column-major strides
+//! `[1, n]`), and the transposed view has those strides. What walks the
+//! elements in memory order (`sum()`, `fold`, `Zip`) then adds them in
+//! `f`'s order: the same bits.
 
 use super::ctx::{span_of, Lowerer};
 use super::expr::strip;
@@ -165,6 +173,38 @@ impl Lowerer<'_> {
         if out_rank > 3 {
             return self.fail(node, "arrays of rank 1 to 3 are supported");
         }
+        if out_rank == 2 && axis == 1 {
+            // ndarray's column-major result: the transposed view of the
+            // join along axis 0 (of the transposed matrices; vectors
+            // stack as they are).
+            let mut parts = vec![];
+            for a in arrs {
+                parts.push(if stack {
+                    a
+                } else {
+                    self.array(ArrayOp::Transpose { arr: a }, span)?
+                });
+            }
+            let joined = self.join_atoms(&parts, elem, rank, 0, stack, node)?;
+            let t = self.array(ArrayOp::Transpose { arr: joined }, span)?;
+            return Some(Val::Array(t, elem, 2));
+        }
+        let joined = self.join_atoms(&arrs, elem, rank, axis, stack, node)?;
+        Some(Val::Array(joined, elem, out_rank))
+    }
+
+    /// The build joining `arrs` (of `rank`) along `axis` of the result
+    /// (`stack`: a new axis).
+    fn join_atoms(
+        &mut self,
+        arrs: &[Atom],
+        elem: Elem,
+        rank: usize,
+        axis: usize,
+        stack: bool,
+        node: &dyn ToTokens,
+    ) -> Option<Atom> {
+        let span = span_of(node);
         // The output shape: the first array's, with the joined axis summed
         // (or a new axis of the number of arrays).
         let first = arrs[0];
@@ -196,10 +236,13 @@ impl Lowerer<'_> {
             }
             shape[axis] = total;
         }
-        self.build_with(shape, node, |lw, ix| {
+        match self.build_with(shape, node, |lw, ix| {
             let i = Atom::Var(ix[axis]);
-            lw.pick(&arrs, &starts, i, ix, axis, stack, elem, span)
-        })
+            lw.pick(arrs, &starts, i, ix, axis, stack, elem, span)
+        })? {
+            Val::Array(a, ..) => Some(a),
+            _ => None,
+        }
     }
 
     /// The element at output index `ix` of the part index `i` along `axis`
