@@ -648,3 +648,76 @@ fn variances_along_axes() {
         );
     }
 }
+
+/// Chunks of a vector: ndarray's `exact_chunks` (the rest left out), a
+/// slice's `chunks` (a shorter last chunk) and `chunks_exact`, in loops and
+/// iterator chains; `windows` of a slice.
+#[differentiable]
+fn chunked(x: &Array1<f64>, v: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for c in x.exact_chunks(2) {
+        s += c[0] * c[1];
+    }
+    for (k, c) in v.chunks(3).enumerate() {
+        s += c.iter().sum::<f64>() * (k as f64 + 1.0) + c[c.len() - 1].sin();
+    }
+    let e: f64 = v.chunks_exact(2).map(|c| c[0] - c[1] * c[1]).sum();
+    let w: f64 = v.windows(2).map(|p| p[0] * p[1]).sum();
+    s + e + w
+}
+
+#[test]
+fn chunks_of_vectors() {
+    let mut r = rng("chunks_of_vectors");
+    for (n, m) in [(5, 7), (4, 6), (1, 2), (0, 1)] {
+        let x = r.array1(n, -1.0, 1.0);
+        let v = r.array1(m, -1.0, 1.0);
+        check_derivatives(
+            &(x, v),
+            |(x, v)| chunked(x, v.as_slice().unwrap()),
+            |(x, v), (dx, dv)| chunked_jvp(x, v.as_slice().unwrap(), dx, dv.as_slice().unwrap()),
+            |(x, v), ct: &f64| {
+                let (y, (dx, dv)) = chunked_vjp(x, v.as_slice().unwrap(), *ct);
+                (y, (dx, Array1::from(dv)))
+            },
+        );
+    }
+}
+
+/// `select`: rows, columns (ndarray's result is column-major: its `sum`
+/// and `fold` add in column order), entries of a vector, repeated and
+/// reordered indices from a literal and from a `&[usize]` parameter.
+#[differentiable(wrt(m, x))]
+fn selected(m: &Array2<f64>, x: &Array1<f64>, idx: &[usize]) -> f64 {
+    let rows = m.select(Axis(0), &[2, 0, 2]);
+    let cols = m.select(Axis(1), idx);
+    let v = x.select(Axis(0), &[1, 1, 0]);
+    rows.sum() + cols.sum() + cols.fold(0.5, |a, &c| a * 0.75 + c) + v.dot(&v) + cols[[1, 0]]
+}
+
+#[test]
+fn select_gathers_as_ndarray() {
+    let mut r = rng("select_gathers_as_ndarray");
+    let idx = vec![3, 1, 1, 4];
+    for _ in 0..3 {
+        let a = r.array2(4, 5, -1.0, 1.0);
+        // entries over eight orders of magnitude: a sum in another order
+        // differs in the last bits
+        let m = Array2::from_shape_fn((4, 5), |(i, j)| {
+            a[[i, j]] * 10f64.powi(((i * 5 + j * 3) % 9) as i32 - 4)
+        });
+        let x = r.array1(3, -1.0, 1.0);
+        check_derivatives(
+            &(m, x),
+            |(m, x)| selected(m, x, &idx),
+            |(m, x), (dm, dx)| selected_jvp(m, x, &idx, dm, dx),
+            |(m, x), ct: &f64| selected_vjp(m, x, &idx, *ct),
+        );
+    }
+    let m = Array2::<f64>::zeros((2, 2));
+    let out = std::panic::catch_unwind(|| selected_vjp(&m, &Array1::zeros(2), &[0, 1], 1.0));
+    assert!(
+        out.is_err(),
+        "an index out of bounds panics, as ndarray's select does"
+    );
+}

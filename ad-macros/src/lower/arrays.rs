@@ -52,7 +52,7 @@ pub const ELEMENTWISE_METHODS: &[&str] = &[
     "signum",
 ];
 
-const ARRAY_METHODS: &str = "len, nrows, ncols, dim, shape()[k], len_of, is_empty, sum, product, mean, var, std, sum_axis, mean_axis, var_axis, std_axis, map_axis, fold_axis, dot, t, reversed_axes, row, column, rows, columns, outer_iter, axis_iter, lanes (of a matrix), windows (of a vector), mapv, map, mapv_inplace (of a local array), fold, iter, indexed_iter, to_owned, clone, view, into_owned, to_vec (rank 1), and elementwise sin, cos, exp, ln, sqrt, abs, tanh, powi, powf, ...";
+const ARRAY_METHODS: &str = "len, nrows, ncols, dim, shape()[k], len_of, is_empty, sum, product, mean, var, std, sum_axis, mean_axis, var_axis, std_axis, map_axis, fold_axis, dot, t, reversed_axes, row, column, rows, columns, outer_iter, axis_iter, lanes (of a matrix), windows, exact_chunks, chunks, chunks_exact (of a vector), select, mapv, map, mapv_inplace (of a local array), fold, iter, indexed_iter, to_owned, clone, view, into_owned, to_vec (rank 1), and elementwise sin, cos, exp, ln, sqrt, abs, tanh, powi, powf, ...";
 
 impl Lowerer<'_> {
     /// `a[i]`, `m[[i, j]]`, `m[(i, j)]`, `a.shape()[k]`.
@@ -308,7 +308,10 @@ impl Lowerer<'_> {
                 &m.method,
                 format!("mutating array methods (`{name}`) are supported on local `let mut` arrays (`a.fill(x)`, `a.assign(&b)`, `a.mapv_inplace(f)`, `a.map_inplace(|v| *v = ..)`, `for v in a.iter_mut() {{ *v = .. }}`, `a.scaled_add(s, &b)`, `a.row_mut(i).assign(&v)`, `a.slice_mut(s![..]).fill(x)`); elsewhere assign elements with `a[i] = ..` in a `for` loop, or build a new array with `mapv` / `from_shape_fn`"),
             ),
-            "windows" if rank == 1 => {
+            // ndarray's `windows` and `exact_chunks` of a vector; a slice's
+            // (or `Vec`'s) `windows`, `chunks` and `chunks_exact`.
+            "windows" | "exact_chunks" | "chunks_exact" | "chunks" if rank == 1 => {
+                use super::iter_val::{Cut, IterVal};
                 let args = self.nargs(m, 1)?;
                 let size = match self.expr(args[0])? {
                     Val::Scalar(k, Elem::Int(_)) => k,
@@ -316,21 +319,36 @@ impl Lowerer<'_> {
                     other => {
                         return self.fail(
                             args[0],
-                            format!("`windows` takes the window length (`usize`), found `{}`", other.ty()),
+                            format!("`{name}` takes the length (`usize`), found `{}`", other.ty()),
                         )
                     }
                 };
-                // ndarray panics on an empty window.
+                // ndarray and slices panic on a length of zero.
                 let size = self.nonzero_or_panic(size, span)?;
-                let it = super::iter_val::IterVal::of_windows(arr, elem, size);
-                Some(Val::Iter(Box::new(it)))
-            }
-            "select" | "windows" => {
-                // `windows` of a vector is taken above.
-                let which = match name.as_str() {
-                    "windows" => " on arrays of rank 2 or more (`v.windows(k)` of a vector is)",
-                    _ => "",
+                let cut = match name.as_str() {
+                    "windows" => Cut::Windows,
+                    "chunks" => Cut::Partial,
+                    _ => Cut::Exact,
                 };
+                Some(Val::Iter(Box::new(IterVal::of_windows(arr, elem, size, cut))))
+            }
+            "select" => {
+                let args = self.nargs(m, 2)?;
+                let axis = self.axis_arg(args[0], rank)?;
+                match self.expr(args[1])? {
+                    idx @ Val::Array(_, Elem::Int(_), 1) => {
+                        self.select(Val::Array(arr, elem, rank), idx, axis, m)
+                    }
+                    Val::Poison => None,
+                    other => self.fail(
+                        args[1],
+                        format!("`select` takes the indices as integers (`&[0, 2]`, `&idx` of a `Vec<usize>`), found `{}`", other.ty()),
+                    ),
+                }
+            }
+            "windows" | "exact_chunks" | "chunks_exact" | "chunks" => {
+                // Those of a vector are taken above.
+                let which = format!(" on arrays of rank 2 or more (`v.{name}(k)` of a vector is)");
                 self.fail(
                     &m.method,
                     format!("`{name}` is not supported{which}: index elements (`m[[i, j]]`), slice with `s![..]`, or build the part you need with `from_shape_fn`"),
@@ -837,6 +855,56 @@ impl Lowerer<'_> {
             return self.fail(e, "arrays of rank 1 to 3 are supported");
         }
         Some(out)
+    }
+
+    /// `a.select(Axis(axis), &idx)`: the sub-arrays of `a` at the indices
+    /// along `axis`, in their order (repeats allowed; an index out of
+    /// bounds panics, as in ndarray). ndarray concatenates them along
+    /// `axis`, which leaves a matrix selected along axis 1 column-major:
+    /// the result is the transposed view of a row-major build, so that
+    /// memory-order sums add as `f`'s do.
+    ///
+    /// ```text
+    /// m.select(Axis(1), &idx)
+    /// ==>  Array2::from_shape_fn((idx.len(), m.nrows()), |(k, r)| m[[r, idx[k]]]).reversed_axes()
+    /// ```
+    fn select(&mut self, a: Val, idx: Val, axis: usize, node: &dyn ToTokens) -> Option<Val> {
+        let Val::Array(_, _, rank) = a else {
+            return None;
+        };
+        let span = span_of(node);
+        self.env.push_scope();
+        self.env.declare("__linad_sel_a", a, false);
+        self.env.declare("__linad_sel_i", idx, false);
+        let e: Option<syn::Expr> = match (rank, axis) {
+            (1, _) => Some(syn::parse_quote_spanned!(span=>
+            Array1::from_shape_fn(__linad_sel_i.len(), |__linad_k: usize| {
+                __linad_sel_a[__linad_sel_i[__linad_k]]
+            }))),
+            (2, 0) => Some(syn::parse_quote_spanned!(span=>
+            Array2::from_shape_fn((__linad_sel_i.len(), __linad_sel_a.ncols()), |(__linad_k, __linad_j): (usize, usize)| {
+                __linad_sel_a[[__linad_sel_i[__linad_k], __linad_j]]
+            }))),
+            (2, _) => Some(syn::parse_quote_spanned!(span=>
+                Array2::from_shape_fn((__linad_sel_i.len(), __linad_sel_a.nrows()), |(__linad_k, __linad_r): (usize, usize)| {
+                    __linad_sel_a[[__linad_r, __linad_sel_i[__linad_k]]]
+                }).reversed_axes())),
+            (3, 0) => Some(syn::parse_quote_spanned!(span=>
+            Array3::from_shape_fn(
+                (__linad_sel_i.len(), __linad_sel_a.shape()[1], __linad_sel_a.shape()[2]),
+                |(__linad_k, __linad_j, __linad_l): (usize, usize, usize)| {
+                    __linad_sel_a[[__linad_sel_i[__linad_k], __linad_j, __linad_l]]
+                },
+            ))),
+            _ => None,
+        };
+        let v = match e {
+            Some(e) => self.expr(&e),
+            // ndarray's result is in neither row- nor column-major order.
+            None => self.fail(node, "`select` along axis 1 or 2 of a rank-3 array is not supported (axis 0 is): build the part you need with `from_shape_fn`"),
+        };
+        self.env.pop_scope();
+        v
     }
 
     /// `Array1::linspace(a, b, n)` as ndarray computes it: `n` points

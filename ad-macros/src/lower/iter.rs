@@ -19,7 +19,7 @@
 
 use super::ctx::{span_of, Lowerer};
 use super::expr::strip;
-use super::iter_val::{Item, IterVal, Source};
+use super::iter_val::{Cut, Item, IterVal, Source};
 use super::types::{classify, Elem, IntTy, TyDesc};
 use super::val::Val;
 use ad_core_ir::ir::{ArrayOp, Atom, Expr, Fold, If, Loop, Prim, ReduceOp};
@@ -456,12 +456,23 @@ impl Lowerer<'_> {
         match &it.src {
             Source::Range { n, .. } => Some(*n),
             Source::Lanes { arr, .. } => self.array(ArrayOp::Shape { arr: *arr, axis: 0 }, span),
-            // `len - size + 1` windows, none when `size > len`.
-            Source::Windows { arr, size, .. } => {
+            Source::Windows { arr, size, cut, .. } => {
                 let len = self.array(ArrayOp::Shape { arr: *arr, axis: 0 }, span)?;
-                let d = self.sub_i64(len, *size, span)?;
-                let d = self.add_i64(d, Atom::I64(1), span)?;
-                self.prim(Prim::Max, &[d, Atom::I64(0)], span)
+                match cut {
+                    // `len - size + 1` windows, none when `size > len`.
+                    Cut::Windows => {
+                        let d = self.sub_i64(len, *size, span)?;
+                        let d = self.add_i64(d, Atom::I64(1), span)?;
+                        self.prim(Prim::Max, &[d, Atom::I64(0)], span)
+                    }
+                    Cut::Exact => self.prim(Prim::Div, &[len, *size], span),
+                    // `ceil(len / size)`
+                    Cut::Partial => {
+                        let d = self.add_i64(len, *size, span)?;
+                        let d = self.sub_i64(d, Atom::I64(1), span)?;
+                        self.prim(Prim::Div, &[d, *size], span)
+                    }
+                }
             }
             // A `zip` stops at the shortest of its arrays' sequences.
             Source::Arrays { arrs, rank, .. } => {
@@ -490,10 +501,27 @@ impl Lowerer<'_> {
                 let v = self.add_i64(*start, off, span)?;
                 Val::Scalar(v, Elem::Int(*ty))
             }
-            Source::Windows { arr, elem, size } => {
+            Source::Windows {
+                arr,
+                elem,
+                size,
+                cut,
+            } => {
                 let (arr, elem) = (*arr, *elem);
-                let v = self.build_with(vec![*size], node, |lw, ix| {
-                    let i = lw.add_i64(pos, Atom::Var(ix[0]), span)?;
+                // A window starts at `pos`, a chunk at `pos * size`; the
+                // last of `chunks` ends at the vector's end.
+                let (start, n) = match cut {
+                    Cut::Windows => (pos, *size),
+                    Cut::Exact => (self.prim(Prim::Mul, &[pos, *size], span)?, *size),
+                    Cut::Partial => {
+                        let start = self.prim(Prim::Mul, &[pos, *size], span)?;
+                        let len = self.array(ArrayOp::Shape { arr, axis: 0 }, span)?;
+                        let rest = self.sub_i64(len, start, span)?;
+                        (start, self.prim(Prim::Min, &[*size, rest], span)?)
+                    }
+                };
+                let v = self.build_with(vec![n], node, |lw, ix| {
+                    let i = lw.add_i64(start, Atom::Var(ix[0]), span)?;
                     let x = lw.array(ArrayOp::Index { arr, idx: vec![i] }, span)?;
                     Some(Val::Scalar(x, elem))
                 })?;

@@ -39,7 +39,8 @@ pub enum Source {
         rank: usize,
     },
     /// The windows `arr[p..p + size]` of a vector, `p` in
-    /// `0..len - size + 1` (`a.windows(size)`; none when `size > len`).
+    /// `0..len - size + 1` (`a.windows(size)`; none when `size > len`), or
+    /// its chunks (`cut`).
     Windows {
         /// The vector.
         arr: Atom,
@@ -47,6 +48,8 @@ pub enum Source {
         elem: Elem,
         /// The window length (positive: checked where made).
         size: Atom,
+        /// Windows or chunks.
+        cut: Cut,
     },
     /// The integers `start + k * step` for `k` in `0..n`: a range
     /// `start..start + n` (`step` 1), or one `.step_by(..)`.
@@ -60,6 +63,19 @@ pub enum Source {
         /// The distance between values (positive).
         step: Atom,
     },
+}
+
+/// How [`Source::Windows`] cuts its vector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cut {
+    /// Every window of `size` elements, one element apart.
+    Windows,
+    /// Chunks of `size` elements, `len / size` of them (`exact_chunks`,
+    /// `chunks_exact`: a shorter rest is left out).
+    Exact,
+    /// Chunks of `size` elements and a shorter last one for the rest
+    /// (`chunks`: `ceil(len / size)` of them).
+    Partial,
 }
 
 /// An iterator chain not consumed yet.
@@ -116,10 +132,15 @@ impl IterVal {
         }
     }
 
-    /// The windows of length `size` of the vector `arr`.
-    pub fn of_windows(arr: Atom, elem: Elem, size: Atom) -> IterVal {
+    /// The windows (or chunks: `cut`) of length `size` of the vector `arr`.
+    pub fn of_windows(arr: Atom, elem: Elem, size: Atom, cut: Cut) -> IterVal {
         IterVal {
-            src: Source::Windows { arr, elem, size },
+            src: Source::Windows {
+                arr,
+                elem,
+                size,
+                cut,
+            },
             ..IterVal::of_lanes(arr, elem, 1)
         }
     }
