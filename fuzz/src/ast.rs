@@ -402,6 +402,12 @@ pub enum E {
     EwB(Op, Box<E>, Box<E>, bool),
     /// A whole-array reduction other than `sum`.
     Reduce(Reduction, Box<E>),
+    /// `a.select(Axis(k), &[i0, ..])` of an array of the given rank, with
+    /// as many indices (in `0..N`, repeats allowed) as the axis is long.
+    Select(Box<E>, usize, usize, Vec<usize>),
+    /// `v.exact_chunks(c).into_iter().map(|ch| ch.sum()).sum::<f64>()` of a
+    /// vector (`ch.dot(&ch)` when `true`).
+    ChunkSums(Box<E>, usize, bool),
     Call(String, Vec<E>),
     /// Verbatim source (mutations only; not evaluable).
     Raw(String),
@@ -681,6 +687,8 @@ pub fn typed(e: &E) -> bool {
         | E::AxisAt(a, ..)
         | E::SumAxis(a, _)
         | E::MapAxis(a, ..)
+        | E::Select(a, ..)
+        | E::ChunkSums(a, ..)
         | E::Reduce(_, a) => typed(a),
         E::EwB(_, a, v, _) => typed(a) || typed(v),
         _ => true,
@@ -876,6 +884,21 @@ pub fn pe(e: &E) -> String {
             format!("{}.to_owned()", view(e).unwrap_or_default())
         }
         E::SumAxis(a, k) => format!("{}.sum_axis(linad::ndarray::Axis({k}))", recv(a)),
+        E::Select(a, _, k, idx) => {
+            let idx: Vec<String> = idx.iter().map(|i| i.to_string()).collect();
+            format!(
+                "{}.select(linad::ndarray::Axis({k}), &[{}])",
+                recv(a),
+                idx.join(", ")
+            )
+        }
+        E::ChunkSums(a, c, dot) => {
+            let body = if *dot { "ch.dot(&ch)" } else { "ch.sum()" };
+            format!(
+                "{}.exact_chunks({c}).into_iter().map(|ch| {body}).sum::<f64>()",
+                recv(a)
+            )
+        }
         E::MapAxis(a, k, squares) => {
             let body = if *squares {
                 "lane.dot(&lane)"
@@ -1951,6 +1974,47 @@ impl<'a> Eval<'a> {
                     vec![c, r],
                     (0..r * c).map(|j| d[(j % r) * c + j / r]).collect(),
                 )
+            }
+            E::Select(a, _, k, idx) => {
+                let x = self.e(a)?;
+                let (s, d) = x.arr();
+                if idx.iter().any(|&i| i >= s[*k]) {
+                    return Err(Trap::Bounds);
+                }
+                let mut shape = s.to_vec();
+                shape[*k] = idx.len();
+                // Row-major strides of the source.
+                let strides: Vec<usize> =
+                    (0..s.len()).map(|q| s[q + 1..].iter().product()).collect();
+                let total: usize = shape.iter().product();
+                let mut out = Vec::with_capacity(total);
+                for flat in 0..total {
+                    let mut rest = flat;
+                    let mut src = 0;
+                    for q in (0..shape.len()).rev() {
+                        let pos = rest % shape[q];
+                        rest /= shape[q];
+                        let at = if q == *k { idx[pos] } else { pos };
+                        src += at * strides[q];
+                    }
+                    out.push(d[src]);
+                }
+                V::A(shape, out)
+            }
+            E::ChunkSums(a, c, dot) => {
+                let x = self.e(a)?;
+                let d = x.arr().1;
+                // Each chunk's `sum` / `dot` in ndarray's unrolled order is
+                // not modelled: compared with a tolerance (`has_reductions`).
+                let mut total = 0.0;
+                for ch in d.chunks_exact(*c) {
+                    total += if *dot {
+                        plus_zero_sum(ch.iter().map(|v| v * v))
+                    } else {
+                        plus_zero_sum(ch.iter().copied())
+                    };
+                }
+                V::F(total)
             }
             E::Diag(a) => {
                 let x = self.e(a)?;

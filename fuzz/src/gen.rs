@@ -87,10 +87,15 @@ pub enum Feature {
     /// With [`Feature::Branches`], `let y[: f64];` assigned in both
     /// branches of an `if`.
     Deferred,
+    /// With [`Feature::Views`] and [`Feature::Reductions`], gathers:
+    /// `a.select(Axis(k), &[..])` (a matrix selected along axis 1 is
+    /// column-major in ndarray: its sums must add by columns) and sums over
+    /// a vector's `exact_chunks(c)`.
+    Gathers,
 }
 
 /// Every feature, with its switch name.
-pub const FEATURES: [(Feature, &str); 31] = [
+pub const FEATURES: [(Feature, &str); 32] = [
     (Feature::Math, "math"),
     (Feature::Ints, "ints"),
     (Feature::Casts, "casts"),
@@ -122,11 +127,12 @@ pub const FEATURES: [(Feature, &str); 31] = [
     (Feature::LoopValues, "loopvalues"),
     (Feature::Pushes, "pushes"),
     (Feature::Deferred, "deferred"),
+    (Feature::Gathers, "gathers"),
 ];
 
 /// A set of features.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Features(pub u32);
+pub struct Features(pub u64);
 
 impl Features {
     pub fn all() -> Features {
@@ -136,13 +142,13 @@ impl Features {
         Features(0)
     }
     pub fn has(self, f: Feature) -> bool {
-        self.0 & (1 << f as u32) != 0
+        self.0 & (1 << f as u64) != 0
     }
     pub fn with(self, f: Feature) -> Features {
-        Features(self.0 | (1 << f as u32))
+        Features(self.0 | (1 << f as u64))
     }
     pub fn without(self, f: Feature) -> Features {
-        Features(self.0 & !(1 << f as u32))
+        Features(self.0 & !(1 << f as u64))
     }
 
     /// Parses `"all,-cfg,-oddnames"` or `"math,loops"` (comma-separated;
@@ -507,6 +513,11 @@ impl<'a> Gen<'a> {
                         let kind = *self.rng.pick(&Reduction::ALL);
                         return E::Reduce(kind, b(self.ea(r, d1)));
                     }
+                    if r == 1 && self.on(Feature::Gathers) && self.rng.chance(0.3) {
+                        let c = 1 + self.rng.below(self.n.max(1));
+                        let dot = self.rng.chance(0.5);
+                        return E::ChunkSums(b(self.ea(1, d1)), c, dot);
+                    }
                     return E::Sum(b(self.ea(r, d1)));
                 }
                 16 if self.on(Feature::Branches) => {
@@ -778,6 +789,12 @@ impl<'a> Gen<'a> {
     fn view_e(&mut self, r: usize, d: usize) -> Option<E> {
         let up = r + 1;
         let strided = self.on(Feature::Strided);
+        // Draws only with the feature on: other programs stay the same.
+        if self.on(Feature::Gathers) && self.rng.chance(0.15) {
+            let k = if r == 3 { 0 } else { self.rng.below(r) };
+            let idx = (0..self.n).map(|_| self.rng.below(self.n)).collect();
+            return Some(E::Select(b(self.ea(r, d)), r, k, idx));
+        }
         match self.rng.below(7) {
             0 if strided => {
                 let k = self.rng.below(r);
