@@ -106,7 +106,7 @@ fn call_name(c: &syn::ExprCall) -> Option<String> {
 }
 
 /// The names a pattern binds.
-fn pattern_idents(p: &syn::Pat) -> Vec<String> {
+pub(crate) fn pattern_idents(p: &syn::Pat) -> Vec<String> {
     struct Names(Vec<String>);
     impl<'a> syn::visit::Visit<'a> for Names {
         fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {

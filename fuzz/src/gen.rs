@@ -263,6 +263,16 @@ fn labelled_continues_to_breaks(body: &mut [S], label: &str) {
     }
 }
 
+/// The `f64` variables of `scope` that are not loop indices: names whose
+/// type a `break` value's or an assigned value's syntax shows.
+fn f_names(scope: &[VarInfo]) -> Vec<VarInfo> {
+    scope
+        .iter()
+        .filter(|v| v.ty == Ty::F && !v.index)
+        .cloned()
+        .collect()
+}
+
 /// The `continue`s of a loop body (in its `if`s, not in nested loops) made
 /// `break`s.
 fn continues_to_breaks(body: &mut [S]) {
@@ -875,11 +885,7 @@ impl<'a> Gen<'a> {
         // A name bound before the loop: its type is known where the loop
         // is lowered (a `let` of the body is seen only through its
         // initialiser's syntax, which calls of other functions hide).
-        let names: Vec<VarInfo> = self.scope[..mark]
-            .iter()
-            .filter(|v| v.ty == Ty::F && !v.index)
-            .cloned()
-            .collect();
+        let names = f_names(&self.scope[..mark]);
         let (val, annot) = if !names.is_empty() && self.rng.chance(0.5) {
             let v = self.rng.pick(&names).clone();
             (E::Var(v.name, Ty::F, v.pass), false)
@@ -976,12 +982,7 @@ impl<'a> Gen<'a> {
     /// rustc accepts, but the branch is then pointless).
     fn deferred(&mut self, depth: usize) -> S {
         let c = self.eb(2);
-        let names: Vec<VarInfo> = self
-            .scope
-            .iter()
-            .filter(|v| v.ty == Ty::F && !v.index)
-            .cloned()
-            .collect();
+        let names = f_names(&self.scope);
         let outer = std::mem::replace(&mut self.in_loop, false);
         let branch = |g: &mut Self, named: bool| {
             let mark = g.scope.len();

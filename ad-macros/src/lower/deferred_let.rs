@@ -40,7 +40,7 @@ impl Lowerer<'_> {
             _ => {
                 let _: Option<()> = self.fail(l, errors::LET_NO_INIT);
                 // Mutable, so that the assignments to come add no errors.
-                for name in pattern_names(pat) {
+                for name in crate::struct_results::pattern_idents(pat) {
                     self.env.declare(&name, Val::Poison, true);
                 }
                 return;
@@ -111,18 +111,4 @@ fn assigned_values(name: &str, stmts: &[syn::Stmt]) -> Vec<syn::Expr> {
         v.visit_stmt(s);
     }
     v.values
-}
-
-/// The names a pattern binds.
-fn pattern_names(p: &syn::Pat) -> Vec<String> {
-    struct V(Vec<String>);
-    impl<'a> Visit<'a> for V {
-        fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
-            self.0.push(p.ident.to_string());
-            syn::visit::visit_pat_ident(self, p);
-        }
-    }
-    let mut v = V(vec![]);
-    v.visit_pat(p);
-    v.0
 }
