@@ -145,6 +145,54 @@ fn element_writes_allocate_independently_of_n() {
     );
 }
 
+/// An array written in one branch of an `if` in a loop body, at a counter
+/// (what a `Vec` grown by `push` becomes): the `else` branch passes it on
+/// unchanged, so the `then` branch may update it in place.
+#[differentiable]
+fn writes_in_a_branch(x: &Array1<f64>, a: f64) -> f64 {
+    let mut buf = Array1::zeros(x.len());
+    let mut k = 0;
+    for i in 0..x.len() {
+        if x[i] > 0.0 {
+            buf[k] = (x[i] * a).sin();
+            k += 1;
+        }
+    }
+    let mut v = Vec::new();
+    for i in 0..x.len() {
+        if x[i] < 0.5 {
+            v.push(x[i] * buf[i]);
+        }
+    }
+    buf.iter().map(|t| t * t).sum::<f64>() + v.iter().sum::<f64>()
+}
+
+#[test]
+fn writes_in_a_branch_are_in_place() {
+    let mut rng = rng("writes_in_a_branch");
+    let xa = (rng.array1(9, -1.0, 1.0), 0.7);
+    check_derivatives(
+        &xa,
+        |(x, a)| writes_in_a_branch(x, *a),
+        |(x, a), (dx, da)| writes_in_a_branch_jvp(x, *a, dx, *da),
+        |(x, a), ct| writes_in_a_branch_vjp(x, *a, *ct),
+    );
+    let bytes = |n: usize| {
+        let x = Array1::from_shape_fn(n, |i| (i as f64 * 0.37).sin());
+        allocations(|| {
+            writes_in_a_branch_vjp(&x, 0.7, 1.0);
+        })
+        .1
+    };
+    // A copy of the array per iteration would allocate like n² (100x more
+    // bytes per 10x more elements); in place it is like n.
+    let (small, large) = (bytes(1_000), bytes(10_000));
+    assert!(
+        large < 20 * small,
+        "bytes allocated by one f_vjp call: {small} at n = 1000, {large} at n = 10000"
+    );
+}
+
 #[path = "../examples/gmm.rs"]
 #[allow(dead_code)]
 mod gmm;

@@ -7,7 +7,13 @@
 //! iteration, so a use inside the lambda never moves it.
 //!
 //! - A non-linear variable may be moved at its last use if that use is at
-//!   the depth of its binder and the site reads it only once.
+//!   the depth of its binder and the site reads it only once. The last use
+//!   is taken on each path: an `if`'s branches are alternatives, so the
+//!   last use of `v` in the `then` branch is a last use when the `else`
+//!   branch holds one (`let y = if c { upd(v) } else { v }` moves `v` in
+//!   both, where counting sites in program order would clone it in the
+//!   first: an array updated in a branch of a loop body was copied on
+//!   every iteration).
 //! - A linear variable is used exactly once (the checker's rule); it may be
 //!   moved unless the use is inside a lambda its binder is outside of.
 //!
@@ -58,6 +64,10 @@ pub struct Uses {
     /// Linear variables whose one use is an operand that its statement only
     /// borrows ([`borrowed_lin_operands`]).
     lin_borrowed: FastSet<Var>,
+    /// `(v, s) -> s2`: `s` is the last use of `v` in an `if`'s `then`
+    /// branch and `s2` its last use in the `else` branch (which never runs
+    /// after the `then` branch): `s` is a last use on its path when `s2` is.
+    branch_last: FastMap<(Var, usize), usize>,
     /// For a statement's site, the variables bound in its block whose last
     /// use lies in the statement (its operands or its nested blocks).
     dies_in: FastMap<usize, Vec<Var>>,
@@ -199,8 +209,21 @@ impl Uses {
     pub fn movable(&self, v: Var, site: usize) -> bool {
         let v = self.root(v);
         self.local(v, site)
-            && self.last.get(&v) == Some(&site)
+            && self.last_on_its_path(v, site)
             && self.count.get(&(site, v)) == Some(&1)
+    }
+
+    /// Whether no use of `v` can follow the one at `site`: it is the last
+    /// use, or the last of an `if`'s `then` branch whose `else` branch
+    /// holds such a use ([`Uses::branch_last`]).
+    fn last_on_its_path(&self, v: Var, site: usize) -> bool {
+        if self.last.get(&v) == Some(&site) {
+            return true;
+        }
+        match self.branch_last.get(&(v, site)) {
+            Some(&other) => self.last_on_its_path(v, other),
+            None => false,
+        }
     }
 
     fn new_site(&mut self, depth: u32) -> usize {
@@ -347,8 +370,24 @@ impl Uses {
         }
         match &s.expr {
             Expr::If(i) => {
+                let t0 = self.site_depth.len();
                 self.block(&i.then_, depth, vars);
+                let e0 = self.site_depth.len();
+                let in_then: Vec<(Var, usize)> = self
+                    .last
+                    .iter()
+                    .filter(|(_, &s)| (t0..e0).contains(&s))
+                    .map(|(&v, &s)| (v, s))
+                    .collect();
                 self.block(&i.else_, depth, vars);
+                let e1 = self.site_depth.len();
+                for (v, s) in in_then {
+                    if let Some(&other) = self.last.get(&v) {
+                        if (e0..e1).contains(&other) {
+                            self.branch_last.insert((v, s), other);
+                        }
+                    }
+                }
             }
             e => {
                 for l in ad_core_ir::visit::lambdas(e) {
