@@ -1196,6 +1196,7 @@ fn deferred_lets(x: f64, w: &Array1<f64>, n: usize) -> f64 {
     let t;
     let k;
     let z: f64;
+    let (p, q): (f64, usize);
     if x > 0.0 {
         y = x * 2.0;
         t = (x.exp(), 1.0);
@@ -1209,6 +1210,8 @@ fn deferred_lets(x: f64, w: &Array1<f64>, n: usize) -> f64 {
         0 => z = y,
         _ => z = y * t.1,
     }
+    p = z * 0.5;
+    q = k + 2;
     let mut s = 0.0;
     for i in 0..w.len() {
         let v;
@@ -1220,7 +1223,7 @@ fn deferred_lets(x: f64, w: &Array1<f64>, n: usize) -> f64 {
         }
         s += v;
     }
-    y * y + t.0 * t.1 + k as f64 + z + s
+    y * y + t.0 * t.1 + k as f64 + z + s + p * q as f64
 }
 
 #[test]

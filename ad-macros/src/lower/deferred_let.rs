@@ -17,9 +17,9 @@
 //! `y` are those of the assignment that ran. The type comes from the
 //! `let`'s annotation (`let y: f64;`) or from the syntax of the values
 //! assigned to it (`syntax_ty.rs`: a variable, a literal, arithmetic, a
-//! cast, an `f64` method, a tuple of these). Arrays are refused (a zero
-//! array would need the value's shape), as are patterns other than one
-//! name.
+//! cast, an `f64` method, a tuple of these). A tuple of names (`let (p,
+//! q);`) is a deferred `let` of each. Arrays are refused (a zero array
+//! would need the value's shape), as are other patterns.
 
 use super::ctx::Lowerer;
 use super::errors;
@@ -29,23 +29,49 @@ use super::val::Val;
 use syn::visit::Visit;
 
 impl Lowerer<'_> {
-    /// `l`, a `let` without a value, followed in its block by `rest`.
+    /// `l`, a `let` without a value, followed in its block by `rest`: one
+    /// name, or a tuple of names (`let (p, q);`, each assigned on its own).
     pub(super) fn deferred_let(&mut self, l: &syn::Local, rest: &[syn::Stmt]) {
         let (pat, annot) = match &l.pat {
             syn::Pat::Type(pt) => (&*pt.pat, Some(&*pt.ty)),
             p => (p, None),
         };
-        let pi = match pat {
-            syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => pi,
-            _ => {
-                let _: Option<()> = self.fail(l, errors::LET_NO_INIT);
-                // Mutable, so that the assignments to come add no errors.
-                for name in crate::struct_results::pattern_idents(pat) {
-                    self.env.declare(&name, Val::Poison, true);
-                }
-                return;
-            }
+        let plain = |p: &syn::Pat| match p {
+            syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => Some(pi.clone()),
+            _ => None,
         };
+        let names: Option<Vec<(syn::PatIdent, Option<&syn::Type>)>> = match (pat, annot) {
+            (syn::Pat::Tuple(t), None) => t.elems.iter().map(|p| Some((plain(p)?, None))).collect(),
+            (syn::Pat::Tuple(t), Some(syn::Type::Tuple(tt))) if tt.elems.len() == t.elems.len() => {
+                t.elems
+                    .iter()
+                    .zip(&tt.elems)
+                    .map(|(p, ty)| Some((plain(p)?, Some(ty))))
+                    .collect()
+            }
+            (p, a) => plain(p).map(|pi| vec![(pi, a)]),
+        };
+        let Some(names) = names else {
+            let _: Option<()> = self.fail(l, errors::LET_NO_INIT);
+            // Mutable, so that the assignments to come add no errors.
+            for name in crate::struct_results::pattern_idents(pat) {
+                self.env.declare(&name, Val::Poison, true);
+            }
+            return;
+        };
+        for (pi, annot) in names {
+            self.deferred_name(&pi, annot, l, rest);
+        }
+    }
+
+    /// One name `pi` (typed `annot`) of the `let` `l` without a value.
+    fn deferred_name(
+        &mut self,
+        pi: &syn::PatIdent,
+        annot: Option<&syn::Type>,
+        l: &syn::Local,
+        rest: &[syn::Stmt],
+    ) {
         let name = pi.ident.to_string();
         let values = assigned_values(&name, rest);
         let ty = match annot {

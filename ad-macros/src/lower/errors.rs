@@ -67,7 +67,7 @@ pub const VEC_PUSH: &str =
     "an empty `Vec` is supported as the start of one `for` loop's pushes: `let mut v = Vec::new();` (or `Vec::with_capacity(n)`, `vec![]`), then the first statement naming `v` is a `for` loop calling `v.push(x)` (not in a loop nested in it, not reading `v` otherwise, not pushing again after it), of numbers; else build the array with `Array1::from_shape_fn(n, |i| ..)` or `.map(..).collect()`";
 /// `let (a, b);` and other patterns without a value.
 pub const LET_NO_INIT: &str =
-    "`let` without a value is supported for one name (`let y;` then `y = ..` on every path): give these variables their values where they are declared (`let (a, b) = if c { (x, y) } else { (y, x) };`)";
+    "`let` without a value is supported for a name or a tuple of names (`let y;` / `let (p, q);`, then `y = ..` on every path): give these variables their values where they are declared (`let (a, b) = if c { (x, y) } else { (y, x) };`)";
 /// `let y;` whose assigned values do not show their type.
 pub const LET_DEFERRED_TYPE: &str =
     "linad needs the type of a variable declared without a value before it lowers the statements assigning it, and cannot see it from this value's syntax: annotate a number or a tuple (`let y: f64;`); an array needs its value where it is declared (`let w = if c { .. } else { .. };`)";

@@ -820,8 +820,8 @@ mod tests {
     #[test]
     fn refusals() {
         refuses(
-            "fn f(x: f64) -> f64 { let (y, z); y = x; z = x; y + z }",
-            "`let` without a value is supported for one name",
+            "fn f(x: f64) -> f64 { let [y, z]: [f64; 2]; y = x; z = x; y + z }",
+            "`let` without a value is supported for a name or a tuple of names",
         );
         refuses(
             "fn f(x: f64) -> f64 { let y = x; y = 2.0; y }",

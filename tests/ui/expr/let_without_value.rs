@@ -3,8 +3,8 @@ use linad::ndarray::Array1;
 
 #[differentiable]
 fn f(x: f64, v: &Array1<f64>) -> f64 {
-    // a pattern: one name only
-    let (a, b);
+    // a pattern other than names: refused
+    let [a, b]: [f64; 2];
     a = x;
     b = x * x;
     // an array: no zero to start from
