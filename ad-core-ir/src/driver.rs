@@ -24,6 +24,7 @@
 //! transpose     f__lin_t, cotangents read freely         crate::transpose::transpose_func_raw
 //! dupdrop       sharing made explicit (Linear B)         crate::dupdrop
 //! simplify      f__lin_t
+//! simplify primal  f itself (what callers run for its value alone)
 //! fused vjp     f__vjp (f only, with simplify)   crate::vjp::fused_vjp
 //! ```
 //!
@@ -330,7 +331,26 @@ impl<'o> Pipeline<'o> {
         self.after("dupdrop", out, &[&j], Some(Mode::LinearA))?;
         self.simplify("simplify", out, &mut j, Mode::LinearA, true, false)?;
         out.insert(j.clone());
-        self.unzip_and_transpose(out, &j)
+        let n_results = self.unzip_and_transpose(out, &j)?;
+        self.simplify_primal(out, f)?;
+        Ok(n_results)
+    }
+
+    /// Replaces the primal `f` of `out` by its simplified form (with
+    /// [`Options::simplify`]): the function the macro emits as
+    /// `__linad_f_primal`, for callers that need `f`'s value alone. The
+    /// simplifier is value-exact on non-linear code (the property tests'
+    /// `fwd_primal_exact`), so the primal keeps `f`'s bits; it drops what
+    /// `f` as lowered computes to no use (a range's trip count of a length,
+    /// which is never negative: `max(n, 0)`, the `n < 0` guard).
+    fn simplify_primal(&mut self, out: &mut Program, mut f: Func) -> Result<(), DriverError> {
+        if !self.opts.simplify {
+            return Ok(());
+        }
+        crate::simplify::simplify_func(&mut f, out, &crate::simplify::Options::default());
+        self.after_final("simplify primal", out, &[&f], Mode::LinearA)?;
+        out.insert(f);
+        Ok(())
     }
 
     /// Unzips the JVP-form function `j` of `out` into `fwd` and `lin`,

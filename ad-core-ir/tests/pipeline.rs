@@ -116,8 +116,8 @@ fn tuple_residual_in_a_branch() {
 }
 
 /// With `Options::trace` the driver records every pass's output, in order,
-/// the last one being the final `f__lin_t`; without it, nothing, and the
-/// derived program is the same either way.
+/// the last two being the final `f__lin_t` and the simplified primal `f`;
+/// without it, nothing, and the derived program is the same either way.
 #[test]
 fn the_trace_records_every_pass_in_order() {
     use ad_core_ir::driver::{differentiate, Options};
@@ -143,11 +143,14 @@ fn the_trace_records_every_pass_in_order() {
             "simplify fwd",
             "transpose",
             "dupdrop",
-            "simplify"
+            "simplify",
+            "simplify primal"
         ]
     );
     let lin_t = d.program.func(&d.names.lin_t).unwrap();
-    assert_eq!(d.trace.last().unwrap().1, func_to_string(lin_t));
+    assert_eq!(d.trace[d.trace.len() - 2].1, func_to_string(lin_t));
+    let primal = d.program.func("f").unwrap();
+    assert_eq!(d.trace.last().unwrap().1, func_to_string(primal));
     let quiet = differentiate(&p, "f", &[true, true], &Options::default()).unwrap();
     assert!(quiet.trace.is_empty());
     assert_eq!(quiet.program, d.program);

@@ -2555,3 +2555,55 @@ def f(c_0: bool, s_1: f64 ; dx_2: f64 @ (), dy_3: f64 @ ()) -> (; f64) {
     ];
     verify(&f, &g, Mode::LinearB, &ins, 0.0);
 }
+
+/// A loop's counter and a build's indices are never negative either: the
+/// trip count of `for c in 0..r` inside `for r in 0..n` (`max(r, 0)`,
+/// guarded by `r < 0`, as lowered) folds to `r`, and `j < 0` of a build
+/// index to `false`; the same guard on an `i64` parameter stays.
+#[test]
+fn indices_are_non_negative() {
+    let p = ad_core_ir::parse::parse_program(
+        r#"
+def f(x_0: [f64], m_1: i64) -> ([f64], i64) {
+  let n_2: i64 = shape x_0, 0
+  let lp_3: f64 = loop n_2 (s_4: f64 = 0.0) |r_5: i64| {
+    let max_6: i64 = max r_5, 0
+    let lt_7: bool = lt r_5, 0
+    let sel_8: i64 = select lt_7, 9223372036854775807, max_6
+    let lp_9: f64 = loop sel_8 (t_10: f64 = s_4) |c_11: i64| {
+      let ix_12: f64 = index x_0[c_11]
+      let add_13: f64 = add t_10, ix_12
+      yield add_13
+    }
+    yield lp_9
+  }
+  let bld_14: [f64] = build [n_2] |j_15: i64| {
+    let lt_16: bool = lt j_15, 0
+    let sel_17: f64 = select lt_16, 1.0, lp_3
+    yield sel_17
+  }
+  let lt_18: bool = lt m_1, 0
+  let sel_19: i64 = select lt_18, 1, m_1
+  return bld_14, sel_19
+}
+"#,
+    )
+    .unwrap();
+    let f = p.func("f").unwrap().clone();
+    let mut g = f.clone();
+    ad_core_ir::simplify::simplify_func(&mut g, &p, &Default::default());
+    let text = func_to_string(&g);
+    assert!(
+        !text.contains("max ") && !text.contains("9223372036854775807"),
+        "{text}"
+    );
+    assert_eq!(text.matches("lt ").count(), 1, "{text}");
+    let ins: Inputs = [(3usize, 5i64), (0, -7), (4, 0)]
+        .iter()
+        .map(|(len, m)| {
+            let xs: Vec<f64> = (0..*len).map(|k| 0.25 + k as f64).collect();
+            (vec![Value::f64s(&[*len], xs), Value::I64(*m)], vec![])
+        })
+        .collect();
+    verify(&f, &g, Mode::LinearA, &ins, 0.0);
+}

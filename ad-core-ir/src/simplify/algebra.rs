@@ -142,10 +142,15 @@ pub fn select_literal(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
 }
 
 /// Whether the `i64` atom is known to be at least 0: a literal `>= 0`, an
-/// array's size (`shape`), or `max(x, c)` with a literal `c >= 0`.
+/// array's size (`shape`), an index or a trip count ([`Facts::is_index`]:
+/// a loop's counter, a build's indices), or `max(x, c)` with a literal
+/// `c >= 0`.
+///
+/// [`Facts::is_index`]: super::facts::Facts::is_index
 fn non_negative(a: &Atom, cx: &Cx<'_>) -> bool {
     match a {
         Atom::I64(c) => *c >= 0,
+        Atom::Var(v) if cx.facts.is_index(*v) => true,
         Atom::Var(_) => match cx.def_atom(a) {
             Some((Expr::Array(ArrayOp::Shape { .. }), 0)) => true,
             Some((Expr::Prim(Prim::Max, xs), 0)) => {

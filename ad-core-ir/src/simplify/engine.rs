@@ -269,6 +269,7 @@ fn walk_block(cx: &mut Cx<'_>, b: &mut Block, pick: &Picker<'_>, stats: &mut Sta
     let mut out = Vec::with_capacity(old.len());
     for mut s in old {
         cx.subst.apply_operands(&mut s.expr);
+        cx.facts.enter(&s.expr);
         for nb in blocks_mut(&mut s.expr) {
             walk_block(cx, nb, pick, stats);
         }

@@ -2,7 +2,7 @@
 //! the defining expression of each variable, the known sizes of arrays
 //! (for shape folding and fusion), occurrence counts, substitutions.
 
-use crate::fast_hash::FastMap;
+use crate::fast_hash::{FastMap, FastSet};
 use crate::ir::*;
 use crate::types::Ty;
 use crate::visit::{blocks, blocks_mut, for_each_operand, substitute_block};
@@ -15,10 +15,14 @@ use crate::visit::{blocks, blocks_mut, for_each_operand, substitute_block};
 /// statements (calls, ifs, loops, builds, maps, folds) are not recorded there.
 /// `dims` holds, for non-linear arrays, the sizes known from their definition,
 /// in canonical form (see [`Facts::canon_dim`]).
+/// `non_negative` holds the `i64` variables bound as indices (a counted
+/// loop's counter, a build's indices) and trip counts (a `while`'s): never
+/// negative.
 #[derive(Clone, Debug, Default)]
 pub struct Facts {
     defs: FastMap<Var, (Expr, usize)>,
     dims: FastMap<Var, Vec<Option<Dim>>>,
+    non_negative: FastSet<Var>,
 }
 
 impl Facts {
@@ -77,8 +81,37 @@ impl Facts {
         self.canon_dim(a) == self.canon_dim(b)
     }
 
+    /// Whether `v` is an index or a trip count: an `i64` never negative.
+    pub fn is_index(&self, v: Var) -> bool {
+        self.non_negative.contains(&v)
+    }
+
+    /// Records the indices the nested blocks of `e` bind (before they are
+    /// walked): a counted loop's counter `i` (its body's first parameter,
+    /// running over `0..n`) and a build's indices.
+    pub fn enter(&mut self, e: &Expr) {
+        match e {
+            Expr::Loop(l) => self.non_negative.extend(l.body.params.first().copied()),
+            Expr::Build(b) => self.non_negative.extend(b.body.params.iter().copied()),
+            Expr::Atom(_)
+            | Expr::Prim(..)
+            | Expr::Array(_)
+            | Expr::Tuple(_)
+            | Expr::Untuple(_)
+            | Expr::Lin(_)
+            | Expr::Call(_)
+            | Expr::If(_)
+            | Expr::Map(_)
+            | Expr::Fold(_)
+            | Expr::While(_) => {}
+        }
+    }
+
     /// Records the statement `s` (already rewritten: its operands are final).
     pub fn record(&mut self, s: &Stmt, vars: &VarTable) {
+        if let Expr::While(_) = s.expr {
+            self.non_negative.extend(s.binds.first().copied());
+        }
         let simple = match &s.expr {
             Expr::Atom(_)
             | Expr::Prim(..)
