@@ -68,6 +68,10 @@ pub struct Uses {
     /// branch and `s2` its last use in the `else` branch (which never runs
     /// after the `then` branch): `s` is a last use on its path when `s2` is.
     branch_last: FastMap<(Var, usize), usize>,
+    /// Every variable whose last use was set, in order (with repeats): an
+    /// `if` reads the part its `then` branch appended, so finding that
+    /// branch's last uses costs its own uses, not all variables.
+    touched: Vec<Var>,
     /// For a statement's site, the variables bound in its block whose last
     /// use lies in the statement (its operands or its nested blocks).
     dies_in: FastMap<usize, Vec<Var>>,
@@ -234,9 +238,11 @@ impl Uses {
     fn use_var(&mut self, v: Var, site: usize) {
         let v = self.root(v);
         self.last.insert(v, site);
+        self.touched.push(v);
         *self.count.entry((site, v)).or_insert(0) += 1;
         for r in self.lenders(v) {
             self.last.insert(r, site);
+            self.touched.push(r);
         }
     }
 
@@ -371,14 +377,17 @@ impl Uses {
         match &s.expr {
             Expr::If(i) => {
                 let t0 = self.site_depth.len();
+                let touched0 = self.touched.len();
                 self.block(&i.then_, depth, vars);
                 let e0 = self.site_depth.len();
-                let in_then: Vec<(Var, usize)> = self
-                    .last
+                // A variable last used in the `then` branch was touched there.
+                let mut in_then: Vec<(Var, usize)> = self.touched[touched0..]
                     .iter()
-                    .filter(|(_, &s)| (t0..e0).contains(&s))
-                    .map(|(&v, &s)| (v, s))
+                    .filter_map(|v| Some((*v, *self.last.get(v)?)))
+                    .filter(|(_, s)| (t0..e0).contains(s))
                     .collect();
+                in_then.sort_unstable();
+                in_then.dedup();
                 self.block(&i.else_, depth, vars);
                 let e1 = self.site_depth.len();
                 for (v, s) in in_then {
