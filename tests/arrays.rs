@@ -116,6 +116,57 @@ fn view_parameters() {
     );
 }
 
+/// Views written with the elided lifetime (`ArrayView1<'_, f64>`, as the
+/// `elided_lifetimes_in_paths` lint asks), in a module importing the view
+/// types alone: the companions name the owned cotangent types by their full
+/// path (an `f32` function's named `Array1` from the user's scope and did
+/// not compile here).
+mod elided {
+    use linad::differentiable;
+    use linad::ndarray::{s, ArrayView1, ArrayView2};
+
+    #[differentiable]
+    pub fn views_elided(v: ArrayView1<'_, f64>, m: ArrayView2<'_, f64>) -> f64 {
+        let w: ArrayView1<'_, f64> = v.slice(s![1..]);
+        m.dot(&v).mapv(|t| t.tanh()).sum() + w.dot(&w)
+    }
+
+    #[differentiable]
+    pub fn view32(v: ArrayView1<'_, f32>, a: f32) -> f32 {
+        v.iter().map(|t| (t * a).sin()).sum::<f32>()
+    }
+}
+
+#[test]
+fn view_parameters_with_elided_lifetimes() {
+    use elided::*;
+    let mut rng = rng("views_elided");
+    let x = (rng.array1(3, -1.0, 1.0), rng.array2(4, 3, -1.0, 1.0));
+    check_derivatives(
+        &x,
+        |(v, m)| views_elided(v.view(), m.view()),
+        |(v, m), (dv, dm)| views_elided_jvp(v.view(), m.view(), dv.view(), dm.view()),
+        |(v, m), ct| views_elided_vjp(v.view(), m.view(), *ct),
+    );
+    let v: Array1<f32> = array![0.5, -1.25, 2.0];
+    let a = 0.75f32;
+    let (y, (gv, ga)) = view32_vjp(v.view(), a, 1.0);
+    assert_eq!(y.to_bits(), view32(v.view(), a).to_bits());
+    // d/dv_i = a cos(a v_i), d/da = sum_i v_i cos(a v_i), in f64 then rounded.
+    for i in 0..3 {
+        let want = (a as f64) * ((a as f64) * (v[i] as f64)).cos();
+        assert!((gv[i] as f64 - want).abs() < 1e-6, "{i}: {} {want}", gv[i]);
+    }
+    let want: f64 = v
+        .iter()
+        .map(|&t| t as f64 * ((a as f64) * (t as f64)).cos())
+        .sum();
+    assert!((ga as f64 - want).abs() < 1e-6, "{ga} {want}");
+    let (y2, t) = view32_jvp(v.view(), a, array![1.0f32, 0.0, 0.0].view(), 0.0);
+    assert_eq!(y2.to_bits(), y.to_bits());
+    assert!((t - gv[0]).abs() < 1e-6);
+}
+
 /// An owned `Array1` parameter (and its owned tangent).
 #[differentiable]
 fn owned(v: Array1<f64>, s: f64) -> f64 {

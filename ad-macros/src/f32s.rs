@@ -316,8 +316,9 @@ fn from_shadow(v: &TokenStream, ty: &syn::Type) -> TokenStream {
 }
 
 /// The owned cotangent type of a parameter of user type `ty`: arrays
-/// owned (`ArrayViewN<T>` and `&ArrayN<T>` give `ArrayN<T>`), slices and
-/// `Vec`s a `Vec`.
+/// owned (`ArrayViewN<'_, T>` gives `::linad::ndarray::ArrayN<T>`, named
+/// by its full path: the user's module may import the view type alone;
+/// `&ArrayN<T>` gives the type as written), slices and `Vec`s a `Vec`.
 pub fn cotangent_ty(ty: &syn::Type) -> TokenStream {
     let elem = if mentions_f32(ty.to_token_stream()) {
         quote!(f32)
@@ -330,14 +331,32 @@ pub fn cotangent_ty(ty: &syn::Type) -> TokenStream {
             t => cotangent_ty(t),
         },
         syn::Type::Path(p) => {
-            let mut q = p.clone();
-            if let Some(s) = q.path.segments.last_mut() {
-                let n = s.ident.to_string();
-                if n.starts_with("ArrayView") {
-                    s.ident = format_ident!("{}", n.replace("ArrayView", "Array"));
-                }
+            let Some(last) = p.path.segments.last() else {
+                return quote!(#p);
+            };
+            let n = last.ident.to_string();
+            let Some(rank) = n.strip_prefix("ArrayView") else {
+                return quote!(#p);
+            };
+            let nd = quote!(::linad::ndarray);
+            if rank.is_empty() {
+                // `ArrayView<'_, T, D>`: the owned `Array<T, D>`.
+                let dim = match &last.arguments {
+                    syn::PathArguments::AngleBracketed(a) => {
+                        a.args.iter().rev().find_map(|g| match g {
+                            syn::GenericArgument::Type(t) => Some(t),
+                            _ => None,
+                        })
+                    }
+                    _ => None,
+                };
+                return match dim {
+                    Some(d) => quote!(#nd::Array<#elem, #d>),
+                    None => quote!(#p),
+                };
             }
-            quote!(#q)
+            let owned = format_ident!("Array{}", rank);
+            quote!(#nd::#owned<#elem>)
         }
         t => quote!(#t),
     }

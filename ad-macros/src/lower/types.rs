@@ -278,9 +278,12 @@ fn path_parts(p: &syn::TypePath) -> Option<(String, Vec<&syn::Type>)> {
     let last = p.path.segments.last()?;
     let args = match &last.arguments {
         syn::PathArguments::None => vec![],
+        // An elided lifetime (`ArrayView1<'_, f64>`, as the
+        // `elided_lifetimes_in_paths` lint asks) says nothing more.
         syn::PathArguments::AngleBracketed(a) => a
             .args
             .iter()
+            .filter(|g| !matches!(g, syn::GenericArgument::Lifetime(l) if l.ident == "_"))
             .map(|g| match g {
                 syn::GenericArgument::Type(t) => Some(t),
                 _ => None,
@@ -289,6 +292,18 @@ fn path_parts(p: &syn::TypePath) -> Option<(String, Vec<&syn::Type>)> {
         syn::PathArguments::Parenthesized(_) => return None,
     };
     Some((last.ident.to_string(), args))
+}
+
+/// The first named (not elided) lifetime among the generic arguments of a
+/// type path's last segment (`'a` in `ArrayView1<'a, f64>`).
+fn named_lifetime(p: &syn::TypePath) -> Option<&syn::Lifetime> {
+    match &p.path.segments.last()?.arguments {
+        syn::PathArguments::AngleBracketed(a) => a.args.iter().find_map(|g| match g {
+            syn::GenericArgument::Lifetime(l) if l.ident != "_" => Some(l),
+            _ => None,
+        }),
+        syn::PathArguments::None | syn::PathArguments::Parenthesized(_) => None,
+    }
 }
 
 /// The rank named by a dimension type `Ix1`..`Ix3`.
@@ -429,6 +444,12 @@ pub fn classify(ty: &syn::Type) -> Result<TyDesc, syn::Error> {
         )),
         syn::Type::Path(p) => {
             let Some((name, args)) = path_parts(p) else {
+                if let Some(l) = named_lifetime(p) {
+                    return Err(syn::Error::new(
+                        l.span(),
+                        format!("unsupported type `{shown}`: a named lifetime (`{l}`) is not supported here: write the elided `'_` (`ArrayView1<'_, f64>`) or leave it out"),
+                    ));
+                }
                 return Err(unsupported());
             };
             if let Some(e) = Elem::from_name(&name) {
