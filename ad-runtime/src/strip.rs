@@ -274,7 +274,15 @@ impl LaneCols<'_, f64> {
     /// the same values: the same bits). Read them with [`lanes_at`].
     pub fn differences<'t>(&self, tab: &'t mut Scratch<f64>, lane: &[f64]) -> &'t [f64] {
         let n = self.data.len() / self.rows.max(1);
-        differences(n, |k| self.at(k), tab, lane)
+        differences_of_columns(
+            n,
+            |k| {
+                let col = &self.data[k * self.rows..][..self.rows];
+                &col[self.i0..self.i0 + LANES]
+            },
+            tab,
+            lane,
+        )
     }
 }
 
@@ -287,7 +295,9 @@ impl LaneRows<'_, f64> {
     pub fn differences<'t>(&self, tab: &'t mut Scratch<f64>, lane: &[f64]) -> &'t [f64] {
         let width = |r: &[&[f64]]| r.iter().map(|r| r.len()).min().unwrap_or(0);
         match self {
-            LaneRows::Tile(t) => differences(t.len() / LANES, |k| lanes_at(t, k), tab, lane),
+            LaneRows::Tile(t) => {
+                differences_of_columns(t.len() / LANES, |k| &t[k * LANES..][..LANES], tab, lane)
+            }
             LaneRows::Rows(r) => {
                 let rows: [&[f64]; LANES] = std::array::from_fn(|l| &r[l][..]);
                 differences(
@@ -319,6 +329,28 @@ fn differences<'t>(
         let c = at(k);
         for l in 0..LANES {
             out[l] = c[l] - m;
+        }
+    }
+    &tab[..]
+}
+
+/// [`differences`] of lanes held as contiguous columns (`col(k)` holds
+/// column `k` of the [`LANES`] lanes): the subtractions run over slices,
+/// which LLVM vectorises (built as `[f64; LANES]` values, lane by lane,
+/// they stayed scalar: 16% of GMM's `f_vjp` at d = 10). The same
+/// operations, the same bits.
+#[inline(always)]
+fn differences_of_columns<'t, 'c>(
+    width: usize,
+    col: impl Fn(usize) -> &'c [f64],
+    tab: &'t mut Scratch<f64>,
+    lane: &[f64],
+) -> &'t [f64] {
+    let n = width.min(lane.len());
+    tab.reset_for_overwrite(n * LANES);
+    for (k, (out, &m)) in tab.chunks_exact_mut(LANES).zip(lane).enumerate() {
+        for (o, &x) in out.iter_mut().zip(col(k)) {
+            *o = x - m;
         }
     }
     &tab[..]
@@ -394,6 +426,12 @@ mod tests {
             assert_eq!(lanes_at(t, k), want);
         }
         assert!(std::panic::catch_unwind(|| lanes_at(t, 2)).is_err());
+        // A block running past the last row panics, as its reads would.
+        let past = std::panic::catch_unwind(|| {
+            let mut tab = Scratch::<f64>::new();
+            cols.block(4).differences(&mut tab, &m).len()
+        });
+        assert!(past.is_err());
     }
 
     /// The rows' differences with a row, whichever way the rows are held
