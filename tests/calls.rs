@@ -117,6 +117,36 @@ fn via_paths(v: &Array1<f64>, a: f64) -> f64 {
     s * q + n + crate::m::inner::deep(v, a)
 }
 
+/// Functions imported with `use` (plain, renamed, from the parent module)
+/// and called by their bare names: the derivatives reach their building
+/// blocks through the imports' paths (`super::m::__linad_norm2_jvp`), which
+/// the `use` items themselves do not import.
+mod imported {
+    use super::g;
+    use super::m::norm2;
+    use crate::m::affine as shifted;
+    use linad::differentiable;
+    use linad::ndarray::Array1;
+
+    #[differentiable]
+    pub fn uses_imports(v: &Array1<f64>, a: f64) -> f64 {
+        let w: Array1<f64> = shifted(v, a, 0.5);
+        norm2(&w) * g(a, v[0])
+    }
+}
+
+#[test]
+fn call_by_imported_name() {
+    let mut rng = rng("uses_imports");
+    let x = (rng.array1(4, -1.0, 1.0), 0.8);
+    check_derivatives(
+        &x,
+        |(v, a)| imported::uses_imports(v, *a),
+        |(v, a), (dv, da)| imported::uses_imports_jvp(v, *a, dv, *da),
+        |(v, a), ct| imported::uses_imports_vjp(v, *a, *ct),
+    );
+}
+
 #[test]
 fn call_by_crate_path() {
     let mut rng = rng("via_paths");

@@ -99,6 +99,24 @@ pub struct FileFns {
     words: FastMap<String, u32>,
     /// The text calls `include!`: code the index does not see.
     includes: bool,
+    /// Every name a `use` item imports (from this crate or another, a
+    /// rename's new name), and whether one imports with `*`: what a bare
+    /// name in the file may resolve to besides the crate's functions.
+    imports: Vec<String>,
+    /// The imported names with the paths they import (`use inner::sq;`:
+    /// `("sq", "inner::sq")`; a rename's new name with the original path),
+    /// and the inline modules around the `use` (`["a", "b"]` in `mod a {
+    /// mod b { .. } }`; empty at the file's top level).
+    import_paths: Vec<(String, String, Vec<String>)>,
+    /// Each function's name with the inline modules around it.
+    fn_modules: Vec<(String, Vec<String>)>,
+    globs: bool,
+    /// The file has an item-level macro (`macro_rules!`, an invocation):
+    /// it may define functions the index does not see.
+    item_macros: bool,
+    /// Every name that follows the keyword `fn` anywhere in the file's
+    /// tokens (functions nested in bodies, in `impl`s, in macro bodies).
+    fn_words: Vec<String>,
 }
 
 /// The variants of a field-less enum: names and discriminants.
@@ -268,12 +286,25 @@ pub fn lookup(name: &str) -> Option<FnInfo> {
 }
 
 fn find(name: &str) -> Option<FnInfo> {
+    find_in_crate(name, false)
+}
+
+/// [`lookup`] of a function a `use` of this file imports from a module of
+/// the crate (`use inner::sq;`: the index takes `inner::sq` for another
+/// crate's, as it cannot tell a module from a crate by the path alone).
+pub fn lookup_imported(name: &str) -> Option<FnInfo> {
+    find_in_crate(name, true)
+}
+
+/// What the crate's files say about `name` (see [`lookup`]); unless
+/// `imported`, nothing when this file imports the name from elsewhere.
+fn find_in_crate(name: &str, imported: bool) -> Option<FnInfo> {
     let mut guard = CACHE.lock().ok()?;
     let cache = guard.get_or_insert_with(FastMap::default);
     let files = files(cache)?;
     let current = files[0].clone();
     let here_fns = fns_of(cache, &current)?;
-    if here_fns.foreign.iter().any(|n| n == name) {
+    if !imported && here_fns.foreign.iter().any(|n| n == name) {
         return None;
     }
     let here: Vec<FnInfo> = matches(here_fns, name);
@@ -291,6 +322,66 @@ fn find(name: &str) -> Option<FnInfo> {
     }
     let first = found.first()?.clone();
     found.iter().all(|f| *f == first).then_some(first)
+}
+
+/// Whether the bare name `name`, called as a function in the file being
+/// expanded, certainly names nothing: no file of the crate defines a
+/// function of that name, and the expanding file imports no such name,
+/// defines none anywhere (not even nested in a body: `fn name` appears in
+/// none of its tokens), has no glob import, no `include!` and no
+/// item-level macro (which could define it). `None` without an index (the unit tests), `Some(false)`
+/// whenever in doubt.
+pub fn unresolvable(name: &str) -> Option<bool> {
+    let mut guard = CACHE.lock().ok()?;
+    let cache = guard.get_or_insert_with(FastMap::default);
+    let files = files(cache)?;
+    let current = files[0].clone();
+    let here = fns_of(cache, &current)?;
+    if here.globs
+        || here.item_macros
+        || here.includes
+        || here.imports.iter().any(|n| n == name)
+        || here.fn_words.iter().any(|n| n == name)
+    {
+        return Some(false);
+    }
+    for f in &files {
+        let fns = fns_of(cache, f)?;
+        if fns.includes || fns.fns.iter().any(|(n, _)| n == name) {
+            return Some(false);
+        }
+    }
+    Some(true)
+}
+
+/// The path that a bare name `name` called in the function `caller` of
+/// the file being expanded is imported from (`use inner::sq;` gives
+/// `inner::sq` for `sq`): `caller` is defined once in the file, no function
+/// `name` is defined in its module, and the `use` items of its module
+/// import `name` from one path only.
+pub fn import_path(name: &str, caller: &str) -> Option<String> {
+    let mut guard = CACHE.lock().ok()?;
+    let cache = guard.get_or_insert_with(FastMap::default);
+    let files = files(cache)?;
+    let current = files[0].clone();
+    let here = fns_of(cache, &current)?;
+    let mut callers = here.fn_modules.iter().filter(|(n, _)| n == caller);
+    let (_, module) = callers.next()?;
+    if callers.next().is_some()
+        || here
+            .fn_modules
+            .iter()
+            .any(|(n, m)| n == name && m == module)
+    {
+        return None;
+    }
+    let mut paths = here
+        .import_paths
+        .iter()
+        .filter(|(n, _, m)| n == name && m == module)
+        .map(|(_, p, _)| p);
+    let first = paths.next()?;
+    paths.all(|p| p == first).then(|| first.clone())
 }
 
 /// Whether the function `name` is defined in the file being expanded
@@ -501,7 +592,10 @@ pub fn parse_fns(text: &str) -> Option<FileFns> {
         ..FileFns::default()
     };
     let mut ruled = vec![];
-    collect(&file.items, &mut fns, &mut ruled);
+    collect(&file.items, &mut fns, &mut ruled, &mut vec![]);
+    if let Ok(tokens) = text.parse::<proc_macro2::TokenStream>() {
+        fn_words(tokens, &mut fns.fn_words);
+    }
     for (name, info) in &mut fns.fns {
         if ruled.contains(name) {
             info.differentiable = true;
@@ -554,10 +648,20 @@ fn linear_positions(a: &syn::Attribute, sig: &syn::Signature) -> Vec<usize> {
         .map_or(vec![], |names| positions(sig, &names))
 }
 
-fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
+/// Records `items` (inside the inline modules `chain`) in `out`.
+fn collect(
+    items: &[syn::Item],
+    out: &mut FileFns,
+    ruled: &mut Vec<String>,
+    chain: &mut Vec<String>,
+) {
     for item in items {
         match item {
-            syn::Item::Fn(f) => collect_fn(f, out, ruled),
+            syn::Item::Fn(f) => {
+                out.fn_modules
+                    .push((f.sig.ident.to_string(), chain.clone()));
+                collect_fn(f, out, ruled)
+            }
             // The marked methods of a `#[differentiable] impl`, as the free
             // functions its expansion makes (`crate::impls`).
             syn::Item::Impl(imp)
@@ -570,7 +674,22 @@ fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
                     collect_fn(&f, out, ruled);
                 }
             }
-            syn::Item::Use(u) => foreign_names(&u.tree, true, &mut out.foreign),
+            syn::Item::Use(u) => {
+                foreign_names(&u.tree, true, &mut out.foreign);
+                use_names(&u.tree, &mut out.imports, &mut out.globs);
+                let mut paths = vec![];
+                use_paths(&u.tree, "", &mut paths);
+                out.import_paths
+                    .extend(paths.into_iter().map(|(n, p)| (n, p, chain.clone())));
+            }
+            syn::Item::Macro(_) => out.item_macros = true,
+            // `extern { fn g(..); }`: a bare `g` resolves to it.
+            syn::Item::ForeignMod(fm) => {
+                out.imports.extend(fm.items.iter().filter_map(|i| match i {
+                    syn::ForeignItem::Fn(f) => Some(f.sig.ident.to_string()),
+                    _ => None,
+                }))
+            }
             syn::Item::Const(c) => {
                 let ty = quote::ToTokens::to_token_stream(&c.ty).to_string();
                 out.consts.push((c.ident.to_string(), ty));
@@ -615,7 +734,9 @@ fn collect(items: &[syn::Item], out: &mut FileFns, ruled: &mut Vec<String>) {
                 }
                 out.mods.push(name);
                 if let Some((_, items)) = &m.content {
-                    collect(items, out, ruled);
+                    chain.push(m.ident.to_string());
+                    collect(items, out, ruled, chain);
+                    chain.pop();
                 }
             }
             _ => {}
@@ -699,6 +820,65 @@ fn foreign_names(t: &syn::UseTree, root: bool, out: &mut Vec<String>) {
     }
 }
 
+/// The identifiers right after a `fn` keyword in `tokens`, at any depth.
+fn fn_words(tokens: proc_macro2::TokenStream, out: &mut Vec<String>) {
+    let mut after_fn = false;
+    for t in tokens {
+        match t {
+            proc_macro2::TokenTree::Ident(i) => {
+                let name = i.to_string();
+                if after_fn {
+                    out.push(name.trim_start_matches("r#").to_string());
+                }
+                after_fn = name == "fn";
+            }
+            proc_macro2::TokenTree::Group(g) => {
+                fn_words(g.stream(), out);
+                after_fn = false;
+            }
+            proc_macro2::TokenTree::Punct(_) | proc_macro2::TokenTree::Literal(_) => {
+                after_fn = false
+            }
+        }
+    }
+}
+
+/// Every name a `use` tree brings into scope (a rename's new name), and
+/// whether it has a glob.
+fn use_names(t: &syn::UseTree, out: &mut Vec<String>, globs: &mut bool) {
+    match t {
+        syn::UseTree::Path(p) => use_names(&p.tree, out, globs),
+        syn::UseTree::Name(n) => out.push(n.ident.to_string()),
+        syn::UseTree::Rename(r) => out.push(r.rename.to_string()),
+        syn::UseTree::Glob(_) => *globs = true,
+        syn::UseTree::Group(g) => {
+            for t in &g.items {
+                use_names(t, out, globs);
+            }
+        }
+    }
+}
+
+/// The names a `use` tree imports with their full paths (`prefix` the
+/// segments above `t`, `a::b::`).
+fn use_paths(t: &syn::UseTree, prefix: &str, out: &mut Vec<(String, String)>) {
+    match t {
+        syn::UseTree::Path(p) => use_paths(&p.tree, &format!("{prefix}{}::", p.ident), out),
+        syn::UseTree::Name(n) if n.ident != "self" => {
+            out.push((n.ident.to_string(), format!("{prefix}{}", n.ident)))
+        }
+        syn::UseTree::Rename(r) if r.ident != "self" => {
+            out.push((r.rename.to_string(), format!("{prefix}{}", r.ident)))
+        }
+        syn::UseTree::Group(g) => {
+            for t in &g.items {
+                use_paths(t, prefix, out);
+            }
+        }
+        syn::UseTree::Name(_) | syn::UseTree::Rename(_) | syn::UseTree::Glob(_) => {}
+    }
+}
+
 /// The variants and discriminants of an enum without fields (`None` if a
 /// variant has fields or a discriminant is not an integer literal).
 fn unit_variants(e: &syn::ItemEnum) -> Option<Variants> {
@@ -762,6 +942,43 @@ fn attr_name(a: &syn::Attribute) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a bare name may resolve to: `use` leaves with their paths and
+    /// modules, globs, item macros, and every name after `fn` (nested in
+    /// bodies too).
+    #[test]
+    fn imports_and_nested_functions() {
+        let fns = parse_fns(
+            "use inner::sq;
+             use crate::m::{a as b, c::*};
+             mod inner {
+                 use super::other::g;
+                 pub fn sq(x: f64) -> f64 { fn nested(t: f64) -> f64 { t } nested(x) * x }
+             }",
+        )
+        .unwrap();
+        assert_eq!(
+            fns.import_paths,
+            [
+                ("sq".to_string(), "inner::sq".to_string(), vec![]),
+                ("b".to_string(), "crate::m::a".to_string(), vec![]),
+                (
+                    "g".to_string(),
+                    "super::other::g".to_string(),
+                    vec!["inner".to_string()]
+                ),
+            ]
+        );
+        assert_eq!(fns.imports, ["sq", "b", "g"]);
+        assert!(fns.globs && !fns.item_macros);
+        assert_eq!(fns.fn_words, ["sq", "nested"]);
+        assert_eq!(
+            fns.fn_modules,
+            [("sq".to_string(), vec!["inner".to_string()])]
+        );
+        let m = parse_fns("macro_rules! make { () => { fn made() {} } } make!();").unwrap();
+        assert!(m.item_macros && !m.globs);
+    }
 
     #[test]
     fn kinds_arity_and_results() {

@@ -84,6 +84,31 @@ pub(super) fn in_crate_name(path: &syn::Path) -> Option<String> {
     }
 }
 
+/// For a bare name that the module of the function `caller` imports with a
+/// `use` from a module of this crate (`crate_fns::import_path`), the
+/// import's path and what the crate's source says about the function it
+/// names.
+fn imported_callee(
+    path: &syn::Path,
+    caller: &str,
+) -> Option<(String, syn::Path, crate_fns::FnInfo)> {
+    let [seg] = path.segments.iter().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    let name = syn::ext::IdentExt::unraw(&seg.ident).to_string();
+    let imported = crate_fns::import_path(&name, caller)?;
+    let mut full: syn::Path = syn::parse_str(&imported).ok()?;
+    if full.segments.len() < 2 {
+        return None;
+    }
+    let info = crate_fns::lookup_imported(&in_crate_name(&full)?)?;
+    // Errors in what names the callee point at the call.
+    for s in &mut full.segments {
+        s.ident.set_span(seg.ident.span());
+    }
+    Some((imported, full, info))
+}
+
 /// A path as written, `m::g` (the IR name of an extern).
 fn written_name(path: &syn::Path) -> String {
     path.segments
@@ -234,12 +259,37 @@ impl Lowerer<'_> {
                 );
             }
         }
-        let ir_name = written_name(&p.path);
+        let mut ir_name = written_name(&p.path);
         if ir_name == self.fn_name {
             return self.fail(c, "recursive calls are not supported by #[differentiable]");
         }
         // What the crate's source says about the callee (`crate_fns`).
-        let known = in_crate_name(&p.path).and_then(|n| crate_fns::lookup(&n));
+        let mut known = in_crate_name(&p.path).and_then(|n| crate_fns::lookup(&n));
+        // A bare name this file imports from a module of the crate (`use
+        // inner::sq;`, `use crate::m::g as h;`): the callee is named by
+        // that path, so the derivatives reach its building blocks
+        // (`inner::__linad_sq_jvp`), which the `use` does not import.
+        let mut callee_path = p.path.clone();
+        if let Some((name, path, info)) = imported_callee(&p.path, &self.fn_name) {
+            known = Some(info);
+            ir_name = name;
+            callee_path = path;
+        }
+        // A bare name nothing defines or imports: say so here, not through
+        // rustc's "cannot find `__linad_g_jvp`" in the derivatives.
+        // (A function's name: not a type's or a variant's, which would be
+        // capitalised, nor the prelude's `drop`.)
+        if known.is_none()
+            && p.path.segments.len() == 1
+            && ir_name.starts_with(|c: char| c.is_lowercase() || c == '_')
+            && ir_name != "drop"
+            && crate_fns::unresolvable(&ir_name) == Some(true)
+        {
+            return self.fail(
+                &p.path,
+                format!("cannot find function `{ir_name}`: no file of this crate defines it and this file does not import it (a #[differentiable] function calls other #[differentiable] functions, functions with a custom rule, and constants-only plain functions, by name or path)"),
+            );
+        }
         if let Some(info) = &known {
             if info.arity != c.args.len() {
                 let plural = |n: usize| if n == 1 { "" } else { "s" };
@@ -370,7 +420,7 @@ impl Lowerer<'_> {
         }
         self.calls.push(CallSite {
             ir_name,
-            path: p.path.clone(),
+            path: callee_path,
             args,
             arg_tys,
             arg_spans,
