@@ -167,6 +167,36 @@ fn view_parameters_with_elided_lifetimes() {
     assert!((t - gv[0]).abs() < 1e-6);
 }
 
+/// `first()` / `last()` then `unwrap()` (also through `copied()`,
+/// `cloned()`, a `*`): the element at index 0 / the last index of every
+/// axis, of `f64` and of integer arrays.
+#[differentiable]
+fn ends(v: &Array1<f64>, m: &Array2<f64>, k: &Array1<usize>) -> f64 {
+    let j = *k.last().unwrap();
+    v.first().unwrap() * v.last().copied().unwrap()
+        + m.first().cloned().unwrap() * m.last().unwrap()
+        + m[[0, j]] * *v.first().unwrap()
+}
+
+#[test]
+fn first_and_last_elements() {
+    let mut rng = rng("ends");
+    let x = (rng.array1(4, -1.0, 1.0), rng.array2(3, 5, -1.0, 1.0));
+    let k: Array1<usize> = array![1, 3];
+    let (v, m) = &x;
+    let want = v[0] * v[3] + m[[0, 0]] * m[[2, 4]] + m[[0, 3]] * v[0];
+    assert_eq!(ends(v, m, &k).to_bits(), want.to_bits());
+    check_derivatives(
+        &x,
+        |(v, m)| ends(v, m, &k),
+        |(v, m), (dv, dm)| ends_jvp(v, m, &k, dv, dm),
+        |(v, m), ct| ends_vjp(v, m, &k, *ct),
+    );
+    // An empty array: `f` panics at the `unwrap`, the derivatives at the index.
+    let empty: Array1<f64> = Array1::zeros(0);
+    assert!(std::panic::catch_unwind(|| ends_vjp(&empty, m, &k, 1.0)).is_err());
+}
+
 /// An owned `Array1` parameter (and its owned tangent).
 #[differentiable]
 fn owned(v: Array1<f64>, s: f64) -> f64 {

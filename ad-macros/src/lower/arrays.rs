@@ -52,7 +52,7 @@ pub const ELEMENTWISE_METHODS: &[&str] = &[
     "signum",
 ];
 
-const ARRAY_METHODS: &str = "len, nrows, ncols, dim, shape()[k], len_of, is_empty, sum, product, mean, var, std, sum_axis, mean_axis, var_axis, std_axis, map_axis, fold_axis, dot, t, reversed_axes, row, column, rows, columns, outer_iter, axis_iter, lanes (of a matrix), windows, exact_chunks, chunks, chunks_exact (of a vector), select, mapv, map, mapv_inplace (of a local array), fold, iter, indexed_iter, to_owned, clone, view, into_owned, to_vec (rank 1), and elementwise sin, cos, exp, ln, sqrt, abs, tanh, powi, powf, ...";
+const ARRAY_METHODS: &str = "len, nrows, ncols, dim, shape()[k], len_of, is_empty, sum, product, mean, var, std, sum_axis, mean_axis, var_axis, std_axis, map_axis, fold_axis, dot, t, reversed_axes, row, column, rows, columns, outer_iter, axis_iter, lanes (of a matrix), windows, exact_chunks, chunks, chunks_exact (of a vector), select, mapv, map, mapv_inplace (of a local array), fold, iter, indexed_iter, first, last (then `unwrap`), to_owned, clone, view, into_owned, to_vec (rank 1), and elementwise sin, cos, exp, ln, sqrt, abs, tanh, powi, powf, ...";
 
 impl Lowerer<'_> {
     /// `a[i]`, `m[[i, j]]`, `m[(i, j)]`, `a.shape()[k]`.
@@ -177,6 +177,24 @@ impl Lowerer<'_> {
             "to_vec" if rank == 1 => {
                 self.nargs(m, 0)?;
                 Some(Val::Array(arr, elem, rank))
+            }
+            // `x.first()` / `x.last()`: ndarray's `Option` of the element at
+            // index 0 / the last index of every axis, which `unwrap` passes
+            // on (`methods::OPTION_METHODS`); an empty array fails at the
+            // index (where `f` fails at the `unwrap`).
+            "first" | "last" => {
+                self.nargs(m, 0)?;
+                let mut idx = vec![];
+                for axis in 0..rank {
+                    if name == "first" {
+                        idx.push(Atom::I64(0));
+                    } else {
+                        let n = self.array(ArrayOp::Shape { arr, axis }, span)?;
+                        idx.push(self.prim(Prim::Sub, &[n, Atom::I64(1)], span)?);
+                    }
+                }
+                let v = self.array(ArrayOp::Index { arr, idx }, span)?;
+                Some(Val::Scalar(v, elem))
             }
             "len" => {
                 self.nargs(m, 0)?;

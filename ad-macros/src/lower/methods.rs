@@ -16,6 +16,8 @@ const F64_METHODS: &str = "sin, cos, tan, exp, ln, log2, log10, sqrt, abs, tanh,
 /// Array methods that return an `Option` or a `Result` in `ndarray` (the
 /// value is taken with `unwrap()` / `expect(..)`).
 const OPTION_METHODS: &[&str] = &[
+    "first",
+    "last",
     "mean",
     "mean_axis",
     "broadcast",
@@ -27,6 +29,20 @@ const OPTION_METHODS: &[&str] = &[
     "concatenate",
     "stack",
 ];
+
+/// The call an `unwrap` unwraps, looking through `.copied()` / `.cloned()`
+/// (`x.first().copied().unwrap()`).
+fn option_call(e: &syn::Expr) -> &syn::Expr {
+    match strip(e) {
+        syn::Expr::MethodCall(m)
+            if m.args.is_empty()
+                && matches!(m.method.to_string().as_str(), "copied" | "cloned") =>
+        {
+            strip(&m.receiver)
+        }
+        other => other,
+    }
+}
 
 /// The primitive of a one-argument `f64` method.
 fn unary_prim(name: &str) -> Option<Prim> {
@@ -130,11 +146,20 @@ impl Lowerer<'_> {
                 "generic arguments on this method are not supported",
             );
         }
+        // `x.first().copied()`: the `Option<&f64>` of an element made an
+        // `Option<f64>` (`unwrap` below passes the value on).
+        if matches!(m.method.to_string().as_str(), "copied" | "cloned")
+            && m.args.is_empty()
+            && matches!(recv, Val::Scalar(..))
+            && matches!(strip(&m.receiver), syn::Expr::MethodCall(inner) if matches!(inner.method.to_string().as_str(), "first" | "last"))
+        {
+            return Some(recv);
+        }
         // `x.mean().unwrap()`, `a.broadcast(..).unwrap()`, `into_shape_with_order(..).unwrap()`:
         // the methods that return an `Option` / `Result` here give the value.
         if matches!(m.method.to_string().as_str(), "unwrap" | "expect")
-            && matches!(recv, Val::Scalar(_, Elem::F64) | Val::Array(..))
-            && match strip(&m.receiver) {
+            && matches!(recv, Val::Scalar(..) | Val::Array(..))
+            && match option_call(&m.receiver) {
                 syn::Expr::MethodCall(inner) => {
                     OPTION_METHODS.contains(&inner.method.to_string().as_str())
                 }
