@@ -197,6 +197,36 @@ fn first_and_last_elements() {
     assert!(std::panic::catch_unwind(|| ends_vjp(&empty, m, &k, 1.0)).is_err());
 }
 
+/// `get(i).copied().unwrap_or(d)` (also `.cloned()`, and `get((i, j))` /
+/// `get([i, j])` of a matrix) is the bounds test it stands for;
+/// `get(i).unwrap()` the read.
+#[differentiable]
+fn gets(x: &Array1<f64>, m: &Array2<f64>, i: usize) -> f64 {
+    let a = x.get(i).copied().unwrap_or(0.5);
+    let b = x.get(i + 10).cloned().unwrap_or(x[0]);
+    let c = m.get((1, i)).copied().unwrap_or(-1.0) + m.get([7, 0]).copied().unwrap_or(2.0);
+    let d = *x.get(0).unwrap() + m.get((0, 1)).unwrap();
+    a * b + c * d
+}
+
+#[test]
+fn checked_gets() {
+    let mut rng = rng("gets");
+    let x = (rng.array1(4, -1.0, 1.0), rng.array2(3, 4, -1.0, 1.0));
+    // In range and out of range of the vector and of the matrix's columns.
+    for i in [0, 3, 4, 9] {
+        let (v, m) = &x;
+        let (y, _) = gets_vjp(v, m, i, 1.0);
+        assert_eq!(y.to_bits(), gets(v, m, i).to_bits(), "i = {i}");
+        check_derivatives(
+            &x,
+            |(v, m)| gets(v, m, i),
+            |(v, m), (dv, dm)| gets_jvp(v, m, i, dv, dm),
+            |(v, m), ct| gets_vjp(v, m, i, *ct),
+        );
+    }
+}
+
 /// An owned `Array1` parameter (and its owned tangent).
 #[differentiable]
 fn owned(v: Array1<f64>, s: f64) -> f64 {

@@ -52,7 +52,7 @@ pub const ELEMENTWISE_METHODS: &[&str] = &[
     "signum",
 ];
 
-const ARRAY_METHODS: &str = "len, nrows, ncols, dim, shape()[k], len_of, is_empty, sum, product, mean, var, std, sum_axis, mean_axis, var_axis, std_axis, map_axis, fold_axis, dot, t, reversed_axes, row, column, rows, columns, outer_iter, axis_iter, lanes (of a matrix), windows, exact_chunks, chunks, chunks_exact (of a vector), select, mapv, map, mapv_inplace (of a local array), fold, iter, indexed_iter, first, last (then `unwrap`), to_owned, clone, view, into_owned, to_vec (rank 1), and elementwise sin, cos, exp, ln, sqrt, abs, tanh, powi, powf, ...";
+const ARRAY_METHODS: &str = "len, nrows, ncols, dim, shape()[k], len_of, is_empty, sum, product, mean, var, std, sum_axis, mean_axis, var_axis, std_axis, map_axis, fold_axis, dot, t, reversed_axes, row, column, rows, columns, outer_iter, axis_iter, lanes (of a matrix), windows, exact_chunks, chunks, chunks_exact (of a vector), select, mapv, map, mapv_inplace (of a local array), fold, iter, indexed_iter, first, last (then `unwrap`), get(i).copied().unwrap_or(d), to_owned, clone, view, into_owned, to_vec (rank 1), and elementwise sin, cos, exp, ln, sqrt, abs, tanh, powi, powf, ...";
 
 impl Lowerer<'_> {
     /// `a[i]`, `m[[i, j]]`, `m[(i, j)]`, `a.shape()[k]`.

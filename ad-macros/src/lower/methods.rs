@@ -30,6 +30,58 @@ const OPTION_METHODS: &[&str] = &[
     "stack",
 ];
 
+/// `a.get(i).copied().unwrap_or(d)` (also `.cloned()`; `a` a variable)
+/// as the bounds test it stands for, `{ let k = i; if k < a.len() { a[k] }
+/// else { d } }` (for `a.get((i, j))` / `a.get([i, j])`, `i < a.nrows() &&
+/// j < a.ncols()`, `a[[i, j]]`), and `a.get(i).copied().unwrap()` /
+/// `a.get(i).unwrap()` as the read `a[i]` (whose panic stands for the
+/// `unwrap`'s). `None` for anything else.
+fn checked_get(m: &syn::ExprMethodCall) -> Option<syn::Expr> {
+    let method = m.method.to_string();
+    let (get, default) = match (method.as_str(), m.args.len()) {
+        ("unwrap_or", 1) => (strip(option_call(&m.receiver)), Some(&m.args[0])),
+        ("unwrap", 0) => (strip(option_call(&m.receiver)), None),
+        _ => return None,
+    };
+    let syn::Expr::MethodCall(g) = get else {
+        return None;
+    };
+    if g.method != "get" || g.args.len() != 1 || !matches!(strip(&g.receiver), syn::Expr::Path(_)) {
+        return None;
+    }
+    // `unwrap_or` needs the `Option<f64>` of `copied()` / `cloned()`.
+    if default.is_some() && std::ptr::eq(option_call(&m.receiver), strip(&m.receiver)) {
+        return None;
+    }
+    let (a, span) = (&g.receiver, g.method.span());
+    let k = syn::Ident::new("__linad_get", span);
+    let parts: Vec<&syn::Expr> = match strip(&g.args[0]) {
+        syn::Expr::Tuple(t) => t.elems.iter().collect(),
+        syn::Expr::Array(t) => t.elems.iter().collect(),
+        _ => vec![],
+    };
+    let Some(d) = default else {
+        let i = &g.args[0];
+        return Some(match parts.as_slice() {
+            [i, j] => syn::parse_quote_spanned!(span=> #a[[#i, #j]]),
+            _ => syn::parse_quote_spanned!(span=> #a[#i]),
+        });
+    };
+    Some(match parts.as_slice() {
+        [i, j] => syn::parse_quote_spanned!(span=> {
+            let #k = (#i, #j);
+            if #k.0 < #a.nrows() && #k.1 < #a.ncols() { #a[[#k.0, #k.1]] } else { #d }
+        }),
+        _ => {
+            let i = &g.args[0];
+            syn::parse_quote_spanned!(span=> {
+                let #k = #i;
+                if #k < #a.len() { #a[#k] } else { #d }
+            })
+        }
+    })
+}
+
 /// The call an `unwrap` unwraps, looking through `.copied()` / `.cloned()`
 /// (`x.first().copied().unwrap()`).
 fn option_call(e: &syn::Expr) -> &syn::Expr {
@@ -102,6 +154,9 @@ impl Lowerer<'_> {
 
     /// `recv.method(args)`.
     pub fn method_call(&mut self, m: &syn::ExprMethodCall) -> Option<Val> {
+        if let Some(e) = checked_get(m) {
+            return self.expr(&e);
+        }
         if let Some(v) = self.assign_lane(m) {
             return v;
         }
