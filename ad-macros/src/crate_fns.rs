@@ -99,18 +99,17 @@ pub struct FileFns {
     words: FastMap<String, u32>,
     /// The text calls `include!`: code the index does not see.
     includes: bool,
-    /// Every name a `use` item imports (from this crate or another, a
-    /// rename's new name), and whether one imports with `*`: what a bare
-    /// name in the file may resolve to besides the crate's functions.
-    imports: Vec<String>,
-    /// The imported names with the paths they import (`use inner::sq;`:
-    /// `("sq", "inner::sq")`; a rename's new name with the original path),
-    /// and the inline modules around the `use` (`["a", "b"]` in `mod a {
-    /// mod b { .. } }`; empty at the file's top level).
+    /// The names `use` items import with the paths they import (`use
+    /// inner::sq;`: `("sq", "inner::sq")`; a rename's new name with the
+    /// original path), and the inline modules around the `use` (`["a",
+    /// "b"]` in `mod a { mod b { .. } }`; empty at the file's top level):
+    /// what a bare name in the file may resolve to besides the crate's
+    /// functions.
     import_paths: Vec<(String, String, Vec<String>)>,
+    /// Some `use` item imports with `*`.
+    globs: bool,
     /// Each function's name with the inline modules around it.
     fn_modules: Vec<(String, Vec<String>)>,
-    globs: bool,
     /// The file has an item-level macro (`macro_rules!`, an invocation):
     /// it may define functions the index does not see.
     item_macros: bool,
@@ -228,6 +227,11 @@ fn find_module(name: &str) -> bool {
     let Some(files) = files(cache) else {
         return false;
     };
+    has_module(cache, &files, name)
+}
+
+/// Whether one of `files` declares a module `name`.
+fn has_module(cache: &mut Cache, files: &[PathBuf], name: &str) -> bool {
     files
         .iter()
         .any(|f| fns_of(cache, f).is_some_and(|ff| ff.mods.iter().any(|m| m == name)))
@@ -286,27 +290,30 @@ pub fn lookup(name: &str) -> Option<FnInfo> {
 }
 
 fn find(name: &str) -> Option<FnInfo> {
-    find_in_crate(name, false)
-}
-
-/// [`lookup`] of a function a `use` of this file imports from a module of
-/// the crate (`use inner::sq;`: the index takes `inner::sq` for another
-/// crate's, as it cannot tell a module from a crate by the path alone).
-pub fn lookup_imported(name: &str) -> Option<FnInfo> {
-    find_in_crate(name, true)
-}
-
-/// What the crate's files say about `name` (see [`lookup`]); unless
-/// `imported`, nothing when this file imports the name from elsewhere.
-fn find_in_crate(name: &str, imported: bool) -> Option<FnInfo> {
     let mut guard = CACHE.lock().ok()?;
     let cache = guard.get_or_insert_with(FastMap::default);
     let files = files(cache)?;
     let current = files[0].clone();
-    let here_fns = fns_of(cache, &current)?;
-    if !imported && here_fns.foreign.iter().any(|n| n == name) {
-        return None;
+    // A name this file imports from another crate is that crate's; one
+    // imported from a module of this crate (`use inner::sq;`: the path
+    // alone does not tell a module from a crate) is the crate's own.
+    let roots: Option<Vec<String>> = {
+        let here_fns = fns_of(cache, &current)?;
+        here_fns.foreign.iter().any(|n| n == name).then(|| {
+            here_fns
+                .import_paths
+                .iter()
+                .filter(|(n, _, _)| n == name)
+                .filter_map(|(_, p, _)| p.split("::").next().map(str::to_string))
+                .collect()
+        })
+    };
+    if let Some(roots) = roots {
+        if roots.is_empty() || !roots.iter().all(|r| has_module(cache, &files, r)) {
+            return None;
+        }
     }
+    let here_fns = fns_of(cache, &current)?;
     let here: Vec<FnInfo> = matches(here_fns, name);
     if let [one] = here.as_slice() {
         return Some(one.clone());
@@ -340,7 +347,7 @@ pub fn unresolvable(name: &str) -> Option<bool> {
     if here.globs
         || here.item_macros
         || here.includes
-        || here.imports.iter().any(|n| n == name)
+        || here.import_paths.iter().any(|(n, _, _)| n == name)
         || here.fn_words.iter().any(|n| n == name)
     {
         return Some(false);
@@ -676,20 +683,13 @@ fn collect(
             }
             syn::Item::Use(u) => {
                 foreign_names(&u.tree, true, &mut out.foreign);
-                use_names(&u.tree, &mut out.imports, &mut out.globs);
                 let mut paths = vec![];
-                use_paths(&u.tree, "", &mut paths);
+                use_paths(&u.tree, "", &mut paths, &mut out.globs);
                 out.import_paths
                     .extend(paths.into_iter().map(|(n, p)| (n, p, chain.clone())));
             }
+            // (An `extern { fn g(..); }` block's names are in `fn_words`.)
             syn::Item::Macro(_) => out.item_macros = true,
-            // `extern { fn g(..); }`: a bare `g` resolves to it.
-            syn::Item::ForeignMod(fm) => {
-                out.imports.extend(fm.items.iter().filter_map(|i| match i {
-                    syn::ForeignItem::Fn(f) => Some(f.sig.ident.to_string()),
-                    _ => None,
-                }))
-            }
             syn::Item::Const(c) => {
                 let ty = quote::ToTokens::to_token_stream(&c.ty).to_string();
                 out.consts.push((c.ident.to_string(), ty));
@@ -843,27 +843,11 @@ fn fn_words(tokens: proc_macro2::TokenStream, out: &mut Vec<String>) {
     }
 }
 
-/// Every name a `use` tree brings into scope (a rename's new name), and
-/// whether it has a glob.
-fn use_names(t: &syn::UseTree, out: &mut Vec<String>, globs: &mut bool) {
-    match t {
-        syn::UseTree::Path(p) => use_names(&p.tree, out, globs),
-        syn::UseTree::Name(n) => out.push(n.ident.to_string()),
-        syn::UseTree::Rename(r) => out.push(r.rename.to_string()),
-        syn::UseTree::Glob(_) => *globs = true,
-        syn::UseTree::Group(g) => {
-            for t in &g.items {
-                use_names(t, out, globs);
-            }
-        }
-    }
-}
-
 /// The names a `use` tree imports with their full paths (`prefix` the
-/// segments above `t`, `a::b::`).
-fn use_paths(t: &syn::UseTree, prefix: &str, out: &mut Vec<(String, String)>) {
+/// segments above `t`, `a::b::`); sets `globs` at a `*`.
+fn use_paths(t: &syn::UseTree, prefix: &str, out: &mut Vec<(String, String)>, globs: &mut bool) {
     match t {
-        syn::UseTree::Path(p) => use_paths(&p.tree, &format!("{prefix}{}::", p.ident), out),
+        syn::UseTree::Path(p) => use_paths(&p.tree, &format!("{prefix}{}::", p.ident), out, globs),
         syn::UseTree::Name(n) if n.ident != "self" => {
             out.push((n.ident.to_string(), format!("{prefix}{}", n.ident)))
         }
@@ -872,10 +856,11 @@ fn use_paths(t: &syn::UseTree, prefix: &str, out: &mut Vec<(String, String)>) {
         }
         syn::UseTree::Group(g) => {
             for t in &g.items {
-                use_paths(t, prefix, out);
+                use_paths(t, prefix, out, globs);
             }
         }
-        syn::UseTree::Name(_) | syn::UseTree::Rename(_) | syn::UseTree::Glob(_) => {}
+        syn::UseTree::Glob(_) => *globs = true,
+        syn::UseTree::Name(_) | syn::UseTree::Rename(_) => {}
     }
 }
 
@@ -969,7 +954,12 @@ mod tests {
                 ),
             ]
         );
-        assert_eq!(fns.imports, ["sq", "b", "g"]);
+        let imported: Vec<&str> = fns
+            .import_paths
+            .iter()
+            .map(|(n, _, _)| n.as_str())
+            .collect();
+        assert_eq!(imported, ["sq", "b", "g"]);
         assert!(fns.globs && !fns.item_macros);
         assert_eq!(fns.fn_words, ["sq", "nested"]);
         assert_eq!(

@@ -274,7 +274,7 @@ impl LaneCols<'_, f64> {
     /// the same values: the same bits). Read them with [`lanes_at`].
     pub fn differences<'t>(&self, tab: &'t mut Scratch<f64>, lane: &[f64]) -> &'t [f64] {
         let n = self.data.len() / self.rows.max(1);
-        differences_of_columns(
+        differences(
             n,
             |k| {
                 let col = &self.data[k * self.rows..][..self.rows];
@@ -296,60 +296,45 @@ impl LaneRows<'_, f64> {
         let width = |r: &[&[f64]]| r.iter().map(|r| r.len()).min().unwrap_or(0);
         match self {
             LaneRows::Tile(t) => {
-                differences_of_columns(t.len() / LANES, |k| &t[k * LANES..][..LANES], tab, lane)
+                differences(t.len() / LANES, |k| &t[k * LANES..][..LANES], tab, lane)
             }
             LaneRows::Rows(r) => {
                 let rows: [&[f64]; LANES] = std::array::from_fn(|l| &r[l][..]);
                 differences(
                     width(&rows),
-                    |k| std::array::from_fn(|l| rows[l][k]),
+                    |k| -> [f64; LANES] { std::array::from_fn(|l| rows[l][k]) },
                     tab,
                     lane,
                 )
             }
-            LaneRows::Slices(r) => {
-                differences(width(r), |k| std::array::from_fn(|l| r[l][k]), tab, lane)
-            }
+            LaneRows::Slices(r) => differences(
+                width(r),
+                |k| -> [f64; LANES] { std::array::from_fn(|l| r[l][k]) },
+                tab,
+                lane,
+            ),
         }
     }
 }
 
-/// `tab[k · LANES + l] = at(k)[l] - lane[k]` for `k < min(width, lane.len())`
-/// (see [`LaneCols::differences`]).
+/// `tab[k · LANES + l] = col(k)[l] - lane[k]` for `k < min(width,
+/// lane.len())` (see [`LaneCols::differences`]): `col(k)` is column `k` of
+/// the [`LANES`] lanes, a slice of a tile or of copied columns, or gathered
+/// from rows as an array. The subtractions run over the column as a slice,
+/// which LLVM vectorises for contiguous columns (built as `[f64; LANES]`
+/// values and written lane by lane, they stayed scalar: 16% of GMM's
+/// `f_vjp` at d = 10). The same operations, the same bits.
 #[inline(always)]
-fn differences<'t>(
+fn differences<'t, C: AsRef<[f64]>>(
     width: usize,
-    at: impl Fn(usize) -> [f64; LANES],
-    tab: &'t mut Scratch<f64>,
-    lane: &[f64],
-) -> &'t [f64] {
-    let n = width.min(lane.len());
-    tab.reset_for_overwrite(n * LANES);
-    for (k, (out, m)) in tab.chunks_exact_mut(LANES).zip(lane).enumerate() {
-        let c = at(k);
-        for l in 0..LANES {
-            out[l] = c[l] - m;
-        }
-    }
-    &tab[..]
-}
-
-/// [`differences`] of lanes held as contiguous columns (`col(k)` holds
-/// column `k` of the [`LANES`] lanes): the subtractions run over slices,
-/// which LLVM vectorises (built as `[f64; LANES]` values, lane by lane,
-/// they stayed scalar: 16% of GMM's `f_vjp` at d = 10). The same
-/// operations, the same bits.
-#[inline(always)]
-fn differences_of_columns<'t, 'c>(
-    width: usize,
-    col: impl Fn(usize) -> &'c [f64],
+    col: impl Fn(usize) -> C,
     tab: &'t mut Scratch<f64>,
     lane: &[f64],
 ) -> &'t [f64] {
     let n = width.min(lane.len());
     tab.reset_for_overwrite(n * LANES);
     for (k, (out, &m)) in tab.chunks_exact_mut(LANES).zip(lane).enumerate() {
-        for (o, &x) in out.iter_mut().zip(col(k)) {
+        for (o, &x) in out.iter_mut().zip(col(k).as_ref()) {
             *o = x - m;
         }
     }

@@ -101,7 +101,7 @@ fn imported_callee(
     if full.segments.len() < 2 {
         return None;
     }
-    let info = crate_fns::lookup_imported(&in_crate_name(&full)?)?;
+    let info = crate_fns::lookup(&in_crate_name(&full)?)?;
     // Errors in what names the callee point at the call.
     for s in &mut full.segments {
         s.ident.set_span(seg.ident.span());

@@ -38,19 +38,17 @@ const OPTION_METHODS: &[&str] = &[
 /// `unwrap`'s). `None` for anything else.
 fn checked_get(m: &syn::ExprMethodCall) -> Option<syn::Expr> {
     let method = m.method.to_string();
-    let (get, default) = match (method.as_str(), m.args.len()) {
-        ("unwrap_or", 1) => (strip(option_call(&m.receiver)), Some(&m.args[0])),
-        ("unwrap", 0) => (strip(option_call(&m.receiver)), None),
+    let (get, copied) = through_copied(&m.receiver);
+    let default = match (method.as_str(), m.args.len()) {
+        // `unwrap_or` needs the `Option<f64>` of `copied()` / `cloned()`.
+        ("unwrap_or", 1) if copied => Some(&m.args[0]),
+        ("unwrap", 0) => None,
         _ => return None,
     };
     let syn::Expr::MethodCall(g) = get else {
         return None;
     };
     if g.method != "get" || g.args.len() != 1 || !matches!(strip(&g.receiver), syn::Expr::Path(_)) {
-        return None;
-    }
-    // `unwrap_or` needs the `Option<f64>` of `copied()` / `cloned()`.
-    if default.is_some() && std::ptr::eq(option_call(&m.receiver), strip(&m.receiver)) {
         return None;
     }
     let (a, span) = (&g.receiver, g.method.span());
@@ -83,16 +81,16 @@ fn checked_get(m: &syn::ExprMethodCall) -> Option<syn::Expr> {
 }
 
 /// The call an `unwrap` unwraps, looking through `.copied()` / `.cloned()`
-/// (`x.first().copied().unwrap()`).
-fn option_call(e: &syn::Expr) -> &syn::Expr {
+/// (`x.first().copied().unwrap()`), and whether it looked through one.
+fn through_copied(e: &syn::Expr) -> (&syn::Expr, bool) {
     match strip(e) {
         syn::Expr::MethodCall(m)
             if m.args.is_empty()
                 && matches!(m.method.to_string().as_str(), "copied" | "cloned") =>
         {
-            strip(&m.receiver)
+            (strip(&m.receiver), true)
         }
-        other => other,
+        other => (other, false),
     }
 }
 
@@ -214,7 +212,7 @@ impl Lowerer<'_> {
         // the methods that return an `Option` / `Result` here give the value.
         if matches!(m.method.to_string().as_str(), "unwrap" | "expect")
             && matches!(recv, Val::Scalar(..) | Val::Array(..))
-            && match option_call(&m.receiver) {
+            && match through_copied(&m.receiver).0 {
                 syn::Expr::MethodCall(inner) => {
                     OPTION_METHODS.contains(&inner.method.to_string().as_str())
                 }
