@@ -25,7 +25,7 @@
 use crate::check;
 use crate::layout::{layout_of, pooled_for_overwrite_in, result_order};
 use crate::par;
-use crate::scratch::Pooled;
+use crate::scratch::{output_vec, recycle_vec_any, Pooled};
 use crate::zip_pass::zip_pass;
 use ndarray::{Array, ArrayBase, Axis, Data, Dimension, Slice, Zip};
 
@@ -102,22 +102,31 @@ enum Kind<'a, A> {
 
 /// One input of a blocked pass and its buffer (a row repeated, or values
 /// repeated along their rows).
-pub(crate) struct Src<'a, A> {
+pub(crate) struct Src<'a, A: 'static> {
     kind: Kind<'a, A>,
-    buf: [A; BLOCK],
+    /// A broadcast input's elements of the current block: empty for a
+    /// `Flat` input, else taken from the per-thread pool at the first
+    /// [`Src::fill`] (given back when the pass ends) and made as long as the
+    /// longest block (`min(elements, BLOCK)`: a 25-element map called once
+    /// per row of a matrix writes 25 values per call, not [`BLOCK`]).
+    buf: Vec<A>,
+    /// The longest block of this input's array.
+    cap: usize,
     /// Whether `buf` holds the row repeated (made once, for `Row`).
     tiled: bool,
 }
 
-impl<'a, A: Copy> Src<'a, A> {
+impl<'a, A: Copy + 'static> Src<'a, A> {
     /// `a` read by blocks, or `None` when it is neither in standard layout
     /// nor a broadcast of the two kinds above (then the caller walks it
     /// with `Zip`). An empty array is `None`.
     pub(crate) fn of<S: Data<Elem = A>, D: Dimension>(a: &'a ArrayBase<S, D>) -> Option<Self> {
         // Classified first: an input the walk cannot read fills no buffer.
         let kind = Kind::of(a)?;
+        a.first()?;
         Some(Src {
-            buf: [*a.first()?; BLOCK],
+            buf: Vec::new(),
+            cap: a.len().min(BLOCK),
             kind,
             tiled: false,
         })
@@ -147,7 +156,7 @@ impl<'a, A: Copy> Kind<'a, A> {
     }
 }
 
-impl<'a, A: Copy> Src<'a, A> {
+impl<'a, A: Copy + 'static> Src<'a, A> {
     /// Whether the input is its own slice (no buffer).
     pub(crate) fn is_flat(&self) -> bool {
         matches!(self.kind, Kind::Flat(_))
@@ -160,13 +169,18 @@ impl<'a, A: Copy> Src<'a, A> {
             Kind::Flat(_) => {}
             Kind::Row(row) => {
                 if b.whole && !self.tiled {
-                    for chunk in self.buf.chunks_exact_mut(row_len) {
-                        chunk.copy_from_slice(row);
+                    self.buf = output_vec(self.cap);
+                    while self.buf.len() + row_len <= self.cap {
+                        self.buf.extend_from_slice(row);
                     }
                     self.tiled = true;
                 }
             }
             Kind::Splat(vals) => {
+                if self.buf.len() < self.cap {
+                    self.buf = output_vec(self.cap);
+                    self.buf.resize(self.cap, vals[0]);
+                }
                 if b.whole {
                     let rows = self.buf[..b.len].chunks_exact_mut(row_len);
                     for (chunk, &v) in rows.zip(&vals[b.row..]) {
@@ -187,6 +201,12 @@ impl<'a, A: Copy> Src<'a, A> {
             Kind::Row(row) if !b.whole => &row[b.col..b.col + b.len],
             Kind::Row(_) | Kind::Splat(_) => &self.buf[..b.len],
         }
+    }
+}
+
+impl<A: 'static> Drop for Src<'_, A> {
+    fn drop(&mut self) {
+        recycle_vec_any(std::mem::take(&mut self.buf));
     }
 }
 
@@ -227,7 +247,7 @@ macro_rules! multi_map {
             D: Dimension,
             $O0: Pooled + Send + Sync,
             $($O: Pooled + Send + Sync,)*
-            $($A: Copy + Sync, $S: Data<Elem = $A>,)+
+            $($A: Copy + Sync + 'static, $S: Data<Elem = $A>,)+
             F: Fn($($A),+) -> ($O0, $($O,)*) + Sync + Send,
         {
             let first = first_of!($($x),+);
@@ -305,7 +325,7 @@ macro_rules! blocked_map {
         where
             D: Dimension,
             C: 'static,
-            $($A: Copy, $S: Data<Elem = $A>,)+
+            $($A: Copy + 'static, $S: Data<Elem = $A>,)+
             F: Fn($($A),+) -> C,
         {
             let dim = first_of!($($x),+).raw_dim();

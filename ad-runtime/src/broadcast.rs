@@ -121,7 +121,7 @@ where
     }
     // A copy whose buffer is pooled when large (`map`); `x`'s goes back.
     let out = crate::map(&broadcast_to(&x, target), |v| v);
-    crate::scratch::release_any(x);
+    crate::scratch::recycle_any(x);
     out
 }
 
@@ -154,7 +154,7 @@ where
         return x;
     }
     let out = sum_to_shape(&x, target);
-    crate::scratch::release_any(x);
+    crate::scratch::recycle_any(x);
     out
 }
 

@@ -57,9 +57,6 @@ where
 {
     let dim = shape.into_dimension();
     if !par::go_parallel(dim.size().saturating_mul(work_per_elem.max(1))) {
-        if !is_large::<T>(dim.size()) {
-            return Array::from_shape_fn(dim, f);
-        }
         let mut v = output_vec(dim.size());
         ndarray::indices(dim)
             .into_iter()
@@ -144,7 +141,7 @@ fn row_slices<'a, A, S: Data<Elem = A>, D: Dimension>(
 /// `out[i] = f(a[i])` for every index `i`.
 pub fn map<A, B, S, D, F>(a: &ArrayBase<S, D>, f: F) -> Array<B, D>
 where
-    A: Copy + Sync,
+    A: Copy + Sync + 'static,
     B: Copy + Send + Sync + 'static,
     S: Data<Elem = A>,
     D: Dimension,
@@ -200,8 +197,8 @@ pub fn zip_map<A, B, C, SA, SB, D, F>(
     f: F,
 ) -> Array<C, D>
 where
-    A: Copy + Sync,
-    B: Copy + Sync,
+    A: Copy + Sync + 'static,
+    B: Copy + Sync + 'static,
     C: Copy + Send + Sync + 'static,
     SA: Data<Elem = A>,
     SB: Data<Elem = B>,
@@ -269,9 +266,9 @@ pub fn zip3_map<A, B, C, E, SA, SB, SC, D, F>(
     f: F,
 ) -> Array<E, D>
 where
-    A: Copy + Sync,
-    B: Copy + Sync,
-    C: Copy + Sync,
+    A: Copy + Sync + 'static,
+    B: Copy + Sync + 'static,
+    C: Copy + Sync + 'static,
     E: Copy + Send + Sync + 'static,
     SA: Data<Elem = A>,
     SB: Data<Elem = B>,

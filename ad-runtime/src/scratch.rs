@@ -25,18 +25,21 @@
 //! for one iteration (a row's cotangent, say).
 //!
 //! The kernels that make arrays ([`crate::map`], [`crate::build`] and the
-//! others) take the buffer of a result of at least [`POOL_MIN_BYTES`] from
-//! the pool too, and generated code hands every temporary array back once
-//! it is dead ([`recycle`]). A derivative made of whole-array operations
+//! others) take the buffer of their result from the pool too, and generated
+//! code hands every temporary array back once it is dead ([`recycle`]): a
+//! small array made and dropped once per iteration of a loop (a row's
+//! `mapv` in the body of a `map_axis`, say) is the same buffer every
+//! iteration, not an allocation and a free. A derivative made of whole-array operations
 //! (one array per operation) so reuses the same memory call after call,
 //! instead of returning it to the system and page-faulting it in again
 //! (glibc trims the heap's top when a large block is freed).
 //!
 //! Each thread has its own pool (rayon workers each reuse theirs), so the
 //! buffers need no synchronisation and the values never depend on the
-//! thread. The pool keeps at most [`POOL_LEN`] buffers per element type, at
-//! most [`POOL_MAX_TOTAL_BYTES`] together, and lets buffers larger than
-//! [`POOL_MAX_BYTES`] go. `take_buffer` hands out the smallest pooled
+//! thread. The pool keeps at most [`SMALL_POOL_LEN`] small buffers (under
+//! [`POOL_MIN_BYTES`]) and apart from them at most [`POOL_LEN`] large ones
+//! per element type, these at most [`POOL_MAX_TOTAL_BYTES`] together, and
+//! lets buffers larger than [`POOL_MAX_BYTES`] go. `take_buffer` hands out the smallest pooled
 //! buffer that fits (residual stacks take theirs so; `f_vjp` recycles its
 //! residuals), so a derivative called again and again reuses its memory
 //! instead of page-faulting fresh memory from the system on every call.
@@ -46,7 +49,8 @@ use std::any::Any;
 use std::cell::RefCell;
 use std::ops::{Deref, DerefMut};
 
-/// Most buffers a thread keeps per element type.
+/// Most large buffers (of at least [`POOL_MIN_BYTES`]) a thread keeps per
+/// element type.
 pub const POOL_LEN: usize = 32;
 
 /// Largest buffer (in bytes of capacity) a thread keeps for reuse.
@@ -57,25 +61,63 @@ pub const POOL_MAX_BYTES: usize = 1 << 26;
 /// included) instead of asking the system for fresh pages every call.
 pub const POOL_MAX_TOTAL_BYTES: usize = 1 << 28;
 
-/// Smallest result (in bytes) whose buffer a kernel takes from the pool
-/// (`output_vec`): below it the allocator's own free lists are as fast and
-/// never return memory to the system.
+/// Smallest buffer (in bytes) for which the pool is searched for the best
+/// fit; a smaller request only looks at the newest pooled buffer (what a
+/// loop gave back last), which is O(1) per iteration.
 pub const POOL_MIN_BYTES: usize = 1 << 12;
+
+/// Most small buffers (under [`POOL_MIN_BYTES`]) a thread keeps per
+/// element type, apart from the large ones: a loop's per-iteration arrays
+/// are given back and taken again in the same order, so a few suffice.
+pub const SMALL_POOL_LEN: usize = 32;
+
+/// How many of the newest small buffers a small request looks at.
+const SMALL_SEARCH: usize = 8;
+
+/// One thread's buffers of one element type, newest last: small ones
+/// (capacity under [`POOL_MIN_BYTES`]) and large ones kept apart, so that
+/// per-iteration arrays of a few elements neither crowd out the large
+/// arrays of a whole-array derivative nor are crowded out by them.
+#[derive(Debug, Default)]
+pub struct Pool<T> {
+    small: Vec<Vec<T>>,
+    large: Vec<Vec<T>>,
+}
+
+impl<T> Pool<T> {
+    /// How many buffers are held.
+    pub fn len(&self) -> usize {
+        self.small.len() + self.large.len()
+    }
+
+    /// Whether no buffer is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Lets every buffer go.
+    pub fn clear(&mut self) {
+        self.small.clear();
+        self.large.clear();
+    }
+}
 
 /// Element types with a per-thread pool of buffers.
 pub trait Pooled: Copy + Default + 'static {
     /// Runs `f` on this thread's pool of buffers of `Self` (`None` while
     /// the thread is being torn down and its pool is gone).
-    fn with_pool<R>(f: impl FnOnce(&mut Vec<Vec<Self>>) -> R) -> Option<R>;
+    fn with_pool<R>(f: impl FnOnce(&mut Pool<Self>) -> R) -> Option<R>;
 }
 
 macro_rules! pooled {
     ($($t:ty => $pool:ident),*) => {$(
         thread_local! {
-            static $pool: RefCell<Vec<Vec<$t>>> = const { RefCell::new(Vec::new()) };
+            static $pool: RefCell<Pool<$t>> = const {
+                RefCell::new(Pool { small: Vec::new(), large: Vec::new() })
+            };
         }
         impl Pooled for $t {
-            fn with_pool<R>(f: impl FnOnce(&mut Vec<Vec<Self>>) -> R) -> Option<R> {
+            fn with_pool<R>(f: impl FnOnce(&mut Pool<Self>) -> R) -> Option<R> {
                 $pool.try_with(|p| f(&mut p.borrow_mut())).ok()
             }
         }
@@ -92,10 +134,13 @@ pub struct Scratch<T: Pooled> {
 }
 
 impl<T: Pooled> Scratch<T> {
-    /// An empty buffer, reusing the pooled one given back last (a loop
-    /// taking one per iteration gets its own back at once).
+    /// An empty buffer, reusing the small pooled one given back last (a
+    /// loop taking one per iteration gets its own back at once), else the
+    /// newest large one.
     pub fn new() -> Self {
-        let buf = T::with_pool(|p| p.pop()).flatten().unwrap_or_default();
+        let buf = T::with_pool(|p| p.small.pop().or_else(|| p.large.pop()))
+            .flatten()
+            .unwrap_or_default();
         Scratch { buf }
     }
 
@@ -162,9 +207,17 @@ impl<T: Pooled> Drop for Scratch<T> {
         let size = std::mem::size_of::<T>();
         let bytes = buf.capacity() * size;
         T::with_pool(|p| {
-            // A full pool gives its smallest buffer up for a larger one:
-            // many small per-iteration buffers must not crowd out the large
-            // arrays of a whole-array derivative.
+            if bytes < POOL_MIN_BYTES {
+                // Full, the oldest goes: the newest are what a running loop
+                // takes again.
+                if p.small.len() >= SMALL_POOL_LEN {
+                    p.small.remove(0);
+                }
+                p.small.push(buf);
+                return;
+            }
+            let p = &mut p.large;
+            // A full pool gives its smallest buffer up for a larger one.
             if p.len() >= POOL_LEN {
                 let Some((k, small)) = p.iter().enumerate().min_by_key(|(_, b)| b.capacity())
                 else {
@@ -175,8 +228,8 @@ impl<T: Pooled> Drop for Scratch<T> {
                 }
                 p.swap_remove(k);
             }
-            // Small buffers cannot approach the total (POOL_LEN of them):
-            // only a large one pays for adding up what is held.
+            // Buffers of up to 64 KiB cannot approach the total (POOL_LEN
+            // of them): only a larger one pays for adding up what is held.
             let fits = bytes <= 1 << 16
                 || p.iter().map(|b| b.capacity() * size).sum::<usize>() + bytes
                     <= POOL_MAX_TOTAL_BYTES;
@@ -205,11 +258,16 @@ fn take_buffer_as_is<T: Pooled>(n: usize) -> Vec<T> {
         // giving back a few buffers per iteration finds its own at once).
         let snug = |b: &Vec<T>| b.capacity() >= n && b.capacity() / 2 <= n.max(256);
         if !is_large::<T>(n) {
-            // A small buffer: the newest if it is snug, else a new one (the
-            // allocator serves small blocks fast; searching a pool full of
-            // large arrays per request, once per loop iteration, did not).
-            return p.last().is_some_and(snug).then(|| p.pop()).flatten();
+            // A small buffer: one of the newest few small ones that is
+            // snug, else a new one (a loop gives back and takes its arrays
+            // in about the same order, so one of the newest is the one it
+            // needs; a search of the whole pool per request, once per
+            // iteration, cost more than the allocator).
+            let small = &mut p.small;
+            let k = small.iter().rev().take(SMALL_SEARCH).position(snug)?;
+            return Some(small.remove(small.len() - 1 - k));
         }
+        let p = &mut p.large;
         if let Some(k) = p.iter().rposition(snug) {
             return Some(p.remove(k));
         }
@@ -259,11 +317,8 @@ fn any_buffer_as_is<T: 'static>(n: usize) -> Vec<T> {
 
 /// An empty vector with room for `n` values of any type `T`, for a
 /// kernel's result: a pooled buffer ([`take_buffer`]) when `T` has a pool
-/// and the `n` values take at least [`POOL_MIN_BYTES`], else a new one.
+/// and one fits, else a new one.
 pub(crate) fn output_vec<T: 'static>(n: usize) -> Vec<T> {
-    if !is_large::<T>(n) {
-        return Vec::with_capacity(n);
-    }
     let mut v = any_buffer_as_is(n);
     v.clear();
     v
@@ -277,13 +332,10 @@ pub(crate) fn output_filled<T: Copy + 'static>(n: usize, value: T) -> Vec<T> {
 }
 
 /// `n` values for a kernel that overwrites every one before reading any:
-/// a pooled buffer's values as they are when `T` has a pool and the `n`
-/// values take at least [`POOL_MIN_BYTES`] (only elements beyond its
-/// current length become `value`), else `n` copies of `value`.
+/// a pooled buffer's values as they are when `T` has a pool and one fits
+/// (only elements beyond its current length become `value`), else `n`
+/// copies of `value`.
 pub(crate) fn output_for_overwrite<T: Copy + 'static>(n: usize, value: T) -> Vec<T> {
-    if !is_large::<T>(n) {
-        return vec![value; n];
-    }
     let mut v = any_buffer_as_is(n);
     keep_for_overwrite(&mut v, n, value);
     v
@@ -301,24 +353,19 @@ fn keep_for_overwrite<T: Copy>(v: &mut Vec<T>, n: usize, value: T) {
 }
 
 /// An array of shape `shape` filled with `value`, its buffer from this
-/// thread's pool when large (at least [`POOL_MIN_BYTES`]; `Array::from_elem`
-/// otherwise).
+/// thread's pool ([`output_vec`]).
 pub fn pooled_full<T: Pooled, Sh: ShapeBuilder>(shape: Sh, value: T) -> Array<T, Sh::Dim> {
     let shape = shape.into_shape_with_order();
     let n = shape.size();
-    if !is_large::<T>(n) {
-        return Array::from_elem(shape, value);
-    }
     Array::from_shape_vec(shape, output_filled(n, value)).expect("a buffer of the shape's size")
 }
 
 /// An array of shape `shape` for a caller that writes every element before
 /// it reads any (the outputs of a multi-output map or build, written in one
-/// pass): a large one (at least [`POOL_MIN_BYTES`]) gets a pooled buffer
-/// whose values are left as they are instead of being filled first, only
-/// elements beyond the buffer's current length becoming `T::default()`
-/// (as [`Scratch::reset_for_overwrite`]); a small one is zeros. Its values
-/// are unspecified until written (never uninitialised memory).
+/// pass): a pooled buffer whose values are left as they are instead of
+/// being filled first, only elements beyond the buffer's current length
+/// becoming `T::default()` (as [`Scratch::reset_for_overwrite`]). Its
+/// values are unspecified until written (never uninitialised memory).
 pub fn pooled_for_overwrite<T: Pooled, Sh: ShapeBuilder>(shape: Sh) -> Array<T, Sh::Dim> {
     let shape = shape.into_shape_with_order();
     let buf = output_for_overwrite(shape.size(), T::default());
@@ -336,42 +383,28 @@ pub fn pooled_zeros<T: Pooled, Sh: ShapeBuilder>(shape: Sh) -> Array<T, Sh::Dim>
     Array::from_shape_vec(shape, buf).expect("a buffer of the shape's size")
 }
 
-/// An array of zeros of shape `shape` whose buffer comes from this thread's
-/// pool when it holds at least [`POOL_MIN_BYTES`] (a large accumulator or
-/// gradient); a small one is allocated, as the allocator's free lists serve
-/// it faster than a search of the pool.
-pub fn zeros_pooled_if_large<T: Pooled, Sh: ShapeBuilder>(shape: Sh) -> Array<T, Sh::Dim> {
-    pooled_full(shape, T::default())
-}
-
 /// Gives the buffer of an array that is no longer needed back to this
-/// thread's pool, for [`pooled_zeros`] and [`Scratch`] to reuse.
+/// thread's pool, for [`pooled_zeros`], [`Scratch`] and the kernels'
+/// results to reuse. Generated code recycles each temporary array after
+/// its last use.
 pub fn recycle<T: Pooled, D: Dimension>(a: Array<T, D>) {
     drop(Scratch {
         buf: a.into_raw_vec_and_offset().0,
     });
 }
 
-/// Hands the buffer of a dead array to this thread's pool when it holds at
-/// least [`POOL_MIN_BYTES`] (as [`recycle`]), for the next large result to
-/// reuse; a smaller one is freed. Generated code releases each temporary
-/// array after its last use.
-pub fn release<T: Pooled, D: Dimension>(a: Array<T, D>) {
-    if is_large::<T>(a.len()) {
-        recycle(a);
-    }
+/// [`recycle`] for an array of any element type: its buffer goes to the
+/// pool when the type has one; else it is freed.
+pub(crate) fn recycle_any<T: 'static, D: Dimension>(a: Array<T, D>) {
+    recycle_vec_any(a.into_raw_vec_and_offset().0);
 }
 
-/// [`release`] for an array of any element type: its buffer goes to the
-/// pool when the type has one and the array is large; else it is freed.
-pub(crate) fn release_any<T: 'static, D: Dimension>(a: Array<T, D>) {
+/// [`recycle_any`] for a vector (a kernel's working buffer taken with
+/// [`output_vec`]).
+pub(crate) fn recycle_vec_any<T: 'static>(buf: Vec<T>) {
     fn give_back<T: 'static, P: Pooled>(buf: Vec<T>) -> Result<(), Vec<T>> {
         cast::<T, P>(buf).map(|buf| drop(Scratch { buf }))
     }
-    if !is_large::<T>(a.len()) {
-        return;
-    }
-    let buf = a.into_raw_vec_and_offset().0;
     let _ = give_back::<T, f64>(buf)
         .or_else(give_back::<T, i64>)
         .or_else(give_back::<T, bool>)
@@ -454,7 +487,7 @@ mod tests {
     }
 
     #[test]
-    fn large_outputs_take_pooled_buffers_of_their_type() {
+    fn outputs_take_pooled_buffers_of_their_type() {
         let big = POOL_MIN_BYTES / 8 + 10;
         let a = ndarray::Array1::<f64>::zeros(big);
         let ptr = a.as_ptr();
@@ -468,24 +501,29 @@ mod tests {
         assert!(w.capacity() >= big);
         let small: Vec<f64> = output_vec(3);
         assert_ne!(small.as_ptr(), ptr);
-        // `release` pools the large, frees the small.
-        let before = f64::with_pool(|p| p.len()).unwrap();
-        release(ndarray::Array1::<f64>::zeros(2));
-        assert_eq!(f64::with_pool(|p| p.len()), Some(before));
+        // A small array goes back to the pool too, and the next small
+        // result of a size it holds snugly takes it (a loop's per-iteration
+        // array is one buffer); the large one stays for large results.
+        let two = ndarray::Array1::<f64>::zeros(4);
+        let two_ptr = two.as_ptr();
+        recycle(two);
+        let again: Vec<f64> = output_for_overwrite(3, 0.0);
+        assert_eq!((again.as_ptr(), again.len()), (two_ptr, 3));
         let full = pooled_full((2, big / 2), 1.5);
         assert_eq!(full.as_ptr(), ptr);
         assert!(full.iter().all(|x| *x == 1.5));
-        // `release_any` pools it again through its type.
-        release_any(full);
+        // `recycle_any` pools it again through its type.
+        recycle_any(full);
         let again = take_buffer::<f64>(big);
         assert_eq!(again.as_ptr(), ptr);
     }
 
     #[test]
     fn a_full_pool_gives_its_smallest_buffer_for_a_larger_one() {
+        let at_least = POOL_MIN_BYTES;
         bool::with_pool(|p| p.clear());
         for _ in 0..POOL_LEN {
-            recycle(ndarray::Array1::<bool>::from_elem(8, false));
+            recycle(ndarray::Array1::<bool>::from_elem(at_least + 8, false));
         }
         let big = ndarray::Array1::<bool>::from_elem(100_000, false);
         let ptr = big.as_ptr();
@@ -494,10 +532,27 @@ mod tests {
         let taken = take_buffer::<bool>(100_000);
         assert_eq!(taken.as_ptr(), ptr);
         // Full again, a smaller one than all held is let go.
-        recycle(ndarray::Array1::<bool>::from_elem(8, false));
-        recycle(ndarray::Array1::<bool>::from_elem(1, false));
+        recycle(ndarray::Array1::<bool>::from_elem(at_least + 8, false));
+        recycle(ndarray::Array1::<bool>::from_elem(at_least, false));
         assert_eq!(bool::with_pool(|p| p.len()), Some(POOL_LEN));
-        assert!(bool::with_pool(|p| p.iter().all(|b| b.capacity() >= 8)).unwrap());
+        let all_kept = |p: &mut Pool<bool>| p.large.iter().all(|b| b.capacity() >= at_least + 8);
+        assert!(bool::with_pool(all_kept).unwrap());
+        // Small buffers are kept apart: they neither evict a large one
+        // nor are refused for lack of room among the large ones; at most
+        // SMALL_POOL_LEN of them, the newest (a full pool lets its oldest
+        // go).
+        for _ in 0..SMALL_POOL_LEN {
+            recycle(ndarray::Array1::<bool>::from_elem(3, false));
+        }
+        for _ in 0..5 {
+            recycle(ndarray::Array1::<bool>::from_elem(8, false));
+        }
+        let lens = |p: &mut Pool<bool>| (p.large.len(), p.small.len());
+        assert_eq!(bool::with_pool(lens), Some((POOL_LEN, SMALL_POOL_LEN)));
+        let eights = |p: &mut Pool<bool>| p.small.iter().filter(|b| b.capacity() == 8).count();
+        assert_eq!(bool::with_pool(eights), Some(5));
+        let small = take_buffer::<bool>(5);
+        assert_eq!(small.capacity(), 8, "the newest small buffer that holds 5");
     }
 
     #[test]

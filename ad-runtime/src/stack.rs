@@ -105,7 +105,7 @@ impl<T: Pooled, D: Dimension> ArrayStack<T, D> {
         // An owned array's buffer goes back to this thread's pool (the next
         // iteration's array of the same size reuses it); a view is dropped.
         if let Ok(owned) = a.try_into_owned_nocopy() {
-            crate::scratch::release(owned);
+            crate::scratch::recycle(owned);
         }
     }
 

@@ -662,6 +662,7 @@ impl Emitter<'_> {
         let mut puts = TokenStream::new();
         let mut scalars = vec![];
         let mut ranks = vec![];
+        let mut copied = vec![];
         for a in &lam.body.results {
             match self.atom_ty(a) {
                 Ty::Array { rank, .. } => {
@@ -669,9 +670,19 @@ impl Emitter<'_> {
                     let r = self.by_ref(a);
                     puts.extend(quote!(#sink.put(#k, #r);));
                     ranks.push(rank);
+                    copied.extend(a.var().filter(|v| self.releasable(*v, site)));
                 }
                 _ => scalars.push(self.own(a, site)),
             }
+        }
+        // The sink copies each array result into its row of the output: a
+        // temporary of the body goes back to the pool, for the next
+        // element's body to take again.
+        copied.sort();
+        copied.dedup();
+        for v in copied {
+            let n = self.name(v);
+            puts.extend(quote!(#rt::recycle(#n);));
         }
         let res = flat(&scalars);
         let e = elem_ty(elem);

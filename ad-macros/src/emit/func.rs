@@ -591,7 +591,7 @@ impl<'a> Emitter<'a> {
                 // A dropped temporary array's buffer goes back to the pool.
                 if self.releasable(*v, site) {
                     let rt = types::rt();
-                    return Ok(quote!(#rt::release(#n);));
+                    return Ok(quote!(#rt::recycle(#n);));
                 }
                 return Ok(quote!(let _ = #n;));
             }
@@ -637,7 +637,7 @@ impl<'a> Emitter<'a> {
     /// Whether `v`, used at `site`, is an owned array of the current body
     /// that no view may borrow (a statement with a view result marks what it
     /// reads as viewed): once dead, its
-    /// buffer may go back to the pool (`ad_runtime::release`).
+    /// buffer may go back to the pool (`ad_runtime::recycle`).
     pub fn releasable(&self, v: Var, site: usize) -> bool {
         matches!(self.ty(v), Ty::Array { .. })
             && self.repr(v) == Repr::Owned
@@ -645,7 +645,7 @@ impl<'a> Emitter<'a> {
             && !self.viewed.contains(&self.uses.root(v))
     }
 
-    /// `ad_runtime::release(v);` for each temporary array that dies in the
+    /// `ad_runtime::recycle(v);` for each temporary array that dies in the
     /// statement `s` (at `site`) and that the statement's code only
     /// borrowed: its buffer goes back to the per-thread pool instead of to
     /// the allocator, so the next large result reuses it (whole-array code
@@ -691,7 +691,7 @@ impl<'a> Emitter<'a> {
             };
             if released {
                 let n = self.name(v);
-                out.extend(quote!(#rt::release(#n);));
+                out.extend(quote!(#rt::recycle(#n);));
             }
         }
         out

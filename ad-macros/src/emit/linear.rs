@@ -37,14 +37,14 @@ impl Opnd {
     fn in_place(&self) -> bool {
         self.repr == Repr::Owned && self.movable
     }
-    /// `ad_runtime::release(x);` when the operand was only read and is
+    /// `ad_runtime::recycle(x);` when the operand was only read and is
     /// [`Opnd::releasable`], else nothing.
     fn release(&self) -> TokenStream {
         if !self.releasable {
             return TokenStream::new();
         }
         let (rt, n) = (rt(), &self.name);
-        quote!(#rt::release(#n);)
+        quote!(#rt::recycle(#n);)
     }
 }
 
@@ -114,10 +114,9 @@ impl Emitter<'_> {
                 let ty = ad_core_ir::typing::shape_ty(st)?;
                 // A zero array's buffer comes from the per-thread pool: one
                 // that lives for one iteration of a loop or kernel body is
-                // given back at its end; at the top level only a large one
-                // (reused from calls before instead of faulted in fresh).
-                let in_body = self.uses.depth(site) > 0;
-                Ok(Out::one(self.zeros(st, in_body)?, owned_repr(&ty)))
+                // given back at its end, and the next iteration takes it
+                // again; at the top level it is reused from calls before.
+                Ok(Out::one(self.zeros(st)?, owned_repr(&ty)))
             }
             LinOp::Add(x, y) => {
                 let ty = self.ty(*x).clone();
@@ -316,9 +315,8 @@ impl Emitter<'_> {
     }
 
     /// The zero of a shape tree; arrays take their buffer from the
-    /// per-thread pool: always (`ad_runtime::pooled_zeros`) with `always`,
-    /// else when large (`ad_runtime::zeros_pooled_if_large`).
-    pub fn zeros(&self, st: &ShapeTree, always: bool) -> R<TokenStream> {
+    /// per-thread pool (`ad_runtime::pooled_zeros`).
+    pub fn zeros(&self, st: &ShapeTree) -> R<TokenStream> {
         Ok(match st {
             ShapeTree::Scalar => quote!(0.0f64),
             ShapeTree::Array(ds) if ds.is_empty() => return Err("a zero array of rank 0".into()),
@@ -334,17 +332,10 @@ impl Emitter<'_> {
                     })
                     .collect();
                 let rt = rt();
-                if always {
-                    quote!(#rt::pooled_zeros::<f64, _>([#(#sizes),*]))
-                } else {
-                    quote!(#rt::zeros_pooled_if_large::<f64, _>([#(#sizes),*]))
-                }
+                quote!(#rt::pooled_zeros::<f64, _>([#(#sizes),*]))
             }
             ShapeTree::Tuple(ts) => {
-                let parts = ts
-                    .iter()
-                    .map(|t| self.zeros(t, always))
-                    .collect::<R<Vec<_>>>()?;
+                let parts = ts.iter().map(|t| self.zeros(t)).collect::<R<Vec<_>>>()?;
                 tuple(&parts)
             }
         })
