@@ -353,7 +353,7 @@ fn keep_for_overwrite<T: Copy>(v: &mut Vec<T>, n: usize, value: T) {
 }
 
 /// An array of shape `shape` filled with `value`, its buffer from this
-/// thread's pool ([`output_vec`]).
+/// thread's pool.
 pub fn pooled_full<T: Pooled, Sh: ShapeBuilder>(shape: Sh, value: T) -> Array<T, Sh::Dim> {
     let shape = shape.into_shape_with_order();
     let n = shape.size();

@@ -61,7 +61,7 @@ fn append<T: Copy, S: Data<Elem = T>, D: Dimension>(data: &mut Vec<T>, a: &Array
 /// The per-iteration arrays of a loop whose trip count is known, copied as
 /// they come into one buffer: `push` copies an array's elements (in
 /// logical order) and drops it (an owned array's buffer goes back to the
-/// pool, as [`crate::release`]), so no iteration's array outlives its
+/// pool, as [`crate::recycle`]), so no iteration's array outlives its
 /// iteration, and `finish` returns them stacked along a new leading axis,
 /// `[count] ++ element shape`, without a second copy. All pushed arrays
 /// must have one shape (a push of another shape panics); with none pushed
