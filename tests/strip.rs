@@ -279,6 +279,44 @@ fn linear_builds_every_size() {
     }
 }
 
+/// The reads a strip-mined loop makes at the block's indices alone
+/// (`rest[v, c]` in the loop over bones) are made once before the loop,
+/// guarded by its trip count: with no bones the loop reads nothing, so a
+/// `rest` of two columns (where `rest[v, 2]` is out of range) fails in none
+/// of the derivatives, as it does not fail in `f`; with bones, the same
+/// read fails in all of them.
+#[test]
+fn reads_hoisted_out_of_a_loop_that_never_runs_never_fail() {
+    let mut rng = rng("strip_skin_no_bones");
+    for n in [P, 2 * P + 7] {
+        let t = Array2::<f64>::zeros((0, 12));
+        let (w, rest) = (rng.array2(n, 0, 0.0, 1.0), rng.array2(n, 2, -1.0, 1.0));
+        let y = skin(&t, &w, &rest);
+        assert_eq!(y, Array2::zeros((n, 3)));
+        let (y2, dy) = skin_jvp(&t, &w, &rest, &t);
+        let (y3, lin) = skin_linearize(&t, &w, &rest);
+        let (y4, dt) = skin_vjp(&t, &w, &rest, &Array2::ones((n, 3)));
+        for z in [&y2, &dy, &y3, &lin(&t), &y4] {
+            assert_same_bits(z, &y);
+        }
+        assert_eq!(dt.shape(), &[0, 12]);
+        // One bone: `rest[v, 2]` is read, and fails, in f and its derivatives.
+        let t1 = rng.array2(1, 12, -1.0, 1.0);
+        let w1 = rng.array2(n, 1, 0.0, 1.0);
+        let fails =
+            |f: &dyn Fn()| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err();
+        assert!(fails(&|| drop(skin(&t1, &w1, &rest))));
+        assert!(fails(&|| drop(skin_jvp(&t1, &w1, &rest, &t1))));
+        assert!(fails(&|| drop(skin_linearize(&t1, &w1, &rest).1(&t1))));
+        assert!(fails(&|| drop(skin_vjp(
+            &t1,
+            &w1,
+            &rest,
+            &Array2::ones((n, 3))
+        ))));
+    }
+}
+
 /// Rows as long as a tile holds and one longer (the build's lanes, then
 /// its scalar code): the same primal bits as `f`, the linear map's tangent
 /// the same bits as `f_jvp`'s on 1, 2 and 4 threads, derivatives checked.

@@ -68,7 +68,7 @@ use super::func::{Emitter, R};
 use super::lanes::{lane_fn, LaneKey, Lead};
 use super::scalar::prim_tokens;
 use super::types::{elem_ty, flat, owned_repr, owned_ty, rt};
-use ad_core_ir::fast_hash::FastMap;
+use ad_core_ir::fast_hash::{FastMap, FastSet};
 use ad_core_ir::ir::{ArrayOp, Atom, Block, Expr, Lambda, LinOp, Loop, Prim, Stmt, Var};
 use ad_core_ir::types::{Scalar, Ty};
 use ad_core_ir::visit::{free_vars_lambda, free_vars_stmt};
@@ -802,12 +802,39 @@ impl Emitter<'_> {
         let (diff_bufs, tables, diffs) = self.loop_differences(lam, &keys);
         before.extend(diff_bufs);
         pre.extend(tables);
+        // Element reads that vary with the strip-mined index but not with
+        // this loop's (a vertex's coordinates in a loop over bones): each
+        // is LANES values (a column of a lane tile, or a gather), read
+        // once before the loop instead of once per iteration. Guarded by
+        // the trip count: a loop that runs zero times reads nothing, and a
+        // read it never made must not fail.
+        let hoisted = self.invariant_lane_reads(lam, st);
+        for s in &hoisted {
+            let Expr::Array(ArrayOp::Index {
+                arr: Atom::Var(a),
+                idx,
+            }) = &s.expr
+            else {
+                continue;
+            };
+            let read = self.strip_index(*a, idx, st)?;
+            let v = s.binds[0];
+            let (x, t) = (self.binder(v), self.lanes_ty(v)?);
+            pre.extend(quote!(
+                let #x: #t = if #n > 0 { #read } else { [::core::default::Default::default(); #LANES] };
+            ));
+            self.set_repr(v, super::types::Repr::Val);
+            self.col_skip.insert(v);
+        }
         let i = lam.params[0];
         self.set_repr(i, super::types::Repr::Val);
         let ib = self.binder(i);
         self.hoist.push(Some(TokenStream::new()));
         let body = self.strip_block(&lam.body, st);
         let inner = self.hoist.pop().flatten().unwrap_or_default();
+        for s in &hoisted {
+            self.col_skip.remove(&s.binds[0]);
+        }
         self.forget_differences(diffs);
         let stmts = body?;
         self.drop_lanes(keys);
@@ -859,6 +886,41 @@ impl Emitter<'_> {
             }
             #fin
         }))
+    }
+
+    /// The element reads of the loop body `lam` (top-level statements,
+    /// non-linear scalars) that vary with the strip-mined index and read
+    /// nothing bound in the loop: its index, its state or an earlier
+    /// statement of its body (`strip_loop` reads them before the loop).
+    fn invariant_lane_reads<'l>(&self, lam: &'l Lambda, st: &Strip) -> Vec<&'l Stmt> {
+        let mut inner: FastSet<Var> = lam.params.iter().chain(&lam.lin_params).copied().collect();
+        let mut out = vec![];
+        for s in &lam.body.stmts {
+            let read = match &s.expr {
+                Expr::Array(ArrayOp::Index {
+                    arr: Atom::Var(a),
+                    idx,
+                }) => {
+                    !st.arrays.contains(&self.uses.root(*a))
+                        && self.ty(*a).rank() == Some(idx.len())
+                        && s.binds.len() == 1
+                }
+                _ => false,
+            };
+            let fv = free_vars_stmt(s);
+            let invariant = fv.lin.is_empty() && fv.nl.iter().all(|v| !inner.contains(v));
+            if read
+                && invariant
+                && self.varies(s, st)
+                && !self.uses.aliases_only(s)
+                && !self.col_skip.contains(&s.binds[0])
+            {
+                out.push(s);
+            } else {
+                inner.extend(s.binds.iter().chain(&s.lin_binds).copied());
+            }
+        }
+        out
     }
 
     /// Lanes with a varying leading index, taken before the loop `lam` (of
