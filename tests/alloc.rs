@@ -206,16 +206,26 @@ mod gmm;
 /// second of two equal calls, when the per-thread buffer pool holds what the
 /// first one gave back (residual stacks, zero arrays).
 fn gmm_vjp_allocations(n: usize, k: usize, d: usize) -> usize {
+    vjp_allocations(n, k, d, |a, m, q, x| {
+        gmm::gmm_objective_vjp(a, m, q, x, 1.0, 0, 1.0);
+    })
+}
+
+/// Allocations of the second of two equal calls of `vjp` (a GMM objective's
+/// `f_vjp` on `alphas, means, icf, x`) on random inputs of these sizes.
+fn vjp_allocations(
+    n: usize,
+    k: usize,
+    d: usize,
+    vjp: impl Fn(&Array1<f64>, &Array2<f64>, &Array2<f64>, &Array2<f64>),
+) -> usize {
     let mut rng = rng("gmm_alloc");
     let alphas = rng.array1(k, -1.0, 1.0);
     let means = rng.array2(k, d, -1.0, 1.0);
     let icf = rng.array2(k, d * (d + 1) / 2, -0.5, 0.5);
     let x = rng.array2(n, d, -1.0, 1.0);
-    gmm::gmm_objective_vjp(&alphas, &means, &icf, &x, 1.0, 0, 1.0);
-    allocations(|| {
-        gmm::gmm_objective_vjp(&alphas, &means, &icf, &x, 1.0, 0, 1.0);
-    })
-    .0
+    vjp(&alphas, &means, &icf, &x);
+    allocations(|| vjp(&alphas, &means, &icf, &x)).0
 }
 
 #[test]
@@ -463,16 +473,9 @@ fn gmm_adbench_sizes() {
 /// (`gmm_objective_numpy`: broadcasting, a matrix product and an axis sum
 /// per component, the log-sum-exp of each row by `map_axis`).
 fn gmm_numpy_vjp_allocations(n: usize, k: usize, d: usize) -> usize {
-    let mut rng = rng("gmm_alloc");
-    let alphas = rng.array1(k, -1.0, 1.0);
-    let means = rng.array2(k, d, -1.0, 1.0);
-    let icf = rng.array2(k, d * (d + 1) / 2, -0.5, 0.5);
-    let x = rng.array2(n, d, -1.0, 1.0);
-    gmm::gmm_objective_numpy_vjp(&alphas, &means, &icf, &x, 1.0, 0, 1.0);
-    allocations(|| {
-        gmm::gmm_objective_numpy_vjp(&alphas, &means, &icf, &x, 1.0, 0, 1.0);
+    vjp_allocations(n, k, d, |a, m, q, x| {
+        gmm::gmm_objective_numpy_vjp(a, m, q, x, 1.0, 0, 1.0);
     })
-    .0
 }
 
 /// Whole-array code allocates per call, not per row: the NumPy-style GMM
