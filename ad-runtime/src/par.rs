@@ -155,8 +155,12 @@ where
     R: Send,
     F: Fn(I) -> R + Sync + Send,
 {
+    // In order on this thread: no slots to hand the items over.
+    if !parallel || items.len() <= 1 {
+        return items.into_iter().map(f).collect();
+    }
     let slots: Vec<Mutex<Option<I>>> = items.into_iter().map(|i| Mutex::new(Some(i))).collect();
-    map_tasks(slots.len(), parallel, |t| {
+    map_tasks(slots.len(), true, |t| {
         f(take(&slots[t]).expect("each item is taken by one task"))
     })
 }
