@@ -339,26 +339,24 @@ fn find(name: &str) -> Option<FnInfo> {
 /// item-level macro (which could define it). `None` without an index (the unit tests), `Some(false)`
 /// whenever in doubt.
 pub fn unresolvable(name: &str) -> Option<bool> {
-    let mut guard = CACHE.lock().ok()?;
-    let cache = guard.get_or_insert_with(FastMap::default);
-    let files = files(cache)?;
-    let current = files[0].clone();
-    let here = fns_of(cache, &current)?;
-    if here.globs
-        || here.item_macros
-        || here.includes
-        || here.import_paths.iter().any(|(n, _, _)| n == name)
-        || here.fn_words.iter().any(|n| n == name)
-    {
-        return Some(false);
-    }
-    for f in &files {
-        let fns = fns_of(cache, f)?;
-        if fns.includes || fns.fns.iter().any(|(n, _)| n == name) {
+    with_index(|cache, files| {
+        let here = fns_of(cache, &files[0])?;
+        if here.globs
+            || here.item_macros
+            || here.includes
+            || here.import_paths.iter().any(|(n, _, _)| n == name)
+            || here.fn_words.iter().any(|n| n == name)
+        {
             return Some(false);
         }
-    }
-    Some(true)
+        for f in files {
+            let fns = fns_of(cache, f)?;
+            if fns.includes || fns.fns.iter().any(|(n, _)| n == name) {
+                return Some(false);
+            }
+        }
+        Some(true)
+    })
 }
 
 /// The path that a bare name `name` called in the function `caller` of
@@ -367,39 +365,44 @@ pub fn unresolvable(name: &str) -> Option<bool> {
 /// `name` is defined in its module, and the `use` items of its module
 /// import `name` from one path only.
 pub fn import_path(name: &str, caller: &str) -> Option<String> {
-    let mut guard = CACHE.lock().ok()?;
-    let cache = guard.get_or_insert_with(FastMap::default);
-    let files = files(cache)?;
-    let current = files[0].clone();
-    let here = fns_of(cache, &current)?;
-    let mut callers = here.fn_modules.iter().filter(|(n, _)| n == caller);
-    let (_, module) = callers.next()?;
-    if callers.next().is_some()
-        || here
-            .fn_modules
+    with_index(|cache, files| {
+        let here = fns_of(cache, &files[0])?;
+        let mut callers = here.fn_modules.iter().filter(|(n, _)| n == caller);
+        let (_, module) = callers.next()?;
+        if callers.next().is_some()
+            || here
+                .fn_modules
+                .iter()
+                .any(|(n, m)| n == name && m == module)
+        {
+            return None;
+        }
+        let mut paths = here
+            .import_paths
             .iter()
-            .any(|(n, m)| n == name && m == module)
-    {
-        return None;
-    }
-    let mut paths = here
-        .import_paths
-        .iter()
-        .filter(|(n, _, m)| n == name && m == module)
-        .map(|(_, p, _)| p);
-    let first = paths.next()?;
-    paths.all(|p| p == first).then(|| first.clone())
+            .filter(|(n, _, m)| n == name && m == module)
+            .map(|(_, p, _)| p);
+        let first = paths.next()?;
+        paths.all(|p| p == first).then(|| first.clone())
+    })
 }
 
 /// Whether the function `name` is defined in the file being expanded
 /// (`None`: no index, as in the unit tests).
 pub fn defined_here(name: &str) -> Option<bool> {
+    with_index(|cache, files| {
+        let here = fns_of(cache, &files[0])?;
+        Some(here.fns.iter().any(|(n, _)| n == name))
+    })
+}
+
+/// `f` on the crate index (locked) and the crate's files, the file being
+/// expanded first (`None`: no index, as in the unit tests).
+fn with_index<R>(f: impl FnOnce(&mut Cache, &[PathBuf]) -> Option<R>) -> Option<R> {
     let mut guard = CACHE.lock().ok()?;
     let cache = guard.get_or_insert_with(FastMap::default);
     let files = files(cache)?;
-    let current = files[0].clone();
-    let here = fns_of(cache, &current)?;
-    Some(here.fns.iter().any(|(n, _)| n == name))
+    f(cache, &files)
 }
 
 /// The fields of the struct `name` deriving `Differentiable` (the same

@@ -24,7 +24,7 @@ use crate::blocks::{blocked_map1, blocked_map2, blocked_map3};
 use crate::check;
 use crate::layout::{contiguous_order, from_vec_in, layout_of, prefer_f};
 use crate::par;
-use crate::scratch::{is_large, output_for_overwrite, output_vec};
+use crate::scratch::{output_for_overwrite, output_vec};
 use ndarray::{Array, ArrayBase, CowArray, Data, Dimension, IntoDimension, Zip};
 
 /// `out[idx] = f(idx)` for every index of `shape`.
@@ -90,18 +90,17 @@ fn from_vec<T, D: Dimension>(dim: D, v: Vec<T>) -> Array<T, D> {
     Array::from_shape_vec(dim, v).expect("row-major shape")
 }
 
-/// For a large result (at least [`crate::POOL_MIN_BYTES`]): a row-major array of
-/// `dim` whose buffer is pooled, for the kernel to overwrite in `Zip`'s
-/// order (the fast walk over strided inputs, which is not row-major); its
-/// values are a pooled buffer's, or `first()` (the first element's value;
-/// `f` is pure) beyond that buffer's length.
-/// `None` for a small or empty result: `Zip` then allocates it.
+/// A row-major array of `dim` whose buffer is pooled, for the kernel to
+/// overwrite in `Zip`'s order (the fast walk over strided inputs, which is
+/// not row-major); its values are a pooled buffer's, or `first()` (the
+/// first element's value; `f` is pure) beyond that buffer's length.
+/// `None` for an empty result: `Zip` then makes it.
 fn prefilled<T: Copy + 'static, D: Dimension>(
     dim: D,
     first: impl FnOnce() -> T,
 ) -> Option<Array<T, D>> {
     let n = dim.size();
-    if n == 0 || !is_large::<T>(n) {
+    if n == 0 {
         return None;
     }
     Some(from_vec(dim, output_for_overwrite(n, first())))

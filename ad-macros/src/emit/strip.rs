@@ -809,16 +809,8 @@ impl Emitter<'_> {
         // the trip count: a loop that runs zero times reads nothing, and a
         // read it never made must not fail.
         let hoisted = self.invariant_lane_reads(lam, st);
-        for s in &hoisted {
-            let Expr::Array(ArrayOp::Index {
-                arr: Atom::Var(a),
-                idx,
-            }) = &s.expr
-            else {
-                continue;
-            };
-            let read = self.strip_index(*a, idx, st)?;
-            let v = s.binds[0];
+        for &(v, a, idx) in &hoisted {
+            let read = self.strip_index(a, idx, st)?;
             let (x, t) = (self.binder(v), self.lanes_ty(v)?);
             pre.extend(quote!(
                 let #x: #t = if #n > 0 { #read } else { [::core::default::Default::default(); #LANES] };
@@ -832,8 +824,8 @@ impl Emitter<'_> {
         self.hoist.push(Some(TokenStream::new()));
         let body = self.strip_block(&lam.body, st);
         let inner = self.hoist.pop().flatten().unwrap_or_default();
-        for s in &hoisted {
-            self.col_skip.remove(&s.binds[0]);
+        for (v, _, _) in &hoisted {
+            self.col_skip.remove(v);
         }
         self.forget_differences(diffs);
         let stmts = body?;
@@ -891,33 +883,34 @@ impl Emitter<'_> {
     /// The element reads of the loop body `lam` (top-level statements,
     /// non-linear scalars) that vary with the strip-mined index and read
     /// nothing bound in the loop: its index, its state or an earlier
-    /// statement of its body (`strip_loop` reads them before the loop).
-    fn invariant_lane_reads<'l>(&self, lam: &'l Lambda, st: &Strip) -> Vec<&'l Stmt> {
+    /// statement of its body (`strip_loop` reads them before the loop), as
+    /// (binder, array, indices).
+    fn invariant_lane_reads<'l>(&self, lam: &'l Lambda, st: &Strip) -> Vec<(Var, Var, &'l [Atom])> {
         let mut inner: FastSet<Var> = lam.params.iter().chain(&lam.lin_params).copied().collect();
         let mut out = vec![];
         for s in &lam.body.stmts {
-            let read = match &s.expr {
-                Expr::Array(ArrayOp::Index {
-                    arr: Atom::Var(a),
-                    idx,
-                }) => {
-                    !st.arrays.contains(&self.uses.root(*a))
-                        && self.ty(*a).rank() == Some(idx.len())
-                        && s.binds.len() == 1
+            let read = match (&s.expr, s.binds.as_slice()) {
+                (
+                    Expr::Array(ArrayOp::Index {
+                        arr: Atom::Var(a),
+                        idx,
+                    }),
+                    [y],
+                ) if !st.arrays.contains(&self.uses.root(*a))
+                    && self.ty(*a).rank() == Some(idx.len())
+                    && !self.col_skip.contains(y) =>
+                {
+                    Some((*y, *a, idx.as_slice()))
                 }
-                _ => false,
+                _ => None,
             };
             let fv = free_vars_stmt(s);
             let invariant = fv.lin.is_empty() && fv.nl.iter().all(|v| !inner.contains(v));
-            if read
-                && invariant
-                && self.varies(s, st)
-                && !self.uses.aliases_only(s)
-                && !self.col_skip.contains(&s.binds[0])
-            {
-                out.push(s);
-            } else {
-                inner.extend(s.binds.iter().chain(&s.lin_binds).copied());
+            match read {
+                Some(r) if invariant && self.varies(s, st) && !self.uses.aliases_only(s) => {
+                    out.push(r)
+                }
+                _ => inner.extend(s.binds.iter().chain(&s.lin_binds).copied()),
             }
         }
         out
