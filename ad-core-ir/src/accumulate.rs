@@ -262,9 +262,7 @@ fn uses(s: &Stmt, v: Var) -> bool {
 
 /// Whether `v` is read inside the bodies of `s` (not only as its operand).
 fn captured(s: &Stmt, v: Var) -> bool {
-    blocks(&s.expr)
-        .iter()
-        .any(|b| crate::visit::free_vars_block(b).lin.contains(&v))
+    blocks(&s.expr).any(|b| crate::visit::free_vars_block(b).lin.contains(&v))
 }
 
 #[cfg(test)]

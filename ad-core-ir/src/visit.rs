@@ -145,13 +145,13 @@ pub fn map_operands(e: &mut Expr, nl: &mut dyn FnMut(&mut Atom), lin: &mut dyn F
 
 /// The lambdas of an expression (bodies of loops, builds, maps, folds; a
 /// while's condition and body).
-pub fn lambdas(e: &Expr) -> Vec<&Lambda> {
+pub fn lambdas(e: &Expr) -> Nested<&Lambda> {
     match e {
-        Expr::Loop(l) => vec![&l.body],
-        Expr::Build(b) => vec![&b.body],
-        Expr::Map(m) => vec![&m.body],
-        Expr::Fold(f) => vec![&f.body],
-        Expr::While(w) => vec![&w.cond, &w.body],
+        Expr::Loop(l) => Nested::one(&l.body),
+        Expr::Build(b) => Nested::one(&b.body),
+        Expr::Map(m) => Nested::one(&m.body),
+        Expr::Fold(f) => Nested::one(&f.body),
+        Expr::While(w) => Nested::two(&w.cond, &w.body),
         Expr::Atom(_)
         | Expr::Prim(..)
         | Expr::Array(_)
@@ -159,34 +159,74 @@ pub fn lambdas(e: &Expr) -> Vec<&Lambda> {
         | Expr::Untuple(_)
         | Expr::Lin(_)
         | Expr::Call(_)
-        | Expr::If(_) => vec![],
+        | Expr::If(_) => Nested::none(),
     }
 }
 
 /// The nested blocks of an expression: lambda bodies and `If` branches.
-pub fn blocks(e: &Expr) -> Vec<&Block> {
+pub fn blocks(e: &Expr) -> Nested<&Block> {
     match e {
-        Expr::If(i) => vec![&i.then_, &i.else_],
-        _ => lambdas(e).into_iter().map(|l| &l.body).collect(),
+        Expr::If(i) => Nested::two(&i.then_, &i.else_),
+        _ => {
+            let mut ls = lambdas(e);
+            Nested([ls.next().map(|l| &l.body), ls.next().map(|l| &l.body)])
+        }
     }
 }
 
 /// Mutable nested blocks of an expression.
-pub fn blocks_mut(e: &mut Expr) -> Vec<&mut Block> {
+pub fn blocks_mut(e: &mut Expr) -> Nested<&mut Block> {
     match e {
-        Expr::If(i) => vec![&mut i.then_, &mut i.else_],
-        Expr::Loop(l) => vec![&mut l.body.body],
-        Expr::Build(b) => vec![&mut b.body.body],
-        Expr::Map(m) => vec![&mut m.body.body],
-        Expr::Fold(f) => vec![&mut f.body.body],
-        Expr::While(w) => vec![&mut w.cond.body, &mut w.body.body],
+        Expr::If(i) => Nested::two(&mut i.then_, &mut i.else_),
+        Expr::Loop(l) => Nested::one(&mut l.body.body),
+        Expr::Build(b) => Nested::one(&mut b.body.body),
+        Expr::Map(m) => Nested::one(&mut m.body.body),
+        Expr::Fold(f) => Nested::one(&mut f.body.body),
+        Expr::While(w) => Nested::two(&mut w.cond.body, &mut w.body.body),
         Expr::Atom(_)
         | Expr::Prim(..)
         | Expr::Array(_)
         | Expr::Tuple(_)
         | Expr::Untuple(_)
         | Expr::Lin(_)
-        | Expr::Call(_) => vec![],
+        | Expr::Call(_) => Nested::none(),
+    }
+}
+
+/// The at most two things nested in an expression (a `while`'s condition
+/// and body, an `if`'s branches, a loop's body), in order, without
+/// allocating: the simplifier and the emitter ask for them at every
+/// statement of every pass.
+#[derive(Clone, Debug)]
+pub struct Nested<T>([Option<T>; 2]);
+
+impl<T> Nested<T> {
+    fn none() -> Self {
+        Nested([None, None])
+    }
+
+    fn one(a: T) -> Self {
+        Nested([Some(a), None])
+    }
+
+    fn two(a: T, b: T) -> Self {
+        Nested([Some(a), Some(b)])
+    }
+
+    /// Whether there is nothing nested.
+    pub fn is_empty(&self) -> bool {
+        self.0[0].is_none() && self.0[1].is_none()
+    }
+}
+
+impl<T> Iterator for Nested<T> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        match self.0[0].take() {
+            Some(a) => Some(a),
+            None => self.0[1].take(),
+        }
     }
 }
 
@@ -423,7 +463,7 @@ pub fn substitute_stmt(s: &mut Stmt, nl: &FastMap<Var, Atom>, lin: &FastMap<Var,
 pub fn size_block(b: &Block) -> usize {
     b.stmts
         .iter()
-        .map(|s| 1 + blocks(&s.expr).into_iter().map(size_block).sum::<usize>())
+        .map(|s| 1 + blocks(&s.expr).map(size_block).sum::<usize>())
         .sum()
 }
 

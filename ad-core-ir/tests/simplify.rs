@@ -104,13 +104,7 @@ fn count(f: &Func, pred: &dyn Fn(&Expr) -> bool) -> usize {
     fn go(b: &Block, pred: &dyn Fn(&Expr) -> bool) -> usize {
         b.stmts
             .iter()
-            .map(|s| {
-                pred(&s.expr) as usize
-                    + blocks(&s.expr)
-                        .into_iter()
-                        .map(|b| go(b, pred))
-                        .sum::<usize>()
-            })
+            .map(|s| pred(&s.expr) as usize + blocks(&s.expr).map(|b| go(b, pred)).sum::<usize>())
             .sum()
     }
     go(&f.body, pred)
@@ -1577,7 +1571,7 @@ fn tabulate_moves_partially_invariant_expensive_scalars_to_a_table() {
         .find(|s| matches!(s.expr, Expr::Build(_)))
         .unwrap();
     assert_eq!(g.vars.ty(table.binds[0]), &Ty::f64s(2));
-    assert!(blocks(&table.expr).iter().any(|b| b
+    assert!(blocks(&table.expr).any(|b| b
         .stmts
         .iter()
         .any(|s| matches!(s.expr, Expr::Prim(Prim::Exp, _)))));

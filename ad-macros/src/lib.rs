@@ -138,5 +138,6 @@ pub fn linear(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// for `p`.
 #[proc_macro_derive(Differentiable, attributes(linad))]
 pub fn derive_differentiable(item: TokenStream) -> TokenStream {
+    let _crate = crate_fns::Scope::enter(None);
     derive::expand(item.into()).into()
 }

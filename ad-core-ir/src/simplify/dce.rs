@@ -219,7 +219,7 @@ pub fn drop_dead_linear(f: &mut Func) -> bool {
 fn has_drop(b: &Block) -> bool {
     b.stmts
         .iter()
-        .any(|s| is_drop(s) || crate::visit::blocks(&s.expr).into_iter().any(has_drop))
+        .any(|s| is_drop(s) || crate::visit::blocks(&s.expr).any(has_drop))
 }
 
 fn ddl_block(b: &mut Block, counts: &Counts, subst: &mut Subst) -> bool {

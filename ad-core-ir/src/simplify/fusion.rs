@@ -114,11 +114,9 @@ pub(super) fn fuse_pairs(
 
 /// Whether some statement of `b` (nested blocks included) satisfies `p`.
 fn any_stmt(b: &Block, p: &dyn Fn(&Stmt) -> bool) -> bool {
-    b.stmts.iter().any(|s| {
-        p(s) || crate::visit::blocks(&s.expr)
-            .into_iter()
-            .any(|nb| any_stmt(nb, p))
-    })
+    b.stmts
+        .iter()
+        .any(|s| p(s) || crate::visit::blocks(&s.expr).any(|nb| any_stmt(nb, p)))
 }
 
 /// Occurrences of `v` in a list of atoms.

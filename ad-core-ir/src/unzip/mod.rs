@@ -325,8 +325,7 @@ fn has_linear(s: &Stmt) -> bool {
     !s.lin_binds.is_empty()
         || matches!(s.expr, Expr::Lin(_))
         || !free_vars_stmt(s).lin.is_empty()
-        || lambdas(&s.expr).iter().any(|l| !l.lin_params.is_empty())
+        || lambdas(&s.expr).any(|l| !l.lin_params.is_empty())
         || crate::visit::blocks(&s.expr)
-            .iter()
             .any(|b| !b.lin_results.is_empty() || b.stmts.iter().any(has_linear))
 }

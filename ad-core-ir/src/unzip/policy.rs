@@ -323,8 +323,6 @@ fn dear_stmt(s: &Stmt) -> bool {
     match &s.expr {
         Expr::Prim(p, _) => !p.is_cheap(),
         Expr::Call(_) => true,
-        _ => crate::visit::blocks(&s.expr)
-            .into_iter()
-            .any(|b| b.stmts.iter().any(dear_stmt)),
+        _ => crate::visit::blocks(&s.expr).any(|b| b.stmts.iter().any(dear_stmt)),
     }
 }

@@ -1143,7 +1143,6 @@ pub(super) fn work_estimate(b: &ad_core_ir::ir::Block, per_nest: usize) -> usize
         .iter()
         .map(|s| {
             let nested: usize = ad_core_ir::visit::blocks(&s.expr)
-                .into_iter()
                 .map(|nb| work_estimate(nb, per_nest).saturating_mul(per_nest))
                 .sum();
             1usize.saturating_add(nested)

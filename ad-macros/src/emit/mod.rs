@@ -49,6 +49,7 @@ pub(crate) use calls::hidden_path;
 pub(crate) use headers::stubs;
 use proc_macro2::TokenStream;
 pub use transpose_fn::{f_transpose, Sizes};
+pub(crate) use types::forget_cached_paths;
 pub(crate) use wrappers::{allows, ct_ty, tangent_ty};
 
 /// Everything the emitter needs for one function.

@@ -33,12 +33,35 @@ pub const MAX_RANK: usize = 6;
 
 /// `::linad::ndarray`.
 pub fn nd() -> TokenStream {
-    quote!(::linad::ndarray)
+    cached(&ND, || quote!(::linad::ndarray))
 }
 
 /// `::linad::__private::ad_runtime`.
 pub fn rt() -> TokenStream {
-    quote!(::linad::__private::ad_runtime)
+    cached(&RT, || quote!(::linad::__private::ad_runtime))
+}
+
+type Cached = std::thread::LocalKey<std::cell::RefCell<Option<TokenStream>>>;
+
+thread_local! {
+    static ND: std::cell::RefCell<Option<TokenStream>> = const { std::cell::RefCell::new(None) };
+    static RT: std::cell::RefCell<Option<TokenStream>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The tokens `make` gives, made once per macro invocation: the emitter
+/// names the runtime path at nearly every statement, and making its nine
+/// tokens again each time was 4% of an expansion (a copy is one handle).
+fn cached(slot: &'static Cached, make: fn() -> TokenStream) -> TokenStream {
+    slot.with(|c| c.borrow_mut().get_or_insert_with(make).clone())
+}
+
+/// Forgets the cached paths of [`nd`] and [`rt`]: the compiler's tokens
+/// live as long as one macro invocation, so each invocation starts and
+/// ends with this (`crate_fns::Scope`).
+pub fn forget_cached_paths() {
+    for slot in [&ND, &RT] {
+        slot.with(|c| c.borrow_mut().take());
+    }
 }
 
 /// Whether values of the type are `Copy` in generated code.

@@ -51,9 +51,7 @@ pub fn lowered(src: &str) -> Lowered {
     fn all_located(b: &ad_core_ir::ir::Block, n: usize) -> bool {
         b.stmts.iter().all(|s| {
             s.src.is_some_and(|id| (id.0 as usize) < n)
-                && ad_core_ir::visit::blocks(&s.expr)
-                    .into_iter()
-                    .all(|b| all_located(b, n))
+                && ad_core_ir::visit::blocks(&s.expr).all(|b| all_located(b, n))
         })
     }
     assert!(
