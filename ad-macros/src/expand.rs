@@ -156,8 +156,16 @@ fn derivatives(
 fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<syn::Error>> {
     depth::tokens(&attr).map_err(|e| vec![e])?;
     depth::tokens(&item).map_err(|e| vec![e])?;
-    if let Ok(imp) = syn::parse2::<syn::ItemImpl>(item.clone()) {
-        return Ok(crate::impls::expand(attr, imp));
+    // (Parsing builds a buffer of every token of the item: only an item
+    // with `impl` among its top-level tokens is tried as an `impl` block.)
+    let top_level_impl = item
+        .clone()
+        .into_iter()
+        .any(|t| matches!(&t, proc_macro2::TokenTree::Ident(i) if i == "impl"));
+    if top_level_impl {
+        if let Ok(imp) = syn::parse2::<syn::ItemImpl>(item.clone()) {
+            return Ok(crate::impls::expand(attr, imp));
+        }
     }
     let args = Args::parse(attr.clone())?;
     let func: syn::ItemFn = syn::parse2(item.clone()).map_err(|e| {

@@ -215,12 +215,11 @@ impl<'a> Emitter<'a> {
     }
 
     /// The name to bind `v` with: `_` when it is never read.
-    pub fn binder(&self, v: Var) -> TokenStream {
+    pub fn binder(&self, v: Var) -> Ident {
         if self.uses.used(v) {
-            let n = self.var_name(v);
-            quote!(#n)
+            self.var_name(v).clone()
         } else {
-            quote!(_)
+            Ident::new("_", proc_macro2::Span::call_site())
         }
     }
 

@@ -534,7 +534,7 @@ impl Emitter<'_> {
         lam: &Lambda,
         plan: &Strip,
         names: &[Ident],
-        ib: &TokenStream,
+        ib: &Ident,
         s0: &Ident,
         (lo, hi): (TokenStream, TokenStream),
         per_block: TokenStream,
@@ -658,7 +658,7 @@ impl Emitter<'_> {
             };
             self.set_repr(*v, r);
         }
-        let pats: Vec<TokenStream> = vars.iter().map(|v| self.binder(*v)).collect();
+        let pats: Vec<Ident> = vars.iter().map(|v| self.binder(*v)).collect();
         let tys: Vec<TokenStream> = vars
             .iter()
             .map(|v| self.strip_ty(*v, st))

@@ -195,7 +195,7 @@ pub fn tuple_ty(parts: Vec<TokenStream>) -> TokenStream {
 }
 
 /// A tuple expression or pattern (`(x,)` for one part).
-pub fn tuple(parts: &[TokenStream]) -> TokenStream {
+pub fn tuple<T: quote::ToTokens>(parts: &[T]) -> TokenStream {
     if parts.len() == 1 {
         let p = &parts[0];
         quote!((#p,))
