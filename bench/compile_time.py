@@ -2,7 +2,7 @@
 """Compile time of #[differentiable]: a crate of 50 typical functions built
 with and without the attribute (README "Keeping builds fast").
 
-    bench/compile-time [--rounds N] [--functions N] [--use] [--private]
+    bench/compile-time [--rounds N] [--functions N] [--use] [--private] [--instructions]
 
 Writes two crates under target/compile-time/ from one generator: `plain`
 (the functions as written) and `linad` (the same with #[differentiable]),
@@ -18,6 +18,9 @@ function (plain) or every function's `f_vjp` and `f_jvp` (linad): a crate
 that uses what it defines, where an `#[inline]` item is compiled anyway.
 With `--private` the functions are not `pub` (a binary, a library's
 helpers): a function no other one calls then gets no building blocks.
+With `--instructions` it also counts, with valgrind, the instructions rustc
+executes for the linad crate's `cargo check` (deterministic, unlike the
+times on a shared machine).
 """
 
 import argparse
@@ -202,6 +205,39 @@ def token_counts(src_file: Path):
     return int(m.group(1)), int(m.group(2)), float(m.group(3))
 
 
+def rustc_instructions(crate: Path):
+    """Instructions rustc executes for `cargo check` of CRATE after a touch
+    of its lib.rs (incremental, the macro as cargo builds it for a user:
+    unoptimised), counted by valgrind's callgrind: deterministic where wall
+    time on a shared machine is not. Returns (total, in the macro's
+    expansion), or None without valgrind."""
+    import shutil
+    import tempfile
+    if not shutil.which("valgrind"):
+        return None
+    env = dict(os.environ, CARGO_TARGET_DIR=str(TARGET), CARGO_TERM_COLOR="never")
+    (crate / "src" / "lib.rs").touch()
+    r = subprocess.run(["cargo", "check", "--offline", "-v"], cwd=crate, env=env,
+                       capture_output=True, text=True)
+    m = re.search(r"Running `(.*--crate-name ct_linad .*)`", r.stderr)
+    if not m:
+        sys.exit(f"compile-time: no rustc command for the linad crate:\n{r.stderr}")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "cg.%p"
+        v = subprocess.run(["valgrind", "--tool=callgrind", "--trace-children=yes",
+                            f"--callgrind-out-file={out}", "sh", "-c", m.group(1)],
+                           cwd=crate, env=env, capture_output=True, text=True)
+        totals = [int(x.replace(",", "")) for x in re.findall(r"refs:\s+([0-9,]+)", v.stderr)]
+        biggest = max(Path(tmp).glob("cg.*"), key=lambda f: f.stat().st_size)
+        a = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(biggest)],
+                           capture_output=True, text=True).stdout
+    def incl(name):
+        hits = [int(l.split()[0].replace(",", "")) for l in a.splitlines() if name in l]
+        return max(hits, default=0)
+    macro = incl("ad_macros::expand::expand ") + incl("ad_core_ir::driver::differentiate ")
+    return max(totals, default=0), macro
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
@@ -213,6 +249,9 @@ def main():
                     help="the functions are private (`fn`, not `pub fn`), as in a binary "
                          "or a library's helpers: only what is called keeps its building "
                          "blocks")
+    ap.add_argument("--instructions", action="store_true",
+                    help="also count the instructions rustc executes for the linad crate's "
+                         "`cargo check` (valgrind's callgrind; deterministic)")
     a = ap.parse_args()
     plain = write_crate("plain", crate_source(a.functions, False, a.use, a.private))
     lin = write_crate("linad", crate_source(a.functions, True, a.use, a.private))
@@ -245,6 +284,15 @@ def main():
     print(f"| tokens (expanded / source) | {src_tokens} | {exp_tokens} | {exp_tokens / src_tokens:.1f}x |")
     print(f"| rlib size | {rp / 1e6:.2f} MB | {rl / 1e6:.2f} MB | {rl / rp:.1f}x |")
     print(f"\nMacro expansion (optimised ad-macros, in process): {exp_ms / a.functions:.1f} ms per function.")
+    if a.instructions:
+        ir = rustc_instructions(lin)
+        if ir is None:
+            print("(--instructions: valgrind is not installed)")
+        else:
+            total, macro = ir
+            print(f"`cargo check` of the linad crate: rustc executes {total / 1e9:.3f}G instructions, "
+                  f"{macro / 1e9:.3f}G of them in the macro ({100 * macro / max(total, 1):.0f}%; "
+                  "callgrind, the macro unoptimised as cargo builds it).")
 
 
 if __name__ == "__main__":
