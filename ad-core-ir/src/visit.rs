@@ -212,11 +212,6 @@ impl<T> Nested<T> {
     fn two(a: T, b: T) -> Self {
         Nested([Some(a), Some(b)])
     }
-
-    /// Whether there is nothing nested.
-    pub fn is_empty(&self) -> bool {
-        self.0[0].is_none() && self.0[1].is_none()
-    }
 }
 
 impl<T> Iterator for Nested<T> {
