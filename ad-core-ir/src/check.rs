@@ -383,19 +383,25 @@ impl<'a> Checker<'a> {
         // Types.
         match expr_types(&s.expr, &self.f.vars, self.prog) {
             Ok((nl, lin)) => {
-                let got_nl: Vec<Option<Ty>> = s
-                    .binds
-                    .iter()
-                    .map(|v| self.f.vars.vars.get(v.0 as usize).map(|i| i.ty.clone()))
-                    .collect();
-                let got_lin: Vec<Option<Ty>> = s
-                    .lin_binds
-                    .iter()
-                    .map(|v| self.f.vars.vars.get(v.0 as usize).map(|i| i.ty.clone()))
-                    .collect();
-                let want_nl: Vec<Option<Ty>> = nl.into_iter().map(Some).collect();
-                let want_lin: Vec<Option<Ty>> = lin.into_iter().map(Some).collect();
-                if got_nl != want_nl || got_lin != want_lin {
+                // Compared in place; the lists are made only for a message.
+                let vars = &self.f.vars.vars;
+                let agree = |binds: &[Var], want: &[Ty]| {
+                    binds.len() == want.len()
+                        && binds
+                            .iter()
+                            .zip(want)
+                            .all(|(v, t)| vars.get(v.0 as usize).is_some_and(|i| i.ty == *t))
+                };
+                if !agree(&s.binds, &nl) || !agree(&s.lin_binds, &lin) {
+                    let got = |binds: &[Var]| -> Vec<Option<Ty>> {
+                        binds
+                            .iter()
+                            .map(|v| vars.get(v.0 as usize).map(|i| i.ty.clone()))
+                            .collect()
+                    };
+                    let (got_nl, got_lin) = (got(&s.binds), got(&s.lin_binds));
+                    let want_nl: Vec<Option<Ty>> = nl.into_iter().map(Some).collect();
+                    let want_lin: Vec<Option<Ty>> = lin.into_iter().map(Some).collect();
                     let show = |ts: &[Option<Ty>]| {
                         ts.iter()
                             .map(|t| t.as_ref().map_or("?".into(), |t| t.to_string()))

@@ -250,3 +250,40 @@ fn errors_carry_the_source_id() {
         "{es:?}"
     );
 }
+
+#[test]
+fn rejects_a_result_bound_at_another_type() {
+    // `y: i64 = x * x` with `x: f64`.
+    let e = errors(Mode::LinearA, |b, x, dx, dy| {
+        let y = b.fresh("y", Ty::I64);
+        push(
+            b,
+            vec![y],
+            vec![],
+            Expr::Prim(Prim::Mul, vec![x.into(), x.into()]),
+        );
+        let t = b.lin(LinOp::Add(dx, dy));
+        (vec![y.into()], vec![t])
+    });
+    assert_rejected(&e, &["produces (f64 ; ) but binds (i64 ; )"]);
+}
+
+#[test]
+fn rejects_a_statement_binding_too_many_results() {
+    // Two binders for the one result of `x * x`, and a linear one for
+    // a statement that makes none.
+    let e = errors(Mode::LinearA, |b, x, dx, dy| {
+        let (y, z) = (b.fresh("y", Ty::F64), b.fresh("z", Ty::F64));
+        let w = b.fresh_lin("w", Ty::F64);
+        push(
+            b,
+            vec![y, z],
+            vec![w],
+            Expr::Prim(Prim::Mul, vec![x.into(), x.into()]),
+        );
+        let t = b.lin(LinOp::Add(dx, dy));
+        let u = b.lin(LinOp::Add(t, w));
+        (vec![y.into(), z.into()], vec![u])
+    });
+    assert_rejected(&e, &["produces (f64 ; ) but binds (f64, f64 ; f64)"]);
+}
