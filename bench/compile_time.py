@@ -26,9 +26,11 @@ times on a shared machine).
 import argparse
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -166,10 +168,15 @@ linad = {{ path = "{ROOT}" }}
     return d
 
 
+def cargo_env():
+    """The environment of every cargo run: the shared target directory."""
+    return dict(os.environ, CARGO_TARGET_DIR=str(TARGET), CARGO_TERM_COLOR="never")
+
+
 def cargo(crate: Path, args, quiet=True, offline=True) -> float:
     """Seconds `cargo ARGS` takes in CRATE after touching its lib.rs; the
     timed runs are offline, the warm-up may fetch the dependencies."""
-    env = dict(os.environ, CARGO_TARGET_DIR=str(TARGET), CARGO_TERM_COLOR="never")
+    env = cargo_env()
     (crate / "src" / "lib.rs").touch()
     t = time.perf_counter()
     r = subprocess.run(
@@ -211,11 +218,9 @@ def rustc_instructions(crate: Path):
     unoptimised), counted by valgrind's callgrind: deterministic where wall
     time on a shared machine is not. Returns (total, in the macro's
     expansion), or None without valgrind."""
-    import shutil
-    import tempfile
     if not shutil.which("valgrind"):
         return None
-    env = dict(os.environ, CARGO_TARGET_DIR=str(TARGET), CARGO_TERM_COLOR="never")
+    env = cargo_env()
     (crate / "src" / "lib.rs").touch()
     r = subprocess.run(["cargo", "check", "--offline", "-v"], cwd=crate, env=env,
                        capture_output=True, text=True)

@@ -168,8 +168,8 @@ pub fn blocks(e: &Expr) -> Nested<&Block> {
     match e {
         Expr::If(i) => Nested::two(&i.then_, &i.else_),
         _ => {
-            let mut ls = lambdas(e);
-            Nested([ls.next().map(|l| &l.body), ls.next().map(|l| &l.body)])
+            let Nested([a, b]) = lambdas(e);
+            Nested([a.map(|l| &l.body), b.map(|l| &l.body)])
         }
     }
 }
