@@ -145,7 +145,6 @@ pub struct Scope;
 impl Scope {
     /// Enters the crate of `file` (`None`: no crate is known).
     pub fn enter(file: Option<PathBuf>) -> Scope {
-        crate::emit::forget_cached_paths();
         CURRENT.with(|c| *c.borrow_mut() = file);
         Scope
     }
@@ -153,7 +152,6 @@ impl Scope {
 
 impl Drop for Scope {
     fn drop(&mut self) {
-        crate::emit::forget_cached_paths();
         CURRENT.with(|c| *c.borrow_mut() = None);
         MEMO.with(|m| m.borrow_mut().clear());
         MODULES.with(|m| m.borrow_mut().clear());

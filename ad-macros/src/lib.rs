@@ -27,6 +27,7 @@ mod sig;
 mod struct_results;
 mod structs;
 mod substitute;
+mod text;
 
 #[cfg(test)]
 mod deep_tests;

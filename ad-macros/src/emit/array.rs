@@ -8,14 +8,14 @@
 
 use super::func::{Emitter, Out, R};
 use super::types::{array_ty, dim_ty, nd, owned_repr, rt, Repr};
+use crate::text::{text, Code};
 use ad_core_ir::ir::{ArrayOp, Atom, ReduceOp, Var};
 use ad_core_ir::types::Scalar;
-use proc_macro2::{Literal, TokenStream};
-use quote::quote;
+use proc_macro2::Literal;
 
 /// `[a, b, c]`: a static shape / index list.
-pub fn list(xs: &[TokenStream]) -> TokenStream {
-    quote!([#(#xs),*])
+pub fn list(xs: &[Code]) -> Code {
+    text!([#(#xs),*])
 }
 
 impl Emitter<'_> {
@@ -47,14 +47,14 @@ impl Emitter<'_> {
             }
             ArrayOp::Shape { arr, axis } => {
                 let x = self.scalar(arr);
-                Ok(Out::one(quote!(#x.shape()[#axis] as i64), Repr::Val))
+                Ok(Out::one(text!(#x.shape()[#axis] as i64), Repr::Val))
             }
             // The array's own stride: the emitter keeps the memory layout
             // `f`'s array has (views stay views), so an order computed from
             // it is the order ndarray visits `f`'s array in.
             ArrayOp::Stride { arr, axis } => {
                 let x = self.scalar(arr);
-                Ok(Out::one(quote!(#x.strides()[#axis] as i64), Repr::Val))
+                Ok(Out::one(text!(#x.strides()[#axis] as i64), Repr::Val))
             }
         }
     }
@@ -74,7 +74,7 @@ impl Emitter<'_> {
             }
             let ix: Vec<_> = idx.iter().map(|a| self.usize_of(a)).collect();
             let ix = list(&ix);
-            return Ok(Out::one(quote!(#x[#ix]), Repr::Val));
+            return Ok(Out::one(text!(#x[#ix]), Repr::Val));
         }
         if idx.len() > rank {
             return Err(format!(
@@ -83,13 +83,13 @@ impl Emitter<'_> {
             ));
         }
         let var = arr.var().expect("an array operand is a variable");
-        let sub = |first: TokenStream| self.leading_axes(first, idx);
+        let sub = |first: Code| self.leading_axes(first, idx);
         Ok(match self.repr(var) {
-            Repr::View => Out::one(sub(quote!(#x)), Repr::View),
-            _ if !self.uses.local(var, site) => Out::one(sub(quote!(#x.view())), Repr::View),
+            Repr::View => Out::one(sub(text!(#x)), Repr::View),
+            _ if !self.uses.local(var, site) => Out::one(sub(text!(#x.view())), Repr::View),
             _ => {
-                let v = sub(quote!(#x.view()));
-                Out::one(quote!(#v.to_owned()), Repr::Owned)
+                let v = sub(text!(#x.view()));
+                Out::one(text!(#v.to_owned()), Repr::Owned)
             }
         })
     }
@@ -98,18 +98,18 @@ impl Emitter<'_> {
     /// `view.index_axis_move(Axis(0), i0).index_axis_move(Axis(0), i1)..`
     /// (ndarray's cheapest sub-view: no slice descriptor to interpret, the
     /// same panic on an index out of range).
-    fn leading_axes(&self, view: TokenStream, idx: &[Atom]) -> TokenStream {
+    fn leading_axes(&self, view: Code, idx: &[Atom]) -> Code {
         let nd = nd();
         let ix = idx.iter().map(|a| self.usize_of(a));
-        quote!(#view #(.index_axis_move(#nd::Axis(0), #ix))*)
+        text!(#view #(.index_axis_move(#nd::Axis(0), #ix))*)
     }
 
     /// [`Emitter::leading_axes`] of the owned array `u`, mutably:
     /// `u.view_mut().index_axis_move(Axis(0), i0)..`.
-    fn leading_axes_mut(&self, u: &proc_macro2::Ident, idx: &[Atom]) -> TokenStream {
+    fn leading_axes_mut(&self, u: &proc_macro2::Ident, idx: &[Atom]) -> Code {
         let nd = nd();
         let ix = idx.iter().map(|a| self.usize_of(a));
-        quote!(#u.view_mut() #(.index_axis_move(#nd::Axis(0), #ix))*)
+        text!(#u.view_mut() #(.index_axis_move(#nd::Axis(0), #ix))*)
     }
 
     /// `target with [idx] = val` (`+=` when `add`), in place on the owned
@@ -118,13 +118,13 @@ impl Emitter<'_> {
     #[allow(clippy::too_many_arguments)]
     pub fn update(
         &mut self,
-        target: TokenStream,
+        target: Code,
         x: Option<Var>,
         elem: Scalar,
         rank: usize,
         idx: &[Atom],
-        val: TokenStream,
-        val_ref: TokenStream,
+        val: Code,
+        val_ref: Code,
         add: bool,
     ) -> R<Out> {
         let u = self.fresh("u");
@@ -132,9 +132,9 @@ impl Emitter<'_> {
             let ix = self.element_index(x, idx.iter().map(|a| self.usize_of(a)).collect());
             let ix = list(&ix);
             if add {
-                quote!(#u[#ix] += #val;)
+                text!(#u[#ix] += #val;)
             } else {
-                quote!(#u[#ix] = #val;)
+                text!(#u[#ix] = #val;)
             }
         } else {
             if x.is_some_and(|x| self.row_shifts.contains_key(&x)) {
@@ -144,14 +144,14 @@ impl Emitter<'_> {
             let d = self.fresh("d");
             if add && elem == Scalar::F64 {
                 let rt = rt();
-                quote!(#rt::add_assign(&mut #sub, #val_ref);)
+                text!(#rt::add_assign(&mut #sub, #val_ref);)
             } else {
                 let op = if add {
-                    quote!(#d += #val_ref;)
+                    text!(#d += #val_ref;)
                 } else {
-                    quote!(#d.assign(#val_ref);)
+                    text!(#d.assign(#val_ref);)
                 };
-                quote!({
+                text!({
                     let mut #d = #sub;
                     assert_eq!(#d.shape(), (#val_ref).shape(), "linad: update of a sub-array of another shape");
                     #op
@@ -159,7 +159,7 @@ impl Emitter<'_> {
             }
         };
         Ok(Out::one(
-            quote!({ let mut #u = #target; #write #u }),
+            text!({ let mut #u = #target; #write #u }),
             Repr::Owned,
         ))
     }
@@ -168,10 +168,10 @@ impl Emitter<'_> {
     /// held: a chunk of an accumulation loop whose iterations own rows
     /// (`nest.rs`) holds only its rows, from an offset along one axis
     /// (`Emitter::row_shifts`), so that index is taken relative to it.
-    pub fn element_index(&self, x: Option<Var>, mut ix: Vec<TokenStream>) -> Vec<TokenStream> {
+    pub fn element_index(&self, x: Option<Var>, mut ix: Vec<Code>) -> Vec<Code> {
         if let Some((axis, off)) = x.and_then(|x| self.row_shifts.get(&x)) {
             if let Some(t) = ix.get_mut(*axis) {
-                *t = quote!((#t).wrapping_sub(#off));
+                *t = text!((#t).wrapping_sub(#off));
             }
         }
         ix
@@ -180,7 +180,7 @@ impl Emitter<'_> {
     /// `(target[idx], target with [idx] = 0)`: reads and clears the element
     /// (or sub-array) in place on the owned `target`, so the cost is that of
     /// the element.
-    pub fn take(&mut self, target: TokenStream, rank: usize, idx: &[Atom]) -> R<Out> {
+    pub fn take(&mut self, target: Code, rank: usize, idx: &[Atom]) -> R<Out> {
         let (u, e) = (self.fresh("u"), self.fresh("e"));
         if idx.len() > rank {
             return Err(format!(
@@ -191,28 +191,28 @@ impl Emitter<'_> {
         let (read, clear, elem) = if idx.len() == rank {
             let ix: Vec<_> = idx.iter().map(|a| self.usize_of(a)).collect();
             let ix = list(&ix);
-            (quote!(#u[#ix]), quote!(#u[#ix] = 0.0;), Repr::Val)
+            (text!(#u[#ix]), text!(#u[#ix] = 0.0;), Repr::Val)
         } else {
             let (sub, sub_mut) = (
-                self.leading_axes(quote!(#u.view()), idx),
+                self.leading_axes(text!(#u.view()), idx),
                 self.leading_axes_mut(&u, idx),
             );
             (
-                quote!(#sub.to_owned()),
-                quote!(#sub_mut.fill(0.0);),
+                text!(#sub.to_owned()),
+                text!(#sub_mut.fill(0.0);),
                 Repr::Owned,
             )
         };
         Ok(Out {
-            expr: quote!({ let mut #u = #target; let #e = #read; #clear (#e, #u) }),
+            expr: text!({ let mut #u = #target; let #e = #read; #clear (#e, #u) }),
             reprs: vec![elem, Repr::Owned],
         })
     }
 
     /// `i64` index array to `usize` (`idx.mapv(|i| i as usize)`).
-    fn usize_indices(&self, idx: &Atom) -> TokenStream {
+    fn usize_indices(&self, idx: &Atom) -> Code {
         let i = self.scalar(idx);
-        quote!(#i.mapv(|__i: i64| __i as usize))
+        text!(#i.mapv(|__i: i64| __i as usize))
     }
 
     /// Rows of `arr` picked by `idx`.
@@ -220,7 +220,7 @@ impl Emitter<'_> {
         let rt = rt();
         let x = self.by_ref(arr);
         let ix = self.usize_indices(idx);
-        Ok(Out::one(quote!(#rt::gather(#x, &#ix)), Repr::Owned))
+        Ok(Out::one(text!(#rt::gather(#x, &#ix)), Repr::Owned))
     }
 
     /// `out[idx[k], ..] += vals[k, ..]` into `len` rows of zeros.
@@ -232,14 +232,14 @@ impl Emitter<'_> {
             Scalar::F64 => {
                 let rt = rt();
                 let ix = self.usize_indices(idx);
-                quote!(#rt::scatter_add(#x, &#ix, #n))
+                text!(#rt::scatter_add(#x, &#ix, #n))
             }
             Scalar::I64 => {
                 let rt = rt();
                 let i = self.scalar(idx);
                 let d = dim_ty(rank);
                 let v = self.scalar(vals);
-                quote!(#rt::scatter_add_i64(#n, #i.view(), #v.view().into_dyn())
+                text!(#rt::scatter_add_i64(#n, #i.view(), #v.view().into_dyn())
                     .into_dimensionality::<#d>().expect("linad: rank"))
             }
             Scalar::Bool => return Err("scatter-add of a bool array".into()),
@@ -271,42 +271,42 @@ impl Emitter<'_> {
             // turn): a left fold rounds differently from 8 elements on.
             (ReduceOp::Sum | ReduceOp::Prod, Scalar::F64) if primal => {
                 let (whole, along) = if op == ReduceOp::Sum {
-                    (quote!(sum), quote!(sum_axis))
+                    (text!(sum), text!(sum_axis))
                 } else {
-                    (quote!(product), quote!(product_axis))
+                    (text!(product), text!(product_axis))
                 };
                 let e = match axis {
-                    None => quote!(#x.#whole()),
-                    Some(a) if rank == 1 => quote!(#x.#along(#nd::Axis(#a)).into_scalar()),
-                    Some(a) => quote!(#x.#along(#nd::Axis(#a))),
+                    None => text!(#x.#whole()),
+                    Some(a) if rank == 1 => text!(#x.#along(#nd::Axis(#a)).into_scalar()),
+                    Some(a) => text!(#x.#along(#nd::Axis(#a))),
                 };
                 let repr = if scalar_out { Repr::Val } else { Repr::Owned };
                 return Ok(Out::one(e, repr));
             }
             (ReduceOp::Sum, Scalar::F64) => {
                 let e = match axis {
-                    None => quote!(#rt::sum(#xr)),
-                    Some(a) if rank == 1 => quote!(#rt::sum_axis(#xr, #a).into_scalar()),
-                    Some(a) => quote!(#rt::sum_axis(#xr, #a)),
+                    None => text!(#rt::sum(#xr)),
+                    Some(a) if rank == 1 => text!(#rt::sum_axis(#xr, #a).into_scalar()),
+                    Some(a) => text!(#rt::sum_axis(#xr, #a)),
                 };
                 let repr = if scalar_out { Repr::Val } else { Repr::Owned };
                 return Ok(Out::one(e, repr));
             }
             (_, Scalar::Bool) => return Err("reduction of a bool array".into()),
-            (ReduceOp::Sum, _) => (quote!(0i64), quote!(__p + __v)),
-            (ReduceOp::Prod, Scalar::F64) => (quote!(1.0f64), quote!(__p * __v)),
-            (ReduceOp::Prod, _) => (quote!(1i64), quote!(__p * __v)),
-            (ReduceOp::Max, Scalar::F64) => (quote!(f64::NEG_INFINITY), quote!(f64::max(__p, __v))),
-            (ReduceOp::Max, _) => (quote!(i64::MIN), quote!(::core::cmp::Ord::max(__p, __v))),
-            (ReduceOp::Min, Scalar::F64) => (quote!(f64::INFINITY), quote!(f64::min(__p, __v))),
-            (ReduceOp::Min, _) => (quote!(i64::MAX), quote!(::core::cmp::Ord::min(__p, __v))),
+            (ReduceOp::Sum, _) => (text!(0i64), text!(__p + __v)),
+            (ReduceOp::Prod, Scalar::F64) => (text!(1.0f64), text!(__p * __v)),
+            (ReduceOp::Prod, _) => (text!(1i64), text!(__p * __v)),
+            (ReduceOp::Max, Scalar::F64) => (text!(f64::NEG_INFINITY), text!(f64::max(__p, __v))),
+            (ReduceOp::Max, _) => (text!(i64::MIN), text!(::core::cmp::Ord::max(__p, __v))),
+            (ReduceOp::Min, Scalar::F64) => (text!(f64::INFINITY), text!(f64::min(__p, __v))),
+            (ReduceOp::Min, _) => (text!(i64::MAX), text!(::core::cmp::Ord::min(__p, __v))),
         };
         let e = match axis {
-            None => quote!(#x.iter().fold(#init, |__p, &__v| #comb)),
+            None => text!(#x.iter().fold(#init, |__p, &__v| #comb)),
             Some(a) => {
-                let f = quote!(#x.fold_axis(#nd::Axis(#a), #init, |&__p, &__v| #comb));
+                let f = text!(#x.fold_axis(#nd::Axis(#a), #init, |&__p, &__v| #comb));
                 if rank == 1 {
-                    quote!(#f.into_scalar())
+                    text!(#f.into_scalar())
                 } else {
                     f
                 }
@@ -337,25 +337,25 @@ impl Emitter<'_> {
         Ok(match axis {
             None => {
                 let v = self.fresh("arg");
-                let parts: Vec<_> = (0..n_binds).map(|k| quote!(#v[#k])).collect();
+                let parts: Vec<_> = (0..n_binds).map(|k| text!(#v[#k])).collect();
                 let r = super::types::flat(&parts);
                 Out {
-                    expr: quote!({ let #v = #rt::arg_index(#xr, #max); #r }),
+                    expr: text!({ let #v = #rt::arg_index(#xr, #max); #r }),
                     reprs: vec![Repr::Val; n_binds],
                 }
             }
             Some(a) => {
-                let e = quote!(#rt::arg_index_axis(#x.view().into_dyn(), #a, #max));
+                let e = text!(#rt::arg_index_axis(#x.view().into_dyn(), #a, #max));
                 if rank == 1 {
                     let d = dim_ty(0);
                     Out::one(
-                        quote!(#e.into_dimensionality::<#d>().expect("linad: rank").into_scalar()),
+                        text!(#e.into_dimensionality::<#d>().expect("linad: rank").into_scalar()),
                         Repr::Val,
                     )
                 } else {
                     let d = dim_ty(rank - 1);
                     Out::one(
-                        quote!(#e.into_dimensionality::<#d>().expect("linad: rank")),
+                        text!(#e.into_dimensionality::<#d>().expect("linad: rank")),
                         Repr::Owned,
                     )
                 }
@@ -371,17 +371,17 @@ impl Emitter<'_> {
                 let rt = rt();
                 let x = self.by_ref(arr);
                 let kind = if reverse {
-                    quote!(#rt::ScanKind::ReverseInclusive)
+                    text!(#rt::ScanKind::ReverseInclusive)
                 } else {
-                    quote!(#rt::ScanKind::Inclusive)
+                    text!(#rt::ScanKind::Inclusive)
                 };
-                quote!(#rt::scan_axis(#x, 0, #kind))
+                text!(#rt::scan_axis(#x, 0, #kind))
             }
             Scalar::I64 => {
                 let rt = rt();
                 let x = self.scalar(arr);
                 let d = dim_ty(rank);
-                quote!(#rt::scan_i64(#x.view().into_dyn(), #reverse)
+                text!(#rt::scan_i64(#x.view().into_dyn(), #reverse)
                     .into_dimensionality::<#d>().expect("linad: rank"))
             }
             Scalar::Bool => return Err("scan of a bool array".into()),
@@ -407,13 +407,13 @@ impl Emitter<'_> {
             if !(1..=2).contains(&ra) || !(1..=2).contains(&rb) {
                 return Err(format!("matmul of ranks {ra} and {rb}"));
             }
-            return Ok(Out::one(quote!(#xn.dot(#yr)), repr));
+            return Ok(Out::one(text!(#xn.dot(#yr)), repr));
         }
         Ok(match (ra, rb) {
-            (1, 1) => Out::one(quote!(#rt::dot(#x, #y)), Repr::Val),
-            (2, 1) => Out::one(quote!(#rt::matvec(#x, #y)), Repr::Owned),
-            (1, 2) => Out::one(quote!(#rt::vecmat(#x, #y)), Repr::Owned),
-            (2, 2) => Out::one(quote!(#rt::matmul(#x, #y)), Repr::Owned),
+            (1, 1) => Out::one(text!(#rt::dot(#x, #y)), Repr::Val),
+            (2, 1) => Out::one(text!(#rt::matvec(#x, #y)), Repr::Owned),
+            (1, 2) => Out::one(text!(#rt::vecmat(#x, #y)), Repr::Owned),
+            (2, 2) => Out::one(text!(#rt::matmul(#x, #y)), Repr::Owned),
             _ => return Err(format!("matmul of ranks {ra} and {rb}")),
         })
     }
@@ -425,10 +425,10 @@ impl Emitter<'_> {
         let x = self.scalar(arr);
         let var = arr.var().ok_or("transpose of a literal")?;
         Ok(match self.repr(var) {
-            Repr::View => Out::one(quote!(#x.reversed_axes()), Repr::View),
-            Repr::Owned if lent => Out::one(quote!(#x.view().reversed_axes()), Repr::View),
-            Repr::Owned if movable => Out::one(quote!(#x.reversed_axes()), Repr::Owned),
-            _ => Out::one(quote!(#x.t().to_owned()), Repr::Owned),
+            Repr::View => Out::one(text!(#x.reversed_axes()), Repr::View),
+            Repr::Owned if lent => Out::one(text!(#x.view().reversed_axes()), Repr::View),
+            Repr::Owned if movable => Out::one(text!(#x.reversed_axes()), Repr::Owned),
+            _ => Out::one(text!(#x.t().to_owned()), Repr::Owned),
         })
     }
 
@@ -466,22 +466,22 @@ impl Emitter<'_> {
         let x = self.scalar(arr);
         if axes.is_empty() {
             let rt = rt();
-            let e = quote!({ let __b: #out_ty = #rt::pooled_full(#sh, #x); __b });
+            let e = text!({ let __b: #out_ty = #rt::pooled_full(#sh, #x); __b });
             return Ok(Out::one(e, Repr::Owned));
         }
         let var = arr.var().ok_or("broadcast of a literal array")?;
-        let mut view = quote!(#x.view());
+        let mut view = text!(#x.view());
         for p in 0..shape.len() {
             if !axes.contains(&p) {
-                view = quote!(#view.insert_axis(#nd::Axis(#p)));
+                view = text!(#view.insert_axis(#nd::Axis(#p)));
             }
         }
         let s = self.fresh("s");
         let checks = axes.iter().enumerate().map(|(k, ax)| {
             let (k, ax) = (Literal::usize_unsuffixed(k), Literal::usize_unsuffixed(*ax));
-            quote!((#x.shape()[#k] == #s[#ax] || #x.shape()[#k] == 1))
+            text!((#x.shape()[#k] == #s[#ax] || #x.shape()[#k] == 1))
         });
-        let check = quote!(assert!(#(#checks)&&*, "linad: broadcast of shape {:?} to {:?}", #x.shape(), #s););
+        let check = text!(assert!(#(#checks)&&*, "linad: broadcast of shape {:?} to {:?}", #x.shape(), #s););
         let dies_first = bind.is_some_and(|y| {
             let (ly, lx) = (self.uses.last_use(y), self.uses.last_use(var));
             ly.zip(lx).is_some_and(|(ly, lx)| ly < lx)
@@ -494,16 +494,16 @@ impl Emitter<'_> {
         if borrow {
             let t = self.fresh("t");
             self.before
-                .extend(quote!(let #s = #sh; #check let #t = #view;));
+                .extend(text!(let #s = #sh; #check let #t = #view;));
             return Ok(Out::one(
-                quote!(#t.broadcast(#s).expect("linad: broadcast")),
+                text!(#t.broadcast(#s).expect("linad: broadcast")),
                 Repr::View,
             ));
         }
         if movable && axes.len() == shape.len() {
             let rt = rt();
             return Ok(Out::one(
-                quote!({
+                text!({
                     let #s = #sh;
                     #check
                     #rt::stretch_owned(#x, #s)
@@ -513,7 +513,7 @@ impl Emitter<'_> {
         }
         let rt = rt();
         Ok(Out::one(
-            quote!({
+            text!({
                 let #s = #sh;
                 #check
                 #rt::map(&#view.broadcast(#s).expect("linad: broadcast"), |__v| __v)

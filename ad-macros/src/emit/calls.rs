@@ -12,11 +12,10 @@ use super::names;
 use super::types::{flat, owned_repr, Repr};
 use crate::names::{hidden, hidden_wrt, Block as Hidden};
 use crate::sig::Callee;
+use crate::text::{text, Code};
 use ad_core_ir::driver::{restricted_name, Names};
 use ad_core_ir::ir::{Atom, Call, Stmt, Var};
 use ad_core_ir::types::{Scalar, Ty};
-use proc_macro2::TokenStream;
-use quote::quote;
 
 /// Which function of an extern a call name denotes, and whether it is one
 /// of its derivatives with respect to its `wrt` parameters alone (`g__w__jvp`
@@ -90,15 +89,15 @@ pub fn is_int_type(t: &syn::Type) -> bool {
 
 impl Emitter<'_> {
     /// A non-linear argument with the canonical convention.
-    fn canon_arg(&self, a: &Atom, site: usize) -> TokenStream {
+    fn canon_arg(&self, a: &Atom, site: usize) -> Code {
         match a {
             Atom::Var(v) if matches!(self.ty(*v), Ty::Array { .. }) => self.var_view(*v),
             // A callee's kept residuals, by reference.
             Atom::Var(v) if matches!(self.ty(*v), Ty::Opaque(_)) => {
                 let n = self.name(*v);
                 match self.repr(*v) {
-                    Repr::View => quote!(#n),
-                    Repr::Owned | Repr::Val => quote!(&#n),
+                    Repr::View => text!(#n),
+                    Repr::Owned | Repr::Val => text!(&#n),
                 }
             }
             _ => self.own(a, site),
@@ -106,7 +105,7 @@ impl Emitter<'_> {
     }
 
     /// A linear argument with the canonical convention.
-    fn canon_lin_arg(&self, v: Var, site: usize) -> TokenStream {
+    fn canon_lin_arg(&self, v: Var, site: usize) -> Code {
         match self.ty(v) {
             Ty::Array { .. } => self.var_view(v),
             _ => self.own_lin(v, site),
@@ -134,7 +133,7 @@ impl Emitter<'_> {
             let f = names::internal_fn(&c.func);
             let args = self.canonical_args(c, site);
             return Ok(Out {
-                expr: quote!(#f(#(#args),*)),
+                expr: text!(#f(#(#args),*)),
                 reprs,
             });
         }
@@ -145,7 +144,7 @@ impl Emitter<'_> {
             let p = hidden_path(&callee.path, block, restricted);
             let args = self.canonical_args(c, site);
             return Ok(Out {
-                expr: quote!(#p(#(#args),*)),
+                expr: text!(#p(#(#args),*)),
                 reprs,
             });
         }
@@ -156,13 +155,13 @@ impl Emitter<'_> {
             ));
         }
         // A plain function: arguments as the Rust function takes them.
-        let args: Vec<TokenStream> = c
+        let args: Vec<Code> = c
             .args
             .iter()
             .map(|a| match self.atom_ty(a) {
                 Ty::Scalar(Scalar::I64) => {
                     let x = self.scalar(a);
-                    quote!(::core::convert::TryInto::try_into(#x).expect("linad: integer argument out of range"))
+                    text!(::core::convert::TryInto::try_into(#x).expect("linad: integer argument out of range"))
                 }
                 // As the function takes it (`&Array`, a view, a slice, a
                 // `Vec`, `[f64; N]`: `ad_runtime::plain_arg`), from an owned
@@ -172,8 +171,8 @@ impl Emitter<'_> {
                     let n = self.name(v);
                     let rt = super::types::rt();
                     match self.repr(v) {
-                        Repr::View => quote!(#rt::plain_arg(&#n.as_standard_layout().into_owned())),
-                        _ => quote!(#rt::plain_arg(&*#rt::in_standard_layout(&#n))),
+                        Repr::View => text!(#rt::plain_arg(&#n.as_standard_layout().into_owned())),
+                        _ => text!(#rt::plain_arg(&*#rt::in_standard_layout(&#n))),
                     }
                 }
                 _ => self.own(a, site),
@@ -181,15 +180,15 @@ impl Emitter<'_> {
             .collect();
         let p = &callee.path;
         let call = if callee.constant {
-            quote!(#p)
+            text!(#p)
         } else {
-            quote!(#p(#(#args),*))
+            text!(#p(#(#args),*))
         };
         let n = s.binds.len();
-        let conv = |k: usize, x: TokenStream| -> TokenStream {
+        let conv = |k: usize, x: Code| -> Code {
             let int = callee.result_tys.get(k).is_some_and(is_int_type);
             if int {
-                quote!(#x as i64)
+                text!(#x as i64)
             } else {
                 x
             }
@@ -198,19 +197,19 @@ impl Emitter<'_> {
             conv(0, call)
         } else {
             let ts: Vec<_> = (0..n).map(|_| self.fresh("c")).collect();
-            let tp: Vec<TokenStream> = ts.iter().map(|t| quote!(#t)).collect();
-            let conv_parts: Vec<TokenStream> = tp
+            let tp: Vec<Code> = ts.iter().map(|t| text!(#t)).collect();
+            let conv_parts: Vec<Code> = tp
                 .iter()
                 .enumerate()
                 .map(|(k, t)| conv(k, t.clone()))
                 .collect();
             let (pat, r) = (flat(&tp), flat(&conv_parts));
-            quote!({ let #pat = #call; #r })
+            text!({ let #pat = #call; #r })
         };
         Ok(Out { expr, reprs })
     }
 
-    fn canonical_args(&self, c: &Call, site: usize) -> Vec<TokenStream> {
+    fn canonical_args(&self, c: &Call, site: usize) -> Vec<Code> {
         c.args
             .iter()
             .map(|a| self.canon_arg(a, site))

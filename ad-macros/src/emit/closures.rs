@@ -28,19 +28,19 @@ use super::wrappers::{
 };
 use super::Input;
 use crate::sig::{Out, Param, ParamKind};
-use proc_macro2::{Ident, TokenStream};
-use quote::quote;
+use crate::text::{text, Code};
+use proc_macro2::Ident;
 
 /// The forward half, run once: `let (y.., r..) = fwd(params);` followed by
 /// owned copies of the residuals, and the residuals as the linear half's
 /// arguments (arrays passed as views of the owned copies).
 struct Forward {
     /// Statements computing the results `__y0..` and owned residuals `__r0..`.
-    stmts: TokenStream,
+    stmts: Code,
     /// The primal results' temporaries and representations.
     ys: Vec<(Ident, Repr)>,
     /// The residuals as arguments of the linear half.
-    resid: Vec<TokenStream>,
+    resid: Vec<Code>,
 }
 
 fn forward(input: &Input, h: &Halves) -> R<Forward> {
@@ -54,22 +54,22 @@ fn forward(input: &Input, h: &Halves) -> R<Forward> {
     let fwd = &h.fwd;
     // Residuals the closure owns as they come are bound as `__rk` at once;
     // views are copied.
-    let mut pats: Vec<TokenStream> = ys[..n_out].iter().map(|y| quote!(#y)).collect();
-    let mut copies = TokenStream::new();
+    let mut pats: Vec<Code> = ys[..n_out].iter().map(|y| text!(#y)).collect();
+    let mut copies = Code::new();
     let mut rs = vec![];
     for (k, (y, r)) in ys[n_out..].iter().zip(&h.fwd_reprs[n_out..]).enumerate() {
         let rk = ident(&format!("__r{k}"));
         match r {
             Repr::View => {
-                pats.push(quote!(#y));
-                copies.extend(quote!(let #rk = #y.to_owned();));
+                pats.push(text!(#y));
+                copies.extend(text!(let #rk = #y.to_owned();));
             }
-            Repr::Owned | Repr::Val => pats.push(quote!(#rk)),
+            Repr::Owned | Repr::Val => pats.push(text!(#rk)),
         }
-        rs.push(quote!(#rk));
+        rs.push(text!(#rk));
     }
     let ypat = flat(&pats);
-    let stmts = quote!(#pstmts let #ypat = #fwd(#(#pargs),*); #copies);
+    let stmts = text!(#pstmts let #ypat = #fwd(#(#pargs),*); #copies);
     // The copies are owned: the closure passes views of them, and clones of
     // tuples holding arrays (it may be called more than once).
     let owned_reprs: Vec<Repr> = h.fwd_reprs[n_out..]
@@ -86,13 +86,13 @@ fn forward(input: &Input, h: &Halves) -> R<Forward> {
 }
 
 /// The primal result, nested as the signature says.
-fn primal_result(fw: &Forward, o: &Out) -> R<TokenStream> {
-    let vals: Vec<TokenStream> = fw.ys.iter().map(|(t, r)| owned(t, *r)).collect();
+fn primal_result(fw: &Forward, o: &Out) -> R<Code> {
+    let vals: Vec<Code> = fw.ys.iter().map(|(t, r)| owned(t, *r)).collect();
     nest(o, &mut vals.into_iter())
 }
 
 /// `f_linearize(x..) -> (y, impl Fn(d_x..) -> dy)`.
-pub fn f_linearize(input: &Input, h: &Halves) -> R<TokenStream> {
+pub fn f_linearize(input: &Input, h: &Halves) -> R<Code> {
     let sig = input.sig;
     let wrt: Vec<&Param> = sig.wrt_params().collect();
     let n_out = sig.out.ir_tys().len();
@@ -103,12 +103,12 @@ pub fn f_linearize(input: &Input, h: &Halves) -> R<TokenStream> {
     let dnames = tangent_names(sig);
     let (dstmts, dargs) = canonical_args(wrt.iter().zip(&dnames).map(|(p, d)| (d, &p.kind)), "dp");
     let (lin_at, rargs) = (&h.lin_at, &fw.resid);
-    let lb = quote!({ #dstmts #lin_at(#(#rargs,)* #(#dargs),*) });
+    let lb = text!({ #dstmts #lin_at(#(#rargs,)* #(#dargs),*) });
     let lreprs = &h.lin_reprs;
     let name = crate::names::linearize(&sig.ident);
     // The shape of every array parameter with a tangent, for the checks.
-    let mut shapes = TokenStream::new();
-    let mut checks = TokenStream::new();
+    let mut shapes = Code::new();
+    let mut checks = Code::new();
     for (p, d) in wrt.iter().zip(&dnames) {
         if !matches!(p.kind, ParamKind::F64Array { .. }) {
             continue;
@@ -116,7 +116,7 @@ pub fn f_linearize(input: &Input, h: &Halves) -> R<TokenStream> {
         let x = &p.ident;
         let sx = ident(&format!("__shape_{}", d));
         let xs = shaped(x, &p.kind);
-        shapes.extend(quote!(let #sx: ::std::vec::Vec<usize> = #xs.shape().to_vec();));
+        shapes.extend(text!(let #sx: ::std::vec::Vec<usize> = #xs.shape().to_vec();));
         let rt = super::types::rt();
         let (fname, dname, of) = (
             name.to_string(),
@@ -125,16 +125,16 @@ pub fn f_linearize(input: &Input, h: &Halves) -> R<TokenStream> {
         );
         checks.extend({
             let ds = shaped(d, &p.kind);
-            quote!(#rt::check_arg_shape(#fname, "tangent", #dname, #ds.shape(), &#sx, #of);)
+            text!(#rt::check_arg_shape(#fname, "tangent", #dname, #ds.shape(), &#sx, #of);)
         });
     }
     let (ts, pat) = temps("dy", n_out);
-    let dvals: Vec<TokenStream> = ts.iter().zip(lreprs).map(|(t, r)| owned(t, *r)).collect();
+    let dvals: Vec<Code> = ts.iter().zip(lreprs).map(|(t, r)| owned(t, *r)).collect();
     let dy = nest(&sig.out, &mut dvals.into_iter())?;
     let y = primal_result(&fw, &sig.out)?;
     let decls = wrt.iter().zip(&dnames).map(|(p, d)| {
         let t = &p.ty;
-        quote!(#d: #t)
+        text!(#d: #t)
     });
     let (fname, o) = (&sig.ident, out_ty(&sig.out));
     let header = super::headers::linearize(sig);
@@ -146,7 +146,7 @@ pub fn f_linearize(input: &Input, h: &Halves) -> R<TokenStream> {
     );
     let stmts = &fw.stmts;
     let allows = allows();
-    Ok(quote! {
+    Ok(text! {
         #[doc = #doc]
         #allows
         #[inline]
@@ -165,7 +165,7 @@ pub fn f_linearize(input: &Input, h: &Halves) -> R<TokenStream> {
 }
 
 /// `f_pullback(x..) -> (y, impl Fn(ct) -> cotangents)`.
-pub fn f_pullback(input: &Input, h: &Halves) -> R<TokenStream> {
+pub fn f_pullback(input: &Input, h: &Halves) -> R<Code> {
     let sig = input.sig;
     let wrt: Vec<&Param> = sig.wrt_params().collect();
     check(h.lin_t_reprs.len() == wrt.len(), || {
@@ -174,9 +174,9 @@ pub fn f_pullback(input: &Input, h: &Halves) -> R<TokenStream> {
     let fw = forward(input, h)?;
     let mut leaves = vec![];
     let ct_pat = out_pattern(&sig.out, &mut leaves);
-    let ctargs: Vec<TokenStream> = ct_params(&leaves).into_iter().map(|(t, _)| t).collect();
+    let ctargs: Vec<Code> = ct_params(&leaves).into_iter().map(|(t, _)| t).collect();
     let (lin_t_at, rargs) = (&h.lin_t_at, &fw.resid);
-    let tb = quote!(#lin_t_at(#(#rargs,)* #(#ctargs),*));
+    let tb = text!(#lin_t_at(#(#rargs,)* #(#ctargs),*));
     let treprs = &h.lin_t_reprs;
     let name = crate::names::pullback(&sig.ident);
     let ct_use = ct_name(sig);
@@ -184,22 +184,22 @@ pub fn f_pullback(input: &Input, h: &Halves) -> R<TokenStream> {
     let (mut ct_paths, mut res_paths) = (vec![], vec![]);
     leaf_paths(&sig.out, &ct_use.to_string(), &mut ct_paths);
     leaf_paths(&sig.out, &format!("{}'s result", sig.ident), &mut res_paths);
-    let mut shapes = TokenStream::new();
-    let mut checks = TokenStream::new();
+    let mut shapes = Code::new();
+    let mut checks = Code::new();
     let rt = super::types::rt();
     for (k, ((leaf, arr), (y, _))) in leaves.iter().zip(&fw.ys).enumerate() {
         if *arr != Leaf::Array {
             continue;
         }
         let sy = ident(&format!("__shape_y{k}"));
-        shapes.extend(quote!(let #sy: ::std::vec::Vec<usize> = #y.shape().to_vec();));
+        shapes.extend(text!(let #sy: ::std::vec::Vec<usize> = #y.shape().to_vec();));
         let (fname, cp, of) = (
             name.to_string(),
             ct_paths[k].clone(),
             format!("the shape of {}", res_paths[k]),
         );
         checks.extend(
-            quote!(#rt::check_arg_shape(#fname, "cotangent", #cp, #leaf.shape(), &#sy, #of);),
+            text!(#rt::check_arg_shape(#fname, "cotangent", #cp, #leaf.shape(), &#sy, #of);),
         );
     }
     let (cs, cpat) = temps("c", wrt.len());
@@ -216,7 +216,7 @@ pub fn f_pullback(input: &Input, h: &Halves) -> R<TokenStream> {
     );
     let stmts = &fw.stmts;
     let allows = allows();
-    Ok(quote! {
+    Ok(text! {
         #[doc = #doc]
         #allows
         #[inline]

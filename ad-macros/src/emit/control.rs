@@ -28,10 +28,10 @@
 
 use super::func::{Emitter, Out, R};
 use super::types::{dim_ty, elem_ty, flat, nd, owned_repr, owned_ty, rt, tuple, Repr};
+use crate::text::{text, Code};
 use ad_core_ir::ir::{Atom, Build, Fold, If, Lambda, Loop, Map, Stmt, Var, While};
 use ad_core_ir::types::{Scalar, Ty};
-use proc_macro2::{Ident, TokenStream};
-use quote::quote;
+use proc_macro2::Ident;
 
 impl Emitter<'_> {
     /// `if c { .. } else { .. }`.
@@ -40,7 +40,7 @@ impl Emitter<'_> {
         let t = self.block_expr(&i.then_)?;
         let e = self.block_expr(&i.else_)?;
         Ok(Out {
-            expr: quote!(if #c #t else #e),
+            expr: text!(if #c #t else #e),
             reprs: self.owned_reprs(s),
         })
     }
@@ -93,7 +93,7 @@ impl Emitter<'_> {
         let n = self.fresh("n");
         let step = self.fresh("step");
         let trip = self.scalar(&l.n);
-        let mut pre = quote!(let #n: usize = usize::try_from(#trip).unwrap_or(0););
+        let mut pre = text!(let #n: usize = usize::try_from(#trip).unwrap_or(0););
         // State variables.
         let mut state: Vec<Var> = vec![];
         for (p, a) in lam.params[1..].iter().zip(&l.init) {
@@ -121,25 +121,25 @@ impl Emitter<'_> {
                     && self.uses.only_element_reads(s.binds[k + j])
             })
             .collect();
-        let mut before = TokenStream::new();
+        let mut before = Code::new();
         for ((st, ty), scratch) in stacks.iter().zip(&out_tys).zip(&scratch) {
             let t = owned_ty(ty);
             if *scratch {
                 let rt = rt();
-                before.extend(quote!(let mut #st = #rt::Scratch::<#t>::new();));
-                pre.extend(quote!(#st.reset_for_overwrite(#n);));
+                before.extend(text!(let mut #st = #rt::Scratch::<#t>::new();));
+                pre.extend(text!(#st.reset_for_overwrite(#n);));
                 continue;
             }
             pre.extend(match ty {
                 Ty::Scalar(e) => {
                     let z = zero_of(*e);
-                    quote!(let mut #st: ::std::vec::Vec<#t> = ::std::vec![#z; #n];)
+                    text!(let mut #st: ::std::vec::Vec<#t> = ::std::vec![#z; #n];)
                 }
                 Ty::Array { .. } => {
                     let rt = rt();
-                    quote!(let mut #st = #rt::ArrayStack::with_capacity(#n);)
+                    text!(let mut #st = #rt::ArrayStack::with_capacity(#n);)
                 }
-                _ => quote!(let mut #st: ::std::vec::Vec<#t> = ::std::vec::Vec::with_capacity(#n);),
+                _ => text!(let mut #st: ::std::vec::Vec<#t> = ::std::vec::Vec::with_capacity(#n);),
             });
         }
         // The body.
@@ -150,7 +150,7 @@ impl Emitter<'_> {
         pre.extend(lanes);
         // Scratch buffers of loops in the body are declared before this
         // loop (or an enclosing one): one per call, not one per iteration.
-        self.hoist.push(Some(TokenStream::new()));
+        self.hoist.push(Some(Code::new()));
         let body = self.block_parts(&lam.body, false);
         let inner = self.hoist.pop().flatten().unwrap_or_default();
         let (stmts, results, _) = body?;
@@ -163,15 +163,15 @@ impl Emitter<'_> {
         debug_assert_eq!(outs.len(), p + q);
         let assign = if out_tys.iter().all(|t| matches!(t, Ty::Scalar(_))) {
             // Every result goes to a place: the state, or a slot of a stack.
-            let places: Vec<TokenStream> = state
+            let places: Vec<Code> = state
                 .iter()
                 .map(|v| {
                     let n = self.name(*v);
-                    quote!(#n)
+                    text!(#n)
                 })
-                .chain(stacks.iter().map(|st| quote!(#st[#step])))
+                .chain(stacks.iter().map(|st| text!(#st[#step])))
                 .collect();
-            let rs: Vec<TokenStream> = order
+            let rs: Vec<Code> = order
                 .iter()
                 .chain(&outs)
                 .map(|j| results[*j].clone())
@@ -179,27 +179,27 @@ impl Emitter<'_> {
             assign_all(&places, &rs)
         } else {
             let temps: Vec<Ident> = results.iter().map(|_| self.fresh("r")).collect();
-            let tpat: Vec<TokenStream> = temps.iter().map(|t| quote!(#t)).collect();
+            let tpat: Vec<Code> = temps.iter().map(|t| text!(#t)).collect();
             let (tpat, rv) = (tuple(&tpat), tuple(&results));
             let assign_state = state.iter().zip(&order).map(|(v, j)| {
                 let (n, t) = (self.name(*v), &temps[*j]);
-                quote!(#n = #t;)
+                text!(#n = #t;)
             });
             let push = stacks.iter().zip(&outs).zip(&out_tys).map(|((st, j), ty)| {
                 let t = &temps[*j];
                 match ty {
-                    Ty::Scalar(_) => quote!(#st[#step] = #t;),
-                    _ => quote!(#st.push(#t);),
+                    Ty::Scalar(_) => text!(#st[#step] = #t;),
+                    _ => text!(#st.push(#t);),
                 }
             });
-            quote!(let #tpat = #rv; #(#assign_state)* #(#push)*)
+            text!(let #tpat = #rv; #(#assign_state)* #(#push)*)
         };
         let range = if l.rev {
-            quote!((0..#n).rev())
+            text!((0..#n).rev())
         } else {
-            quote!(0..#n)
+            text!(0..#n)
         };
-        let body = quote!(
+        let body = text!(
             for #step in #range {
                 let #ib: i64 = #step as i64;
                 #stmts
@@ -210,14 +210,14 @@ impl Emitter<'_> {
         let mut finals = vec![];
         let state_name = |e: &Self, v: &Var| {
             let n = e.name(*v);
-            quote!(#n)
+            text!(#n)
         };
-        let stacked: Vec<TokenStream> = stacks
+        let stacked: Vec<Code> = stacks
             .iter()
             .zip(&out_tys)
             .zip(&scratch)
             .map(|((st, ty), scratch)| match scratch {
-                true => Ok(quote!(#st.view())),
+                true => Ok(text!(#st.view())),
                 false => self.finish_stack(st, ty, l.rev),
             })
             .collect::<R<_>>()?;
@@ -234,7 +234,7 @@ impl Emitter<'_> {
         }
         self.declare_scratch(before);
         Ok(Out {
-            expr: quote!({ #pre #body #r }),
+            expr: text!({ #pre #body #r }),
             reprs,
         })
     }
@@ -260,14 +260,14 @@ impl Emitter<'_> {
             self.fresh("b"),
         );
         let trip = self.scalar(&l.n);
-        let inits: Vec<TokenStream> = l.lin_init.iter().map(|v| self.own_lin(*v, site)).collect();
-        let mut unused = TokenStream::new();
+        let inits: Vec<Code> = l.lin_init.iter().map(|v| self.own_lin(*v, site)).collect();
+        let mut unused = Code::new();
         for p in &lam.lin_params {
-            self.declare_mut(*p, TokenStream::new(), &mut unused);
+            self.declare_mut(*p, Code::new(), &mut unused);
         }
         let names: Vec<Ident> = lam.lin_params.iter().map(|p| self.name(*p)).collect();
         let tys: Vec<Ty> = lam.lin_params.iter().map(|p| self.ty(*p).clone()).collect();
-        let owned: Vec<TokenStream> = tys.iter().map(owned_ty).collect();
+        let owned: Vec<Code> = tys.iter().map(owned_ty).collect();
         let i = lam.params[0];
         self.set_repr(i, Repr::Val);
         let ib = self.binder(i);
@@ -285,7 +285,7 @@ impl Emitter<'_> {
             Some((plan, prologue, inner_work)) => {
                 self.nested = Some(plan);
                 (
-                    (quote!(accumulate_chunked_by), quote!(1usize,)),
+                    (text!(accumulate_chunked_by), text!(1usize,)),
                     prologue,
                     inner_work,
                 )
@@ -293,9 +293,9 @@ impl Emitter<'_> {
             None => {
                 let w = work_estimate(&lam.body, 8).max(1);
                 (
-                    (quote!(accumulate_chunked), TokenStream::new()),
-                    TokenStream::new(),
-                    quote!(#w),
+                    (text!(accumulate_chunked), Code::new()),
+                    Code::new(),
+                    text!(#w),
                 )
             }
         };
@@ -312,8 +312,8 @@ impl Emitter<'_> {
         // Blocks of LANES iterations strip-mined (`strip.rs`), then the
         // remaining ones one by one (ascending blocks also for a reversed
         // loop: its iterations only add into the state, in any order).
-        let mut lo_scalar = quote!(#lo);
-        let mut lanes_loop = TokenStream::new();
+        let mut lo_scalar = text!(#lo);
+        let mut lanes_loop = Code::new();
         let own_plan = if is_nested {
             None
         } else {
@@ -321,21 +321,20 @@ impl Emitter<'_> {
         };
         if let Some(plan) = own_plan {
             let s0 = self.fresh("s");
-            let bounds = (quote!(#lo), quote!(#hi));
-            lanes_loop =
-                self.strip_blocks(lam, &plan, &names, &ib, &s0, bounds, TokenStream::new())?;
-            lo_scalar = quote!(#s0);
+            let bounds = (text!(#lo), text!(#hi));
+            lanes_loop = self.strip_blocks(lam, &plan, &names, &ib, &s0, bounds, Code::new())?;
+            lo_scalar = text!(#s0);
         }
         self.drop_lanes(lane_keys);
         self.restore_reprs(saved);
         let range = if l.rev {
-            quote!((#lo_scalar..#hi).rev())
+            text!((#lo_scalar..#hi).rev())
         } else {
-            quote!(#lo_scalar..#hi)
+            text!(#lo_scalar..#hi)
         };
         let fields: Vec<syn::Index> = (0..tys.len()).map(syn::Index::from).collect();
         // Private accumulators' zeros, sizes and sums (not for row ranges).
-        let mut dims = TokenStream::new();
+        let mut dims = Code::new();
         let mut zeros = vec![];
         let mut lens = vec![];
         let mut adds = vec![];
@@ -343,25 +342,25 @@ impl Emitter<'_> {
         for (k, ty) in private.iter().enumerate() {
             let f = &fields[k];
             if ty.rank() == Some(0) {
-                zeros.push(quote!(0.0f64));
-                lens.push(quote!(1usize));
-                adds.push(quote!(#a.#f += #b.#f;));
+                zeros.push(text!(0.0f64));
+                lens.push(text!(1usize));
+                adds.push(text!(#a.#f += #b.#f;));
             } else {
                 let d = self.fresh("dim");
-                dims.extend(quote!(let #d = #init.#f.raw_dim();));
+                dims.extend(text!(let #d = #init.#f.raw_dim();));
                 let t = &owned[k];
-                zeros.push(quote!(<#t>::zeros(#d.clone())));
-                lens.push(quote!(#init.#f.len()));
-                adds.push(quote!(#a.#f += &#b.#f;));
+                zeros.push(text!(<#t>::zeros(#d.clone())));
+                lens.push(text!(#init.#f.len()));
+                adds.push(text!(#a.#f += &#b.#f;));
             }
         }
-        let finals: Vec<TokenStream> = fields.iter().map(|f| quote!(#st.#f)).collect();
+        let finals: Vec<Code> = fields.iter().map(|f| text!(#st.#f)).collect();
         let r = flat(&finals);
         let offsets = rows.iter().flatten().map(|(_, c, off)| {
             let first = strided(c, &lo);
-            quote!(let #off: usize = #first;)
+            text!(let #off: usize = #first;)
         });
-        let body = quote!(|__state, #lo, #hi| {
+        let body = text!(|__state, #lo, #hi| {
             #(#offsets)*
             #views
             let (#(mut #names,)*) = __state;
@@ -379,10 +378,10 @@ impl Emitter<'_> {
                 let mut puts = vec![];
                 for ((axis, c, _), f) in rows.iter().zip(&fields) {
                     let (first, last) = (strided(c, &lo), strided(c, &hi));
-                    takes.push(quote!(#rt::rows_copy(&__s.#f, #axis, #first, #last)));
-                    puts.push(quote!(#rt::rows_put(&mut __s.#f, #axis, #first, &__p.#f);));
+                    takes.push(text!(#rt::rows_copy(&__s.#f, #axis, #first, #last)));
+                    puts.push(text!(#rt::rows_put(&mut __s.#f, #axis, #first, &__p.#f);));
                 }
-                quote!(#rt::accumulate_rows(
+                text!(#rt::accumulate_rows(
                     #n,
                     #n.saturating_mul(#work),
                     #init,
@@ -391,7 +390,7 @@ impl Emitter<'_> {
                     |__s, __p, #lo, _| { #(#puts)* },
                 ))
             }
-            None => quote!(#rt::#chunked(
+            None => text!(#rt::#chunked(
                 #unit
                 #n,
                 __len,
@@ -402,8 +401,8 @@ impl Emitter<'_> {
                 |#a, #b| { #(#adds)* },
             )),
         };
-        let len = (rows.is_none()).then(|| quote!(let __len: usize = 0usize #(+ #lens)*;));
-        let expr = quote!({
+        let len = (rows.is_none()).then(|| text!(let __len: usize = 0usize #(+ #lens)*;));
+        let expr = text!({
             let #n: usize = usize::try_from(#trip).unwrap_or(0);
             let #init: (#(#owned,)*) = (#(#inits,)*);
             #dims
@@ -429,7 +428,7 @@ impl Emitter<'_> {
     /// instead of being reloaded through the closure's captures after every
     /// store of a hot loop. Returns the rebinding and the representations to
     /// restore with [`Emitter::restore_reprs`] once the body is emitted.
-    fn local_views(&mut self, lam: &Lambda, in_loops: bool) -> (TokenStream, Vec<(Var, Repr)>) {
+    fn local_views(&mut self, lam: &Lambda, in_loops: bool) -> (Code, Vec<(Var, Repr)>) {
         let mut free = std::collections::BTreeSet::new();
         if in_loops {
             nested_free(&lam.body, &mut free);
@@ -437,7 +436,7 @@ impl Emitter<'_> {
             free = ad_core_ir::visit::free_vars_lambda(lam).nl;
         }
         let inner: std::collections::BTreeSet<Var> = lam.params.iter().copied().collect();
-        let mut out = TokenStream::new();
+        let mut out = Code::new();
         let mut saved: Vec<(Var, Repr)> = vec![];
         let mut scalars = std::collections::BTreeSet::new();
         for v in free {
@@ -450,7 +449,7 @@ impl Emitter<'_> {
                 && scalars.insert(root)
             {
                 let n = self.name(root);
-                out.extend(quote!(let #n = #n;));
+                out.extend(text!(let #n = #n;));
                 continue;
             }
             if inner.contains(&v)
@@ -464,7 +463,7 @@ impl Emitter<'_> {
                 continue;
             }
             let n = self.name(root);
-            out.extend(quote!(let #n = #n.view();));
+            out.extend(text!(let #n = #n.view();));
             saved.push((root, repr));
             self.set_repr(root, Repr::View);
         }
@@ -479,42 +478,42 @@ impl Emitter<'_> {
     }
 
     /// `let mut p: T = init;` for a loop-carried variable.
-    pub(super) fn declare_mut(&mut self, p: Var, init: TokenStream, out: &mut TokenStream) {
+    pub(super) fn declare_mut(&mut self, p: Var, init: Code, out: &mut Code) {
         let ty = self.ty(p).clone();
         self.set_repr(p, owned_repr(&ty));
         let (n, t) = (self.name(p), owned_ty(&ty));
-        out.extend(quote!(let mut #n: #t = #init;));
+        out.extend(text!(let mut #n: #t = #init;));
     }
 
     /// The stacked array of a loop output collected in `st` (a vector of
     /// scalars indexed by iteration, an `ad_runtime::ArrayStack` of arrays in
     /// execution order).
-    fn finish_stack(&mut self, st: &Ident, ty: &Ty, rev: bool) -> R<TokenStream> {
+    fn finish_stack(&mut self, st: &Ident, ty: &Ty, rev: bool) -> R<Code> {
         let nd = nd();
         Ok(match ty {
-            Ty::Scalar(_) => quote!(#nd::Array1::from_vec(#st)),
+            Ty::Scalar(_) => text!(#nd::Array1::from_vec(#st)),
             // `ArrayStack`: each iteration's array copied as it comes.
-            Ty::Array { .. } => quote!(#st.finish(#rev)),
+            Ty::Array { .. } => text!(#st.finish(#rev)),
             Ty::Tuple(_) | Ty::Opaque(_) => return Err(format!("a loop output of type {ty}")),
         })
     }
 
     /// Splits the output `b` of a build/map kernel whose elements are the
     /// body's results (`flat`) into one stacked array per result.
-    fn unstack(&mut self, b: &Ident, lead_rank: usize, tys: &[Ty]) -> R<Vec<TokenStream>> {
+    fn unstack(&mut self, b: &Ident, lead_rank: usize, tys: &[Ty]) -> R<Vec<Code>> {
         let nd = nd();
         let one = tys.len() == 1;
         let mut out = vec![];
         for (k, ty) in tys.iter().enumerate() {
             let field = syn::Index::from(k);
-            let get = if one { quote!(__t) } else { quote!(__t.#field) };
+            let get = if one { text!(__t) } else { text!(__t.#field) };
             out.push(match ty {
-                Ty::Scalar(_) if one => quote!(#b),
-                Ty::Scalar(_) => quote!(#b.map(|__t| #get)),
+                Ty::Scalar(_) if one => text!(#b),
+                Ty::Scalar(_) => text!(#b.map(|__t| #get)),
                 Ty::Array { rank, .. } => {
                     let rt = rt();
                     let d = dim_ty(lead_rank + rank);
-                    quote!(#rt::stack_arrays(#b.shape(), #rank, #b.iter().map(|__t| #get.view().into_dyn()).collect())
+                    text!(#rt::stack_arrays(#b.shape(), #rank, #b.iter().map(|__t| #get.view().into_dyn()).collect())
                         .into_dimensionality::<#d>().expect("linad: rank"))
                 }
                 Ty::Tuple(_) | Ty::Opaque(_) => return Err(format!("a stacked {ty}")),
@@ -536,20 +535,20 @@ impl Emitter<'_> {
         let ixs: Vec<Ident> = (0..r).map(|_| self.fresh("i")).collect();
         let closure_param = if r == 1 {
             let i = &ixs[0];
-            quote!(#i: usize)
+            text!(#i: usize)
         } else {
-            let us = ixs.iter().map(|_| quote!(usize));
-            quote!((#(#ixs),*): (#(#us),*))
+            let us = ixs.iter().map(|_| text!(usize));
+            text!((#(#ixs),*): (#(#us),*))
         };
         let mut binds = vec![];
         for p in &lam.params {
             self.set_repr(*p, Repr::Val);
             binds.push(self.binder(*p));
         }
-        let casts = ixs.iter().map(|i| quote!(#i as i64));
-        let ity = lam.params.iter().map(|_| quote!(i64));
+        let casts = ixs.iter().map(|i| text!(#i as i64));
+        let ity = lam.params.iter().map(|_| text!(i64));
         let (views, saved) = self.local_views(lam, true);
-        let bind = quote!(#views let (#(#binds,)*): (#(#ity,)*) = (#(#casts,)*););
+        let bind = text!(#views let (#(#binds,)*): (#(#ity,)*) = (#(#casts,)*););
         let tys = self.out_tys(lam, 0, 0);
         let work = work_estimate(&lam.body, 4).max(1);
         let rows = array_elements(&tys).filter(|_| lam.body.lin_results.is_empty());
@@ -567,10 +566,10 @@ impl Emitter<'_> {
         if let Some(e) = self.one_pass(
             &tys,
             r,
-            quote!([#(#sizes),*]),
+            text!([#(#sizes),*]),
             &[],
             0,
-            quote!(|#closure_param| { #bind #stmts #res }),
+            text!(|#closure_param| { #bind #stmts #res }),
             work,
         ) {
             return Ok(Out {
@@ -581,12 +580,12 @@ impl Emitter<'_> {
         let out = self.fresh("b");
         let parts = self.unstack(&out, r, &tys)?;
         let fin = flat(&parts);
-        let scalar = quote!(|#closure_param| { #bind #stmts #res });
+        let scalar = text!(|#closure_param| { #bind #stmts #res });
         let call = match self.strip_plan(lam) {
             Some(vs) => {
                 // Rows read by the first index only: once per block.
                 let rest = &sizes[1..];
-                let calls = quote!(1usize #(* #rest)*);
+                let calls = text!(1usize #(* #rest)*);
                 let mark = self.lane_row_arrays.len();
                 let per_block = if r >= 2 {
                     self.block_rows(lam, &vs, &calls)
@@ -594,8 +593,8 @@ impl Emitter<'_> {
                     None
                 };
                 let (param, prologue) = match &per_block {
-                    Some((_, prologue, _)) => (quote!(__ctx, #closure_param), prologue.clone()),
-                    None => (closure_param.clone(), TokenStream::new()),
+                    Some((_, prologue, _)) => (text!(__ctx, #closure_param), prologue.clone()),
+                    None => (closure_param.clone(), Code::new()),
                 };
                 let lanes = self.strip_closure(lam, &vs, &param, &ixs, prologue);
                 let fits = self.lane_rows_fit(lam, mark);
@@ -605,20 +604,20 @@ impl Emitter<'_> {
                         self.forget_strip_lanes(keys);
                         let (lanes, ib, i0) = (lanes?, self.binder(lam.params[0]), &ixs[0]);
                         let p = super::strip::LANES;
-                        let ctx = quote!(|#i0: usize| {
+                        let ctx = text!(|#i0: usize| {
                             let #ib: [i64; #p] = ::core::array::from_fn(|__l| (#i0 + __l) as i64);
                             #rows
                         });
-                        quote!(#rt::build_lanes_ctx([#(#sizes),*], #work, &#f, #ctx, #lanes))
+                        text!(#rt::build_lanes_ctx([#(#sizes),*], #work, &#f, #ctx, #lanes))
                     }
                     None => {
                         let lanes = lanes?;
-                        quote!(#rt::build_lanes([#(#sizes),*], #work, &#f, #lanes))
+                        text!(#rt::build_lanes([#(#sizes),*], #work, &#f, #lanes))
                     }
                 };
                 match fits {
-                    None => quote!({ let #f = #scalar; #strip }),
-                    Some(fits) => quote!({
+                    None => text!({ let #f = #scalar; #strip }),
+                    Some(fits) => text!({
                         let #f = #scalar;
                         if #fits {
                             #strip
@@ -628,10 +627,10 @@ impl Emitter<'_> {
                     }),
                 }
             }
-            None => quote!(#rt::build_weighted([#(#sizes),*], #work, #scalar)),
+            None => text!(#rt::build_weighted([#(#sizes),*], #work, #scalar)),
         };
         Ok(Out {
-            expr: quote!({
+            expr: text!({
                 let #out = #call;
                 #fin
             }),
@@ -650,16 +649,16 @@ impl Emitter<'_> {
         lam: &Lambda,
         tys: &[Ty],
         elem: Scalar,
-        sizes: &[TokenStream],
-        closure_param: &TokenStream,
-        bind: &TokenStream,
+        sizes: &[Code],
+        closure_param: &Code,
+        bind: &Code,
         work: usize,
-    ) -> R<TokenStream> {
+    ) -> R<Code> {
         let (rt, nd) = (rt(), nd());
         let stmts = self.closed_stmts(&lam.body)?;
         let site = self.uses.results(&lam.body);
         let (sink, scal, arrs) = (self.fresh("sink"), self.fresh("b"), self.fresh("arrs"));
-        let mut puts = TokenStream::new();
+        let mut puts = Code::new();
         let mut scalars = vec![];
         let mut ranks = vec![];
         let mut copied = vec![];
@@ -668,7 +667,7 @@ impl Emitter<'_> {
                 Ty::Array { rank, .. } => {
                     let k = ranks.len();
                     let r = self.by_ref(a);
-                    puts.extend(quote!(#sink.put(#k, #r);));
+                    puts.extend(text!(#sink.put(#k, #r);));
                     ranks.push(rank);
                     copied.extend(a.var().filter(|v| self.releasable(*v, site)));
                 }
@@ -682,7 +681,7 @@ impl Emitter<'_> {
         copied.dedup();
         for v in copied {
             let n = self.name(v);
-            puts.extend(quote!(#rt::recycle(#n);));
+            puts.extend(text!(#rt::recycle(#n);));
         }
         let res = flat(&scalars);
         let e = elem_ty(elem);
@@ -693,21 +692,21 @@ impl Emitter<'_> {
             parts.push(match ty {
                 Ty::Array { rank, .. } => {
                     let d = dim_ty(lead + rank);
-                    quote!(#arrs.next().expect("linad: array result").into_dimensionality::<#d>().expect("linad: rank"))
+                    text!(#arrs.next().expect("linad: array result").into_dimensionality::<#d>().expect("linad: rank"))
                 }
                 _ => {
                     let f = syn::Index::from(nk);
                     nk += 1;
                     if scalars.len() == 1 {
-                        quote!(#scal)
+                        text!(#scal)
                     } else {
-                        quote!(#scal.map(|__t| __t.#f))
+                        text!(#scal.map(|__t| __t.#f))
                     }
                 }
             });
         }
         let fin = flat(&parts);
-        Ok(quote!({
+        Ok(text!({
             let (#scal, #arrs): (#nd::Array<_, _>, Vec<#nd::ArrayD<#e>>) = #rt::build_rows(
                 [#(#sizes),*],
                 #work,
@@ -726,18 +725,18 @@ impl Emitter<'_> {
         &mut self,
         lam: &Lambda,
         vs: &super::strip::Strip,
-        closure_param: &TokenStream,
+        closure_param: &Code,
         ixs: &[Ident],
-        prologue: TokenStream,
-    ) -> R<TokenStream> {
+        prologue: Code,
+    ) -> R<Code> {
         let lanes = super::strip::LANES;
         let mut binds = vec![];
         for (k, p) in lam.params.iter().enumerate() {
             let (b, i) = (self.binder(*p), &ixs[k]);
             binds.push(if k == 0 {
-                quote!(let #b: [i64; #lanes] = ::core::array::from_fn(|__l| (#i + __l) as i64);)
+                text!(let #b: [i64; #lanes] = ::core::array::from_fn(|__l| (#i + __l) as i64);)
             } else {
-                quote!(let #b: i64 = #i as i64;)
+                text!(let #b: i64 = #i as i64;)
             });
         }
         let (views, saved) = self.local_views(lam, true);
@@ -747,7 +746,7 @@ impl Emitter<'_> {
         self.restore_reprs(saved);
         let stmts = stmts?;
         let res = self.strip_result(&lam.body, vs)?;
-        Ok(quote!(|#closure_param| { #views #prologue #(#binds)* #stmts #res }))
+        Ok(text!(|#closure_param| { #views #prologue #(#binds)* #stmts #res }))
     }
 
     /// The condition under which the strip-mined build `lam` runs its lane
@@ -758,7 +757,7 @@ impl Emitter<'_> {
     /// more than the scalar code's one dependency chain per row (a 2,000-
     /// column matrix-vector build's linear map: 210 us strip-mined, 70 us
     /// scalar). `None` when no free array is read so.
-    fn lane_rows_fit(&mut self, lam: &Lambda, mark: usize) -> Option<TokenStream> {
+    fn lane_rows_fit(&mut self, lam: &Lambda, mark: usize) -> Option<Code> {
         let free: std::collections::BTreeSet<Var> = ad_core_ir::visit::free_vars_lambda(lam)
             .nl
             .iter()
@@ -774,9 +773,9 @@ impl Emitter<'_> {
         let rt = rt();
         let fits = arrays.iter().map(|a| {
             let a = self.var_ref(*a);
-            quote!(#rt::lane_rows_fit(#a))
+            text!(#rt::lane_rows_fit(#a))
         });
-        Some(quote!(#(#fits)&&*))
+        Some(text!(#(#fits)&&*))
     }
 
     /// Several scalar results of a build (no inputs) or a map (inputs
@@ -794,12 +793,12 @@ impl Emitter<'_> {
         &mut self,
         tys: &[Ty],
         rank: usize,
-        shape: TokenStream,
-        inputs: &[TokenStream],
+        shape: Code,
+        inputs: &[Code],
         order_from: usize,
-        body: TokenStream,
+        body: Code,
         work_per_elem: usize,
-    ) -> Option<TokenStream> {
+    ) -> Option<Code> {
         let scalars: Option<Vec<Scalar>> = tys
             .iter()
             .map(|t| match t {
@@ -816,7 +815,7 @@ impl Emitter<'_> {
         let f = self.fresh("body");
         if !build {
             let pass = quote::format_ident!("multi_map_{}_{}", elems.len(), inputs.len());
-            return Some(quote!({
+            return Some(text!({
                 let #f = #body;
                 #rt::#pass(#(#inputs,)* #order_from, #work_per_elem, #f)
             }));
@@ -829,16 +828,16 @@ impl Emitter<'_> {
         // Every element is written by the pass: no fill first.
         let allocs = outs.iter().zip(&elems).map(|(o, e)| {
             let t = elem_ty(*e);
-            quote!(let mut #o: #nd::Array<#t, #d> = #rt::pooled_for_overwrite(#sh.clone());)
+            text!(let mut #o: #nd::Array<#t, #d> = #rt::pooled_for_overwrite(#sh.clone());)
         });
         let ix = self.fresh("ix");
         let (o0, rest) = (&outs[0], &outs[1..]);
-        let zip = quote!(#nd::Zip::indexed(&mut #o0)#(.and(&mut #rest))*);
-        let rpat = tuple(&rs.iter().map(|r| quote!(#r)).collect::<Vec<_>>());
-        let shim = quote!(|#ix, #(#outs),*| { let #rpat = #f(#ix); #(*#outs = #rs;)* });
-        let fin = flat(&outs.iter().map(|o| quote!(#o)).collect::<Vec<_>>());
+        let zip = text!(#nd::Zip::indexed(&mut #o0)#(.and(&mut #rest))*);
+        let rpat = tuple(&rs.iter().map(|r| text!(#r)).collect::<Vec<_>>());
+        let shim = text!(|#ix, #(#outs),*| { let #rpat = #f(#ix); #(*#outs = #rs;)* });
+        let fin = flat(&outs.iter().map(|o| text!(#o)).collect::<Vec<_>>());
         let pass = quote::format_ident!("zip_pass{}", outs.len() + 1);
-        Some(quote!({
+        Some(text!({
             let #f = #body;
             let #sh = #shape;
             #(#allocs)*
@@ -878,7 +877,7 @@ impl Emitter<'_> {
         for (p, e) in params.iter().zip(&elems) {
             self.set_repr(*p, Repr::Val);
             let (b, t) = (self.binder(*p), elem_ty(*e));
-            pats.push(quote!(#b: #t));
+            pats.push(text!(#b: #t));
         }
         let (stmts, results, _) = self.closed_block_parts(&lam.body, false)?;
         let res = flat(&results);
@@ -891,10 +890,10 @@ impl Emitter<'_> {
         if let Some(e) = self.one_pass(
             &tys,
             rank,
-            quote!((#a0).raw_dim()),
+            text!((#a0).raw_dim()),
             &arrs,
             order_from,
-            quote!(|#(#pats),*| { #stmts #res }),
+            text!(|#(#pats),*| { #stmts #res }),
             work_estimate(&lam.body, 4).max(1),
         ) {
             return Ok(Out {
@@ -908,27 +907,27 @@ impl Emitter<'_> {
         let kernel = match arrs.len() {
             1 => {
                 let (a, p) = (&arrs[0], &pats[0]);
-                quote!(#rt::map(#a, |#p| { #stmts #res }))
+                text!(#rt::map(#a, |#p| { #stmts #res }))
             }
             2 => {
                 let (a, b) = (&arrs[0], &arrs[1]);
                 let (p, q) = (&pats[0], &pats[1]);
-                quote!(#rt::zip_map(#a, #b, |#p, #q| { #stmts #res }))
+                text!(#rt::zip_map(#a, #b, |#p, #q| { #stmts #res }))
             }
             3 => {
                 let (a, b, c) = (&arrs[0], &arrs[1], &arrs[2]);
                 let (p, q, r) = (&pats[0], &pats[1], &pats[2]);
-                quote!(#rt::zip3_map(#a, #b, #c, |#p, #q, #r| { #stmts #res }))
+                text!(#rt::zip3_map(#a, #b, #c, |#p, #q, #r| { #stmts #res }))
             }
             _ => {
                 let a0 = &arrs[0];
                 let checks = arrs[1..].iter().map(|a| {
-                    quote!(assert_eq!((#a0).shape(), (#a).shape(), "linad: map over arrays of different shapes");)
+                    text!(assert_eq!((#a0).shape(), (#a).shape(), "linad: map over arrays of different shapes");)
                 });
                 let ix = self.fresh("ix");
                 let fetch = params.iter().zip(&arrs).zip(&elems).map(|((p, a), e)| {
                     let (b, t) = (self.binder(*p), elem_ty(*e));
-                    quote!(let #b: #t = (#a)[#ix];)
+                    text!(let #b: #t = (#a)[#ix];)
                 });
                 // Stored as ndarray would store the same elementwise
                 // operation's result (see `one_pass`).
@@ -937,8 +936,8 @@ impl Emitter<'_> {
                 } else {
                     order_from
                 };
-                let lays = arrs[..voting].iter().map(|x| quote!(#rt::layout_of(&(#x))));
-                quote!({
+                let lays = arrs[..voting].iter().map(|x| text!(#rt::layout_of(&(#x))));
+                text!({
                     #(#checks)*
                     let __order = #rt::result_order(&[#(#lays),*]);
                     #rt::stored_in(
@@ -949,7 +948,7 @@ impl Emitter<'_> {
             }
         };
         Ok(Out {
-            expr: quote!({ let #out = #kernel; #fin }),
+            expr: text!({ let #out = #kernel; #fin }),
             reprs: self.owned_reprs(s),
         })
     }
@@ -958,7 +957,7 @@ impl Emitter<'_> {
     /// (`ad_runtime::map_sum_rows1/2/3`): the map's `n x d` result is never
     /// made. `None` (nothing emitted) unless the map reads one to three
     /// `f64` matrices.
-    pub fn map_sum_rows(&mut self, m: &Map) -> R<Option<TokenStream>> {
+    pub fn map_sum_rows(&mut self, m: &Map) -> R<Option<Code>> {
         let lam = &m.body;
         let n = m.arrs.len() + m.lin_arrs.len();
         if !(1..=3).contains(&n)
@@ -978,7 +977,7 @@ impl Emitter<'_> {
                 return Ok(None);
             }
         }
-        let arrs: Vec<TokenStream> = m
+        let arrs: Vec<Code> = m
             .arrs
             .iter()
             .map(|a| self.by_ref(a))
@@ -988,14 +987,14 @@ impl Emitter<'_> {
         for p in lam.params.iter().chain(&lam.lin_params) {
             self.set_repr(*p, Repr::Val);
             let (b, t) = (self.binder(*p), elem_ty(Scalar::F64));
-            pats.push(quote!(#b: #t));
+            pats.push(text!(#b: #t));
         }
         let (stmts, results, _) = self.closed_block_parts(&lam.body, false)?;
         let res = flat(&results);
         let work = work_estimate(&lam.body, 4).max(1);
         let (rt, kernel) = (rt(), quote::format_ident!("map_sum_rows{}", n));
         Ok(Some(
-            quote!(#rt::#kernel(#(#arrs,)* #work, |#(#pats),*| { #stmts #res })),
+            text!(#rt::#kernel(#(#arrs,)* #work, |#(#pats),*| { #stmts #res })),
         ))
     }
 
@@ -1010,7 +1009,7 @@ impl Emitter<'_> {
         let (_, rank) = self.array_of(&fd.arr)?;
         let arr = self.scalar(&fd.arr);
         let arr_var = fd.arr.var().ok_or("a fold over a literal")?;
-        let mut pre = TokenStream::new();
+        let mut pre = Code::new();
         for (p, a) in lam.params[..k].iter().zip(&fd.init) {
             let init = self.own(a, site);
             self.declare_mut(*p, init, &mut pre);
@@ -1018,21 +1017,21 @@ impl Emitter<'_> {
         let x = lam.params[k];
         let row = self.fresh("k");
         let (xrepr, fetch) = if rank == 1 {
-            (Repr::Val, quote!(#arr[[#row]]))
+            (Repr::Val, text!(#arr[[#row]]))
         } else if self.repr(arr_var) == Repr::View {
-            (Repr::View, quote!(#arr.index_axis_move(#nd::Axis(0), #row)))
+            (Repr::View, text!(#arr.index_axis_move(#nd::Axis(0), #row)))
         } else {
-            (Repr::View, quote!(#arr.index_axis(#nd::Axis(0), #row)))
+            (Repr::View, text!(#arr.index_axis(#nd::Axis(0), #row)))
         };
         self.set_repr(x, xrepr);
         let xb = self.binder(x);
         let (stmts, results, _) = self.closed_block_parts(&lam.body, false)?;
         let accs: Vec<Ident> = lam.params[..k].iter().map(|p| self.name(*p)).collect();
         let assign = assign_all(&accs, &results);
-        let fin: Vec<TokenStream> = accs.iter().map(|a| quote!(#a)).collect();
+        let fin: Vec<Code> = accs.iter().map(|a| text!(#a)).collect();
         let fin = flat(&fin);
         Ok(Out {
-            expr: quote!({
+            expr: text!({
                 #pre
                 for #row in 0..#arr.shape()[0] {
                     let #xb = #fetch;
@@ -1062,23 +1061,23 @@ impl Emitter<'_> {
         let [cres] = w.cond.body.results.as_slice() else {
             return Err("a while condition returns one bool".into());
         };
-        let mut pre = TokenStream::new();
+        let mut pre = Code::new();
         for (p, a) in w.body.params.iter().zip(&w.init) {
             let init = self.own(a, site);
             self.declare_mut(*p, init, &mut pre);
         }
         // The condition reads the state without taking it.
-        let mut see = TokenStream::new();
+        let mut see = Code::new();
         for (cp, bp) in w.cond.params.iter().zip(&w.body.params) {
             let (cb, b) = (self.binder(*cp), self.name(*bp));
             let ty = self.ty(*cp).clone();
             let (e, r) = match ty {
-                Ty::Scalar(_) => (quote!(#b), Repr::Val),
-                Ty::Array { .. } => (quote!(#b.view()), Repr::View),
-                Ty::Tuple(_) | Ty::Opaque(_) => (quote!(#b.clone()), owned_repr(&ty)),
+                Ty::Scalar(_) => (text!(#b), Repr::Val),
+                Ty::Array { .. } => (text!(#b.view()), Repr::View),
+                Ty::Tuple(_) | Ty::Opaque(_) => (text!(#b.clone()), owned_repr(&ty)),
             };
             self.set_repr(*cp, r);
-            see.extend(quote!(let #cb = #e;));
+            see.extend(text!(let #cb = #e;));
         }
         let (cstmts, _, _) = self.closed_block_parts(&w.cond.body, false)?;
         let c = self.scalar(cres);
@@ -1087,7 +1086,7 @@ impl Emitter<'_> {
         let assign = assign_all(&state, &results);
         let (trips, go) = (self.fresh("trips"), self.fresh("go"));
         Ok(Out {
-            expr: quote!({
+            expr: text!({
                 #pre
                 let mut #trips: i64 = 0;
                 loop {
@@ -1105,12 +1104,12 @@ impl Emitter<'_> {
 }
 
 /// `c · i` for the `usize` variable `i`, `i` itself for `c = 1`.
-fn strided(c: &usize, i: &Ident) -> TokenStream {
+fn strided(c: &usize, i: &Ident) -> Code {
     if *c == 1 {
-        quote!(#i)
+        text!(#i)
     } else {
         let c = proc_macro2::Literal::usize_suffixed(*c);
-        quote!(#c * #i)
+        text!(#c * #i)
     }
 }
 
@@ -1150,21 +1149,21 @@ pub(super) fn work_estimate(b: &ad_core_ir::ir::Block, per_nest: usize) -> usize
         .fold(0usize, usize::saturating_add)
 }
 
-fn zero_of(e: Scalar) -> TokenStream {
+fn zero_of(e: Scalar) -> Code {
     match e {
-        Scalar::F64 => quote!(0.0f64),
-        Scalar::I64 => quote!(0i64),
-        Scalar::Bool => quote!(false),
+        Scalar::F64 => text!(0.0f64),
+        Scalar::I64 => text!(0i64),
+        Scalar::Bool => text!(false),
     }
 }
 
 /// `(a, b) = (x, y);` (`a = x;` for one): the state takes the body's
 /// results at once (a destructuring assignment evaluates every right-hand
 /// side before it assigns).
-pub(super) fn assign_all<N: quote::ToTokens>(names: &[N], results: &[TokenStream]) -> TokenStream {
+pub(super) fn assign_all<N: crate::text::ToText>(names: &[N], results: &[Code]) -> Code {
     match (names, results) {
-        ([n], [r]) => quote!(#n = #r;),
-        _ => quote!((#(#names,)*) = (#(#results,)*);),
+        ([n], [r]) => text!(#n = #r;),
+        _ => text!((#(#names,)*) = (#(#results,)*);),
     }
 }
 

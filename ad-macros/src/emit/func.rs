@@ -14,11 +14,11 @@ use super::names;
 use super::types::{self, owned_repr, repr_ty, Repr};
 use super::uses::Uses;
 use crate::sig::Callee;
+use crate::text::{text, Code};
 use ad_core_ir::fast_hash::FastMap;
 use ad_core_ir::ir::*;
 use ad_core_ir::types::{Scalar, Ty};
-use proc_macro2::{Ident, Literal, TokenStream};
-use quote::quote;
+use proc_macro2::{Ident, Literal};
 use std::cell::RefCell;
 
 /// Emission result: generated tokens or an internal error message.
@@ -50,14 +50,14 @@ impl<'a> Ctx<'a> {
 /// its binders (non-linear, then linear).
 pub struct Out {
     /// The expression.
-    pub expr: TokenStream,
+    pub expr: Code,
     /// One per binder.
     pub reprs: Vec<Repr>,
 }
 
 impl Out {
     /// One result.
-    pub fn one(expr: TokenStream, repr: Repr) -> Out {
+    pub fn one(expr: Code, repr: Repr) -> Out {
         Out {
             expr,
             reprs: vec![repr],
@@ -80,7 +80,7 @@ pub struct Emitter<'a> {
     tmp: u32,
     /// Statements the statement being emitted needs before its `let`
     /// (declarations of buffers that its value borrows).
-    pub before: TokenStream,
+    pub before: Code,
     /// Lanes taken before the loops being emitted (see `lanes.rs`).
     pub lanes: FastMap<super::lanes::LaneKey, Ident>,
     /// Lanes with one row per strip-mined index (see `strip.rs`).
@@ -96,7 +96,7 @@ pub struct Emitter<'a> {
     /// per enclosing body being emitted, `Some` for a sequential loop's
     /// (they move before the outermost such loop), `None` for a closure's
     /// (a build, map, accumulation, fold or while body: they stay inside).
-    pub hoist: Vec<Option<TokenStream>>,
+    pub hoist: Vec<Option<Code>>,
     /// The plan an accumulation loop made for the inner loop of its
     /// interchanged nest (`nest.rs`), until that loop is emitted.
     pub nested: Option<super::nest::Nested>,
@@ -126,10 +126,10 @@ pub struct Emitter<'a> {
 pub fn body(
     cx: &Ctx,
     f: &Func,
-    params: Vec<(TokenStream, Repr)>,
-    lin_params: Vec<(TokenStream, Repr)>,
+    params: Vec<(Code, Repr)>,
+    lin_params: Vec<(Code, Repr)>,
     view_results: bool,
-) -> R<(TokenStream, Vec<Repr>)> {
+) -> R<(Code, Vec<Repr>)> {
     if params.len() != f.params.len() || lin_params.len() != f.lin_params.len() {
         return Err(format!(
             "`{}` takes {} ; {} parameters, bound to {} ; {}",
@@ -157,7 +157,7 @@ pub fn body(
         uses: Uses::of(f),
         repr: FastMap::default(),
         tmp: 0,
-        before: TokenStream::new(),
+        before: Code::new(),
         lanes: FastMap::default(),
         strip_lanes: FastMap::default(),
         lane_row_arrays: vec![],
@@ -189,18 +189,18 @@ pub fn body(
         vals.push(x);
     }
     let bind = if pats.is_empty() {
-        quote!()
+        text!()
     } else {
         let (p, t, x) = (
             types::tuple(&pats),
             types::tuple_ty(tys),
             types::tuple(&vals),
         );
-        quote!(let #p: #t = #x;)
+        text!(let #p: #t = #x;)
     };
     let (stmts, results, reprs) = e.block_parts(&f.body, view_results)?;
     let results = types::flat(&results);
-    Ok((quote!({ #bind #stmts #results }), reprs))
+    Ok((text!({ #bind #stmts #results }), reprs))
 }
 
 impl<'a> Emitter<'a> {
@@ -270,21 +270,21 @@ impl<'a> Emitter<'a> {
     }
 
     /// A literal.
-    pub fn lit(a: &Atom) -> TokenStream {
+    pub fn lit(a: &Atom) -> Code {
         match *a {
             Atom::F64(x) => f64_lit(x),
             Atom::I64(x) => i64_lit(x),
-            Atom::Bool(b) => quote!(#b),
+            Atom::Bool(b) => text!(#b),
             Atom::Var(_) => unreachable!("not a literal"),
         }
     }
 
     /// A scalar (or `Copy` tuple) operand by value.
-    pub fn scalar(&self, a: &Atom) -> TokenStream {
+    pub fn scalar(&self, a: &Atom) -> Code {
         match a {
             Atom::Var(v) => {
                 let n = self.name(*v);
-                quote!(#n)
+                text!(#n)
             }
             _ => Self::lit(a),
         }
@@ -292,21 +292,21 @@ impl<'a> Emitter<'a> {
 
     /// An `i64` operand as a `usize` (for indices and sizes; no parentheses:
     /// only used in comma-separated positions).
-    pub fn usize_of(&self, a: &Atom) -> TokenStream {
+    pub fn usize_of(&self, a: &Atom) -> Code {
         match a {
             Atom::I64(k) if *k >= 0 => {
                 let l = Literal::usize_suffixed(*k as usize);
-                quote!(#l)
+                text!(#l)
             }
             _ => {
                 let x = self.scalar(a);
-                quote!(#x as usize)
+                text!(#x as usize)
             }
         }
     }
 
     /// An operand by reference: `&x` for arrays, the value for scalars.
-    pub fn by_ref(&self, a: &Atom) -> TokenStream {
+    pub fn by_ref(&self, a: &Atom) -> Code {
         match a {
             Atom::Var(v) => self.var_ref(*v),
             _ => Self::lit(a),
@@ -314,25 +314,25 @@ impl<'a> Emitter<'a> {
     }
 
     /// A variable by reference: `&x` for arrays and tuples holding arrays.
-    pub fn var_ref(&self, v: Var) -> TokenStream {
+    pub fn var_ref(&self, v: Var) -> Code {
         let n = self.name(v);
         match self.repr(v) {
-            Repr::Val => quote!(#n),
-            Repr::Owned | Repr::View => quote!(&#n),
+            Repr::Val => text!(#n),
+            Repr::Owned | Repr::View => text!(&#n),
         }
     }
 
     /// An array variable as a view (`x.view()`).
-    pub fn var_view(&self, v: Var) -> TokenStream {
+    pub fn var_view(&self, v: Var) -> Code {
         let n = self.name(v);
         match self.repr(v) {
-            Repr::Val => quote!(#n),
-            Repr::Owned | Repr::View => quote!(#n.view()),
+            Repr::Val => text!(#n),
+            Repr::Owned | Repr::View => text!(#n.view()),
         }
     }
 
     /// A non-linear operand as an owned value, moved at its last use.
-    pub fn own(&self, a: &Atom, site: usize) -> TokenStream {
+    pub fn own(&self, a: &Atom, site: usize) -> Code {
         match a {
             Atom::Var(v) => self.own_var(*v, self.uses.movable(*v, site)),
             _ => Self::lit(a),
@@ -340,18 +340,18 @@ impl<'a> Emitter<'a> {
     }
 
     /// A linear variable as an owned value (moved unless captured).
-    pub fn own_lin(&self, v: Var, site: usize) -> TokenStream {
+    pub fn own_lin(&self, v: Var, site: usize) -> Code {
         self.own_var(v, self.uses.local(v, site))
     }
 
     /// An owned copy of a variable, moving it when `movable`.
-    pub fn own_var(&self, v: Var, movable: bool) -> TokenStream {
+    pub fn own_var(&self, v: Var, movable: bool) -> Code {
         let n = self.name(v);
         match self.repr(v) {
-            Repr::Val => quote!(#n),
-            Repr::Owned if movable => quote!(#n),
-            Repr::Owned => quote!(#n.clone()),
-            Repr::View => quote!(#n.to_owned()),
+            Repr::Val => text!(#n),
+            Repr::Owned if movable => text!(#n),
+            Repr::Owned => text!(#n.clone()),
+            Repr::View => text!(#n.to_owned()),
         }
     }
 
@@ -377,7 +377,7 @@ impl<'a> Emitter<'a> {
         &mut self,
         b: &Block,
         view_results: bool,
-    ) -> R<(TokenStream, Vec<TokenStream>, Vec<Repr>)> {
+    ) -> R<(Code, Vec<Code>, Vec<Repr>)> {
         self.hoist.push(None);
         let r = self.block_parts(b, view_results);
         self.hoist.pop();
@@ -386,15 +386,15 @@ impl<'a> Emitter<'a> {
 
     /// The statements of `b` alone (its results left to the caller), as
     /// in [`Emitter::closed_block_parts`]: scratch declarations stay in it.
-    pub fn closed_stmts(&mut self, b: &Block) -> R<TokenStream> {
+    pub fn closed_stmts(&mut self, b: &Block) -> R<Code> {
         self.hoist.push(None);
         let r = self.stmts(b);
         self.hoist.pop();
         r
     }
 
-    fn stmts(&mut self, b: &Block) -> R<TokenStream> {
-        let mut stmts = TokenStream::new();
+    fn stmts(&mut self, b: &Block) -> R<Code> {
+        let mut stmts = Code::new();
         let mut k = 0;
         while let Some(s) = b.stmts.get(k) {
             if let Some(t) = self.map_then_row_sum(s, b.stmts.get(k + 1))? {
@@ -413,7 +413,7 @@ impl<'a> Emitter<'a> {
     /// one pass (`Emitter::map_sum_rows`): a reverse pass summing a per-row
     /// cotangent product over the points writes no `n x d` array for it.
     /// `None` for any other pair.
-    fn map_then_row_sum(&mut self, s: &Stmt, next: Option<&Stmt>) -> R<Option<TokenStream>> {
+    fn map_then_row_sum(&mut self, s: &Stmt, next: Option<&Stmt>) -> R<Option<Code>> {
         let (Expr::Map(m), Some(t)) = (&s.expr, next) else {
             return Ok(None);
         };
@@ -437,12 +437,12 @@ impl<'a> Emitter<'a> {
         self.set_repr(*x, Repr::Val);
         let release = self.release_dead(s, site);
         let release_sum = self.release_dead(t, sum_site);
-        Ok(Some(quote!(#before #bind #release #release_sum)))
+        Ok(Some(text!(#before #bind #release #release_sum)))
     }
 
     /// Places scratch declarations: with the enclosing sequential loop's
     /// (to go before it), or before the current statement.
-    pub fn declare_scratch(&mut self, decls: TokenStream) {
+    pub fn declare_scratch(&mut self, decls: Code) {
         match self.hoist.last_mut() {
             Some(Some(t)) => t.extend(decls),
             _ => self.before.extend(decls),
@@ -453,7 +453,7 @@ impl<'a> Emitter<'a> {
         &mut self,
         b: &Block,
         view_results: bool,
-    ) -> R<(TokenStream, Vec<TokenStream>, Vec<Repr>)> {
+    ) -> R<(Code, Vec<Code>, Vec<Repr>)> {
         let stmts = self.stmts(b)?;
         let site = self.uses.results(b);
         let mut results = vec![];
@@ -462,7 +462,7 @@ impl<'a> Emitter<'a> {
             match a {
                 Atom::Var(v) if view_results && self.returnable_view(*v) => {
                     let n = self.name(*v);
-                    results.push(quote!(#n));
+                    results.push(text!(#n));
                     reprs.push(Repr::View);
                 }
                 _ => {
@@ -474,7 +474,7 @@ impl<'a> Emitter<'a> {
         for v in &b.lin_results {
             if view_results && self.returnable_view(*v) {
                 let n = self.name(*v);
-                results.push(quote!(#n));
+                results.push(text!(#n));
                 reprs.push(Repr::View);
             } else {
                 results.push(self.own_lin(*v, site));
@@ -514,10 +514,10 @@ impl<'a> Emitter<'a> {
 
     /// A block as an expression `{ stmts; results }` with owned results (a
     /// value, a tuple, or `()`).
-    pub fn block_expr(&mut self, b: &Block) -> R<TokenStream> {
+    pub fn block_expr(&mut self, b: &Block) -> R<Code> {
         let (stmts, results, _) = self.block_parts(b, false)?;
         let r = types::flat(&results);
-        Ok(quote!({ #stmts #r }))
+        Ok(text!({ #stmts #r }))
     }
 
     /// Binds variables to a value: `let (a, b): (A, B) = expr;`, or
@@ -527,13 +527,7 @@ impl<'a> Emitter<'a> {
     /// operands, except a call, which may be the user's generic
     /// `Default::default()`), and the type would only add tokens for rustc
     /// to read (issue 12).
-    pub fn let_(
-        &mut self,
-        vars: &[Var],
-        reprs: &[Repr],
-        expr: TokenStream,
-        self_typed: bool,
-    ) -> TokenStream {
+    pub fn let_(&mut self, vars: &[Var], reprs: &[Repr], expr: Code, self_typed: bool) -> Code {
         for (v, r) in vars.iter().zip(reprs) {
             self.repr.insert(*v, *r);
         }
@@ -543,19 +537,19 @@ impl<'a> Emitter<'a> {
                 .zip(reprs)
                 .all(|(v, r)| *r == Repr::Val && types::is_copy(self.ty(*v)));
         match vars {
-            [] => quote!(let _ = #expr;),
+            [] => text!(let _ = #expr;),
             [v] if scalars => {
                 let p = self.binder(*v);
-                quote!(let #p = #expr;)
+                text!(let #p = #expr;)
             }
             _ if scalars => {
                 let pats: Vec<_> = vars.iter().map(|v| self.binder(*v)).collect();
                 let p = types::tuple(&pats);
-                quote!(let #p = #expr;)
+                text!(let #p = #expr;)
             }
             [v] => {
                 let (p, t) = (self.binder(*v), repr_ty(self.ty(*v), reprs[0]));
-                quote!(let #p: #t = #expr;)
+                text!(let #p: #t = #expr;)
             }
             _ => {
                 let pats: Vec<_> = vars.iter().map(|v| self.binder(*v)).collect();
@@ -565,13 +559,13 @@ impl<'a> Emitter<'a> {
                     .map(|(v, r)| repr_ty(self.ty(*v), *r))
                     .collect();
                 let (p, t) = (types::tuple(&pats), types::tuple_ty(tys));
-                quote!(let #p: #t = #expr;)
+                text!(let #p: #t = #expr;)
             }
         }
     }
 
     /// One statement.
-    pub fn stmt(&mut self, s: &Stmt) -> R<TokenStream> {
+    pub fn stmt(&mut self, s: &Stmt) -> R<Code> {
         let site = self.uses.stmt(s);
         if let Expr::Lin(LinOp::Dup(x)) = &s.expr {
             if let Some(t) = self.dup_view_then_move(*x, &s.lin_binds, site) {
@@ -579,7 +573,7 @@ impl<'a> Emitter<'a> {
             }
         }
         let out = match &s.expr {
-            _ if self.uses.aliases_only(s) => return Ok(TokenStream::new()),
+            _ if self.uses.aliases_only(s) => return Ok(Code::new()),
             Expr::Atom(a) => Out::one(Self::lit(a), Repr::Val),
             Expr::Prim(p, args) => self.prim(*p, args)?,
             Expr::Tuple(xs) => self.tuple_expr(xs, site),
@@ -590,9 +584,9 @@ impl<'a> Emitter<'a> {
                 // A dropped temporary array's buffer goes back to the pool.
                 if self.releasable(*v, site) {
                     let rt = types::rt();
-                    return Ok(quote!(#rt::recycle(#n);));
+                    return Ok(text!(#rt::recycle(#n);));
                 }
-                return Ok(quote!(let _ = #n;));
+                return Ok(text!(let _ = #n;));
             }
             Expr::Lin(op) => self.lin_op(op, &s.lin_binds, site)?,
             Expr::Call(c) => self.call(c, s, site)?,
@@ -630,7 +624,7 @@ impl<'a> Emitter<'a> {
         let self_typed = !matches!(s.expr, Expr::Call(_));
         let bind = self.let_(&vars, &out.reprs, out.expr, self_typed);
         let release = self.release_dead(s, site);
-        Ok(quote!(#before #bind #release))
+        Ok(text!(#before #bind #release))
     }
 
     /// Whether `v`, used at `site`, is an owned array of the current body
@@ -658,12 +652,12 @@ impl<'a> Emitter<'a> {
     /// (a closure or loop body borrows what it captures). An operand of any
     /// other statement may have been moved, and either branch of an `if`
     /// may move (or consume) what it uses, so those are left to Rust's drop.
-    fn release_dead(&self, s: &Stmt, site: usize) -> TokenStream {
+    fn release_dead(&self, s: &Stmt, site: usize) -> Code {
         let dying = self.uses.dying_in(site);
         // Each branch of an `if` may consume a linear variable (or move the
         // non-linear one it uses last): what dies there is left to them.
         if dying.is_empty() || matches!(s.expr, Expr::If(_)) {
-            return TokenStream::new();
+            return Code::new();
         }
         let (mut nl, mut lin) = (vec![], vec![]);
         ad_core_ir::visit::for_each_operand(&s.expr, &mut |a| nl.extend(a.var()), &mut |v| {
@@ -677,7 +671,7 @@ impl<'a> Emitter<'a> {
             .flat_map(|v| std::iter::once(self.uses.root(*v)).chain(self.uses.lenders(*v)))
             .collect();
         let rt = types::rt();
-        let mut out = TokenStream::new();
+        let mut out = Code::new();
         for &v in dying {
             if !self.releasable(v, site) {
                 continue;
@@ -690,7 +684,7 @@ impl<'a> Emitter<'a> {
             };
             if released {
                 let n = self.name(v);
-                out.extend(quote!(#rt::recycle(#n);));
+                out.extend(text!(#rt::recycle(#n);));
             }
         }
         out
@@ -736,33 +730,33 @@ fn reads_deep(e: &Expr, out: &mut Vec<Var>) {
 
 /// An `f64` literal (`f64::NAN`, `f64::INFINITY` for non-finite values; a
 /// leading `-` token for negative ones, including `-0.0`).
-pub fn f64_lit(x: f64) -> TokenStream {
+pub fn f64_lit(x: f64) -> Code {
     if x.is_nan() {
-        quote!(f64::NAN)
+        text!(f64::NAN)
     } else if x == f64::INFINITY {
-        quote!(f64::INFINITY)
+        text!(f64::INFINITY)
     } else if x == f64::NEG_INFINITY {
-        quote!(f64::NEG_INFINITY)
+        text!(f64::NEG_INFINITY)
     } else {
         let l = Literal::f64_suffixed(x.abs());
         if x.is_sign_negative() {
-            quote!(-#l)
+            text!(-#l)
         } else {
-            quote!(#l)
+            text!(#l)
         }
     }
 }
 
 /// An `i64` literal.
-pub fn i64_lit(x: i64) -> TokenStream {
+pub fn i64_lit(x: i64) -> Code {
     if x == i64::MIN {
-        quote!(i64::MIN)
+        text!(i64::MIN)
     } else {
         let l = Literal::i64_suffixed(x.abs());
         if x < 0 {
-            quote!(-#l)
+            text!(-#l)
         } else {
-            quote!(#l)
+            text!(#l)
         }
     }
 }

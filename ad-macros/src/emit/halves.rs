@@ -42,11 +42,11 @@ use super::types::{canonical_repr, flat, owned_repr, repr_ty_in, Repr};
 use super::wrappers::{allows, func, nested_fns, result_ty};
 use super::Input;
 use crate::names::{hidden, hidden_wrt, Block};
+use crate::text::{text, Code};
 use ad_core_ir::driver::Derivatives;
 use ad_core_ir::ir::Func;
 use ad_core_ir::types::Ty;
-use proc_macro2::{Ident, TokenStream};
-use quote::quote;
+use proc_macro2::Ident;
 
 /// Which set of derivatives.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -87,11 +87,11 @@ pub struct LinearHalf<'h> {
     /// `lin_t_at`.
     pub transposed: bool,
     /// The declarations of its linear parameters.
-    pub decls: Vec<TokenStream>,
+    pub decls: Vec<Code>,
     /// Their names, as arguments.
-    pub args: Vec<TokenStream>,
+    pub args: Vec<Code>,
     /// Its result type.
-    pub ret: TokenStream,
+    pub ret: Code,
 }
 
 /// The emitted halves of one set of derivatives and how to call them.
@@ -120,7 +120,7 @@ pub struct Halves {
     /// cotangents, when the core built one.
     pub vjp: Option<(Ident, Vec<Repr>)>,
     /// The emitted functions.
-    pub items: TokenStream,
+    pub items: Code,
 }
 
 /// Emits the halves of `set` (the derivatives `input.all` or `input.user`,
@@ -138,16 +138,16 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
     let fname = &sig.ident;
     // Both sets are hidden building blocks: callers whose other arguments
     // of `f` are constants call the `wrt` set's (`__linadw_f_jvp`).
-    let (hide, vis) = (quote!(#[doc(hidden)]), sig.vis.clone());
+    let (hide, vis) = (text!(#[doc(hidden)]), sig.vis.clone());
     let allows = allows();
     let item = |doc: String,
                 name: &Ident,
-                generics: TokenStream,
-                decls: Vec<TokenStream>,
-                ret: TokenStream,
-                b: TokenStream,
-                nested: TokenStream| {
-        quote! {
+                generics: Code,
+                decls: Vec<Code>,
+                ret: Code,
+                b: Code,
+                nested: Code| {
+        text! {
             #[doc = #doc]
             #hide
             #allows
@@ -158,15 +158,15 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
             }
         }
     };
-    let mut items = TokenStream::new();
+    let mut items = Code::new();
 
     // The forward half, views of parameters returned as views.
     let fwd = func(cx.prog, &d.names.fwd)?;
-    let lt = quote!('__a);
+    let lt = text!('__a);
     let (decls, binds) = ir_params(fwd, false, &lt);
     let (b, fwd_reprs) = body(cx, fwd, binds, vec![], true)?;
     let nested = nested_fns(cx)?;
-    let rtys: Vec<TokenStream> = result_tys(fwd)
+    let rtys: Vec<Code> = result_tys(fwd)
         .iter()
         .zip(&fwd_reprs)
         .map(|(t, r)| repr_ty_in(t, *r, &lt))
@@ -174,7 +174,7 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
     items.extend(item(
         format!(" The forward half of [`{fname}`]: its results, then the residuals."),
         &fwd_name,
-        quote!(<#lt>),
+        text!(<#lt>),
         decls,
         flat(&rtys),
         b,
@@ -182,7 +182,7 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
     ));
 
     // The linear maps at given residuals.
-    let elided = quote!('_);
+    let elided = text!('_);
     // A function of the IR function's parameters, returning owned results.
     // With `checks`, the function's leading assertions first (forward mode,
     // which callers' forward modes call: `canonical_preconditions`).
@@ -197,17 +197,17 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
             let pre = if checks {
                 super::wrappers::canonical_preconditions(input, &rbinds)
             } else {
-                TokenStream::new()
+                Code::new()
             };
             let (b, _) = body(cx, f, rbinds, lbinds, false)?;
             let nested = nested_fns(cx)?;
             items.extend(item(
                 doc,
                 name,
-                quote!(),
+                text!(),
                 rdecls.into_iter().chain(ldecls).collect(),
                 result_ty(f),
-                quote!(#pre #b),
+                text!(#pre #b),
                 nested,
             ));
             Ok(reprs)
@@ -294,7 +294,7 @@ impl Halves {
     pub fn linear_halves(&self, cx: &Ctx, d: &Derivatives) -> R<[LinearHalf<'_>; 2]> {
         let half = |name: &String, what: &str, half, transposed| -> R<LinearHalf<'_>> {
             let f = func(cx.prog, name)?;
-            let (decls, binds) = canonical_params(&param_tys(f, true), what, &quote!('_));
+            let (decls, binds) = canonical_params(&param_tys(f, true), what, &text!('_));
             Ok(LinearHalf {
                 half,
                 transposed,
@@ -311,7 +311,7 @@ impl Halves {
 
     /// The residuals `rs` (as `fwd` returned them) as arguments of
     /// `lin_at` / `lin_t_at`.
-    pub fn resid_args(&self, rs: &[TokenStream]) -> Vec<TokenStream> {
+    pub fn resid_args(&self, rs: &[Code]) -> Vec<Code> {
         self.resid_args_as(rs, &self.fwd_reprs[self.n_out..], false)
     }
 
@@ -319,13 +319,13 @@ impl Halves {
     /// `fwd` returned them) back to the runtime's per-thread pool once the
     /// reverse pass is done: the next call's stacks reuse them instead of
     /// fresh pages (`ad_runtime::recycle`).
-    pub fn recycle_residuals(&self, rs: &[TokenStream]) -> TokenStream {
+    pub fn recycle_residuals(&self, rs: &[Code]) -> Code {
         let rt = super::types::rt();
         rs.iter()
             .zip(&self.fwd_reprs[self.n_out..])
             .zip(&self.resid_tys)
             .filter(|((_, held), ty)| **held == Repr::Owned && matches!(ty, Ty::Array { .. }))
-            .map(|((r, _), _)| quote!(#rt::recycle(#r);))
+            .map(|((r, _), _)| text!(#rt::recycle(#r);))
             .collect()
     }
 
@@ -333,22 +333,17 @@ impl Halves {
     /// `lin_t_at`: arrays as views (so a closure calling a half again and
     /// again copies nothing), a tuple holding arrays moved (or cloned when
     /// `clone`, for a closure called more than once).
-    pub fn resid_args_as(
-        &self,
-        rs: &[TokenStream],
-        held: &[Repr],
-        clone: bool,
-    ) -> Vec<TokenStream> {
+    pub fn resid_args_as(&self, rs: &[Code], held: &[Repr], clone: bool) -> Vec<Code> {
         rs.iter()
             .zip(held)
             .zip(&self.resid_tys)
             .map(|((r, held), ty)| match (ty, held) {
-                (Ty::Array { .. } | Ty::Opaque(_), Repr::View) => quote!(#r),
-                (Ty::Array { .. }, _) => quote!(#r.view()),
-                (Ty::Opaque(_), _) => quote!(&#r),
-                (_, Repr::Val) => quote!(#r),
-                _ if clone => quote!(#r.clone()),
-                _ => quote!(#r),
+                (Ty::Array { .. } | Ty::Opaque(_), Repr::View) => text!(#r),
+                (Ty::Array { .. }, _) => text!(#r.view()),
+                (Ty::Opaque(_), _) => text!(&#r),
+                (_, Repr::Val) => text!(#r),
+                _ if clone => text!(#r.clone()),
+                _ => text!(#r),
             })
             .collect()
     }
@@ -373,37 +368,29 @@ fn result_tys(f: &Func) -> Vec<Ty> {
 /// Parameter declarations of a function emitted for the IR function `f`,
 /// named as its body names them (so that [`body`] binds nothing), with the
 /// canonical convention; its non-linear parameters, or its linear ones.
-pub fn ir_params(
-    f: &Func,
-    lin: bool,
-    lt: &TokenStream,
-) -> (Vec<TokenStream>, Vec<(TokenStream, Repr)>) {
+pub fn ir_params(f: &Func, lin: bool, lt: &Code) -> (Vec<Code>, Vec<(Code, Repr)>) {
     let ps = if lin { &f.lin_params } else { &f.params };
     ps.iter()
         .map(|v| {
             let (n, ty) = (super::names::var_name(f, *v), f.vars.ty(*v));
             let repr = canonical_repr(ty);
             let t = repr_ty_in(ty, repr, lt);
-            (quote!(#n: #t), (quote!(#n), repr))
+            (text!(#n: #t), (text!(#n), repr))
         })
         .unzip()
 }
 
 /// Parameter declarations `__{what}k: T` (views borrowing for `lt`) and their
 /// bindings for the body, with the canonical convention.
-pub fn canonical_params(
-    tys: &[Ty],
-    what: &str,
-    lt: &TokenStream,
-) -> (Vec<TokenStream>, Vec<(TokenStream, Repr)>) {
+pub fn canonical_params(tys: &[Ty], what: &str, lt: &Code) -> (Vec<Code>, Vec<(Code, Repr)>) {
     let mut decls = vec![];
     let mut binds = vec![];
     for (k, ty) in tys.iter().enumerate() {
         let n = super::names::ident(&format!("__{what}{k}"));
         let repr = canonical_repr(ty);
         let t = repr_ty_in(ty, repr, lt);
-        decls.push(quote!(#n: #t));
-        binds.push((quote!(#n), repr));
+        decls.push(text!(#n: #t));
+        binds.push((text!(#n), repr));
     }
     (decls, binds)
 }

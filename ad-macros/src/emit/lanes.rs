@@ -25,10 +25,9 @@
 
 use super::func::Emitter;
 use super::types::{elem_ty, rt};
+use crate::text::{text, Code};
 use ad_core_ir::ir::{ArrayOp, Atom, Block, Expr, Lambda, LinOp, Var};
 use ad_core_ir::visit::{blocks, free_vars_lambda};
-use proc_macro2::TokenStream;
-use quote::quote;
 use std::collections::BTreeSet;
 
 /// A leading index of a lane: a variable (its alias root) or a literal.
@@ -55,7 +54,7 @@ pub struct LaneRead {
     /// Whether the array is linear.
     pub linear: bool,
     /// The element's Rust type.
-    pub elem: TokenStream,
+    pub elem: Code,
 }
 
 impl LaneRead {
@@ -86,11 +85,11 @@ impl Emitter<'_> {
 
     /// The element read `arr[idx]` through a lane taken before an enclosing
     /// loop, if there is one.
-    pub fn lane_read(&self, arr: Var, idx: &[Atom]) -> Option<TokenStream> {
+    pub fn lane_read(&self, arr: Var, idx: &[Atom]) -> Option<Code> {
         let key = self.lane_key(arr, idx)?;
         let lane = self.lanes.get(&key)?;
         let k = self.usize_of(idx.last()?);
-        Some(quote!(#lane[#k]))
+        Some(text!(#lane[#k]))
     }
 
     /// Takes, before the loop whose body is `lam`, the lanes of the element
@@ -98,7 +97,7 @@ impl Emitter<'_> {
     /// are bound outside it and that no enclosing loop took already. Returns
     /// the statements and the keys to drop with [`Emitter::drop_lanes`] once
     /// the loop is emitted.
-    pub fn take_lanes(&mut self, lam: &Lambda) -> (TokenStream, Vec<LaneKey>) {
+    pub fn take_lanes(&mut self, lam: &Lambda) -> (Code, Vec<LaneKey>) {
         self.take_lanes_except(lam, &|_| false)
     }
 
@@ -109,8 +108,8 @@ impl Emitter<'_> {
         &mut self,
         lam: &Lambda,
         skip: &dyn Fn(&LaneKey) -> bool,
-    ) -> (TokenStream, Vec<LaneKey>) {
-        let mut out = TokenStream::new();
+    ) -> (Code, Vec<LaneKey>) {
+        let mut out = Code::new();
         let mut keys = vec![];
         for r in self.lane_reads(lam) {
             let read_only = !r.linear || self.uses.lin_read_only(r.arr);
@@ -118,10 +117,10 @@ impl Emitter<'_> {
                 continue;
             }
             let (t, lane, a) = (&r.elem, self.fresh("lane"), self.var_ref(r.key.0));
-            let ix: Vec<TokenStream> = r.leads().iter().map(|a| self.usize_of(a)).collect();
+            let ix: Vec<Code> = r.leads().iter().map(|a| self.usize_of(a)).collect();
             let f = lane_fn(ix.len());
             let rt = rt();
-            out.extend(quote!(
+            out.extend(text!(
                 let #lane = #rt::#f(#a #(, #ix)*);
                 let #lane: &[#t] = &#lane;
             ));
@@ -181,11 +180,11 @@ pub(super) fn leads_in(key: &LaneKey, outside: &BTreeSet<Var>) -> bool {
 
 /// The runtime function taking the lane of an array read with `leads`
 /// leading indices (`ad_runtime::lane1/2/3`).
-pub(super) fn lane_fn(leads: usize) -> TokenStream {
+pub(super) fn lane_fn(leads: usize) -> Code {
     match leads {
-        0 => quote!(lane1),
-        1 => quote!(lane2),
-        _ => quote!(lane3),
+        0 => text!(lane1),
+        1 => text!(lane2),
+        _ => text!(lane3),
     }
 }
 

@@ -5,10 +5,10 @@
 
 use super::func::{Emitter, Out, R};
 use super::types::{owned_repr, rt, tuple, Repr};
+use crate::text::{text, Code};
 use ad_core_ir::ir::{Atom, Dim, LinOp, ReduceOp, ShapeTree, Var};
 use ad_core_ir::types::{Scalar, Ty};
-use proc_macro2::{Ident, TokenStream};
-use quote::quote;
+use proc_macro2::Ident;
 
 /// An operand of `add`/`neg` on (possibly tuple) values.
 #[derive(Clone)]
@@ -25,13 +25,13 @@ struct Opnd {
 }
 
 impl Opnd {
-    fn owned(&self) -> TokenStream {
+    fn owned(&self) -> Code {
         let n = &self.name;
         match self.repr {
-            Repr::Val => quote!(#n),
-            Repr::Owned if self.movable => quote!(#n),
-            Repr::Owned => quote!(#n.clone()),
-            Repr::View => quote!(#n.to_owned()),
+            Repr::Val => text!(#n),
+            Repr::Owned if self.movable => text!(#n),
+            Repr::Owned => text!(#n.clone()),
+            Repr::View => text!(#n.to_owned()),
         }
     }
     fn in_place(&self) -> bool {
@@ -39,12 +39,12 @@ impl Opnd {
     }
     /// `ad_runtime::recycle(x);` when the operand was only read and is
     /// [`Opnd::releasable`], else nothing.
-    fn release(&self) -> TokenStream {
+    fn release(&self) -> Code {
         if !self.releasable {
-            return TokenStream::new();
+            return Code::new();
         }
         let (rt, n) = (rt(), &self.name);
-        quote!(#rt::recycle(#n);)
+        text!(#rt::recycle(#n);)
     }
 }
 
@@ -61,12 +61,7 @@ impl Emitter<'_> {
     /// ```text
     /// let ; r, a2 = dup a    =>    let a2 = a; let r = a2.view();
     /// ```
-    pub fn dup_view_then_move(
-        &mut self,
-        x: Var,
-        binds: &[Var],
-        site: usize,
-    ) -> Option<TokenStream> {
+    pub fn dup_view_then_move(&mut self, x: Var, binds: &[Var], site: usize) -> Option<Code> {
         let [b0, b1] = *binds else { return None };
         // Both copies only read: two views of the array (`lin_op`).
         if self.uses.borrows_operand(b0) {
@@ -94,7 +89,7 @@ impl Emitter<'_> {
         // `other` is not marked viewed: the view's last use (a statement
         // that borrows it for its own duration) comes before `other`'s, so
         // `other` may go back to the pool where it dies.
-        Some(quote!(let #o = #n; let #r = #o.view();))
+        Some(text!(let #o = #n; let #r = #o.view();))
     }
 
     fn opnd(&self, v: Var, site: usize) -> Opnd {
@@ -143,33 +138,33 @@ impl Emitter<'_> {
                 Ok(match a.repr {
                     // Both copies are only read: two views of the one array.
                     Repr::Owned if read_only => Out {
-                        expr: quote!((#n.view(), #n.view())),
+                        expr: text!((#n.view(), #n.view())),
                         reprs: vec![Repr::View; 2],
                     },
                     Repr::Val => Out {
-                        expr: quote!((#n, #n)),
+                        expr: text!((#n, #n)),
                         reprs: vec![Repr::Val; 2],
                     },
                     // Views of static rank are `Copy`.
                     Repr::View => Out {
-                        expr: quote!((#n, #n)),
+                        expr: text!((#n, #n)),
                         reprs: vec![Repr::View; 2],
                     },
                     Repr::Owned if a.movable => {
                         let t = self.fresh("dup");
                         Out {
-                            expr: quote!({ let #t = #n; (#t.clone(), #t) }),
+                            expr: text!({ let #t = #n; (#t.clone(), #t) }),
                             reprs: vec![Repr::Owned; 2],
                         }
                     }
                     Repr::Owned => Out {
-                        expr: quote!((#n.clone(), #n.clone())),
+                        expr: text!((#n.clone(), #n.clone())),
                         reprs: vec![Repr::Owned; 2],
                     },
                 })
             }
             LinOp::Drop(_) => Ok(Out {
-                expr: quote!(()),
+                expr: text!(()),
                 reprs: vec![],
             }),
             LinOp::Tuple(xs) => {
@@ -183,7 +178,7 @@ impl Emitter<'_> {
                 };
                 let e = self.own_lin(*x, site);
                 Ok(Out {
-                    expr: if parts.len() == 1 { quote!(#e.0) } else { e },
+                    expr: if parts.len() == 1 { text!(#e.0) } else { e },
                     reprs: parts.iter().map(owned_repr).collect(),
                 })
             }
@@ -201,7 +196,7 @@ impl Emitter<'_> {
                     && self.uses.local(*val, site);
                 if dead {
                     let (rt, e, n, r) = (rt(), out.expr, self.name(*val), self.fresh("r"));
-                    out.expr = quote!({ let #r = #e; #rt::recycle(#n); #r });
+                    out.expr = text!({ let #r = #e; #rt::recycle(#n); #r });
                 }
                 Ok(out)
             }
@@ -217,13 +212,13 @@ impl Emitter<'_> {
                 let (arr, repr) = match a.repr {
                     Repr::View => {
                         let n = &a.name;
-                        (quote!(#n), Repr::View)
+                        (text!(#n), Repr::View)
                     }
                     Repr::Owned | Repr::Val => (a.owned(), Repr::Owned),
                 };
                 let (t, ex) = (self.fresh("e"), e.expr);
                 Ok(Out {
-                    expr: quote!({ let #t = #ex; (#t, #arr) }),
+                    expr: text!({ let #t = #ex; (#t, #arr) }),
                     reprs: vec![e.reprs[0], repr],
                 })
             }
@@ -249,9 +244,9 @@ impl Emitter<'_> {
                 let sh = super::array::list(&sizes);
                 let (v, c, t) = (self.scalar(&var(x)), self.fresh("c"), self.fresh("t"));
                 self.before
-                    .extend(quote!(let #c = #v; let #t = #nd::aview0(&#c);));
+                    .extend(text!(let #c = #v; let #t = #nd::aview0(&#c);));
                 Ok(Out::one(
-                    quote!(#t.broadcast(#sh).expect("linad: broadcast")),
+                    text!(#t.broadcast(#sh).expect("linad: broadcast")),
                     Repr::View,
                 ))
             }
@@ -271,18 +266,18 @@ impl Emitter<'_> {
                     let (c, s) = (self.fresh("c"), self.fresh("s"));
                     let (xr, n) = (self.var_ref(*x), self.name(*x));
                     self.before
-                        .extend(quote!(let #c = #rt::sum_to_if_needed(#xr, #sh);));
+                        .extend(text!(let #c = #rt::sum_to_if_needed(#xr, #sh);));
                     return Ok(Out::one(
-                        quote!(match &#c { Some(#s) => #s.view(), None => #n.view() }),
+                        text!(match &#c { Some(#s) => #s.view(), None => #n.view() }),
                         Repr::View,
                     ));
                 }
                 let e = if self.lin_movable(*x, site) {
                     let n = self.name(*x);
-                    quote!(#rt::sum_to_owned(#n, #sh))
+                    text!(#rt::sum_to_owned(#n, #sh))
                 } else {
                     let xr = self.var_ref(*x);
-                    quote!(#rt::sum_to_shape(#xr, #sh))
+                    text!(#rt::sum_to_shape(#xr, #sh))
                 };
                 Ok(Out::one(e, Repr::Owned))
             }
@@ -301,9 +296,9 @@ impl Emitter<'_> {
                 let rt = rt();
                 let (xr, br) = (self.var_ref(*x), self.by_ref(b));
                 let e = if *lin_left {
-                    quote!(#rt::outer(#xr, #br))
+                    text!(#rt::outer(#xr, #br))
                 } else {
-                    quote!(#rt::outer(#br, #xr))
+                    text!(#rt::outer(#br, #xr))
                 };
                 Ok(Out::one(e, Repr::Owned))
             }
@@ -316,9 +311,9 @@ impl Emitter<'_> {
 
     /// The zero of a shape tree; arrays take their buffer from the
     /// per-thread pool (`ad_runtime::pooled_zeros`).
-    pub fn zeros(&self, st: &ShapeTree) -> R<TokenStream> {
+    pub fn zeros(&self, st: &ShapeTree) -> R<Code> {
         Ok(match st {
-            ShapeTree::Scalar => quote!(0.0f64),
+            ShapeTree::Scalar => text!(0.0f64),
             ShapeTree::Array(ds) if ds.is_empty() => return Err("a zero array of rank 0".into()),
             ShapeTree::Array(ds) => {
                 let sizes: Vec<_> = ds
@@ -327,12 +322,12 @@ impl Emitter<'_> {
                         Dim::Atom(a) => self.usize_of(a),
                         Dim::Of(v, k) => {
                             let n = self.name(*v);
-                            quote!(#n.shape()[#k])
+                            text!(#n.shape()[#k])
                         }
                     })
                     .collect();
                 let rt = rt();
-                quote!(#rt::pooled_zeros::<f64, _>([#(#sizes),*]))
+                text!(#rt::pooled_zeros::<f64, _>([#(#sizes),*]))
             }
             ShapeTree::Tuple(ts) => {
                 let parts = ts.iter().map(|t| self.zeros(t)).collect::<R<Vec<_>>>()?;
@@ -342,11 +337,11 @@ impl Emitter<'_> {
     }
 
     /// `x + y` of linear values of type `ty`.
-    fn add(&mut self, ty: &Ty, x: &Opnd, y: &Opnd) -> R<TokenStream> {
+    fn add(&mut self, ty: &Ty, x: &Opnd, y: &Opnd) -> R<Code> {
         let rt = rt();
         let (a, b) = (&x.name, &y.name);
         Ok(match ty {
-            Ty::Scalar(Scalar::F64) => quote!(#a + #b),
+            Ty::Scalar(Scalar::F64) => text!(#a + #b),
             Ty::Array {
                 elem: Scalar::F64, ..
             } => {
@@ -355,17 +350,17 @@ impl Emitter<'_> {
                 let t = self.fresh("acc");
                 if x.in_place() {
                     let rel = y.release();
-                    quote!({ let mut #t = #a; #rt::add_assign(&mut #t, &#b); #rel #t })
+                    text!({ let mut #t = #a; #rt::add_assign(&mut #t, &#b); #rel #t })
                 } else if y.in_place() {
                     let rel = x.release();
-                    quote!({ let mut #t = #b; #rt::add_assign(&mut #t, &#a); #rel #t })
+                    text!({ let mut #t = #b; #rt::add_assign(&mut #t, &#a); #rel #t })
                 } else {
-                    let sum = quote!(#rt::zip_map(&#a, &#b, |__a: f64, __b: f64| __a + __b));
+                    let sum = text!(#rt::zip_map(&#a, &#b, |__a: f64, __b: f64| __a + __b));
                     let (ra, rb) = (x.release(), y.release());
                     if ra.is_empty() && rb.is_empty() {
                         sum
                     } else {
-                        quote!({ let #t = #sum; #ra #rb #t })
+                        text!({ let #t = #sum; #ra #rb #t })
                     }
                 }
             }
@@ -379,26 +374,26 @@ impl Emitter<'_> {
                 let (px, py) = (names_pat(&xs), names_pat(&ys));
                 let (ox, oy) = (x.owned(), y.owned());
                 let r = tuple(&sums);
-                quote!({ let #px = #ox; let #py = #oy; #r })
+                text!({ let #px = #ox; let #py = #oy; #r })
             }
             _ => return Err(format!("linear add of a {ty}")),
         })
     }
 
     /// `-x` of a linear value of type `ty`.
-    fn neg(&mut self, ty: &Ty, x: &Opnd) -> R<TokenStream> {
+    fn neg(&mut self, ty: &Ty, x: &Opnd) -> R<Code> {
         let rt = rt();
         let a = &x.name;
         Ok(match ty {
-            Ty::Scalar(Scalar::F64) => quote!(-#a),
+            Ty::Scalar(Scalar::F64) => text!(-#a),
             Ty::Array {
                 elem: Scalar::F64, ..
             } => {
                 if x.in_place() {
                     let t = self.fresh("neg");
-                    quote!({ let mut #t = #a; #t.mapv_inplace(|__v: f64| -__v); #t })
+                    text!({ let mut #t = #a; #t.mapv_inplace(|__v: f64| -__v); #t })
                 } else {
-                    quote!(#rt::map(&#a, |__v: f64| -__v))
+                    text!(#rt::map(&#a, |__v: f64| -__v))
                 }
             }
             Ty::Tuple(ts) => {
@@ -411,7 +406,7 @@ impl Emitter<'_> {
                 let px = names_pat(&xs);
                 let ox = x.owned();
                 let r = tuple(&negs);
-                quote!({ let #px = #ox; #r })
+                text!({ let #px = #ox; #r })
             }
             _ => return Err(format!("linear negation of a {ty}")),
         })
@@ -428,22 +423,22 @@ impl Emitter<'_> {
         let x_ty = self.ty(x).clone();
         let x_arr = matches!(x_ty, Ty::Array { .. });
         let e = match (s_arr, x_arr) {
-            (false, false) => quote!(#sv * #n),
+            (false, false) => text!(#sv * #n),
             (false, true) if a.in_place() => {
                 let t = self.fresh("sc");
-                quote!({ let mut #t = #n; #t.mapv_inplace(|__v: f64| #sv * __v); #t })
+                text!({ let mut #t = #n; #t.mapv_inplace(|__v: f64| #sv * __v); #t })
             }
-            (false, true) => quote!(#rt::map(&#n, |__v: f64| #sv * __v)),
-            (true, false) => quote!(#rt::map(&#sv, |__s: f64| __s * #n)),
+            (false, true) => text!(#rt::map(&#n, |__v: f64| #sv * __v)),
+            (true, false) => text!(#rt::map(&#sv, |__s: f64| __s * #n)),
             (true, true) if a.in_place() => {
                 let t = self.fresh("sc");
-                quote!({
+                text!({
                     let mut #t = #n;
                     #nd::Zip::from(&mut #t).and(&#sv).for_each(|__x: &mut f64, &__s: &f64| *__x = __s * *__x);
                     #t
                 })
             }
-            (true, true) => quote!(#rt::zip_map(&#sv, &#n, |__s: f64, __v: f64| __s * __v)),
+            (true, true) => text!(#rt::zip_map(&#sv, &#n, |__s: f64, __v: f64| __s * __v)),
         };
         let repr = if s_arr || x_arr {
             Repr::Owned
@@ -467,7 +462,7 @@ fn part(name: &Ident, ty: &Ty) -> Opnd {
     }
 }
 
-fn names_pat(ns: &[Ident]) -> TokenStream {
-    let ts: Vec<TokenStream> = ns.iter().map(|n| quote!(#n)).collect();
+fn names_pat(ns: &[Ident]) -> Code {
+    let ts: Vec<Code> = ns.iter().map(|n| text!(#n)).collect();
     tuple(&ts)
 }

@@ -44,13 +44,55 @@ mod tests;
 
 use crate::sig::Lowered;
 use crate::sig::Signature;
+use crate::text::Code;
 use ad_core_ir::driver::Derivatives;
 pub(crate) use calls::hidden_path;
-pub(crate) use headers::stubs;
 use proc_macro2::TokenStream;
-pub use transpose_fn::{f_transpose, Sizes};
-pub(crate) use types::forget_cached_paths;
-pub(crate) use wrappers::{allows, ct_ty, tangent_ty};
+pub use transpose_fn::Sizes;
+
+/// The emitter's code as the compiler's tokens: each run of text lexed
+/// once (`crate::text`); text that does not lex (an emitter bug) is a
+/// `compile_error!` at `span`.
+fn tokens(c: crate::text::Code, span: proc_macro2::Span) -> TokenStream {
+    c.into_tokens().unwrap_or_else(|msg| {
+        let msg = format!("linad internal compiler error (please report it): emitter: {msg}");
+        quote::quote_spanned!(span=> ::core::compile_error!(#msg);)
+    })
+}
+
+/// The public derivatives' stubs of a refused function ([`headers::stubs`]).
+pub(crate) fn stubs(sig: &Signature, modes: crate::attr::Modes) -> TokenStream {
+    tokens(headers::stubs(sig, modes), sig.ident.span())
+}
+
+/// `f_transpose` of a `#[linear]` function ([`transpose_fn::f_transpose`]).
+pub fn f_transpose(
+    sig: &Signature,
+    linear: &[bool],
+    d: &Derivatives,
+    callees: &[crate::sig::Callee],
+    sizes: &Sizes,
+) -> TokenStream {
+    tokens(
+        transpose_fn::f_transpose(sig, linear, d, callees, sizes),
+        sig.ident.span(),
+    )
+}
+
+/// The generated items' lint allowances ([`wrappers::allows`]).
+pub(crate) fn allows() -> TokenStream {
+    tokens(wrappers::allows(), proc_macro2::Span::call_site())
+}
+
+/// The cotangent type of an output ([`wrappers::ct_ty`]).
+pub(crate) fn ct_ty(o: &crate::sig::Out) -> TokenStream {
+    tokens(wrappers::ct_ty(o), proc_macro2::Span::call_site())
+}
+
+/// The tangent type of a parameter ([`wrappers::tangent_ty`]).
+pub(crate) fn tangent_ty(p: &crate::sig::Param) -> TokenStream {
+    tokens(wrappers::tangent_ty(p), proc_macro2::Span::call_site())
+}
 
 /// Everything the emitter needs for one function.
 pub struct Input<'a> {
@@ -122,7 +164,9 @@ impl Public {
 /// An emitter failure (an IR construct it cannot emit: a compiler bug) is
 /// reported as a `compile_error!` at the function's name.
 pub fn companions(input: &Input) -> TokenStream {
-    match wrappers::companions(input) {
+    let items = wrappers::companions(input)
+        .and_then(|groups| groups.into_iter().map(Code::into_tokens).collect());
+    match items {
         Ok(ts) => ts,
         Err(msg) => {
             let msg = format!(

@@ -4,8 +4,12 @@
 //! to ASCII letters, digits and `_` (a hint that is empty or does not start
 //! with a letter gets a `v` prefix), so it never starts with `_` and never is
 //! a keyword. The emitter's temporaries start with `__`, so the two never
-//! clash. All of these use `Span::mixed_site()`: they cannot capture or shadow
-//! the user's names (the public functions' parameters keep the user's spans).
+//! clash. The emitter writes them as text (`crate::text`), so they resolve as
+//! if written at the macro's call site: the generated items' locals and
+//! parameters are these names, the `__` temporaries and the user's
+//! parameter names (the cotangent's chosen not to clash with them,
+//! `crate::names::ct_param`), and the user's assertions copied into the
+//! public functions run in a block of their own before any of them.
 
 use ad_core_ir::ir::{Func, Var};
 use proc_macro2::{Ident, Span};
@@ -22,7 +26,8 @@ pub fn sanitise(hint: &str) -> String {
     s
 }
 
-/// An identifier with mixed-site hygiene.
+/// An identifier (written into the emitter's text, where its span is not
+/// kept; as tokens it has mixed-site hygiene).
 pub fn ident(s: &str) -> Ident {
     Ident::new(s, Span::mixed_site())
 }

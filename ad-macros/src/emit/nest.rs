@@ -36,13 +36,13 @@ use super::func::{Emitter, Out, R};
 use super::lanes::LaneKey;
 use super::strip::Strip;
 use super::types::rt;
+use crate::text::{text, Code};
 use ad_core_ir::fast_hash::FastMap;
 use ad_core_ir::ir::{ArrayOp, Atom, Block, Expr, Lambda, Loop, Prim, Stmt, Var};
 use ad_core_ir::types::{Scalar, Ty};
 use ad_core_ir::visit::free_vars_lambda;
 use ad_core_ir::visit::reads_free_nl;
-use proc_macro2::{Ident, TokenStream};
-use quote::quote;
+use proc_macro2::Ident;
 use std::collections::BTreeSet;
 
 /// A difference of a point's column and an invariant row in a strip-mined
@@ -79,7 +79,7 @@ impl Emitter<'_> {
     /// may be strip-mined; then also the statements making the column
     /// copies (to go before the chunks) and the work estimate of the whole
     /// nest (element operations, for the chunking). `None` otherwise.
-    pub fn nested_plan(&mut self, lam: &Lambda) -> Option<(Nested, TokenStream, TokenStream)> {
+    pub fn nested_plan(&mut self, lam: &Lambda) -> Option<(Nested, Code, Code)> {
         let [s] = lam.body.stmts.as_slice() else {
             return None;
         };
@@ -105,7 +105,7 @@ impl Emitter<'_> {
         let (cols, prologue) = self.column_copies(lam, &inner.body, &plan);
         let m = self.scalar(&inner.n);
         let w = work_estimate(&inner.body.body, 8).max(1);
-        let work = quote!(usize::try_from(#m).unwrap_or(0).saturating_mul(#w));
+        let work = text!(usize::try_from(#m).unwrap_or(0).saturating_mul(#w));
         let nested = Nested {
             plan,
             cols,
@@ -151,7 +151,7 @@ impl Emitter<'_> {
         lam: &Lambda,
         ilam: &Lambda,
         plan: &Strip,
-    ) -> (Vec<(LaneKey, Ident)>, TokenStream) {
+    ) -> (Vec<(LaneKey, Ident)>, Code) {
         let outer_free = free_vars_lambda(lam);
         let outside: BTreeSet<Var> = outer_free
             .nl
@@ -162,7 +162,7 @@ impl Emitter<'_> {
         let i = self.uses.root(ilam.params[0]);
         let mut reads = vec![];
         super::lanes::element_reads(&ilam.body, &mut reads);
-        let (mut cols, mut prologue) = (vec![], TokenStream::new());
+        let (mut cols, mut prologue) = (vec![], Code::new());
         let rt = rt();
         for (arr, idx, linear) in reads {
             let root = self.uses.root(arr);
@@ -182,7 +182,7 @@ impl Emitter<'_> {
                 continue;
             }
             let (t, a) = (self.fresh("cols"), self.var_view(root));
-            prologue.extend(quote!(let #t = #rt::Columns::new(&#a);));
+            prologue.extend(text!(let #t = #rt::Columns::new(&#a);));
             cols.push((key, t));
         }
         (cols, prologue)
@@ -202,7 +202,7 @@ impl Emitter<'_> {
         let lam = &l.body;
         let (n, step, s0) = (self.fresh("n"), self.fresh("step"), self.fresh("s"));
         let trip = self.scalar(&l.n);
-        let mut pre = quote!(let #n: usize = usize::try_from(#trip).unwrap_or(0););
+        let mut pre = text!(let #n: usize = usize::try_from(#trip).unwrap_or(0););
         for (p, v) in lam.lin_params.iter().zip(&l.lin_init) {
             let init = self.own_lin(*v, site);
             self.declare_mut(*p, init, &mut pre);
@@ -217,10 +217,10 @@ impl Emitter<'_> {
         let (stmts, results, _) = self.closed_block_parts(&lam.body, false)?;
         let assign = super::control::assign_all(&names, &results);
         // Blocks of points: their column blocks, then the body in lanes.
-        let mut blocks = TokenStream::new();
+        let mut blocks = Code::new();
         for (key, t) in &nested.cols {
             let lane = self.fresh("lane");
-            blocks.extend(quote!(let #lane = #t.block(#s0);));
+            blocks.extend(text!(let #lane = #t.block(#s0);));
             self.strip_lanes.insert(key.clone(), lane);
         }
         // Differences of the points' columns and an invariant row, once
@@ -241,16 +241,16 @@ impl Emitter<'_> {
         let (bufs, tables) = self.tabulate_differences(&diffs);
         pre.extend(bufs);
         blocks.extend(tables);
-        let bounds = (quote!(0usize), quote!(#n));
+        let bounds = (text!(0usize), text!(#n));
         let lanes_loop = self.strip_blocks(lam, &nested.plan, &names, &ib, &s0, bounds, blocks);
         self.col_diffs.clear();
         self.col_skip.clear();
         self.forget_strip_lanes(nested.cols.into_iter().map(|(k, _)| k).collect());
         self.drop_lanes(lane_keys);
         let lanes_loop = lanes_loop?;
-        let fin = super::types::flat(&names.iter().map(|n| quote!(#n)).collect::<Vec<_>>());
+        let fin = super::types::flat(&names.iter().map(|n| text!(#n)).collect::<Vec<_>>());
         Ok(Out {
-            expr: quote!({
+            expr: text!({
                 #pre
                 #lanes_loop
                 for #step in #s0..#n {
@@ -351,7 +351,7 @@ impl Emitter<'_> {
         &mut self,
         lam: &Lambda,
         keys: &[LaneKey],
-    ) -> (TokenStream, TokenStream, Vec<ColumnDiff>) {
+    ) -> (Code, Code, Vec<ColumnDiff>) {
         let mut diffs = vec![];
         let strip_lanes = &self.strip_lanes;
         self.column_differences(
@@ -378,8 +378,8 @@ impl Emitter<'_> {
     /// every difference registered to be read from its table and its two
     /// reads to be skipped. Returns the tables' scratch buffers and the
     /// tables' bindings (made where the point lanes are bound).
-    fn tabulate_differences(&mut self, diffs: &[ColumnDiff]) -> (TokenStream, TokenStream) {
-        let (mut bufs, mut tabs) = (TokenStream::new(), TokenStream::new());
+    fn tabulate_differences(&mut self, diffs: &[ColumnDiff]) -> (Code, Code) {
+        let (mut bufs, mut tabs) = (Code::new(), Code::new());
         let mut tables: Vec<(&LaneKey, &LaneKey, Ident)> = vec![];
         let rt = super::types::rt();
         for d in diffs {
@@ -392,8 +392,8 @@ impl Emitter<'_> {
                     let (buf, tab) = (self.fresh("diffs"), self.fresh("tab"));
                     let points = &self.strip_lanes[&d.cols];
                     let lane = &self.lanes[&d.lane];
-                    bufs.extend(quote!(let mut #buf = #rt::Scratch::<f64>::new();));
-                    tabs.extend(quote!(let #tab: &[f64] = #points.differences(&mut #buf, #lane);));
+                    bufs.extend(text!(let mut #buf = #rt::Scratch::<f64>::new();));
+                    tabs.extend(text!(let #tab: &[f64] = #points.differences(&mut #buf, #lane);));
                     tables.push((&d.cols, &d.lane, tab.clone()));
                     tab
                 }

@@ -26,18 +26,17 @@ use super::types::{owned_repr, owned_ty, tuple_ty, Repr};
 use super::wrappers::{func, hidden_fn, temps};
 use super::Input;
 use crate::names::Block;
-use proc_macro2::TokenStream;
-use quote::quote;
+use crate::text::{text, Code};
 
 /// The residual type and the three blocks of one set (see the module doc).
-pub(super) fn residual_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) -> R<TokenStream> {
+pub(super) fn residual_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) -> R<Code> {
     let sig = input.sig;
     let (vis, fname) = (&sig.vis, &sig.ident);
     let name = |b: Block| set.block(fname, b);
     let res = name(Block::Res);
-    let parts: Vec<TokenStream> = h.resid_tys.iter().map(owned_ty).collect();
+    let parts: Vec<Code> = h.resid_tys.iter().map(owned_ty).collect();
     let res_ty = tuple_ty(parts);
-    let mut out = quote! {
+    let mut out = text! {
         #[doc = " The residuals kept by the forward half (building block for callers' derivatives)."]
         #[doc(hidden)]
         #[allow(non_camel_case_types)]
@@ -45,41 +44,41 @@ pub(super) fn residual_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) -> 
     };
 
     // The forward half, its results and residuals owned.
-    let elided = quote!('_);
+    let elided = text!('_);
     let primal = func(cx.prog, &input.lowered.name)?;
     let (pdecls, pbinds) = canonical_params(&primal.param_tys(), "x", &elided);
     let pargs = pbinds.iter().map(|(t, _)| t);
     let pre = super::wrappers::canonical_preconditions(input, &pbinds);
     let (ys, ypat) = temps("y", h.fwd_reprs.len());
-    let owned: Vec<TokenStream> = ys
+    let owned: Vec<Code> = ys
         .iter()
         .zip(&h.fwd_reprs)
         .map(|(y, r)| match r {
-            Repr::View => quote!(#y.to_owned()),
-            Repr::Owned | Repr::Val => quote!(#y),
+            Repr::View => text!(#y.to_owned()),
+            Repr::Owned | Repr::Val => text!(#y),
         })
         .collect();
     let (results, kept) = owned.split_at(h.n_out);
     let fwd = &h.fwd;
-    let rtys: Vec<TokenStream> = result_tys(cx, set.derivatives(input))?
+    let rtys: Vec<Code> = result_tys(cx, set.derivatives(input))?
         .into_iter()
         .take(h.n_out)
-        .chain(std::iter::once(quote!(#res)))
+        .chain(std::iter::once(text!(#res)))
         .collect();
     out.extend(hidden_fn(
         &format!(" The forward half of [`{fname}`] keeping its residuals (owned)."),
         vis,
         &name(Block::FwdRes),
         &pdecls,
-        quote!((#(#rtys),*)),
-        quote!(#pre let #ypat = #fwd(#(#pargs),*); (#(#results,)* (#(#kept,)*))),
+        text!((#(#rtys),*)),
+        text!(#pre let #ypat = #fwd(#(#pargs),*); (#(#results,)* (#(#kept,)*))),
     ));
 
     // The linear maps at the kept residuals (by reference).
-    let fields: Vec<TokenStream> = (0..h.resid_tys.len())
+    let fields: Vec<Code> = (0..h.resid_tys.len())
         .map(|k| {
             let k = syn::Index::from(k);
-            quote!(__res.#k)
+            text!(__res.#k)
         })
         .collect();
     let held: Vec<Repr> = h.resid_tys.iter().map(owned_repr).collect();
@@ -91,7 +90,7 @@ pub(super) fn residual_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) -> 
             (Block::LinRes, "linear map")
         };
         let (half, largs) = (lh.half, &lh.args);
-        let decls: Vec<TokenStream> = std::iter::once(quote!(__res: &#res))
+        let decls: Vec<Code> = std::iter::once(text!(__res: &#res))
             .chain(lh.decls)
             .collect();
         out.extend(hidden_fn(
@@ -100,14 +99,14 @@ pub(super) fn residual_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) -> 
             &name(b),
             &decls,
             lh.ret,
-            quote!(#half(#(#rargs,)* #(#largs),*)),
+            text!(#half(#(#rargs,)* #(#largs),*)),
         ));
     }
     Ok(out)
 }
 
 /// The owned Rust types of the primal results of a set's forward half.
-fn result_tys(cx: &Ctx, d: &ad_core_ir::driver::Derivatives) -> R<Vec<TokenStream>> {
+fn result_tys(cx: &Ctx, d: &ad_core_ir::driver::Derivatives) -> R<Vec<Code>> {
     let fwd = func(cx.prog, &d.names.fwd)?;
     Ok(fwd
         .body

@@ -3,10 +3,9 @@
 
 use super::func::{Emitter, Out, R};
 use super::types::{owned_repr, tuple, Repr};
+use crate::text::{text, Code};
 use ad_core_ir::ir::{Atom, IntOp, Prim};
 use ad_core_ir::types::{Scalar, Ty};
-use proc_macro2::TokenStream;
-use quote::quote;
 
 impl Emitter<'_> {
     /// `p(args)`.
@@ -43,7 +42,7 @@ impl Emitter<'_> {
         };
         let x = self.own(a, site);
         Ok(Out {
-            expr: if parts.len() == 1 { quote!(#x.0) } else { x },
+            expr: if parts.len() == 1 { text!(#x.0) } else { x },
             reprs: parts.iter().map(owned_repr).collect(),
         })
     }
@@ -52,102 +51,102 @@ impl Emitter<'_> {
 /// The Rust expression of `p` applied to the operand expressions `x` (`int`:
 /// the first operand is an `i64`). Used for scalar statements and, per lane,
 /// for strip-mined ones (`strip.rs`).
-pub(super) fn prim_tokens(p: Prim, x: &[TokenStream], int: bool) -> TokenStream {
+pub(super) fn prim_tokens(p: Prim, x: &[Code], int: bool) -> Code {
     let a = &x[0];
     let b = x.get(1);
-    let un = |f: proc_macro2::TokenStream| quote!(#f(#a));
-    let bin = |f: proc_macro2::TokenStream| quote!(#f(#a, #b));
+    let un = |f: Code| text!(#f(#a));
+    let bin = |f: Code| text!(#f(#a, #b));
     let e = match p {
-        Prim::Add => quote!(#a + #b),
-        Prim::Sub => quote!(#a - #b),
-        Prim::Mul => quote!(#a * #b),
-        Prim::Div => quote!(#a / #b),
-        Prim::Rem => quote!(#a % #b),
-        Prim::Neg => quote!(-#a),
-        Prim::Abs if int => un(quote!(i64::abs)),
-        Prim::Abs => un(quote!(f64::abs)),
-        Prim::Max if int => bin(quote!(::core::cmp::Ord::max)),
-        Prim::Max => bin(quote!(f64::max)),
-        Prim::Min if int => bin(quote!(::core::cmp::Ord::min)),
-        Prim::Min => bin(quote!(f64::min)),
-        Prim::Sin => un(quote!(f64::sin)),
-        Prim::Cos => un(quote!(f64::cos)),
-        Prim::Tan => un(quote!(f64::tan)),
-        Prim::Exp => un(quote!(f64::exp)),
-        Prim::Ln => un(quote!(f64::ln)),
-        Prim::Log2 => un(quote!(f64::log2)),
-        Prim::Log10 => un(quote!(f64::log10)),
-        Prim::Sqrt => un(quote!(f64::sqrt)),
-        Prim::Tanh => un(quote!(f64::tanh)),
-        Prim::Sinh => un(quote!(f64::sinh)),
-        Prim::Cosh => un(quote!(f64::cosh)),
-        Prim::Atan => un(quote!(f64::atan)),
-        Prim::Asin => un(quote!(f64::asin)),
-        Prim::Acos => un(quote!(f64::acos)),
-        Prim::Asinh => un(quote!(f64::asinh)),
-        Prim::Acosh => un(quote!(f64::acosh)),
-        Prim::Atanh => un(quote!(f64::atanh)),
-        Prim::ExpM1 => un(quote!(f64::exp_m1)),
-        Prim::Ln1p => un(quote!(f64::ln_1p)),
-        Prim::Powi => quote!(f64::powi(#a, #b as i32)),
-        Prim::Powf => bin(quote!(f64::powf)),
-        Prim::Atan2 => bin(quote!(f64::atan2)),
-        Prim::Hypot => bin(quote!(f64::hypot)),
-        Prim::Copysign => bin(quote!(f64::copysign)),
-        Prim::Lt => quote!(#a < #b),
-        Prim::Le => quote!(#a <= #b),
-        Prim::Gt => quote!(#a > #b),
-        Prim::Ge => quote!(#a >= #b),
-        Prim::Eq => quote!(#a == #b),
-        Prim::Ne => quote!(#a != #b),
-        Prim::And => quote!(#a && #b),
-        Prim::Or => quote!(#a || #b),
-        Prim::Not => quote!(!#a),
-        Prim::ToF64 => quote!(#a as f64),
-        Prim::ToI64 => quote!(#a as i64),
+        Prim::Add => text!(#a + #b),
+        Prim::Sub => text!(#a - #b),
+        Prim::Mul => text!(#a * #b),
+        Prim::Div => text!(#a / #b),
+        Prim::Rem => text!(#a % #b),
+        Prim::Neg => text!(-#a),
+        Prim::Abs if int => un(text!(i64::abs)),
+        Prim::Abs => un(text!(f64::abs)),
+        Prim::Max if int => bin(text!(::core::cmp::Ord::max)),
+        Prim::Max => bin(text!(f64::max)),
+        Prim::Min if int => bin(text!(::core::cmp::Ord::min)),
+        Prim::Min => bin(text!(f64::min)),
+        Prim::Sin => un(text!(f64::sin)),
+        Prim::Cos => un(text!(f64::cos)),
+        Prim::Tan => un(text!(f64::tan)),
+        Prim::Exp => un(text!(f64::exp)),
+        Prim::Ln => un(text!(f64::ln)),
+        Prim::Log2 => un(text!(f64::log2)),
+        Prim::Log10 => un(text!(f64::log10)),
+        Prim::Sqrt => un(text!(f64::sqrt)),
+        Prim::Tanh => un(text!(f64::tanh)),
+        Prim::Sinh => un(text!(f64::sinh)),
+        Prim::Cosh => un(text!(f64::cosh)),
+        Prim::Atan => un(text!(f64::atan)),
+        Prim::Asin => un(text!(f64::asin)),
+        Prim::Acos => un(text!(f64::acos)),
+        Prim::Asinh => un(text!(f64::asinh)),
+        Prim::Acosh => un(text!(f64::acosh)),
+        Prim::Atanh => un(text!(f64::atanh)),
+        Prim::ExpM1 => un(text!(f64::exp_m1)),
+        Prim::Ln1p => un(text!(f64::ln_1p)),
+        Prim::Powi => text!(f64::powi(#a, #b as i32)),
+        Prim::Powf => bin(text!(f64::powf)),
+        Prim::Atan2 => bin(text!(f64::atan2)),
+        Prim::Hypot => bin(text!(f64::hypot)),
+        Prim::Copysign => bin(text!(f64::copysign)),
+        Prim::Lt => text!(#a < #b),
+        Prim::Le => text!(#a <= #b),
+        Prim::Gt => text!(#a > #b),
+        Prim::Ge => text!(#a >= #b),
+        Prim::Eq => text!(#a == #b),
+        Prim::Ne => text!(#a != #b),
+        Prim::And => text!(#a && #b),
+        Prim::Or => text!(#a || #b),
+        Prim::Not => text!(!#a),
+        Prim::ToF64 => text!(#a as f64),
+        Prim::ToI64 => text!(#a as i64),
         Prim::Select => {
             let c = &x[2];
-            quote!(if #a { #b } else { #c })
+            text!(if #a { #b } else { #c })
         }
         Prim::MulAdd => {
             let c = &x[2];
-            quote!(f64::mul_add(#a, #b, #c))
+            text!(f64::mul_add(#a, #b, #c))
         }
-        Prim::Exp2 => un(quote!(f64::exp2)),
-        Prim::Cbrt => un(quote!(f64::cbrt)),
-        Prim::Floor => un(quote!(f64::floor)),
-        Prim::Ceil => un(quote!(f64::ceil)),
-        Prim::Round => un(quote!(f64::round)),
-        Prim::Trunc => un(quote!(f64::trunc)),
-        Prim::Signum => un(quote!(f64::signum)),
+        Prim::Exp2 => un(text!(f64::exp2)),
+        Prim::Cbrt => un(text!(f64::cbrt)),
+        Prim::Floor => un(text!(f64::floor)),
+        Prim::Ceil => un(text!(f64::ceil)),
+        Prim::Round => un(text!(f64::round)),
+        Prim::Trunc => un(text!(f64::trunc)),
+        Prim::Signum => un(text!(f64::signum)),
         Prim::Clamp => {
             let c = &x[2];
-            quote!(f64::clamp(#a, #b, #c))
+            text!(f64::clamp(#a, #b, #c))
         }
         // In the user's integer type, so overflow follows the build
         // profile exactly as in the user's function.
         Prim::IntArith(op, t) => {
             let t = quote::format_ident!("{}", t.name());
             let op = match op {
-                IntOp::Add => quote!(+),
-                IntOp::Sub => quote!(-),
-                IntOp::Mul => quote!(*),
-                IntOp::Div => quote!(/),
-                IntOp::Rem => quote!(%),
+                IntOp::Add => text!(+),
+                IntOp::Sub => text!(-),
+                IntOp::Mul => text!(*),
+                IntOp::Div => text!(/),
+                IntOp::Rem => text!(%),
             };
-            quote!((((#a) as #t) #op ((#b) as #t)) as i64)
+            text!((((#a) as #t) #op ((#b) as #t)) as i64)
         }
         Prim::IntCast(t) | Prim::FloatToInt(t) => {
             let t = quote::format_ident!("{}", t.name());
-            quote!(((#a) as #t) as i64)
+            text!(((#a) as #t) as i64)
         }
-        Prim::U64ToF64 => quote!(((#a) as u64) as f64),
-        Prim::ULt => quote!(((#a) as u64) < ((#b) as u64)),
-        Prim::ULe => quote!(((#a) as u64) <= ((#b) as u64)),
-        Prim::UGt => quote!(((#a) as u64) > ((#b) as u64)),
-        Prim::UGe => quote!(((#a) as u64) >= ((#b) as u64)),
-        Prim::UMax => quote!(::core::cmp::Ord::max((#a) as u64, (#b) as u64) as i64),
-        Prim::UMin => quote!(::core::cmp::Ord::min((#a) as u64, (#b) as u64) as i64),
+        Prim::U64ToF64 => text!(((#a) as u64) as f64),
+        Prim::ULt => text!(((#a) as u64) < ((#b) as u64)),
+        Prim::ULe => text!(((#a) as u64) <= ((#b) as u64)),
+        Prim::UGt => text!(((#a) as u64) > ((#b) as u64)),
+        Prim::UGe => text!(((#a) as u64) >= ((#b) as u64)),
+        Prim::UMax => text!(::core::cmp::Ord::max((#a) as u64, (#b) as u64) as i64),
+        Prim::UMin => text!(::core::cmp::Ord::min((#a) as u64, (#b) as u64) as i64),
     };
     e
 }

@@ -14,6 +14,7 @@
 //!                                                       Range { start: 1, step: 1, len: m - 1 }], ..);
 //! ```
 
+use crate::text::{text, Code};
 use ad_core_ir::ir::*;
 use ad_core_ir::types::Ty;
 
@@ -197,17 +198,17 @@ impl super::func::Emitter<'_> {
         let sl = slice_of(b, &self.f.vars)?;
         let rt = super::types::rt();
         let x = self.name(sl.arr);
-        let parts: Vec<proc_macro2::TokenStream> = sl
+        let parts: Vec<Code> = sl
             .axes
             .iter()
             .map(|a| match a {
                 SliceAxis::At(i) => {
                     let i = self.scalar(i);
-                    quote::quote!(#rt::StridedAxis::At(#i))
+                    text!(#rt::StridedAxis::At(#i))
                 }
                 SliceAxis::Range { start, step, axis } => {
                     let (start, len) = (self.scalar(start), self.scalar(&b.shape[*axis]));
-                    quote::quote!(#rt::StridedAxis::Range { start: #start, step: #step, len: #len })
+                    text!(#rt::StridedAxis::Range { start: #start, step: #step, len: #len })
                 }
             })
             .collect();
@@ -218,9 +219,9 @@ impl super::func::Emitter<'_> {
         let view_of = |a: &proc_macro2::Ident| {
             if sl.diagonal {
                 let n = self.scalar(&b.shape[0]);
-                quote::quote!(#rt::diagonal_view(#a.view(), #n, #what))
+                text!(#rt::diagonal_view(#a.view(), #n, #what))
             } else {
-                quote::quote!(#rt::strided_view(#a.view(), &[#(#parts),*], #what))
+                text!(#rt::strided_view(#a.view(), &[#(#parts),*], #what))
             }
         };
         let view = view_of(&x);
@@ -234,11 +235,11 @@ impl super::func::Emitter<'_> {
         for dx in &sl.lin {
             let dx = self.name(*dx);
             let v = view_of(&dx);
-            exprs.push(quote::quote!(#v.to_owned()));
+            exprs.push(text!(#v.to_owned()));
             reprs.push(super::types::Repr::Owned);
         }
         Some(super::func::Out {
-            expr: quote::quote!((#(#exprs),*)),
+            expr: text!((#(#exprs),*)),
             reprs,
         })
     }

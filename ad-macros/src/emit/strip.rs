@@ -68,12 +68,12 @@ use super::func::{Emitter, R};
 use super::lanes::{lane_fn, LaneKey, Lead};
 use super::scalar::prim_tokens;
 use super::types::{elem_ty, flat, owned_repr, owned_ty, rt};
+use crate::text::{text, Code};
 use ad_core_ir::fast_hash::{FastMap, FastSet};
 use ad_core_ir::ir::{ArrayOp, Atom, Block, Expr, Lambda, LinOp, Loop, Prim, Stmt, Var};
 use ad_core_ir::types::{Scalar, Ty};
 use ad_core_ir::visit::{free_vars_lambda, free_vars_stmt};
-use proc_macro2::{Ident, TokenStream};
-use quote::quote;
+use proc_macro2::Ident;
 use std::collections::BTreeSet;
 
 /// Indices of the first axis computed per call of a lane closure (the
@@ -445,49 +445,49 @@ impl Emitter<'_> {
     }
 
     /// An operand inside a per-lane expression (lane `__l`).
-    fn lane_operand(&self, a: &Atom, st: &Strip) -> TokenStream {
+    fn lane_operand(&self, a: &Atom, st: &Strip) -> Code {
         if self.varying_atom(a, st) {
             let n = self.scalar(a);
-            quote!(#n[__l])
+            text!(#n[__l])
         } else {
             self.scalar(a)
         }
     }
 
     /// Indices inside a per-lane expression (lane `__l`), as `usize`.
-    fn lane_indices(&self, idx: &[Atom], st: &Strip) -> Vec<TokenStream> {
+    fn lane_indices(&self, idx: &[Atom], st: &Strip) -> Vec<Code> {
         idx.iter()
             .map(|a| {
                 let t = self.lane_operand(a, st);
-                quote!((#t) as usize)
+                text!((#t) as usize)
             })
             .collect()
     }
 
     /// An operand as a whole value: `[T; LANES]` when `lanes`, splatting an
     /// invariant one.
-    fn whole(&self, a: &Atom, st: &Strip, lanes: bool) -> TokenStream {
+    fn whole(&self, a: &Atom, st: &Strip, lanes: bool) -> Code {
         let x = self.scalar(a);
         if lanes && !self.varying_atom(a, st) {
-            quote!([#x; #LANES])
+            text!([#x; #LANES])
         } else {
             x
         }
     }
 
     /// The type of a varying scalar variable: `[T; LANES]`.
-    fn lanes_ty(&self, v: Var) -> R<TokenStream> {
+    fn lanes_ty(&self, v: Var) -> R<Code> {
         match self.ty(v) {
             Ty::Scalar(e) => {
                 let t = elem_ty(*e);
-                Ok(quote!([#t; #LANES]))
+                Ok(text!([#t; #LANES]))
             }
             t => Err(format!("a strip-mined value of type {t}")),
         }
     }
 
     /// The Rust type a strip-mined statement binds `v` with.
-    fn strip_ty(&self, v: Var, st: &Strip) -> R<TokenStream> {
+    fn strip_ty(&self, v: Var, st: &Strip) -> R<Code> {
         let r = self.uses.root(v);
         if st.sinks.contains(&r) {
             Ok(owned_ty(self.ty(v)))
@@ -495,7 +495,7 @@ impl Emitter<'_> {
             match self.ty(v) {
                 Ty::Array { elem, rank: 1 } => {
                     let t = elem_ty(*elem);
-                    Ok(quote!(&[#t]))
+                    Ok(text!(&[#t]))
                 }
                 t => Err(format!("a strip-mined lane array of type {t}")),
             }
@@ -505,8 +505,8 @@ impl Emitter<'_> {
     }
 
     /// The statements of a strip-mined block (varying values as lanes).
-    pub fn strip_block(&mut self, b: &Block, st: &Strip) -> R<TokenStream> {
-        let mut out = TokenStream::new();
+    pub fn strip_block(&mut self, b: &Block, st: &Strip) -> R<Code> {
+        let mut out = Code::new();
         for s in &b.stmts {
             out.extend(self.strip_stmt(s, st)?);
         }
@@ -514,7 +514,7 @@ impl Emitter<'_> {
     }
 
     /// The result of a strip-mined build body: `[T; LANES]`.
-    pub fn strip_result(&self, b: &Block, st: &Strip) -> R<TokenStream> {
+    pub fn strip_result(&self, b: &Block, st: &Strip) -> R<Code> {
         match (b.results.as_slice(), b.lin_results.as_slice()) {
             ([a], []) => Ok(self.whole(a, st, true)),
             ([], [v]) => Ok(self.whole(&Atom::Var(*v), st, true)),
@@ -536,23 +536,23 @@ impl Emitter<'_> {
         names: &[Ident],
         ib: &Ident,
         s0: &Ident,
-        (lo, hi): (TokenStream, TokenStream),
-        per_block: TokenStream,
-    ) -> R<TokenStream> {
+        (lo, hi): (Code, Code),
+        per_block: Code,
+    ) -> R<Code> {
         // Lane buffers of the body's loops go before the blocks' loop.
-        self.hoist.push(Some(TokenStream::new()));
+        self.hoist.push(Some(Code::new()));
         let body = self.strip_block(&lam.body, plan);
         let buffers = self.hoist.pop().flatten().unwrap_or_default();
         let body = body?;
         let site = self.uses.results(&lam.body);
-        let results: Vec<TokenStream> = lam
+        let results: Vec<Code> = lam
             .body
             .lin_results
             .iter()
             .map(|v| self.own_lin(*v, site))
             .collect();
         let assign = super::control::assign_all(names, &results);
-        Ok(quote!(
+        Ok(text!(
             #buffers
             let mut #s0: usize = #lo;
             while #s0 + #LANES <= #hi {
@@ -565,9 +565,9 @@ impl Emitter<'_> {
         ))
     }
 
-    fn strip_stmt(&mut self, s: &Stmt, st: &Strip) -> R<TokenStream> {
+    fn strip_stmt(&mut self, s: &Stmt, st: &Strip) -> R<Code> {
         if s.binds.iter().any(|v| self.col_skip.contains(v)) {
-            return Ok(TokenStream::new());
+            return Ok(Code::new());
         }
         if !self.varies(s, st) {
             return self.stmt(s);
@@ -575,20 +575,20 @@ impl Emitter<'_> {
         let site = self.uses.stmt(s);
         let lane = |e: &Self, v: &Var| {
             let n = e.name(*v);
-            quote!(#n[__l])
+            text!(#n[__l])
         };
-        let per_lane = |e: TokenStream| quote!(::core::array::from_fn(|__l| #e));
+        let per_lane = |e: Code| text!(::core::array::from_fn(|__l| #e));
         let expr = match &s.expr {
-            _ if self.uses.aliases_only(s) => return Ok(TokenStream::new()),
+            _ if self.uses.aliases_only(s) => return Ok(Code::new()),
             // A column difference read from its block's table (`nest.rs`).
             Expr::Prim(Prim::Sub, _) if self.col_diffs.contains_key(&s.binds[0]) => {
                 let (tab, k) = &self.col_diffs[&s.binds[0]];
                 let (rt, k) = (rt(), self.usize_of(k));
-                quote!(#rt::lanes_at(#tab, #k))
+                text!(#rt::lanes_at(#tab, #k))
             }
             Expr::Atom(a) => self.whole(a, st, true),
             Expr::Prim(p, args) => {
-                let x: Vec<TokenStream> = args.iter().map(|a| self.lane_operand(a, st)).collect();
+                let x: Vec<Code> = args.iter().map(|a| self.lane_operand(a, st)).collect();
                 let int = self.atom_ty(&args[0]) == Ty::Scalar(Scalar::I64);
                 per_lane(prim_tokens(*p, &x, int))
             }
@@ -597,7 +597,7 @@ impl Emitter<'_> {
                 idx,
             }) if st.arrays.contains(&self.uses.root(*a)) => {
                 let (n, k) = (self.name(*a), self.lane_operand(&idx[0], st));
-                per_lane(quote!(#n[(#k) as usize * #LANES + __l]))
+                per_lane(text!(#n[(#k) as usize * #LANES + __l]))
             }
             Expr::Array(ArrayOp::Index {
                 arr: Atom::Var(a),
@@ -606,18 +606,18 @@ impl Emitter<'_> {
             Expr::Lin(LinOp::Index { x, idx }) => self.strip_index(*x, idx, st)?,
             Expr::Lin(LinOp::Dup(x)) => {
                 let n = self.name(*x);
-                quote!((#n, #n))
+                text!((#n, #n))
             }
             Expr::Lin(LinOp::Neg(x)) => {
                 let a = lane(self, x);
-                per_lane(quote!(-#a))
+                per_lane(text!(-#a))
             }
             Expr::Lin(LinOp::Scale { s: f, x }) => {
                 let (f, a) = (
                     self.lane_operand(f, st),
                     self.lane_operand(&Atom::Var(*x), st),
                 );
-                per_lane(quote!(#f * #a))
+                per_lane(text!(#f * #a))
             }
             Expr::Lin(LinOp::Add(x, y))
                 if st.sinks.contains(&self.uses.root(*x))
@@ -629,18 +629,18 @@ impl Emitter<'_> {
                     (y, x)
                 };
                 let (acc, total) = (self.name(*acc), self.lane_total(*v, st));
-                quote!(#acc + #total)
+                text!(#acc + #total)
             }
             Expr::Lin(LinOp::Add(x, y)) => {
                 let (a, b) = (
                     self.lane_operand(&Atom::Var(*x), st),
                     self.lane_operand(&Atom::Var(*y), st),
                 );
-                per_lane(quote!(#a + #b))
+                per_lane(text!(#a + #b))
             }
             Expr::Lin(LinOp::Drop(x)) => {
                 let n = self.name(*x);
-                return Ok(quote!(let _ = #n;));
+                return Ok(text!(let _ = #n;));
             }
             Expr::Lin(LinOp::Update { x, idx, val, .. }) => {
                 self.strip_update(*x, idx, *val, st, site)
@@ -659,35 +659,35 @@ impl Emitter<'_> {
             self.set_repr(*v, r);
         }
         let pats: Vec<Ident> = vars.iter().map(|v| self.binder(*v)).collect();
-        let tys: Vec<TokenStream> = vars
+        let tys: Vec<Code> = vars
             .iter()
             .map(|v| self.strip_ty(*v, st))
             .collect::<R<_>>()?;
         let bind = match (pats.as_slice(), tys.as_slice()) {
-            ([p], [t]) => quote!(let #p: #t = #expr;),
-            _ => quote!(let (#(#pats,)*): (#(#tys,)*) = #expr;),
+            ([p], [t]) => text!(let #p: #t = #expr;),
+            _ => text!(let (#(#pats,)*): (#(#tys,)*) = #expr;),
         };
-        Ok(quote!(#before #bind))
+        Ok(text!(#before #bind))
     }
 
     /// `acc[idx] += val` for every lane, on the owned accumulator: one add of
     /// the lanes' pairwise sum at an invariant index, else lane by lane.
-    fn strip_update(&self, x: Var, idx: &[Atom], val: Var, st: &Strip, site: usize) -> TokenStream {
+    fn strip_update(&self, x: Var, idx: &[Atom], val: Var, st: &Strip, site: usize) -> Code {
         let acc = self.own_lin(x, site);
         let v = self.name(val);
         let varying_val = self.varying_var(val, st);
         if idx.iter().any(|a| self.varying_atom(a, st)) {
             let ix = self.element_index(Some(x), self.lane_indices(idx, st));
             let vl = if varying_val {
-                quote!(#v[__l])
+                text!(#v[__l])
             } else {
-                quote!(#v)
+                text!(#v)
             };
-            quote!({ let mut __u = #acc; for __l in 0..#LANES { __u[[#(#ix),*]] += #vl; } __u })
+            text!({ let mut __u = #acc; for __l in 0..#LANES { __u[[#(#ix),*]] += #vl; } __u })
         } else {
             let ix = self.element_index(Some(x), idx.iter().map(|a| self.usize_of(a)).collect());
             let sum = self.lane_total(val, st);
-            quote!({ let mut __u = #acc; __u[[#(#ix),*]] += #sum; __u })
+            text!({ let mut __u = #acc; __u[[#(#ix),*]] += #sum; __u })
         }
     }
 
@@ -695,25 +695,25 @@ impl Emitter<'_> {
     /// order: `lanes_sum(val)`, with the invariant factors of a factored
     /// value applied to the sum of its base ([`Strip::factors`]), and
     /// `LANES · val` for an invariant one.
-    fn lane_total(&self, val: Var, st: &Strip) -> TokenStream {
+    fn lane_total(&self, val: Var, st: &Strip) -> Code {
         let rt = rt();
         let v = self.name(val);
         if let Some(f) = st.factors.get(&self.uses.root(val)) {
             let base = self.name(f.base);
-            let mut e = quote!(#rt::lanes_sum(#base));
+            let mut e = text!(#rt::lanes_sum(#base));
             for a in f.scales.iter().rev() {
                 let a = self.scalar(a);
-                e = quote!((#a * #e));
+                e = text!((#a * #e));
             }
             if f.neg {
-                quote!(-#e)
+                text!(-#e)
             } else {
                 e
             }
         } else if self.varying_var(val, st) {
-            quote!(#rt::lanes_sum(#v))
+            text!(#rt::lanes_sum(#v))
         } else {
-            quote!(#LANES as f64 * #v)
+            text!(#LANES as f64 * #v)
         }
     }
 
@@ -721,43 +721,43 @@ impl Emitter<'_> {
     /// array): through a lane taken before an enclosing loop (invariant
     /// leading indices: one slice; varying ones: one slice per lane), else
     /// an ndarray index per lane.
-    fn strip_index(&self, a: Var, idx: &[Atom], st: &Strip) -> R<TokenStream> {
+    fn strip_index(&self, a: Var, idx: &[Atom], st: &Strip) -> R<Code> {
         let last = idx.last().ok_or("an element read without indices")?;
         let k = self.lane_operand(last, st);
         if let Some(key) = self.lane_key(a, idx) {
             if let Some(lane) = self.lanes.get(&key) {
-                return Ok(quote!(::core::array::from_fn(|__l| #lane[(#k) as usize])));
+                return Ok(text!(::core::array::from_fn(|__l| #lane[(#k) as usize])));
             }
             if let Some(lane) = self.strip_lanes.get(&key) {
                 // One column of every lane; a column that varies is read
                 // lane by lane.
                 if self.varying_atom(last, st) {
-                    return Ok(quote!(::core::array::from_fn(|__l| #lane.at((#k) as usize)[__l])));
+                    return Ok(text!(::core::array::from_fn(|__l| #lane.at((#k) as usize)[__l])));
                 }
                 let k = self.usize_of(last);
-                return Ok(quote!(#lane.at(#k)));
+                return Ok(text!(#lane.at(#k)));
             }
         }
         let x = self.name(a);
         let ix = self.lane_indices(idx, st);
-        Ok(quote!(::core::array::from_fn(|__l| #x[[#(#ix),*]])))
+        Ok(text!(::core::array::from_fn(|__l| #x[[#(#ix),*]])))
     }
 
     /// A varying counted loop: scalar state as lane arrays, accumulators
     /// owned, per-iteration outputs into an `ad_runtime::Scratch` (a
     /// per-thread reused buffer, iteration `k`'s lanes at `k * LANES..`)
     /// declared before the enclosing sequential loop (or closure).
-    fn strip_loop(&mut self, l: &Loop, st: &Strip, site: usize) -> R<TokenStream> {
+    fn strip_loop(&mut self, l: &Loop, st: &Strip, site: usize) -> R<Code> {
         let lam = &l.body;
         let k = l.init.len();
         let n = self.fresh("n");
         let step = self.fresh("step");
         let trip = self.scalar(&l.n);
-        let mut pre = quote!(let #n: usize = usize::try_from(#trip).unwrap_or(0););
+        let mut pre = text!(let #n: usize = usize::try_from(#trip).unwrap_or(0););
         let mut names = vec![];
         for (p, a) in lam.params[1..].iter().zip(&l.init) {
             let (name, t, init) = (self.name(*p), self.lanes_ty(*p)?, self.whole(a, st, true));
-            pre.extend(quote!(let mut #name: #t = #init;));
+            pre.extend(text!(let mut #name: #t = #init;));
             self.set_repr(*p, super::types::Repr::Val);
             names.push(name);
         }
@@ -766,25 +766,25 @@ impl Emitter<'_> {
             let name = self.name(*p);
             if st.sinks.contains(&self.uses.root(*p)) {
                 let (t, init) = (owned_ty(self.ty(*p)), self.own_lin(*v, site));
-                pre.extend(quote!(let mut #name: #t = #init;));
+                pre.extend(text!(let mut #name: #t = #init;));
                 self.set_repr(*p, owned_repr(self.ty(*p)));
             } else {
                 let (t, init) = (self.lanes_ty(*p)?, self.whole(&Atom::Var(*v), st, true));
-                pre.extend(quote!(let mut #name: #t = #init;));
+                pre.extend(text!(let mut #name: #t = #init;));
                 self.set_repr(*p, super::types::Repr::Val);
             }
             lin_names.push(name);
         }
         // Per-iteration outputs: one lane vector each.
-        let mut before = TokenStream::new();
+        let mut before = Code::new();
         let mut outs = vec![];
         for a in &lam.body.results[k..] {
             let Ty::Scalar(e) = self.atom_ty(a) else {
                 return Err("a strip-mined loop output that is not a scalar".into());
             };
             let (ys, t, rt) = (self.fresh("ys"), elem_ty(e), rt());
-            before.extend(quote!(let mut #ys = #rt::Scratch::<#t>::new();));
-            pre.extend(quote!(#ys.reset_for_overwrite(#n * #LANES);));
+            before.extend(text!(let mut #ys = #rt::Scratch::<#t>::new();));
+            pre.extend(text!(#ys.reset_for_overwrite(#n * #LANES);));
             outs.push(ys);
         }
         let skip = |key: &LaneKey| {
@@ -812,7 +812,7 @@ impl Emitter<'_> {
         for &(v, a, idx) in &hoisted {
             let read = self.strip_index(a, idx, st)?;
             let (x, t) = (self.binder(v), self.lanes_ty(v)?);
-            pre.extend(quote!(
+            pre.extend(text!(
                 let #x: #t = if #n > 0 { #read } else { [::core::default::Default::default(); #LANES] };
             ));
             self.set_repr(v, super::types::Repr::Val);
@@ -821,7 +821,7 @@ impl Emitter<'_> {
         let i = lam.params[0];
         self.set_repr(i, super::types::Repr::Val);
         let ib = self.binder(i);
-        self.hoist.push(Some(TokenStream::new()));
+        self.hoist.push(Some(Code::new()));
         let body = self.strip_block(&lam.body, st);
         let inner = self.hoist.pop().flatten().unwrap_or_default();
         for (v, _, _) in &hoisted {
@@ -832,7 +832,7 @@ impl Emitter<'_> {
         self.drop_lanes(keys);
         self.forget_strip_lanes(strip_keys);
         let res_site = self.uses.results(&lam.body);
-        let mut results: Vec<TokenStream> = lam
+        let mut results: Vec<Code> = lam
             .body
             .results
             .iter()
@@ -846,27 +846,27 @@ impl Emitter<'_> {
             });
         }
         let temps: Vec<Ident> = results.iter().map(|_| self.fresh("r")).collect();
-        let assign_state = names.iter().zip(&temps[..k]).map(|(n, t)| quote!(#n = #t;));
+        let assign_state = names.iter().zip(&temps[..k]).map(|(n, t)| text!(#n = #t;));
         let push = outs
             .iter()
             .zip(&temps[k..lam.body.results.len()])
-            .map(|(ys, t)| quote!(#ys[#step * #LANES..(#step + 1) * #LANES].copy_from_slice(&#t);));
+            .map(|(ys, t)| text!(#ys[#step * #LANES..(#step + 1) * #LANES].copy_from_slice(&#t);));
         let assign_lin = lin_names
             .iter()
             .zip(&temps[lam.body.results.len()..])
-            .map(|(n, t)| quote!(#n = #t;));
+            .map(|(n, t)| text!(#n = #t;));
         let range = if l.rev {
-            quote!((0..#n).rev())
+            text!((0..#n).rev())
         } else {
-            quote!(0..#n)
+            text!(0..#n)
         };
         before.extend(inner);
         self.declare_scratch(before);
-        let mut finals: Vec<TokenStream> = names.iter().map(|n| quote!(#n)).collect();
-        finals.extend(outs.iter().map(|ys| quote!(&#ys[..])));
-        finals.extend(lin_names.iter().map(|n| quote!(#n)));
+        let mut finals: Vec<Code> = names.iter().map(|n| text!(#n)).collect();
+        finals.extend(outs.iter().map(|ys| text!(&#ys[..])));
+        finals.extend(lin_names.iter().map(|n| text!(#n)));
         let fin = flat(&finals);
-        Ok(quote!({
+        Ok(text!({
             #pre
             for #step in #range {
                 let #ib: i64 = #step as i64;
@@ -920,13 +920,8 @@ impl Emitter<'_> {
     /// `trip` iterations) for the element reads in it whose array and
     /// leading indices are bound outside it: an `ad_runtime::LaneRows`, one
     /// row per lane, read a column of all lanes at a time.
-    fn take_strip_lanes(
-        &mut self,
-        lam: &Lambda,
-        st: &Strip,
-        trip: &Ident,
-    ) -> (TokenStream, Vec<LaneKey>) {
-        let mut out = TokenStream::new();
+    fn take_strip_lanes(&mut self, lam: &Lambda, st: &Strip, trip: &Ident) -> (Code, Vec<LaneKey>) {
+        let mut out = Code::new();
         let mut keys = vec![];
         for r in self.lane_reads(lam) {
             let held = if r.linear {
@@ -946,7 +941,7 @@ impl Emitter<'_> {
             let ix = self.lane_indices(r.leads(), st);
             let f = lane_fn(ix.len());
             let rt = rt();
-            out.extend(quote!(
+            out.extend(text!(
                 let #lane = #rt::LaneRows::<#t>::new(
                     |__l: usize| #rt::#f(#a #(, #ix)*),
                     #trip,
@@ -974,8 +969,8 @@ impl Emitter<'_> {
         &mut self,
         lam: &Lambda,
         st: &Strip,
-        calls: &TokenStream,
-    ) -> Option<(TokenStream, TokenStream, Vec<LaneKey>)> {
+        calls: &Code,
+    ) -> Option<(Code, Code, Vec<LaneKey>)> {
         let i = self.uses.root(lam.params[0]);
         let outside: BTreeSet<Var> = free_vars_lambda(lam)
             .nl
@@ -1009,22 +1004,22 @@ impl Emitter<'_> {
             return None;
         }
         let rt = rt();
-        let (mut rows, mut prologue, mut taken) = (vec![], TokenStream::new(), vec![]);
+        let (mut rows, mut prologue, mut taken) = (vec![], Code::new(), vec![]);
         for (k, (key, leads, elem)) in keys.into_iter().enumerate() {
             let (t, lane, a) = (elem_ty(elem), self.fresh("lane"), self.var_ref(key.0));
             let ix = self.lane_indices(&leads, st);
             let f = lane_fn(ix.len());
-            rows.push(quote!(#rt::LaneRows::<#t>::new(
+            rows.push(text!(#rt::LaneRows::<#t>::new(
                 |__l: usize| #rt::#f(#a #(, #ix)*),
                 #calls,
             )));
             let field = syn::Index::from(k);
-            prologue.extend(quote!(let #lane = &__ctx.#field;));
+            prologue.extend(text!(let #lane = &__ctx.#field;));
             self.strip_lanes.insert(key.clone(), lane);
             self.lane_row_arrays.push(key.0);
             taken.push(key);
         }
-        Some((quote!((#(#rows,)*)), prologue, taken))
+        Some((text!((#(#rows,)*)), prologue, taken))
     }
 
     /// Forgets lanes taken by [`Emitter::take_strip_lanes`] or

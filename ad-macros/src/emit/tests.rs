@@ -201,18 +201,18 @@ fn emit(d: &Derived) -> TokenStream {
 // ---------------------------------------------------------------- values
 
 fn f64_tok(x: f64) -> TokenStream {
-    super::func::f64_lit(x)
+    quote::ToTokens::to_token_stream(&super::func::f64_lit(x))
 }
 
 /// An owned canonical value: scalars, tuples, `Array<T, IxR>`.
 fn value(v: &Value) -> TokenStream {
     match v {
         Value::F64(x) => f64_tok(*x),
-        Value::I64(x) => super::func::i64_lit(*x),
+        Value::I64(x) => quote::ToTokens::to_token_stream(&super::func::i64_lit(*x)),
         Value::Bool(b) => quote!(#b),
         Value::Tuple(xs) => {
             let ps: Vec<_> = xs.iter().map(value).collect();
-            super::types::tuple(&ps)
+            quote::ToTokens::to_token_stream(&super::types::tuple(&ps))
         }
         Value::Array(a) => {
             let shape = &a.shape;
@@ -427,7 +427,7 @@ fn nest_out(o: &Out, leaves: &mut impl Iterator<Item = TokenStream>) -> TokenStr
         Out::Fixed(_) => unreachable!("the emitter tests return no fixed-size arrays"),
         Out::Tuple(parts) => {
             let ps: Vec<_> = parts.iter().map(|p| nest_out(p, leaves)).collect();
-            super::types::tuple(&ps)
+            quote::ToTokens::to_token_stream(&super::types::tuple(&ps))
         }
     }
 }

@@ -36,11 +36,10 @@ use super::wrappers::{
 use crate::names::{hidden, Block};
 use crate::sig::Callee;
 use crate::sig::{Param, Signature};
+use crate::text::{text, Code};
 use ad_core_ir::driver::Derivatives;
 use ad_core_ir::ir::Func;
 use ad_core_ir::linear_shapes::ShapeSource;
-use proc_macro2::TokenStream;
-use quote::quote;
 
 /// Where the size of a linear array comes from, per shape parameter of the
 /// linear form: `(j, axis)` of the linear parameter `j` (for the forward
@@ -60,13 +59,13 @@ pub fn f_transpose(
     d: &Derivatives,
     callees: &[Callee],
     sizes: &Sizes,
-) -> TokenStream {
+) -> Code {
     match emit(sig, linear, d, callees, sizes) {
         Ok(ts) => ts,
         Err(msg) => {
             let msg = format!("linad internal compiler error (please report it): emitter: {msg}");
             let span = sig.ident.span();
-            quote::quote_spanned!(span=> ::core::compile_error!(#msg);)
+            quote::quote_spanned!(span=> ::core::compile_error!(#msg);).into()
         }
     }
 }
@@ -77,7 +76,7 @@ fn emit(
     d: &Derivatives,
     callees: &[Callee],
     sizes: &Sizes,
-) -> R<TokenStream> {
+) -> R<Code> {
     let cx = Ctx::new(&d.program, callees);
     let fwd = func(cx.prog, &d.names.fwd)?;
     let lin = func(cx.prog, &d.names.lin)?;
@@ -113,31 +112,31 @@ fn emit(
             )
         },
     )?;
-    let elided = quote!('_);
+    let elided = text!('_);
     let const_tys = &param_tys(fwd, false)[..consts.len()];
     let (cdecls, cbinds) = canonical_params(const_tys, "x", &elided);
-    let size = |k: usize, value: TokenStream| {
+    let size = |k: usize, value: Code| {
         let n = ident(&format!("__len{k}"));
-        quote!(let #n: i64 = (#value) as i64;)
+        text!(let #n: i64 = (#value) as i64;)
     };
     let allows = allows();
     let (vis, fname) = (&sig.vis, &sig.ident);
     // `lin(fwd(consts, sizes); lins)` or `lin_t(..; cts)`: a hidden block.
-    let block = |b: Block, f: &Func, what: &str, sizes_of: &dyn Fn(usize) -> R<TokenStream>| {
+    let block = |b: Block, f: &Func, what: &str, sizes_of: &dyn Fn(usize) -> R<Code>| {
         let (ldecls, lbinds) = canonical_params(&param_tys(f, true), what, &elided);
-        let mut stmts = TokenStream::new();
+        let mut stmts = Code::new();
         let mut params = cbinds.clone();
         for k in 0..n_sizes {
             stmts.extend(size(k, sizes_of(k)?));
             let n = ident(&format!("__len{k}"));
-            params.push((quote!(#n), Repr::Val));
+            params.push((text!(#n), Repr::Val));
         }
         let (fb, freprs) = body(&cx, fwd, params, vec![], true)?;
         let (ys, ypat) = temps("r", fwd.body.results.len());
         let resid = ys
             .iter()
             .zip(&freprs)
-            .map(|(y, r)| (quote!(#y), *r))
+            .map(|(y, r)| (text!(#y), *r))
             .collect();
         let (lb, _) = body(&cx, f, resid, lbinds, false)?;
         let nested = nested_fns(&cx)?;
@@ -147,32 +146,32 @@ fn emit(
             Block::Linear => format!(" [`{fname}`] as the linear map of its linear parameters (canonical signature), for differentiable callers."),
             _ => format!(" The transpose of [`{fname}`] in its linear parameters (canonical signature), for differentiable callers."),
         };
-        let decls: Vec<TokenStream> = cdecls.iter().chain(&ldecls).cloned().collect();
+        let decls: Vec<Code> = cdecls.iter().chain(&ldecls).cloned().collect();
         R::Ok(hidden_fn(
             &doc,
             vis,
             &name,
             &decls,
             ret,
-            quote!(#nested #stmts let #ypat = #fb; #lb),
+            text!(#nested #stmts let #ypat = #fb; #lb),
         ))
     };
     let forward = block(Block::Linear, lin, "dx", &|k| {
         let (j, axis) = sizes.dims[k];
         let dx = ident(&format!("__dx{j}"));
-        Ok(quote!(#dx.shape()[#axis]))
+        Ok(text!(#dx.shape()[#axis]))
     })?;
     let transposed = block(Block::LinearT, lin_t, "ct", &|k| {
         Ok(match sizes.solved[k] {
             ShapeSource::Param(i, axis) => {
                 let x = ident(&format!("__x{i}"));
-                quote!(#x.shape()[#axis])
+                text!(#x.shape()[#axis])
             }
             ShapeSource::Result(j, axis) => {
                 let c = ident(&format!("__ct{j}"));
-                quote!(#c.shape()[#axis])
+                text!(#c.shape()[#axis])
             }
-            ShapeSource::Const(c) => quote!(#c),
+            ShapeSource::Const(c) => text!(#c),
         })
     })?;
 
@@ -185,7 +184,7 @@ fn emit(
         .iter()
         .map(|p| match convert_param(&p.ident, &p.kind) {
             // An index array converted to `i64`: the block takes a view.
-            (t, Repr::Owned) => quote!((#t).view()),
+            (t, Repr::Owned) => text!((#t).view()),
             (t, _) => t,
         })
         .chain(
@@ -204,10 +203,10 @@ fn emit(
     let c = super::wrappers::cotangents(&cs, &creprs, &lins);
     let decls = consts.iter().map(|p| {
         let (n, t) = (&p.ident, &p.ty);
-        quote!(#n: #t)
+        text!(#n: #t)
     });
     let ct_t = ct_ty(&sig.out);
-    let ret: Vec<TokenStream> = lins.iter().map(|p| tangent_ty(p)).collect();
+    let ret: Vec<Code> = lins.iter().map(|p| tangent_ty(p)).collect();
     let ret = flat(&ret);
     let lin_names: Vec<String> = lins.iter().map(|p| format!("`{}`", p.ident)).collect();
     let doc = format!(
@@ -217,7 +216,7 @@ fn emit(
         lin_names.join(", ")
     );
     let block_t = hidden(fname, Block::LinearT);
-    Ok(quote! {
+    Ok(text! {
         #forward
         #transposed
         #[doc = #doc]

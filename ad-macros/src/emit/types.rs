@@ -13,9 +13,8 @@
 //! Generated code names ndarray and the runtime only through the facade:
 //! `::linad::ndarray` and `::linad::__private::ad_runtime`.
 
+use crate::text::{text, Code};
 use ad_core_ir::types::{Scalar, Ty};
-use proc_macro2::TokenStream;
-use quote::quote;
 
 /// How a value is held.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,36 +31,13 @@ pub enum Repr {
 pub const MAX_RANK: usize = 6;
 
 /// `::linad::ndarray`.
-pub fn nd() -> TokenStream {
-    cached(&ND, || quote!(::linad::ndarray))
+pub fn nd() -> Code {
+    text!(::linad::ndarray)
 }
 
 /// `::linad::__private::ad_runtime`.
-pub fn rt() -> TokenStream {
-    cached(&RT, || quote!(::linad::__private::ad_runtime))
-}
-
-type Cached = std::thread::LocalKey<std::cell::RefCell<Option<TokenStream>>>;
-
-thread_local! {
-    static ND: std::cell::RefCell<Option<TokenStream>> = const { std::cell::RefCell::new(None) };
-    static RT: std::cell::RefCell<Option<TokenStream>> = const { std::cell::RefCell::new(None) };
-}
-
-/// The tokens `make` gives, made once per macro invocation: the emitter
-/// names the runtime path at nearly every statement, and making its nine
-/// tokens again each time was 4% of an expansion (a copy is one handle).
-fn cached(slot: &'static Cached, make: fn() -> TokenStream) -> TokenStream {
-    slot.with(|c| c.borrow_mut().get_or_insert_with(make).clone())
-}
-
-/// Forgets the cached paths of [`nd`] and [`rt`]: the compiler's tokens
-/// live as long as one macro invocation, so each invocation starts and
-/// ends with this (`crate_fns::Scope`).
-pub fn forget_cached_paths() {
-    for slot in [&ND, &RT] {
-        slot.with(|c| c.borrow_mut().take());
-    }
+pub fn rt() -> Code {
+    text!(::linad::__private::ad_runtime)
 }
 
 /// Whether values of the type are `Copy` in generated code.
@@ -93,62 +69,62 @@ pub fn canonical_repr(ty: &Ty) -> Repr {
 }
 
 /// `f64`, `i64` or `bool`.
-pub fn elem_ty(s: Scalar) -> TokenStream {
+pub fn elem_ty(s: Scalar) -> Code {
     match s {
-        Scalar::F64 => quote!(f64),
-        Scalar::I64 => quote!(i64),
-        Scalar::Bool => quote!(bool),
+        Scalar::F64 => text!(f64),
+        Scalar::I64 => text!(i64),
+        Scalar::Bool => text!(bool),
     }
 }
 
 /// `::linad::ndarray::IxR` (`Ix0` for rank 0).
-pub fn dim_ty(rank: usize) -> TokenStream {
+pub fn dim_ty(rank: usize) -> Code {
     let nd = nd();
     match rank {
-        0 => quote!(#nd::Ix0),
-        1 => quote!(#nd::Ix1),
-        2 => quote!(#nd::Ix2),
-        3 => quote!(#nd::Ix3),
-        4 => quote!(#nd::Ix4),
-        5 => quote!(#nd::Ix5),
-        6 => quote!(#nd::Ix6),
-        _ => quote!(#nd::IxDyn),
+        0 => text!(#nd::Ix0),
+        1 => text!(#nd::Ix1),
+        2 => text!(#nd::Ix2),
+        3 => text!(#nd::Ix3),
+        4 => text!(#nd::Ix4),
+        5 => text!(#nd::Ix5),
+        6 => text!(#nd::Ix6),
+        _ => text!(#nd::IxDyn),
     }
 }
 
 /// `ArrayR<E>` (ndarray's alias of `Array<E, IxR>`: the short spelling
 /// keeps the emitted tokens few, issue 12).
-pub fn array_ty(elem: Scalar, rank: usize) -> TokenStream {
+pub fn array_ty(elem: Scalar, rank: usize) -> Code {
     let (nd, e) = (nd(), elem_ty(elem));
     match rank {
-        0 => quote!(#nd::Array0<#e>),
-        1 => quote!(#nd::Array1<#e>),
-        2 => quote!(#nd::Array2<#e>),
-        3 => quote!(#nd::Array3<#e>),
-        4 => quote!(#nd::Array4<#e>),
-        5 => quote!(#nd::Array5<#e>),
-        6 => quote!(#nd::Array6<#e>),
-        _ => quote!(#nd::ArrayD<#e>),
+        0 => text!(#nd::Array0<#e>),
+        1 => text!(#nd::Array1<#e>),
+        2 => text!(#nd::Array2<#e>),
+        3 => text!(#nd::Array3<#e>),
+        4 => text!(#nd::Array4<#e>),
+        5 => text!(#nd::Array5<#e>),
+        6 => text!(#nd::Array6<#e>),
+        _ => text!(#nd::ArrayD<#e>),
     }
 }
 
 /// `ArrayViewR<'a, E>` (`ArrayView<'a, E, IxR>`) for the lifetime `lt`.
-pub fn view_ty_in(elem: Scalar, rank: usize, lt: &TokenStream) -> TokenStream {
+pub fn view_ty_in(elem: Scalar, rank: usize, lt: &Code) -> Code {
     let (nd, e) = (nd(), elem_ty(elem));
     match rank {
-        0 => quote!(#nd::ArrayView0<#lt, #e>),
-        1 => quote!(#nd::ArrayView1<#lt, #e>),
-        2 => quote!(#nd::ArrayView2<#lt, #e>),
-        3 => quote!(#nd::ArrayView3<#lt, #e>),
-        4 => quote!(#nd::ArrayView4<#lt, #e>),
-        5 => quote!(#nd::ArrayView5<#lt, #e>),
-        6 => quote!(#nd::ArrayView6<#lt, #e>),
-        _ => quote!(#nd::ArrayViewD<#lt, #e>),
+        0 => text!(#nd::ArrayView0<#lt, #e>),
+        1 => text!(#nd::ArrayView1<#lt, #e>),
+        2 => text!(#nd::ArrayView2<#lt, #e>),
+        3 => text!(#nd::ArrayView3<#lt, #e>),
+        4 => text!(#nd::ArrayView4<#lt, #e>),
+        5 => text!(#nd::ArrayView5<#lt, #e>),
+        6 => text!(#nd::ArrayView6<#lt, #e>),
+        _ => text!(#nd::ArrayViewD<#lt, #e>),
     }
 }
 
 /// The Rust type of an owned value of the IR type.
-pub fn owned_ty(ty: &Ty) -> TokenStream {
+pub fn owned_ty(ty: &Ty) -> Code {
     match ty {
         Ty::Scalar(s) => elem_ty(*s),
         Ty::Array { elem, rank } => array_ty(*elem, *rank),
@@ -158,59 +134,65 @@ pub fn owned_ty(ty: &Ty) -> TokenStream {
 }
 
 /// The Rust type an opaque IR type names (a path, as text).
-fn opaque_ty(path: &str) -> TokenStream {
+fn opaque_ty(path: &str) -> Code {
+    // Its text (a type written in the body is not the user's token).
     match syn::parse_str::<syn::Type>(path) {
-        Ok(t) => quote!(#t),
-        Err(_) => quote!(::core::compile_error!(
+        Ok(_) => {
+            let mut c = Code::new();
+            c.push_token(path);
+            c
+        }
+        Err(_) => text!(::core::compile_error!(
             "linad: an opaque type is not a Rust type"
         )),
     }
 }
 
 /// The Rust type of a value of the IR type held as `repr`.
-pub fn repr_ty(ty: &Ty, repr: Repr) -> TokenStream {
-    repr_ty_in(ty, repr, &quote!('_))
+pub fn repr_ty(ty: &Ty, repr: Repr) -> Code {
+    repr_ty_in(ty, repr, &text!('_))
 }
 
 /// [`repr_ty`] with views borrowing for the lifetime `lt`.
-pub fn repr_ty_in(ty: &Ty, repr: Repr, lt: &TokenStream) -> TokenStream {
+pub fn repr_ty_in(ty: &Ty, repr: Repr, lt: &Code) -> Code {
     match (ty, repr) {
         (Ty::Array { elem, rank }, Repr::View) => view_ty_in(*elem, *rank, lt),
         (Ty::Opaque(path), Repr::View) => {
             let t = opaque_ty(path);
-            quote!(&#lt #t)
+            text!(&#lt #t)
         }
         _ => owned_ty(ty),
     }
 }
 
 /// A tuple type (`(T,)` for one part).
-pub fn tuple_ty(parts: Vec<TokenStream>) -> TokenStream {
+pub fn tuple_ty<T: crate::text::ToText>(parts: Vec<T>) -> Code {
     if parts.len() == 1 {
         let p = &parts[0];
-        quote!((#p,))
+        text!((#p,))
     } else {
-        quote!((#(#parts),*))
+        text!((#(#parts),*))
     }
 }
 
 /// A tuple expression or pattern (`(x,)` for one part).
-pub fn tuple<T: quote::ToTokens>(parts: &[T]) -> TokenStream {
+pub fn tuple<T: crate::text::ToText>(parts: &[T]) -> Code {
     if parts.len() == 1 {
         let p = &parts[0];
-        quote!((#p,))
+        text!((#p,))
     } else {
-        quote!((#(#parts),*))
+        text!((#(#parts),*))
     }
 }
 
 /// A flat list of values as one Rust value: the value itself for one, a
 /// tuple otherwise (`()` for none). Functions return their results so.
-pub fn flat(parts: &[TokenStream]) -> TokenStream {
+pub fn flat<T: crate::text::ToText>(parts: &[T]) -> Code {
     if parts.len() == 1 {
-        parts[0].clone()
+        let p = &parts[0];
+        text!(#p)
     } else {
-        quote!((#(#parts),*))
+        text!((#(#parts),*))
     }
 }
 

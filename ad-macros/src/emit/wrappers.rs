@@ -12,23 +12,25 @@ use super::types::{array_ty, flat, owned_ty, rt, tuple, tuple_ty, Repr};
 use super::Input;
 use crate::names::{hidden, Block as Hidden};
 use crate::sig::{Out, Param, ParamKind};
+use crate::text::{text, Code};
 use ad_core_ir::ir::{Func, Program};
 use ad_core_ir::types::Scalar;
-use proc_macro2::{Ident, TokenStream};
-use quote::quote;
+use proc_macro2::Ident;
 
 /// Lints silenced on generated functions (the code is generated from IR, so
 /// e.g. a never-read binder or an explicit `return`-free tail are expected).
-pub fn allows() -> TokenStream {
-    quote!(#[allow(warnings, clippy::all, clippy::pedantic, clippy::nursery)])
+pub fn allows() -> Code {
+    text!(#[allow(warnings, clippy::all, clippy::pedantic, clippy::nursery)])
 }
 
-/// Every generated item of one `#[differentiable]` function.
-pub fn companions(input: &Input) -> R<TokenStream> {
+/// Every generated item of one `#[differentiable]` function, in groups
+/// (each lexed on its own: the public items' text holds the user's
+/// tokens, the hidden blocks' is text alone).
+pub fn companions(input: &Input) -> R<Vec<Code>> {
     let sig = input.sig;
     let user = Ctx::new(&input.user.program, &input.lowered.callees);
     let all = Ctx::new(&input.all.program, &input.lowered.callees);
-    let mut out = TokenStream::new();
+    let mut out: Vec<Code> = vec![];
     let restricted = sig.wrt_mask() != sig.all_mask();
     // The set for every parameter is only for callers when `wrt` is
     // smaller; its blocks only when callers may exist.
@@ -85,30 +87,30 @@ pub(super) fn func<'p>(prog: &'p Program, name: &str) -> R<&'p Func> {
 
 /// The nested functions for the program's own functions that the emitted
 /// bodies call (transitively).
-pub(super) fn nested_fns(cx: &Ctx) -> R<TokenStream> {
-    let mut out = TokenStream::new();
+pub(super) fn nested_fns(cx: &Ctx) -> R<Code> {
+    let mut out = Code::new();
     let mut done = 0;
     loop {
         let next = cx.internal.borrow().get(done).cloned();
         let Some(name) = next else { break };
         done += 1;
         let f = func(cx.prog, &name)?;
-        let elided = quote!('_);
+        let elided = text!('_);
         let (decls, params) = ir_params(f, false, &elided);
         let (ldecls, lparams) = ir_params(f, true, &elided);
         let (b, _) = body(cx, f, params, lparams, false)?;
         let ret = result_ty(f);
         let n = names::internal_fn(&name);
         let all = decls.iter().chain(&ldecls);
-        out.extend(quote!(fn #n(#(#all),*) -> #ret #b));
+        out.extend(text!(fn #n(#(#all),*) -> #ret #b));
     }
     cx.internal.borrow_mut().clear();
     Ok(out)
 }
 
 /// The owned result type of a function (flat).
-pub(super) fn result_ty(f: &Func) -> TokenStream {
-    let tys: Vec<TokenStream> = f
+pub(super) fn result_ty(f: &Func) -> Code {
+    let tys: Vec<Code> = f
         .body
         .results
         .iter()
@@ -120,21 +122,21 @@ pub(super) fn result_ty(f: &Func) -> TokenStream {
 }
 
 /// A user parameter converted to the canonical representation.
-pub(super) fn convert_param(id: &Ident, kind: &ParamKind) -> (TokenStream, Repr) {
+pub(super) fn convert_param(id: &Ident, kind: &ParamKind) -> (Code, Repr) {
     let view = if slice_like(kind) {
         shaped(id, kind)
     } else {
-        quote!(#id.view())
+        text!(#id.view())
     };
     match kind {
-        ParamKind::F64 | ParamKind::F64Tuple(_) | ParamKind::Bool => (quote!(#id), Repr::Val),
-        ParamKind::Int(_) | ParamKind::Enum(_) => (quote!(#id as i64), Repr::Val),
+        ParamKind::F64 | ParamKind::F64Tuple(_) | ParamKind::Bool => (text!(#id), Repr::Val),
+        ParamKind::Int(_) | ParamKind::Enum(_) => (text!(#id as i64), Repr::Val),
         ParamKind::F64Array { .. } => (view, Repr::View),
         ParamKind::IntArray { elem, .. } => {
-            if super::calls::is_int_type(elem) && quote!(#elem).to_string() == "i64" {
+            if super::calls::is_int_type(elem) && text!(#elem).to_string() == "i64" {
                 (view, Repr::View)
             } else {
-                (quote!(#view.mapv(|__v| __v as i64)), Repr::Owned)
+                (text!(#view.mapv(|__v| __v as i64)), Repr::Owned)
             }
         }
     }
@@ -151,36 +153,36 @@ fn slice_like(kind: &ParamKind) -> bool {
 
 /// The parameter as an expression with ndarray's methods (`.shape()`,
 /// `.view()`): itself, or a view of a slice or `Vec`.
-pub(super) fn shaped(id: &Ident, kind: &ParamKind) -> TokenStream {
+pub(super) fn shaped(id: &Ident, kind: &ParamKind) -> Code {
     if slice_like(kind) {
-        slice_view(quote!(#id))
+        slice_view(text!(#id))
     } else {
-        quote!(#id)
+        text!(#id)
     }
 }
 
 /// A view of a slice, `Vec` or fixed-size array `x`.
-fn slice_view(x: TokenStream) -> TokenStream {
-    quote!(::linad::ndarray::ArrayView1::from(&#x[..]))
+fn slice_view(x: Code) -> Code {
+    text!(::linad::ndarray::ArrayView1::from(&#x[..]))
 }
 
 /// The leaves of `ct` (from [`out_pattern`]) as parameters of a transposed
 /// body: arrays as views, scalars by value.
-pub(super) fn ct_params(leaves: &[(Ident, Leaf)]) -> Vec<(TokenStream, Repr)> {
+pub(super) fn ct_params(leaves: &[(Ident, Leaf)]) -> Vec<(Code, Repr)> {
     leaves
         .iter()
         .map(|(n, leaf)| match leaf {
-            Leaf::Array => (quote!(#n.view()), Repr::View),
-            Leaf::Fixed => (slice_view(quote!(#n)), Repr::View),
-            Leaf::Scalar => (quote!(#n), Repr::Val),
+            Leaf::Array => (text!(#n.view()), Repr::View),
+            Leaf::Fixed => (slice_view(text!(#n)), Repr::View),
+            Leaf::Scalar => (text!(#n), Repr::Val),
         })
         .collect()
 }
 
 /// The cotangents `cs` of a transposed body (held as `reprs`) as the owned
 /// tangent types of `params`, flat (a bare value for one).
-pub(super) fn cotangents(cs: &[Ident], reprs: &[Repr], params: &[&Param]) -> TokenStream {
-    let cv: Vec<TokenStream> = cs
+pub(super) fn cotangents(cs: &[Ident], reprs: &[Repr], params: &[&Param]) -> Code {
+    let cv: Vec<Code> = cs
         .iter()
         .zip(reprs)
         .zip(params)
@@ -192,10 +194,10 @@ pub(super) fn cotangents(cs: &[Ident], reprs: &[Repr], params: &[&Param]) -> Tok
 /// An owned cotangent (an array) as the parameter's tangent type: a `Vec`
 /// for a slice or `Vec` parameter, an array `[f64; N]` for a fixed-size one
 /// (its length is the parameter's, as the cotangent's shape).
-pub(super) fn as_tangent(v: TokenStream, kind: &ParamKind) -> TokenStream {
+pub(super) fn as_tangent(v: Code, kind: &ParamKind) -> Code {
     match kind {
         ParamKind::F64Array { passing, .. } if passing.is_fixed() => fixed_from(v),
-        _ if slice_like(kind) => quote!((#v).to_vec()),
+        _ if slice_like(kind) => text!((#v).to_vec()),
         _ => v,
     }
 }
@@ -203,29 +205,29 @@ pub(super) fn as_tangent(v: TokenStream, kind: &ParamKind) -> TokenStream {
 /// A fixed-size array `[f64; N]` from a one-dimensional array of length
 /// `N` (`N` is inferred from where the value goes: a parameter's or the
 /// output's type).
-fn fixed_from(v: TokenStream) -> TokenStream {
-    quote!({ let __c = #v; ::core::array::from_fn(|__i| __c[__i]) })
+fn fixed_from(v: Code) -> Code {
+    text!({ let __c = #v; ::core::array::from_fn(|__i| __c[__i]) })
 }
 
 /// The Rust type of an output.
-pub(super) fn out_ty(o: &Out) -> TokenStream {
+pub(super) fn out_ty(o: &Out) -> Code {
     match o {
-        Out::F64 => quote!(f64),
+        Out::F64 => text!(f64),
         Out::Array(r) => array_ty(Scalar::F64, *r),
-        Out::Fixed(t) => quote!(#t),
+        Out::Fixed(t) => text!(#t),
         Out::Tuple(parts) => tuple_ty(parts.iter().map(out_ty).collect()),
     }
 }
 
 /// The type of the output's cotangent parameter: arrays by reference,
 /// fixed-size arrays by value.
-pub(crate) fn ct_ty(o: &Out) -> TokenStream {
+pub(crate) fn ct_ty(o: &Out) -> Code {
     match o {
-        Out::F64 => quote!(f64),
-        Out::Fixed(t) => quote!(#t),
+        Out::F64 => text!(f64),
+        Out::Fixed(t) => text!(#t),
         Out::Array(r) => {
             let t = array_ty(Scalar::F64, *r);
-            quote!(&#t)
+            text!(&#t)
         }
         Out::Tuple(parts) => tuple_ty(parts.iter().map(ct_ty).collect()),
     }
@@ -245,19 +247,19 @@ pub(super) enum Leaf {
 
 /// A pattern destructuring a value of the output's shape into leaf names
 /// (appended to `leaves` with what each is).
-pub(super) fn out_pattern(o: &Out, leaves: &mut Vec<(Ident, Leaf)>) -> TokenStream {
+pub(super) fn out_pattern(o: &Out, leaves: &mut Vec<(Ident, Leaf)>) -> Code {
     let leaf = match o {
         Out::F64 => Leaf::Scalar,
         Out::Array(_) => Leaf::Array,
         Out::Fixed(_) => Leaf::Fixed,
         Out::Tuple(parts) => {
-            let ps: Vec<TokenStream> = parts.iter().map(|p| out_pattern(p, leaves)).collect();
+            let ps: Vec<Code> = parts.iter().map(|p| out_pattern(p, leaves)).collect();
             return tuple(&ps);
         }
     };
     let n = ident(&format!("__ct{}", leaves.len()));
     leaves.push((n.clone(), leaf));
-    quote!(#n)
+    text!(#n)
 }
 
 /// The names of the output's leaves in the cotangent `ct` (`ct`, `ct.0`,
@@ -280,17 +282,17 @@ pub(super) fn shape_check(
     func: &str,
     role: &str,
     name: &str,
-    given: TokenStream,
-    expected: TokenStream,
+    given: Code,
+    expected: Code,
     of: &str,
-) -> TokenStream {
+) -> Code {
     let rt = rt();
-    quote!(#rt::check_arg_shape(#func, #role, #name, (#given).shape(), (#expected).shape(), #of);)
+    text!(#rt::check_arg_shape(#func, #role, #name, (#given).shape(), (#expected).shape(), #of);)
 }
 
 /// Nests flat leaf values as the output says (owned arrays; a fixed-size
 /// array is made from its one-dimensional array).
-pub(super) fn nest(o: &Out, leaves: &mut impl Iterator<Item = TokenStream>) -> R<TokenStream> {
+pub(super) fn nest(o: &Out, leaves: &mut impl Iterator<Item = Code>) -> R<Code> {
     let mut next = || {
         leaves
             .next()
@@ -310,42 +312,42 @@ pub(super) fn nest(o: &Out, leaves: &mut impl Iterator<Item = TokenStream>) -> R
 }
 
 /// Temporaries `__{what}0..` and a pattern binding them (flat).
-pub(super) fn temps(what: &str, n: usize) -> (Vec<Ident>, TokenStream) {
+pub(super) fn temps(what: &str, n: usize) -> (Vec<Ident>, Code) {
     let ts: Vec<Ident> = (0..n).map(|k| ident(&format!("__{what}{k}"))).collect();
-    let ps: Vec<TokenStream> = ts.iter().map(|t| quote!(#t)).collect();
+    let ps: Vec<Code> = ts.iter().map(|t| text!(#t)).collect();
     (ts, flat(&ps))
 }
 
 /// A result as an owned value; arrays returned to the user are in standard
 /// (row-major) layout, whatever layout the computation left them in (a
 /// transpose is free in ndarray, so a gradient may come out column-major).
-pub(super) fn owned(t: &Ident, r: Repr) -> TokenStream {
+pub(super) fn owned(t: &Ident, r: Repr) -> Code {
     match r {
-        Repr::View => quote!(#t.as_standard_layout().into_owned()),
+        Repr::View => text!(#t.as_standard_layout().into_owned()),
         Repr::Owned => {
-            quote!(if #t.is_standard_layout() { #t } else { #t.as_standard_layout().into_owned() })
+            text!(if #t.is_standard_layout() { #t } else { #t.as_standard_layout().into_owned() })
         }
-        Repr::Val => quote!(#t),
+        Repr::Val => text!(#t),
     }
 }
 
 /// The owned type of a parameter's tangent / cotangent.
-pub(crate) fn tangent_ty(p: &Param) -> TokenStream {
+pub(crate) fn tangent_ty(p: &Param) -> Code {
     match &p.kind {
-        ParamKind::F64 => quote!(f64),
-        ParamKind::F64Tuple(n) => tuple_ty(vec![quote!(f64); *n]),
+        ParamKind::F64 => text!(f64),
+        ParamKind::F64Tuple(n) => tuple_ty(vec![text!(f64); *n]),
         ParamKind::F64Array { passing, .. } if passing.is_fixed() => match &p.ty {
             syn::Type::Reference(r) => {
                 let t = &r.elem;
-                quote!(#t)
+                text!(#t)
             }
-            t => quote!(#t),
+            t => text!(#t),
         },
         ParamKind::F64Array { passing, .. } if passing.is_slice_like() => {
-            quote!(::std::vec::Vec<f64>)
+            text!(::std::vec::Vec<f64>)
         }
         ParamKind::F64Array { rank, .. } => array_ty(Scalar::F64, *rank),
-        _ => quote!(()),
+        _ => text!(()),
     }
 }
 
@@ -364,16 +366,16 @@ pub(super) fn check(cond: bool, msg: impl FnOnce() -> String) -> R<()> {
 pub(super) fn canonical_args<'p>(
     params: impl Iterator<Item = (&'p Ident, &'p ParamKind)>,
     what: &str,
-) -> (TokenStream, Vec<TokenStream>) {
-    let mut stmts = TokenStream::new();
+) -> (Code, Vec<Code>) {
+    let mut stmts = Code::new();
     let mut args = vec![];
     for (k, (id, kind)) in params.enumerate() {
         let (x, r) = convert_param(id, kind);
         args.push(match r {
             Repr::Owned => {
                 let n = ident(&format!("__{what}{k}"));
-                stmts.extend(quote!(let #n = #x;));
-                quote!(#n.view())
+                stmts.extend(text!(let #n = #x;));
+                text!(#n.view())
             }
             Repr::View | Repr::Val => x,
         });
@@ -383,7 +385,7 @@ pub(super) fn canonical_args<'p>(
 
 /// The user's parameters as arguments of `fwd` / `jvp` (see
 /// [`canonical_args`]).
-pub(super) fn primal_args(sig: &crate::sig::Signature) -> (TokenStream, Vec<TokenStream>) {
+pub(super) fn primal_args(sig: &crate::sig::Signature) -> (Code, Vec<Code>) {
     canonical_args(sig.params.iter().map(|p| (&p.ident, &p.kind)), "p")
 }
 
@@ -391,10 +393,10 @@ pub(super) fn primal_args(sig: &crate::sig::Signature) -> (TokenStream, Vec<Toke
 /// (`crate::asserts`), for the public derivatives that call the forward
 /// half, which does not check them (`f_jvp` calls `jvp`, which does:
 /// [`canonical_preconditions`]).
-pub(super) fn checked_primal_args(input: &Input) -> (TokenStream, Vec<TokenStream>) {
+pub(super) fn checked_primal_args(input: &Input) -> (Code, Vec<Code>) {
     let (stmts, args) = primal_args(input.sig);
     let pre = input.preconditions;
-    (quote!(#(#pre)* #stmts), args)
+    (text!(#(#pre)* #stmts), args)
 }
 
 /// The assertions the body starts with (`crate::asserts`) for a hidden
@@ -405,15 +407,15 @@ pub(super) fn checked_primal_args(input: &Input) -> (TokenStream, Vec<TokenStrea
 /// it), then the assertions, in a block of their own. So callers'
 /// derivatives fail where the call in `f`'s caller fails. Empty without
 /// assertions.
-pub(super) fn canonical_preconditions(input: &Input, binds: &[(TokenStream, Repr)]) -> TokenStream {
+pub(super) fn canonical_preconditions(input: &Input, binds: &[(Code, Repr)]) -> Code {
     let pre = input.preconditions;
     if pre.is_empty() {
-        return TokenStream::new();
+        return Code::new();
     }
     // Only the parameters the assertions name (an index array converted
     // back allocates): the words of their text, format strings' inline
     // arguments (`{k}`) included.
-    let named = crate::crate_fns::words(&quote!(#(#pre)*).to_string());
+    let named = crate::crate_fns::words(&text!(#(#pre)*).to_string());
     let rebound = input
         .sig
         .params
@@ -425,22 +427,22 @@ pub(super) fn canonical_preconditions(input: &Input, binds: &[(TokenStream, Repr
                 return None;
             }
             Some(match &p.kind {
-                ParamKind::Int(ty) => quote!(let #x: #ty = #n as #ty;),
-                ParamKind::F64Array { .. } => quote!(let #x = &#n;),
-                ParamKind::IntArray { elem, .. } => quote!(let #x = &#n.mapv(|__v| __v as #elem);),
-                _ => quote!(let #x = #n;),
+                ParamKind::Int(ty) => text!(let #x: #ty = #n as #ty;),
+                ParamKind::F64Array { .. } => text!(let #x = &#n;),
+                ParamKind::IntArray { elem, .. } => text!(let #x = &#n.mapv(|__v| __v as #elem);),
+                _ => text!(let #x = #n;),
             })
         });
-    quote!({ #(#rebound)* #(#pre)* })
+    text!({ #(#rebound)* #(#pre)* })
 }
 
 /// The declarations `x: T` of the user's parameters.
-pub(super) fn user_decls(sig: &crate::sig::Signature) -> Vec<TokenStream> {
+pub(super) fn user_decls(sig: &crate::sig::Signature) -> Vec<Code> {
     sig.params
         .iter()
         .map(|p| {
             let (n, t) = (&p.ident, &p.ty);
-            quote!(#n: #t)
+            text!(#n: #t)
         })
         .collect()
 }
@@ -453,7 +455,7 @@ pub(super) fn tangent_names(sig: &crate::sig::Signature) -> Vec<Ident> {
 }
 
 /// `f_jvp(x.., d_x..) -> (y, dy)`: a call of the `jvp` half.
-fn f_jvp(input: &Input, h: &Halves) -> R<TokenStream> {
+fn f_jvp(input: &Input, h: &Halves) -> R<Code> {
     let sig = input.sig;
     let wrt: Vec<&Param> = sig.wrt_params().collect();
     let n_out = sig.out.ir_tys().len();
@@ -464,7 +466,7 @@ fn f_jvp(input: &Input, h: &Halves) -> R<TokenStream> {
     let (pstmts, pargs) = primal_args(sig);
     let (dstmts, dargs) = canonical_args(wrt.iter().zip(&dnames).map(|(p, d)| (d, &p.kind)), "dp");
     let (ts, pat) = temps("y", 2 * n_out);
-    let vals: Vec<TokenStream> = ts
+    let vals: Vec<Code> = ts
         .iter()
         .zip(&h.jvp_reprs)
         .map(|(t, r)| owned(t, *r))
@@ -474,7 +476,7 @@ fn f_jvp(input: &Input, h: &Halves) -> R<TokenStream> {
     let fname = &sig.ident;
     let name = crate::names::jvp(fname);
     // Every array tangent has its primal's shape.
-    let checks: Vec<TokenStream> = wrt
+    let checks: Vec<Code> = wrt
         .iter()
         .zip(&dnames)
         .filter(|(p, _)| matches!(p.kind, ParamKind::F64Array { .. }))
@@ -498,7 +500,7 @@ fn f_jvp(input: &Input, h: &Halves) -> R<TokenStream> {
     let allows = allows();
     let jvp = &h.jvp;
     let header = super::headers::jvp(sig);
-    Ok(quote! {
+    Ok(text! {
         #[doc = #doc]
         #allows
         #[inline]
@@ -515,7 +517,7 @@ fn f_jvp(input: &Input, h: &Halves) -> R<TokenStream> {
 /// `f_vjp(x.., ct) -> (y, cotangents)`: the forward half, then the
 /// transposed one at its residuals; or the one-sweep `vjp` where there is
 /// one and every result is a scalar.
-fn f_vjp(input: &Input, h: &Halves) -> R<TokenStream> {
+fn f_vjp(input: &Input, h: &Halves) -> R<Code> {
     let sig = input.sig;
     let wrt: Vec<&Param> = sig.wrt_params().collect();
     let n_out = sig.out.ir_tys().len();
@@ -526,11 +528,11 @@ fn f_vjp(input: &Input, h: &Halves) -> R<TokenStream> {
     let (ys, ypat) = temps("y", h.fwd_reprs.len());
     let mut leaves = vec![];
     let ct_pat = out_pattern(&sig.out, &mut leaves);
-    let rs: Vec<TokenStream> = ys[n_out..].iter().map(|t| quote!(#t)).collect();
+    let rs: Vec<Code> = ys[n_out..].iter().map(|t| text!(#t)).collect();
     let rargs = h.resid_args(&rs);
-    let ctargs: Vec<TokenStream> = ct_params(&leaves).into_iter().map(|(t, _)| t).collect();
+    let ctargs: Vec<Code> = ct_params(&leaves).into_iter().map(|(t, _)| t).collect();
     let (cs, cpat) = temps("c", wrt.len());
-    let yv: Vec<TokenStream> = ys[..n_out]
+    let yv: Vec<Code> = ys[..n_out]
         .iter()
         .zip(&h.fwd_reprs)
         .map(|(t, r)| owned(t, *r))
@@ -544,7 +546,7 @@ fn f_vjp(input: &Input, h: &Halves) -> R<TokenStream> {
     let (mut ct_paths, mut res_paths) = (vec![], vec![]);
     leaf_paths(&sig.out, &ct_use.to_string(), &mut ct_paths);
     leaf_paths(&sig.out, &format!("{}'s result", sig.ident), &mut res_paths);
-    let ct_checks: Vec<TokenStream> = leaves
+    let ct_checks: Vec<Code> = leaves
         .iter()
         .zip(&ys)
         .zip(ct_paths.iter().zip(&res_paths))
@@ -554,8 +556,8 @@ fn f_vjp(input: &Input, h: &Halves) -> R<TokenStream> {
                 &vjp_name,
                 "cotangent",
                 cp,
-                quote!(#leaf),
-                quote!(#y),
+                text!(#leaf),
+                text!(#y),
                 &format!("the shape of {rp}"),
             )
         })
@@ -575,14 +577,14 @@ fn f_vjp(input: &Input, h: &Halves) -> R<TokenStream> {
             format!("`{vjp}` does not match the signature")
         })?;
         let (ts, pat) = temps("y", reprs.len());
-        let vals: Vec<TokenStream> = ts[..n_out]
+        let vals: Vec<Code> = ts[..n_out]
             .iter()
             .zip(reprs)
             .map(|(t, r)| owned(t, *r))
             .collect();
         let y = nest(&sig.out, &mut vals.into_iter())?;
         let c = cotangents(&ts[n_out..], &reprs[n_out..], &wrt);
-        return Ok(quote! {
+        return Ok(text! {
             #[doc = #doc]
             #allows
             #[inline]
@@ -596,7 +598,7 @@ fn f_vjp(input: &Input, h: &Halves) -> R<TokenStream> {
     }
     let (fwd, lin_t) = (&h.fwd, &h.lin_t_at);
     let recycle = h.recycle_residuals(&rs);
-    Ok(quote! {
+    Ok(text! {
         #[doc = #doc]
         #allows
         #[inline]
@@ -618,12 +620,12 @@ pub(super) fn hidden_fn(
     doc: &str,
     vis: &syn::Visibility,
     name: &Ident,
-    decls: &[TokenStream],
-    ret: TokenStream,
-    body: TokenStream,
-) -> TokenStream {
+    decls: &[Code],
+    ret: Code,
+    body: Code,
+) -> Code {
     let allows = allows();
-    quote! {
+    text! {
         #[doc = #doc]
         #[doc(hidden)]
         #allows
@@ -637,10 +639,10 @@ pub(super) fn hidden_fn(
 /// `__linad_f_primal`, and `__linad_f_lin` / `__linad_f_lin_t` (the forward
 /// half, then a linear one: callers' derivatives recompute the primal); the
 /// halves themselves are emitted by [`halves`](super::halves).
-fn hidden_blocks(input: &Input, cx: &Ctx, h: &Halves) -> R<TokenStream> {
+fn hidden_blocks(input: &Input, cx: &Ctx, h: &Halves) -> R<Code> {
     let sig = input.sig;
     let (vis, fname) = (&sig.vis, &sig.ident);
-    let elided = quote!('_);
+    let elided = text!('_);
     let primal = func(cx.prog, &input.lowered.name)?;
     let (pdecls, pbinds) = ir_params(primal, false, &elided);
     let pre = canonical_preconditions(input, &pbinds);
@@ -654,7 +656,7 @@ fn hidden_blocks(input: &Input, cx: &Ctx, h: &Halves) -> R<TokenStream> {
         &hidden(fname, Hidden::Primal),
         &pdecls,
         result_ty(primal),
-        quote!(#pre #nested #b),
+        text!(#pre #nested #b),
     );
     out.extend(recomputing_blocks(input, cx, h, Set::All)?);
     out.extend(super::residuals::residual_blocks(input, cx, h, Set::All)?);
@@ -666,21 +668,21 @@ fn hidden_blocks(input: &Input, cx: &Ctx, h: &Halves) -> R<TokenStream> {
 /// `__linad_f_lin` / `__linad_f_lin_t` for every differentiable parameter,
 /// `__linadw_f_lin` / `__linadw_f_lin_t` for the `wrt` ones alone (called
 /// by callers whose other arguments of `f` are constants).
-pub(super) fn recomputing_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) -> R<TokenStream> {
+pub(super) fn recomputing_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) -> R<Code> {
     let sig = input.sig;
     let (vis, fname) = (&sig.vis, &sig.ident);
-    let elided = quote!('_);
+    let elided = text!('_);
     let primal = func(cx.prog, &input.lowered.name)?;
     let (pdecls, pbinds) = canonical_params(&primal.param_tys(), "x", &elided);
-    let pargs: Vec<TokenStream> = pbinds.iter().map(|(t, _)| t.clone()).collect();
+    let pargs: Vec<Code> = pbinds.iter().map(|(t, _)| t.clone()).collect();
     let (ys, _) = temps("y", h.fwd_reprs.len());
-    let pats: Vec<TokenStream> = ys
+    let pats: Vec<Code> = ys
         .iter()
         .enumerate()
-        .map(|(k, y)| if k < h.n_out { quote!(_) } else { quote!(#y) })
+        .map(|(k, y)| if k < h.n_out { text!(_) } else { text!(#y) })
         .collect();
     let ypat = flat(&pats);
-    let rs: Vec<TokenStream> = ys[h.n_out..].iter().map(|t| quote!(#t)).collect();
+    let rs: Vec<Code> = ys[h.n_out..].iter().map(|t| text!(#t)).collect();
     let rargs = h.resid_args(&rs);
     let recycle = h.recycle_residuals(&rs);
     let fwd = &h.fwd;
@@ -688,7 +690,7 @@ pub(super) fn recomputing_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) 
         Set::All => "",
         Set::Wrt => ", with respect to its `wrt` parameters alone",
     };
-    let mut out = TokenStream::new();
+    let mut out = Code::new();
     for lh in h.linear_halves(cx, set.derivatives(input))? {
         let (b, what) = if lh.transposed {
             (
@@ -699,14 +701,14 @@ pub(super) fn recomputing_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) 
             (Hidden::Lin, "linear map (Jacobian-vector product)")
         };
         let (half, largs) = (lh.half, &lh.args);
-        let decls: Vec<TokenStream> = pdecls.iter().chain(&lh.decls).cloned().collect();
+        let decls: Vec<Code> = pdecls.iter().chain(&lh.decls).cloned().collect();
         out.extend(hidden_fn(
             &format!(" The {what} of [`{fname}`]{which} at a point, recomputing the primal."),
             vis,
             &set.block(fname, b),
             &decls,
             lh.ret,
-            quote!(let #ypat = #fwd(#(#pargs),*); let __out = #half(#(#rargs,)* #(#largs),*); #recycle __out),
+            text!(let #ypat = #fwd(#(#pargs),*); let __out = #half(#(#rargs,)* #(#largs),*); #recycle __out),
         ));
     }
     Ok(out)
