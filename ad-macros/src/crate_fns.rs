@@ -595,7 +595,19 @@ fn fns_of<'c>(cache: &'c mut Cache, path: &Path) -> Option<&'c FileFns> {
 
 /// The free functions of a file (inline modules included).
 pub fn parse_fns(text: &str) -> Option<FileFns> {
-    let file = syn::parse_file(text).ok()?;
+    // Lexed once for both the parse and the names (`syn::parse_file` would
+    // lex it again, each time twice inside a proc macro: `proc_macro2`
+    // checks the text with its own lexer first), without a byte order mark
+    // and a `#!` line (as `syn::parse_file` strips them).
+    let body = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let body = match body.strip_prefix("#!") {
+        Some(rest) if !rest.trim_start().starts_with('[') => {
+            rest.find('\n').map_or("", |k| &rest[k..])
+        }
+        _ => body,
+    };
+    let tokens: proc_macro2::TokenStream = body.parse().ok()?;
+    let file: syn::File = syn::parse2(tokens.clone()).ok()?;
     let mut fns = FileFns {
         words: words(text),
         includes: text.contains("include!"),
@@ -603,9 +615,7 @@ pub fn parse_fns(text: &str) -> Option<FileFns> {
     };
     let mut ruled = vec![];
     collect(&file.items, &mut fns, &mut ruled, &mut vec![]);
-    if let Ok(tokens) = text.parse::<proc_macro2::TokenStream>() {
-        fn_words(tokens, &mut fns.fn_words);
-    }
+    fn_words(tokens, &mut fns.fn_words);
     for (name, info) in &mut fns.fns {
         if ruled.contains(name) {
             info.differentiable = true;
@@ -930,6 +940,19 @@ fn attr_name(a: &syn::Attribute) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file with a byte order mark and a `#!` line is read as
+    /// `syn::parse_file` reads it; an inner attribute is not a `#!` line.
+    #[test]
+    fn byte_order_mark_and_shebang_lines_are_skipped() {
+        let text = "\u{feff}#!/usr/bin/env run-cargo-script\nfn a() {}\nfn b() { a() }";
+        let fns = parse_fns(text).expect("the file parses");
+        assert!(fns.fns.iter().any(|(n, _)| n == "a") && fns.fns.iter().any(|(n, _)| n == "b"));
+        assert!(fns.fn_words.iter().any(|w| w == "b"));
+        let inner = parse_fns("#![allow(dead_code)]\nfn c() {}").expect("the file parses");
+        assert!(inner.fns.iter().any(|(n, _)| n == "c"));
+        assert!(parse_fns("fn d( {").is_none());
+    }
 
     /// What a bare name may resolve to: `use` leaves with their paths and
     /// modules, globs, item macros, and every name after `fn` (nested in
