@@ -73,9 +73,9 @@ pub(super) fn fuse_pairs(
         if !b.stmts.iter().any(|s| is_producer(s, vars)) {
             return;
         }
-        let mut slots: Vec<Vec<Stmt>> = std::mem::take(&mut b.stmts)
+        let mut slots: Vec<Slot> = std::mem::take(&mut b.stmts)
             .into_iter()
-            .map(|s| vec![s])
+            .map(Slot::One)
             .collect();
         let mut producers: FastMap<Var, usize> = FastMap::default();
         for j in 0..slots.len() {
@@ -88,8 +88,8 @@ pub(super) fn fuse_pairs(
                         continue;
                     };
                     if let Some(new) = fuse(producer, consumer, v, &counts, vars) {
-                        slots[j] = new;
-                        slots[i] = vec![];
+                        slots[j] = Slot::Many(new);
+                        slots[i] = Slot::Many(vec![]);
                         changed = true;
                         continue 'retry;
                     }
@@ -104,12 +104,37 @@ pub(super) fn fuse_pairs(
                 }
             }
         }
-        b.stmts = slots.into_iter().flatten().collect();
+        let mut stmts = Vec::with_capacity(slots.len());
+        for slot in slots {
+            match slot {
+                Slot::One(s) => stmts.push(s),
+                Slot::Many(v) => stmts.extend(v),
+            }
+        }
+        b.stmts = stmts;
     });
     if !changed {
         *memo = Some(counts);
     }
     changed
+}
+
+/// The statements a statement of a block became while [`fuse_pairs`] runs:
+/// itself (no allocation per statement), or what a fusion made of it.
+// Boxing the one statement would allocate per statement, what this avoids.
+#[allow(clippy::large_enum_variant)]
+enum Slot {
+    One(Stmt),
+    Many(Vec<Stmt>),
+}
+
+impl Slot {
+    fn as_slice(&self) -> &[Stmt] {
+        match self {
+            Slot::One(s) => std::slice::from_ref(s),
+            Slot::Many(v) => v,
+        }
+    }
 }
 
 /// Whether some statement of `b` (nested blocks included) satisfies `p`.
