@@ -45,25 +45,26 @@ use ad_core_ir::visit::for_each_operand;
 /// The result of the analysis.
 #[derive(Default, Debug)]
 pub struct Uses {
-    alias: FastMap<Var, Var>,
-    bind_depth: FastMap<Var, u32>,
-    last: FastMap<Var, usize>,
-    count: FastMap<(usize, Var), u32>,
+    alias: VarMap<Var>,
+    bind_depth: VarMap<u32>,
+    last: VarMap<usize>,
+    /// Per site, how many times each variable is used there.
+    count: Vec<Vec<(Var, u32)>>,
     stmt_site: FastMap<*const Stmt, usize>,
     result_site: FastMap<*const Block, usize>,
     site_depth: Vec<u32>,
     /// Roots used other than by an element read or a shape.
-    escaping: FastSet<Var>,
+    escaping: VarSet,
     /// Linear variables that are only read.
-    lin_read: FastSet<Var>,
+    lin_read: VarSet,
     /// Results of `dup` and `lsum_to` emitted as views of the operand
     /// ([`lent_views`]).
-    lent: FastSet<Var>,
+    lent: VarSet,
     /// Linear arrays whose one use reads one element (or drops them).
-    lin_elem_read: FastSet<Var>,
+    lin_elem_read: VarSet,
     /// Linear variables whose one use is an operand that its statement only
     /// borrows ([`borrowed_lin_operands`]).
-    lin_borrowed: FastSet<Var>,
+    lin_borrowed: VarSet,
     /// `(v, s) -> s2`: `s` is the last use of `v` in an `if`'s `then`
     /// branch and `s2` its last use in the `else` branch (which never runs
     /// after the `then` branch): `s` is a last use on its path when `s2` is.
@@ -79,11 +80,72 @@ pub struct Uses {
     /// results of the `lsum_to`s and `dup`s [`lent_views`] picks. A use of
     /// the view is a use of the array for its lifetime: the array dies
     /// with its last view.
-    lender: FastMap<Var, Var>,
+    lender: VarMap<Var>,
     /// Non-linear `broadcast` and `transpose` results and slices
     /// (`slice_view.rs`) emitted as views of their operand, with that
     /// operand ([`nl_lent_views`]).
-    nl_lent: FastMap<Var, Var>,
+    nl_lent: VarMap<Var>,
+}
+
+/// A map from the variables of one function (dense indices) to values: a
+/// vector indexed by the variable, where the analysis looks variables up
+/// at every use (a hash map's lookup was most of `Uses::of` in the
+/// unoptimised macro of a user's build).
+#[derive(Debug, Clone)]
+struct VarMap<T>(Vec<Option<T>>);
+
+impl<T> Default for VarMap<T> {
+    fn default() -> Self {
+        VarMap(Vec::new())
+    }
+}
+
+impl<T> VarMap<T> {
+    fn get(&self, v: &Var) -> Option<&T> {
+        self.0.get(v.0 as usize).and_then(Option::as_ref)
+    }
+
+    fn contains_key(&self, v: &Var) -> bool {
+        self.get(v).is_some()
+    }
+
+    fn insert(&mut self, v: Var, x: T) {
+        let k = v.0 as usize;
+        if k >= self.0.len() {
+            self.0.resize_with(k + 1, || None);
+        }
+        self.0[k] = Some(x);
+    }
+}
+
+impl<T> FromIterator<(Var, T)> for VarMap<T> {
+    fn from_iter<I: IntoIterator<Item = (Var, T)>>(it: I) -> Self {
+        let mut m = VarMap::default();
+        for (v, x) in it {
+            m.insert(v, x);
+        }
+        m
+    }
+}
+
+/// A set of the variables of one function ([`VarMap`] without values).
+#[derive(Debug, Clone, Default)]
+struct VarSet(VarMap<()>);
+
+impl VarSet {
+    fn contains(&self, v: &Var) -> bool {
+        self.0.contains_key(v)
+    }
+
+    fn insert(&mut self, v: Var) {
+        self.0.insert(v, ());
+    }
+}
+
+impl FromIterator<Var> for VarSet {
+    fn from_iter<I: IntoIterator<Item = Var>>(it: I) -> Self {
+        VarSet(it.into_iter().map(|v| (v, ())).collect())
+    }
 }
 
 impl Uses {
@@ -95,11 +157,13 @@ impl Uses {
         }
         let mut stmts = vec![];
         pre_order(&f.body, &mut stmts);
-        u.lin_read = lin_read_only(&stmts);
-        u.lent = lent_views(&stmts, &f.vars);
-        u.nl_lent = nl_lent_views(&f.body, &stmts, &f.vars);
+        u.lin_read = lin_read_only(&stmts).into_iter().collect();
+        u.lent = lent_views(&stmts, &f.vars).into_iter().collect();
+        u.nl_lent = nl_lent_views(&f.body, &stmts, &f.vars)
+            .into_iter()
+            .collect();
         u.block(&f.body, 0, &f.vars);
-        u.lin_elem_read = lin_element_reads(&stmts, &f.vars);
+        u.lin_elem_read = lin_element_reads(&stmts, &f.vars).into_iter().collect();
         u.lin_borrowed = stmts
             .iter()
             .filter_map(|s| borrowed_lin_operands(s))
@@ -214,7 +278,7 @@ impl Uses {
         let v = self.root(v);
         self.local(v, site)
             && self.last_on_its_path(v, site)
-            && self.count.get(&(site, v)) == Some(&1)
+            && self.count[site].iter().any(|&(u, n)| u == v && n == 1)
     }
 
     /// Whether no use of `v` can follow the one at `site`: it is the last
@@ -232,6 +296,7 @@ impl Uses {
 
     fn new_site(&mut self, depth: u32) -> usize {
         self.site_depth.push(depth);
+        self.count.push(Vec::new());
         self.site_depth.len() - 1
     }
 
@@ -239,7 +304,11 @@ impl Uses {
         let v = self.root(v);
         self.last.insert(v, site);
         self.touched.push(v);
-        *self.count.entry((site, v)).or_insert(0) += 1;
+        let here = &mut self.count[site];
+        match here.iter_mut().find(|(u, _)| *u == v) {
+            Some((_, n)) => *n += 1,
+            None => here.push((v, 1)),
+        }
         for r in self.lenders(v) {
             self.last.insert(r, site);
             self.touched.push(r);
