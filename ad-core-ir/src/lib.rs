@@ -11,6 +11,7 @@
 pub mod accumulate;
 pub mod build;
 pub mod check;
+pub mod dense;
 pub mod driver;
 pub mod dupdrop;
 pub mod error;

@@ -2,7 +2,8 @@
 //! the defining expression of each variable, the known sizes of arrays
 //! (for shape folding and fusion), occurrence counts, substitutions.
 
-use crate::fast_hash::{FastMap, FastSet};
+use crate::dense::{VarMap, VarSet};
+use crate::fast_hash::FastMap;
 use crate::ir::*;
 use crate::types::Ty;
 use crate::visit::{blocks, blocks_mut, for_each_operand, substitute_block};
@@ -20,9 +21,9 @@ use crate::visit::{blocks, blocks_mut, for_each_operand, substitute_block};
 /// negative.
 #[derive(Clone, Debug, Default)]
 pub struct Facts {
-    defs: FastMap<Var, (Expr, usize)>,
-    dims: FastMap<Var, Vec<Option<Dim>>>,
-    non_negative: FastSet<Var>,
+    defs: VarMap<(Expr, usize)>,
+    dims: VarMap<Vec<Option<Dim>>>,
+    non_negative: VarSet,
 }
 
 impl Facts {

@@ -76,7 +76,7 @@ pub struct Emitter<'a> {
     names: Vec<std::cell::OnceCell<Ident>>,
     /// Use analysis.
     pub uses: Uses,
-    repr: FastMap<Var, Repr>,
+    repr: ad_core_ir::dense::VarMap<Repr>,
     tmp: u32,
     /// Statements the statement being emitted needs before its `let`
     /// (declarations of buffers that its value borrows).
@@ -155,7 +155,7 @@ pub fn body(
             .take(f.vars.vars.len())
             .collect(),
         uses: Uses::of(f),
-        repr: FastMap::default(),
+        repr: Default::default(),
         tmp: 0,
         before: Code::new(),
         lanes: FastMap::default(),

@@ -37,6 +37,7 @@
 //! that holds its last use ([`Uses::dying_in`]), after which the emitter
 //! hands a dead temporary array's buffer back to the per-thread pool.
 
+use ad_core_ir::dense::{VarMap, VarSet};
 use ad_core_ir::fast_hash::{FastMap, FastSet};
 use ad_core_ir::ir::*;
 use ad_core_ir::types::Ty;
@@ -85,67 +86,6 @@ pub struct Uses {
     /// (`slice_view.rs`) emitted as views of their operand, with that
     /// operand ([`nl_lent_views`]).
     nl_lent: VarMap<Var>,
-}
-
-/// A map from the variables of one function (dense indices) to values: a
-/// vector indexed by the variable, where the analysis looks variables up
-/// at every use (a hash map's lookup was most of `Uses::of` in the
-/// unoptimised macro of a user's build).
-#[derive(Debug, Clone)]
-struct VarMap<T>(Vec<Option<T>>);
-
-impl<T> Default for VarMap<T> {
-    fn default() -> Self {
-        VarMap(Vec::new())
-    }
-}
-
-impl<T> VarMap<T> {
-    fn get(&self, v: &Var) -> Option<&T> {
-        self.0.get(v.0 as usize).and_then(Option::as_ref)
-    }
-
-    fn contains_key(&self, v: &Var) -> bool {
-        self.get(v).is_some()
-    }
-
-    fn insert(&mut self, v: Var, x: T) {
-        let k = v.0 as usize;
-        if k >= self.0.len() {
-            self.0.resize_with(k + 1, || None);
-        }
-        self.0[k] = Some(x);
-    }
-}
-
-impl<T> FromIterator<(Var, T)> for VarMap<T> {
-    fn from_iter<I: IntoIterator<Item = (Var, T)>>(it: I) -> Self {
-        let mut m = VarMap::default();
-        for (v, x) in it {
-            m.insert(v, x);
-        }
-        m
-    }
-}
-
-/// A set of the variables of one function ([`VarMap`] without values).
-#[derive(Debug, Clone, Default)]
-struct VarSet(VarMap<()>);
-
-impl VarSet {
-    fn contains(&self, v: &Var) -> bool {
-        self.0.contains_key(v)
-    }
-
-    fn insert(&mut self, v: Var) {
-        self.0.insert(v, ());
-    }
-}
-
-impl FromIterator<Var> for VarSet {
-    fn from_iter<I: IntoIterator<Item = Var>>(it: I) -> Self {
-        VarSet(it.into_iter().map(|v| (v, ())).collect())
-    }
 }
 
 impl Uses {
