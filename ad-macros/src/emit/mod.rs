@@ -51,18 +51,23 @@ use proc_macro2::TokenStream;
 pub use transpose_fn::Sizes;
 
 /// The emitter's code as the compiler's tokens: each run of text lexed
-/// once (`crate::text`); text that does not lex (an emitter bug) is a
-/// `compile_error!` at `span`.
-fn tokens(c: crate::text::Code, span: proc_macro2::Span) -> TokenStream {
-    c.into_tokens().unwrap_or_else(|msg| {
-        let msg = format!("linad internal compiler error (please report it): emitter: {msg}");
-        quote::quote_spanned!(span=> ::core::compile_error!(#msg);)
-    })
+/// once (`crate::text`); an emitter failure (an IR construct it cannot
+/// emit, text that does not lex: a compiler bug) is a `compile_error!` at
+/// `span`, asking for a report (`with`: what to attach to it).
+fn tokens(c: Result<Code, String>, span: proc_macro2::Span, with: &str) -> TokenStream {
+    c.and_then(Code::into_tokens)
+        .unwrap_or_else(|msg| internal_error(&msg, span, with))
+}
+
+/// The `compile_error!` of an emitter failure ([`tokens`]).
+fn internal_error(msg: &str, span: proc_macro2::Span, with: &str) -> TokenStream {
+    let msg = format!("linad internal compiler error (please report it{with}): emitter: {msg}");
+    quote::quote_spanned!(span=> ::core::compile_error!(#msg);)
 }
 
 /// The public derivatives' stubs of a refused function ([`headers::stubs`]).
 pub(crate) fn stubs(sig: &Signature, modes: crate::attr::Modes) -> TokenStream {
-    tokens(headers::stubs(sig, modes), sig.ident.span())
+    tokens(Ok(headers::stubs(sig, modes)), sig.ident.span(), "")
 }
 
 /// `f_transpose` of a `#[linear]` function ([`transpose_fn::f_transpose`]).
@@ -76,22 +81,27 @@ pub fn f_transpose(
     tokens(
         transpose_fn::f_transpose(sig, linear, d, callees, sizes),
         sig.ident.span(),
+        "",
     )
 }
 
 /// The generated items' lint allowances ([`wrappers::allows`]).
 pub(crate) fn allows() -> TokenStream {
-    tokens(wrappers::allows(), proc_macro2::Span::call_site())
+    tokens(Ok(wrappers::allows()), proc_macro2::Span::call_site(), "")
 }
 
 /// The cotangent type of an output ([`wrappers::ct_ty`]).
 pub(crate) fn ct_ty(o: &crate::sig::Out) -> TokenStream {
-    tokens(wrappers::ct_ty(o), proc_macro2::Span::call_site())
+    tokens(Ok(wrappers::ct_ty(o)), proc_macro2::Span::call_site(), "")
 }
 
 /// The tangent type of a parameter ([`wrappers::tangent_ty`]).
 pub(crate) fn tangent_ty(p: &crate::sig::Param) -> TokenStream {
-    tokens(wrappers::tangent_ty(p), proc_macro2::Span::call_site())
+    tokens(
+        Ok(wrappers::tangent_ty(p)),
+        proc_macro2::Span::call_site(),
+        "",
+    )
 }
 
 /// Everything the emitter needs for one function.
@@ -166,14 +176,8 @@ impl Public {
 pub fn companions(input: &Input) -> TokenStream {
     let items = wrappers::companions(input)
         .and_then(|groups| groups.into_iter().map(Code::into_tokens).collect());
-    match items {
-        Ok(ts) => ts,
-        Err(msg) => {
-            let msg = format!(
-                "linad internal compiler error (please report it with `#[differentiable(dump)]` output): emitter: {msg}"
-            );
-            let span = input.sig.ident.span();
-            quote::quote_spanned!(span=> ::core::compile_error!(#msg);)
-        }
-    }
+    items.unwrap_or_else(|msg| {
+        let with = " with `#[differentiable(dump)]` output";
+        internal_error(&msg, input.sig.ident.span(), with)
+    })
 }

@@ -59,15 +59,8 @@ pub fn f_transpose(
     d: &Derivatives,
     callees: &[Callee],
     sizes: &Sizes,
-) -> Code {
-    match emit(sig, linear, d, callees, sizes) {
-        Ok(ts) => ts,
-        Err(msg) => {
-            let msg = format!("linad internal compiler error (please report it): emitter: {msg}");
-            let span = sig.ident.span();
-            quote::quote_spanned!(span=> ::core::compile_error!(#msg);).into()
-        }
-    }
+) -> R<Code> {
+    emit(sig, linear, d, callees, sizes)
 }
 
 fn emit(
