@@ -286,7 +286,22 @@ pub fn pooled_for_overwrite_in<T: Pooled, D: Dimension>(dim: D, order: &MemOrder
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndarray::{s, Array2, Array3, Zip};
+    use ndarray::{s, Array2, Array3, ShapeBuilder, Zip};
+
+    /// A row-major array is returned as it is (its buffer kept); a
+    /// column-major one as a row-major copy with the same elements.
+    #[test]
+    fn results_come_out_row_major() {
+        let a = Array2::from_shape_fn((3, 4), |(i, j)| (10 * i + j) as f64);
+        let ptr = a.as_ptr();
+        let same = into_standard_layout(a);
+        assert_eq!(same.as_ptr(), ptr);
+        let t = Array2::from_shape_fn((3, 4).f(), |(i, j)| (10 * i + j) as f64);
+        assert!(!t.is_standard_layout());
+        let r = into_standard_layout(t.clone());
+        assert!(r.is_standard_layout());
+        assert_eq!(r, t);
+    }
 
     /// The order chosen for one input is the memory order of ndarray's own
     /// `map` result, for row- and column-major, permuted, reversed and
@@ -389,5 +404,18 @@ mod tests {
                 y.strides()
             );
         }
+    }
+}
+
+/// `a` itself when it is in standard (row-major, contiguous) layout, else
+/// a copy in that layout: every array a public derivative returns (a
+/// transpose is free in ndarray, so a gradient may come out column-major).
+/// One generic function instead of the branch written out at every result.
+#[inline]
+pub fn into_standard_layout<A: Clone, D: Dimension>(a: Array<A, D>) -> Array<A, D> {
+    if a.is_standard_layout() {
+        a
+    } else {
+        a.as_standard_layout().into_owned()
     }
 }

@@ -76,7 +76,8 @@ pub use elem::Elem;
 pub use gather::{add_at, add_row_at, gather, scatter_add, scatter_add_i64};
 pub use lane::{lane1, lane2, lane3};
 pub use layout::{
-    from_vec_in, layout_of, pooled_for_overwrite_in, result_order, stored_in, ArrLayout, MemOrder,
+    from_vec_in, into_standard_layout, layout_of, pooled_for_overwrite_in, result_order, stored_in,
+    ArrLayout, MemOrder,
 };
 pub use map::{build, build_weighted, map, zip3_map, zip_map};
 pub use map_sum::{map_sum_rows1, map_sum_rows2, map_sum_rows3};

@@ -1,17 +1,19 @@
 //! `f_linearize` and `f_pullback`: the primal result and the linear map (or
 //! its transpose) closed over the residuals.
 //!
-//! Both run the forward half of the unzipped program (`fwd`: the primal and
-//! its residuals) once, turn every residual into an owned value (a residual
-//! that is a view of a parameter is copied, so the closure borrows nothing
-//! from the caller), and return a `move` closure whose body is the linear
-//! half (`lin` for `f_linearize`, `lin_t` for `f_pullback`) reading those
-//! residuals through views. A call of the closure therefore costs one tangent
-//! (or one reverse) evaluation and never re-runs the primal:
+//! Both run the forward half of the unzipped program once through the
+//! kept-residual block `fwdres` (`residuals.rs`: the primal and its
+//! residuals, every residual owned: one that is a view of a parameter is
+//! copied, so the closure borrows nothing from the caller), and return a
+//! `move` closure whose body calls the linear half at those residuals
+//! (`linres` for `f_linearize`, `linres_t` for `f_pullback`, which pass
+//! them to `lin_at` / `lin_t_at` as views). A call of the closure therefore
+//! costs one tangent (or one reverse) evaluation and never re-runs the
+//! primal:
 //!
 //! ```text
-//! f_linearize(x) = let (y, r) = fwd(x) in (y, |dx| lin(r; dx))
-//! f_pullback(x)  = let (y, r) = fwd(x) in (y, |ct| lin_t(r; ct))
+//! f_linearize(x) = let (y, r) = fwdres(x) in (y, |dx| linres(&r; dx))
+//! f_pullback(x)  = let (y, r) = fwdres(x) in (y, |ct| linres_t(&r; ct))
 //! ```
 //!
 //! The closures check, as `f_jvp` and `f_vjp` do, that array tangents have
@@ -19,70 +21,48 @@
 //! shapes are recorded when the closure is made).
 
 use super::func::R;
-use super::halves::Halves;
+use super::halves::{Halves, Set};
 use super::names::ident;
-use super::types::{flat, Repr};
+use super::types::Repr;
 use super::wrappers::{
-    allows, canonical_args, check, checked_primal_args, cotangents, ct_name, ct_params, ct_ty,
-    leaf_paths, nest, out_pattern, out_ty, owned, shaped, tangent_names, temps, Leaf,
+    allows, canonical_args, check, cotangents, ct_name, ct_params, ct_ty, leaf_paths, nest,
+    out_pattern, out_ty, owned, primal_args, shaped, tangent_names, temps, Leaf,
 };
 use super::Input;
+use crate::names::Block;
 use crate::sig::{Out, Param, ParamKind};
 use crate::text::{text, Code};
 use proc_macro2::Ident;
 
-/// The forward half, run once: `let (y.., r..) = fwd(params);` followed by
-/// owned copies of the residuals, and the residuals as the linear half's
-/// arguments (arrays passed as views of the owned copies).
+/// The forward half, run once, keeping its residuals:
+/// `let (y.., __res) = fwdres(params);` (`residuals.rs`: the results and
+/// the residuals owned, views of parameters copied, so the closure borrows
+/// nothing from the caller; the function's leading assertions checked).
 struct Forward {
-    /// Statements computing the results `__y0..` and owned residuals `__r0..`.
+    /// Statements computing the results `__y0..` and the residuals `__res`.
     stmts: Code,
     /// The primal results' temporaries and representations.
     ys: Vec<(Ident, Repr)>,
-    /// The residuals as arguments of the linear half.
-    resid: Vec<Code>,
 }
 
-fn forward(input: &Input, h: &Halves) -> R<Forward> {
+fn forward(input: &Input, h: &Halves, set: Set) -> R<Forward> {
     let sig = input.sig;
     let n_out = sig.out.ir_tys().len();
     check(h.n_out == n_out, || {
         format!("`{}` does not return the signature's results", h.fwd)
     })?;
-    let (pstmts, pargs) = checked_primal_args(input);
-    let (ys, _) = temps("y", h.fwd_reprs.len());
-    let fwd = &h.fwd;
-    // Residuals the closure owns as they come are bound as `__rk` at once;
-    // views are copied.
-    let mut pats: Vec<Code> = ys[..n_out].iter().map(|y| text!(#y)).collect();
-    let mut copies = Code::new();
-    let mut rs = vec![];
-    for (k, (y, r)) in ys[n_out..].iter().zip(&h.fwd_reprs[n_out..]).enumerate() {
-        let rk = ident(&format!("__r{k}"));
-        match r {
-            Repr::View => {
-                pats.push(text!(#y));
-                copies.extend(text!(let #rk = #y.to_owned();));
-            }
-            Repr::Owned | Repr::Val => pats.push(text!(#rk)),
-        }
-        rs.push(text!(#rk));
-    }
-    let ypat = flat(&pats);
-    let stmts = text!(#pstmts let #ypat = #fwd(#(#pargs),*); #copies);
-    // The copies are owned: the closure passes views of them, and clones of
-    // tuples holding arrays (it may be called more than once).
-    let owned_reprs: Vec<Repr> = h.fwd_reprs[n_out..]
-        .iter()
-        .map(|r| if *r == Repr::View { Repr::Owned } else { *r })
+    let (pstmts, pargs) = primal_args(sig);
+    let (ys, _) = temps("y", n_out);
+    let fwdres = set.block(&sig.ident, Block::FwdRes);
+    let stmts = text!(#pstmts let (#(#ys,)* __res) = #fwdres(#(#pargs),*););
+    let ys = ys
+        .into_iter()
+        .zip(h.fwd_reprs[..n_out].iter().map(|r| match r {
+            Repr::View => Repr::Owned,
+            r => *r,
+        }))
         .collect();
-    let resid = h.resid_args_as(&rs, &owned_reprs, true);
-    let ys = ys[..n_out]
-        .iter()
-        .cloned()
-        .zip(h.fwd_reprs[..n_out].iter().copied())
-        .collect();
-    Ok(Forward { stmts, ys, resid })
+    Ok(Forward { stmts, ys })
 }
 
 /// The primal result, nested as the signature says.
@@ -92,18 +72,18 @@ fn primal_result(fw: &Forward, o: &Out) -> R<Code> {
 }
 
 /// `f_linearize(x..) -> (y, impl Fn(d_x..) -> dy)`.
-pub fn f_linearize(input: &Input, h: &Halves) -> R<Code> {
+pub fn f_linearize(input: &Input, h: &Halves, set: Set) -> R<Code> {
     let sig = input.sig;
     let wrt: Vec<&Param> = sig.wrt_params().collect();
     let n_out = sig.out.ir_tys().len();
     check(h.lin_reprs.len() == n_out, || {
         format!("`{}` does not return the signature's tangents", h.lin_at)
     })?;
-    let fw = forward(input, h)?;
+    let fw = forward(input, h, set)?;
     let dnames = tangent_names(sig);
     let (dstmts, dargs) = canonical_args(wrt.iter().zip(&dnames).map(|(p, d)| (d, &p.kind)), "dp");
-    let (lin_at, rargs) = (&h.lin_at, &fw.resid);
-    let lb = text!({ #dstmts #lin_at(#(#rargs,)* #(#dargs),*) });
+    let linres = set.block(&sig.ident, Block::LinRes);
+    let lb = text!({ #dstmts #linres(&__res, #(#dargs),*) });
     let lreprs = &h.lin_reprs;
     let name = crate::names::linearize(&sig.ident);
     // The shape of every array parameter with a tangent, for the checks.
@@ -165,18 +145,18 @@ pub fn f_linearize(input: &Input, h: &Halves) -> R<Code> {
 }
 
 /// `f_pullback(x..) -> (y, impl Fn(ct) -> cotangents)`.
-pub fn f_pullback(input: &Input, h: &Halves) -> R<Code> {
+pub fn f_pullback(input: &Input, h: &Halves, set: Set) -> R<Code> {
     let sig = input.sig;
     let wrt: Vec<&Param> = sig.wrt_params().collect();
     check(h.lin_t_reprs.len() == wrt.len(), || {
         format!("`{}` does not match the signature", h.lin_t_at)
     })?;
-    let fw = forward(input, h)?;
+    let fw = forward(input, h, set)?;
     let mut leaves = vec![];
     let ct_pat = out_pattern(&sig.out, &mut leaves);
     let ctargs: Vec<Code> = ct_params(&leaves).into_iter().map(|(t, _)| t).collect();
-    let (lin_t_at, rargs) = (&h.lin_t_at, &fw.resid);
-    let tb = text!(#lin_t_at(#(#rargs,)* #(#ctargs),*));
+    let linres_t = set.block(&sig.ident, Block::LinResT);
+    let tb = text!(#linres_t(&__res, #(#ctargs),*));
     let treprs = &h.lin_t_reprs;
     let name = crate::names::pullback(&sig.ident);
     let ct_use = ct_name(sig);

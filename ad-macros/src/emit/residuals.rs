@@ -16,7 +16,9 @@
 //! `fwdres` in its forward half and keeps `res` as one of its own residuals
 //! (an opaque IR value of the type `__linad_f_res`), then `linres` /
 //! `linres_t` in its linear halves: `f_linearize` and `f_pullback` of the
-//! caller run no primal of `f` per call. The residuals are owned (views of
+//! caller run no primal of `f` per call. `f`'s own `f_linearize` and
+//! `f_pullback` are `fwdres` and a closure calling `linres` / `linres_t`
+//! (`closures.rs`). The residuals are owned (views of
 //! `f`'s arguments among them are copied), so the caller's closures may hold
 //! them after its arguments are gone.
 
@@ -28,8 +30,17 @@ use super::Input;
 use crate::names::Block;
 use crate::text::{text, Code};
 
-/// The residual type and the three blocks of one set (see the module doc).
-pub(super) fn residual_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) -> R<Code> {
+/// The residual type and the blocks of one set (see the module doc): the
+/// type and `fwdres` always, `linres` with `lin`, `linres_t` with `lin_t`
+/// (a function no caller can call emits only what its `f_linearize` and
+/// `f_pullback` call).
+pub(super) fn residual_blocks(
+    input: &Input,
+    cx: &Ctx,
+    h: &Halves,
+    set: Set,
+    (lin, lin_t): (bool, bool),
+) -> R<Code> {
     let sig = input.sig;
     let (vis, fname) = (&sig.vis, &sig.ident);
     let name = |b: Block| set.block(fname, b);
@@ -84,6 +95,9 @@ pub(super) fn residual_blocks(input: &Input, cx: &Ctx, h: &Halves, set: Set) -> 
     let held: Vec<Repr> = h.resid_tys.iter().map(owned_repr).collect();
     let rargs = h.resid_args_as(&fields, &held, true);
     for lh in h.linear_halves(cx, set.derivatives(input))? {
+        if !(if lh.transposed { lin_t } else { lin }) {
+            continue;
+        }
         let (b, what) = if lh.transposed {
             (Block::LinResT, "transposed linear map")
         } else {

@@ -52,27 +52,41 @@ pub fn companions(input: &Input) -> R<Vec<Code>> {
                 &user,
                 &h,
                 Set::Wrt,
+                (true, true),
             )?);
         }
         Some(h)
     } else {
         None
     };
-    let Some(h) = hwrt.as_ref().or(hall.as_ref()) else {
-        return Err("no set of derivatives for the public items".to_string());
+    let (h, set, cx) = match (&hwrt, &hall) {
+        (Some(h), _) => (h, Set::Wrt, &user),
+        (None, Some(h)) => (h, Set::All, &all),
+        (None, None) => return Err("no set of derivatives for the public items".to_string()),
     };
     let public = input.public;
+    // `f_linearize` and `f_pullback` call the set's kept-residual blocks,
+    // emitted above for callers, else here for them alone.
+    if !input.callers && (public.linearize || public.pullback) {
+        out.extend(super::residuals::residual_blocks(
+            input,
+            cx,
+            h,
+            set,
+            (public.linearize, public.pullback),
+        )?);
+    }
     if public.jvp {
         out.extend(f_jvp(input, h)?);
     }
     if public.linearize {
-        out.extend(super::closures::f_linearize(input, h)?);
+        out.extend(super::closures::f_linearize(input, h, set)?);
     }
     if public.vjp {
         out.extend(f_vjp(input, h)?);
     }
     if public.pullback {
-        out.extend(super::closures::f_pullback(input, h)?);
+        out.extend(super::closures::f_pullback(input, h, set)?);
     }
     out.extend(hall.map(|h| h.items));
     out.extend(hwrt.map(|h| h.items));
@@ -325,7 +339,8 @@ pub(super) fn owned(t: &Ident, r: Repr) -> Code {
     match r {
         Repr::View => text!(#t.as_standard_layout().into_owned()),
         Repr::Owned => {
-            text!(if #t.is_standard_layout() { #t } else { #t.as_standard_layout().into_owned() })
+            let rt = super::types::rt();
+            text!(#rt::into_standard_layout(#t))
         }
         Repr::Val => text!(#t),
     }
@@ -659,7 +674,13 @@ fn hidden_blocks(input: &Input, cx: &Ctx, h: &Halves) -> R<Code> {
         text!(#pre #nested #b),
     );
     out.extend(recomputing_blocks(input, cx, h, Set::All)?);
-    out.extend(super::residuals::residual_blocks(input, cx, h, Set::All)?);
+    out.extend(super::residuals::residual_blocks(
+        input,
+        cx,
+        h,
+        Set::All,
+        (true, true),
+    )?);
     Ok(out)
 }
 
