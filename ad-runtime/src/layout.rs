@@ -283,6 +283,19 @@ pub fn pooled_for_overwrite_in<T: Pooled, D: Dimension>(dim: D, order: &MemOrder
     from_vec_in(dim, buf, order)
 }
 
+/// `a` itself when it is in standard (row-major, contiguous) layout, else
+/// a copy in that layout: every array a public derivative returns (a
+/// transpose is free in ndarray, so a gradient may come out column-major).
+/// One generic function instead of the branch written out at every result.
+#[inline]
+pub fn into_standard_layout<A: Clone, D: Dimension>(a: Array<A, D>) -> Array<A, D> {
+    if a.is_standard_layout() {
+        a
+    } else {
+        a.as_standard_layout().into_owned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -404,18 +417,5 @@ mod tests {
                 y.strides()
             );
         }
-    }
-}
-
-/// `a` itself when it is in standard (row-major, contiguous) layout, else
-/// a copy in that layout: every array a public derivative returns (a
-/// transpose is free in ndarray, so a gradient may come out column-major).
-/// One generic function instead of the branch written out at every result.
-#[inline]
-pub fn into_standard_layout<A: Clone, D: Dimension>(a: Array<A, D>) -> Array<A, D> {
-    if a.is_standard_layout() {
-        a
-    } else {
-        a.as_standard_layout().into_owned()
     }
 }
