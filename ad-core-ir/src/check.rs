@@ -95,6 +95,7 @@ pub fn check_func(prog: &Program, f: &Func, mode: Mode) -> Result<(), Vec<CheckE
         mode,
         errs: vec![],
         bound: vec![false; f.vars.len()],
+        depth: vec![0; f.vars.len()],
         scope: vec![],
         src: None,
     };
@@ -121,8 +122,12 @@ struct Checker<'a> {
     errs: Vec<CheckError>,
     /// Whether each variable has been bound somewhere already (single binding).
     bound: Vec<bool>,
-    /// Variables in scope, innermost scope last.
-    scope: Vec<FastSet<Var>>,
+    /// The depth of the scope binding each variable in scope (1 for the
+    /// function's), 0 for one out of scope: a vector indexed by the
+    /// variable, asked at every operand.
+    depth: Vec<u32>,
+    /// The variables each open scope binds, innermost scope last.
+    scope: Vec<Vec<Var>>,
     src: Option<SrcId>,
 }
 
@@ -156,7 +161,21 @@ impl<'a> Checker<'a> {
     }
 
     fn in_scope(&self, v: Var) -> bool {
-        self.scope.iter().any(|s| s.contains(&v))
+        self.depth[v.0 as usize] != 0
+    }
+
+    /// Opens a scope.
+    fn open(&mut self) {
+        self.scope.push(vec![]);
+    }
+
+    /// Closes the innermost scope; returns the variables it bound.
+    fn close(&mut self) -> Vec<Var> {
+        let vars = self.scope.pop().expect("a scope");
+        for v in &vars {
+            self.depth[v.0 as usize] = 0;
+        }
+        vars
     }
 
     fn bind(&mut self, v: Var, linear: bool) {
@@ -177,7 +196,11 @@ impl<'a> Checker<'a> {
             };
             self.err(Some(v), msg);
         }
-        self.scope.last_mut().expect("a scope").insert(v);
+        // A variable bound twice stays with its first scope.
+        if self.depth[v.0 as usize] == 0 {
+            self.depth[v.0 as usize] = self.scope.len() as u32;
+            self.scope.last_mut().expect("a scope").push(v);
+        }
     }
 
     /// Checks a non-linear operand.
@@ -222,7 +245,7 @@ impl<'a> Checker<'a> {
 
     fn check_func(&mut self) {
         let f = self.f;
-        self.scope.push(FastSet::default());
+        self.open();
         for &p in &f.params {
             self.bind(p, false);
         }
@@ -242,10 +265,12 @@ impl<'a> Checker<'a> {
         for s in &f.lin_param_shapes {
             self.check_shape(s, "a linear parameter's shape");
         }
-        let own: BTreeSet<Var> = f.lin_params.iter().copied().collect();
+        let mut own: Vec<Var> = f.lin_params.clone();
+        own.sort_unstable();
+        own.dedup();
         let uses = self.check_block_inner(&f.body);
         self.settle(&own, &uses, "the function body");
-        self.scope.pop();
+        self.close();
     }
 
     fn check_shape(&mut self, s: &ShapeTree, what: &str) {
@@ -279,7 +304,7 @@ impl<'a> Checker<'a> {
 
     /// Verifies that each of `own` (linear variables bound in a scope) is used
     /// exactly once according to `uses`.
-    fn settle(&mut self, own: &BTreeSet<Var>, uses: &Uses, where_: &str) {
+    fn settle(&mut self, own: &[Var], uses: &Uses, where_: &str) {
         for &v in own {
             match uses.get(&v).copied().unwrap_or(0) {
                 1 => {}
@@ -309,7 +334,7 @@ impl<'a> Checker<'a> {
         lin_params: &[Var],
         where_: &str,
     ) -> BTreeSet<Var> {
-        self.scope.push(FastSet::default());
+        self.open();
         for &p in params {
             self.bind(p, false);
         }
@@ -317,17 +342,22 @@ impl<'a> Checker<'a> {
             self.bind(p, true);
         }
         let uses = self.check_block_inner(b);
-        let local: BTreeSet<Var> = self.scope.last().expect("scope").iter().copied().collect();
-        let own: BTreeSet<Var> = local
+        let level = self.scope.len() as u32;
+        let mut own: Vec<Var> = self
+            .scope
+            .last()
+            .expect("scope")
             .iter()
             .copied()
             .filter(|v| self.f.vars.is_linear(*v))
             .collect();
+        own.sort_unstable();
         self.settle(&own, &uses, where_);
-        self.scope.pop();
+        // Before the scope closes: its own variables are those at its depth.
+        let local = |c: &Self, v: Var| c.depth.get(v.0 as usize) == Some(&level);
         let mut outer = BTreeSet::new();
         for (v, k) in uses {
-            if local.contains(&v) {
+            if local(self, v) {
                 continue;
             }
             if k > 1 {
@@ -336,6 +366,7 @@ impl<'a> Checker<'a> {
             }
             outer.insert(v);
         }
+        self.close();
         outer
     }
 
