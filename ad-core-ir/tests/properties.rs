@@ -60,6 +60,56 @@ fn prop_simplify_preserves_results() {
     });
 }
 
+/// The simplifier's early stop: `simplify_func` (the sweep's passes in a
+/// cycle, stopping once all of them ran in a row without a change) gives
+/// the function that repeating `sweep` until one changes nothing gives,
+/// for the generator's programs and their derived programs, with the
+/// options the driver uses.
+#[test]
+fn prop_simplify_stops_where_sweeps_do() {
+    use ad_core_ir::simplify::{simplify_func, sweep, Options as SOptions};
+    let variants = [
+        SOptions::default(),
+        SOptions {
+            sum_through: false,
+            ..SOptions::default()
+        },
+        SOptions {
+            fuse: false,
+            licm: false,
+            ..SOptions::default()
+        },
+    ];
+    run_prop("simplify stops where sweeps do", |c| {
+        let mut progs = vec![c.prog.clone()];
+        if let Ok(d) = differentiate(&c.prog, &c.entry, &c.wrt, &driver_options()) {
+            progs.push(d.program);
+        }
+        for p in &progs {
+            for f in &p.funcs {
+                for o in &variants {
+                    let mut a = f.clone();
+                    simplify_func(&mut a, p, o);
+                    let mut b = f.clone();
+                    for _ in 0..o.max_sweeps {
+                        if !sweep(&mut b, p, o) {
+                            break;
+                        }
+                    }
+                    let (sa, sb) = (func_to_string(&a), func_to_string(&b));
+                    if sa != sb {
+                        return Err(fail(format!(
+                            "`{}`: the early stop gives\n{sa}\nrepeated sweeps give\n{sb}",
+                            f.name
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    });
+}
+
 /// (e) the checker accepts every pass output: the driver checks after every
 /// pass (an error would be an internal compiler error); the whole derived
 /// program is Linear A and the unzipped/transposed functions Linear B.

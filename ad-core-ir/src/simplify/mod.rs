@@ -2,7 +2,10 @@
 //! JVP, unzip and transpose.
 //!
 //! [`simplify_func`] repeats a *sweep* until nothing changes (at most
-//! [`Options::max_sweeps`] times). A sweep is a straight pipeline:
+//! [`Options::max_sweeps`] times), stopping as soon as every pass has run
+//! in a row without a change (not at the end of a sweep that changes
+//! nothing: in the macro of a user's build, unoptimised, that last sweep was
+//! a fifth of the simplifier's instructions). A sweep is a straight pipeline:
 //!
 //! 1. the rewrite engine ([`engine`]): one forward walk applying local rules —
 //!    copy propagation ([`copy_prop`]), constant folding ([`fold_const`]),
@@ -65,6 +68,7 @@ pub mod zeros;
 pub use engine::{apply_rules, Cx, Rule, Stats};
 
 use crate::ir::*;
+use facts::CountsMemo;
 
 /// Which parts of the simplifier run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,56 +118,156 @@ pub fn simplify_program(prog: &mut Program, opts: &Options) {
     }
 }
 
-/// Simplifies one function; `prog` gives callee signatures (for typing new statements).
+/// Simplifies one function; `prog` gives callee signatures (for typing new
+/// statements): the sweep's passes ([`PASSES`]) in a cycle until every
+/// one of them has run, in a row, without changing anything (at most
+/// [`Options::max_sweeps`] sweeps). This applies the passes in the order
+/// that repeating [`sweep`] until one changes nothing does, and stops at
+/// the same function, without the rest of that last sweep: the passes after
+/// the last change already ran on that function and changed nothing, and a
+/// pass is a function of the program it is given (the fusion passes'
+/// counts are made afresh at the start of each sweep's fusion passes, as in
+/// [`sweep`]).
 pub fn simplify_func(f: &mut Func, prog: &Program, opts: &Options) {
+    let active: Vec<Pass> = PASSES.iter().copied().filter(|p| p.on(opts)).collect();
+    let mut quiet = 0;
+    let mut memo: CountsMemo = None;
     for _ in 0..opts.max_sweeps {
-        if !sweep(f, prog, opts) {
-            break;
+        for &p in &active {
+            if quiet == active.len() {
+                return;
+            }
+            if p == Pass::MapMap {
+                memo = None;
+            }
+            if p.run(f, prog, opts, &mut memo) {
+                quiet = 0;
+            } else {
+                quiet += 1;
+            }
         }
     }
 }
 
 /// One sweep of the pipeline; returns whether anything changed.
 pub fn sweep(f: &mut Func, prog: &Program, opts: &Options) -> bool {
-    let mut changed = rewrite(f, prog, opts).total() > 0;
-    changed |= dce::drop_dead_linear(f);
-    changed |= dead_state::dead_lin_state(f);
-    changed |= invariant_state::invariant_lin_state(f);
-    if opts.interchange {
-        changed |= interchange::interchange(f);
+    // One count of the body for the fusion passes, recomputed only after a
+    // pass changed it.
+    let mut memo: CountsMemo = None;
+    let mut changed = false;
+    for p in PASSES.iter().filter(|p| p.on(opts)) {
+        changed |= p.run(f, prog, opts, &mut memo);
     }
-    if opts.cse {
-        changed |= cse::cse(f);
-    }
-    if opts.fuse {
-        // One count of the body for the fusion passes, recomputed only
-        // after a pass changed it.
-        let memo = &mut None;
-        changed |= fusion::map_map(f, memo);
-        changed |= fusion::lin_elementwise(f, memo);
-        if opts.sum_through {
-            changed |= sum_through::sum_through_linear(f, memo);
-            if sum_invariant::sum_invariant_factors(f) {
-                *memo = None;
-                changed = true;
-            }
-        }
-        changed |= fusion::map_of_build(f, memo);
-        changed |= fusion::index_of_build(f, memo);
-        changed |= fuse_into_loop::fuse_into_loop(f, memo);
-        changed |= fusion::gather_of_build(f, memo);
-        changed |= fusion::dot_of_map(f, memo);
-        changed |= fusion::ldot_of_map(f, memo);
-        if opts.sum_to_loop {
-            changed |= fusion::sum_to_loop(f, memo);
-        }
-    }
-    if opts.licm {
-        changed |= licm::licm(f);
-        changed |= tabulate::tabulate(f);
-    }
-    changed |= dce::dce(f);
     changed
+}
+
+/// The passes of a sweep, in order (see the module documentation).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Pass {
+    Rewrite,
+    DropDeadLinear,
+    DeadLinState,
+    InvariantLinState,
+    Interchange,
+    Cse,
+    MapMap,
+    LinElementwise,
+    SumThrough,
+    SumInvariant,
+    MapOfBuild,
+    IndexOfBuild,
+    FuseIntoLoop,
+    GatherOfBuild,
+    DotOfMap,
+    LdotOfMap,
+    SumToLoop,
+    Licm,
+    Tabulate,
+    Dce,
+}
+
+/// A sweep's passes in order.
+const PASSES: [Pass; 20] = [
+    Pass::Rewrite,
+    Pass::DropDeadLinear,
+    Pass::DeadLinState,
+    Pass::InvariantLinState,
+    Pass::Interchange,
+    Pass::Cse,
+    Pass::MapMap,
+    Pass::LinElementwise,
+    Pass::SumThrough,
+    Pass::SumInvariant,
+    Pass::MapOfBuild,
+    Pass::IndexOfBuild,
+    Pass::FuseIntoLoop,
+    Pass::GatherOfBuild,
+    Pass::DotOfMap,
+    Pass::LdotOfMap,
+    Pass::SumToLoop,
+    Pass::Licm,
+    Pass::Tabulate,
+    Pass::Dce,
+];
+
+impl Pass {
+    /// Whether `opts` runs the pass.
+    fn on(self, opts: &Options) -> bool {
+        match self {
+            Pass::Rewrite
+            | Pass::DropDeadLinear
+            | Pass::DeadLinState
+            | Pass::InvariantLinState
+            | Pass::Dce => true,
+            Pass::Interchange => opts.interchange,
+            Pass::Cse => opts.cse,
+            Pass::MapMap
+            | Pass::LinElementwise
+            | Pass::MapOfBuild
+            | Pass::IndexOfBuild
+            | Pass::FuseIntoLoop
+            | Pass::GatherOfBuild
+            | Pass::DotOfMap
+            | Pass::LdotOfMap => opts.fuse,
+            Pass::SumThrough | Pass::SumInvariant => opts.fuse && opts.sum_through,
+            Pass::SumToLoop => opts.fuse && opts.sum_to_loop,
+            Pass::Licm | Pass::Tabulate => opts.licm,
+        }
+    }
+
+    /// Runs the pass; returns whether it changed `f`. `memo` is the fusion
+    /// passes' count of the body (kept valid by them; the others do not
+    /// read it).
+    fn run(self, f: &mut Func, prog: &Program, opts: &Options, memo: &mut CountsMemo) -> bool {
+        match self {
+            Pass::Rewrite => rewrite(f, prog, opts).total() > 0,
+            Pass::DropDeadLinear => dce::drop_dead_linear(f),
+            Pass::DeadLinState => dead_state::dead_lin_state(f),
+            Pass::InvariantLinState => invariant_state::invariant_lin_state(f),
+            Pass::Interchange => interchange::interchange(f),
+            Pass::Cse => cse::cse(f),
+            Pass::MapMap => fusion::map_map(f, memo),
+            Pass::LinElementwise => fusion::lin_elementwise(f, memo),
+            Pass::SumThrough => sum_through::sum_through_linear(f, memo),
+            Pass::SumInvariant => {
+                let changed = sum_invariant::sum_invariant_factors(f);
+                if changed {
+                    *memo = None;
+                }
+                changed
+            }
+            Pass::MapOfBuild => fusion::map_of_build(f, memo),
+            Pass::IndexOfBuild => fusion::index_of_build(f, memo),
+            Pass::FuseIntoLoop => fuse_into_loop::fuse_into_loop(f, memo),
+            Pass::GatherOfBuild => fusion::gather_of_build(f, memo),
+            Pass::DotOfMap => fusion::dot_of_map(f, memo),
+            Pass::LdotOfMap => fusion::ldot_of_map(f, memo),
+            Pass::SumToLoop => fusion::sum_to_loop(f, memo),
+            Pass::Licm => licm::licm(f),
+            Pass::Tabulate => tabulate::tabulate(f),
+            Pass::Dce => dce::dce(f),
+        }
+    }
 }
 
 /// Applies `at(b, j)` to every statement `j` of `b` and of its nested
