@@ -119,7 +119,7 @@ pub fn simplify_program(prog: &mut Program, opts: &Options) {
 }
 
 /// Simplifies one function; `prog` gives callee signatures (for typing new
-/// statements): the sweep's passes ([`PASSES`]) in a cycle until every
+/// statements): the sweep's passes in a cycle until every
 /// one of them has run, in a row, without changing anything (at most
 /// [`Options::max_sweeps`] sweeps). This applies the passes in the order
 /// that repeating [`sweep`] until one changes nothing does, and stops at
