@@ -139,9 +139,12 @@ fn element_writes_allocate_independently_of_n() {
         (large.0 .0, large.1 .0),
     );
     // Nested loops: the reverse pass recomputes a small residual stack per
-    // outer iteration, so the bytes allocated grow like n (not like n²).
+    // outer iteration (from the pool: at n = 100 nothing is allocated at
+    // all), so the bytes allocated grow like n, a few values per element
+    // (the returned cotangent among them), not like n² (800 MB at n =
+    // 10000).
     assert!(
-        large.2 .1 < 2 * 100 * small.2 .1,
+        large.2 .1 <= 8 * 8 * 10_000 && large.2 .1 < 2 * 100 * small.2 .1.max(8 * 8 * 100),
         "bytes allocated by nested_writes_vjp: {} at n = 100, {} at n = 10000",
         small.2 .1,
         large.2 .1

@@ -93,8 +93,8 @@ pub use reduce::{
 };
 pub use scan::{scan_axis, scan_exclusive, scan_i64, scan_inclusive, scan_reverse, ScanKind};
 pub use scratch::{
-    pooled_for_overwrite, pooled_full, pooled_zeros, recycle, Pooled, Scratch, POOL_LEN,
-    POOL_MAX_BYTES, POOL_MAX_TOTAL_BYTES, POOL_MIN_BYTES,
+    pooled_for_overwrite, pooled_full, pooled_vec, pooled_zeros, recycle, Pooled, Scratch,
+    POOL_LEN, POOL_MAX_BYTES, POOL_MAX_TOTAL_BYTES, POOL_MIN_BYTES,
 };
 pub use stack::{stack_arrays, ArrayResidualStack, ArrayStack, ResidualStack};
 pub use strided::{diagonal_view, strided_view, StridedAxis};

@@ -388,6 +388,17 @@ pub fn pooled_zeros<T: Pooled, Sh: ShapeBuilder>(shape: Sh) -> Array<T, Sh::Dim>
     Array::from_shape_vec(shape, buf).expect("a buffer of the shape's size")
 }
 
+/// `n` values `T::default()` in a vector whose buffer comes from this
+/// thread's pool: a loop's per-iteration scalars, stacked in it and made an
+/// array once the loop is done (whose buffer goes back to the pool when the
+/// array is dead, for the next run of the loop: no allocation per run when
+/// the loop runs inside another loop).
+pub fn pooled_vec<T: Pooled>(n: usize) -> Vec<T> {
+    let mut buf = take_buffer(n);
+    buf.resize(n, T::default());
+    buf
+}
+
 /// Gives the buffer of an array that is no longer needed back to this
 /// thread's pool, for [`pooled_zeros`], [`Scratch`] and the kernels'
 /// results to reuse. Generated code recycles each temporary array after

@@ -131,9 +131,11 @@ impl Emitter<'_> {
                 continue;
             }
             pre.extend(match ty {
-                Ty::Scalar(e) => {
-                    let z = zero_of(*e);
-                    text!(let mut #st: ::std::vec::Vec<#t> = ::std::vec![#z; #n];)
+                // A pooled buffer: made an array after the loop, it goes
+                // back to the pool once dead, for the next run of the loop.
+                Ty::Scalar(_) => {
+                    let rt = rt();
+                    text!(let mut #st: ::std::vec::Vec<#t> = #rt::pooled_vec::<#t>(#n);)
                 }
                 Ty::Array { .. } => {
                     let rt = rt();
@@ -1147,14 +1149,6 @@ pub(super) fn work_estimate(b: &ad_core_ir::ir::Block, per_nest: usize) -> usize
             1usize.saturating_add(nested)
         })
         .fold(0usize, usize::saturating_add)
-}
-
-fn zero_of(e: Scalar) -> Code {
-    match e {
-        Scalar::F64 => text!(0.0f64),
-        Scalar::I64 => text!(0i64),
-        Scalar::Bool => text!(false),
-    }
 }
 
 /// `(a, b) = (x, y);` (`a = x;` for one): the state takes the body's
