@@ -169,13 +169,11 @@ impl<'a> Checker<'a> {
         self.scope.push(vec![]);
     }
 
-    /// Closes the innermost scope; returns the variables it bound.
-    fn close(&mut self) -> Vec<Var> {
-        let vars = self.scope.pop().expect("a scope");
-        for v in &vars {
+    /// Closes the innermost scope: its variables go out of scope.
+    fn close(&mut self) {
+        for v in self.scope.pop().expect("a scope") {
             self.depth[v.0 as usize] = 0;
         }
-        vars
     }
 
     fn bind(&mut self, v: Var, linear: bool) {

@@ -387,9 +387,7 @@ pub fn pooled_for_overwrite<T: Pooled, Sh: ShapeBuilder>(shape: Sh) -> Array<T, 
 /// buffer back with [`recycle`] once the array is dead.
 pub fn pooled_zeros<T: Pooled, Sh: ShapeBuilder>(shape: Sh) -> Array<T, Sh::Dim> {
     let shape = shape.into_shape_with_order();
-    let n = shape.size();
-    let mut buf = take_buffer(n);
-    buf.resize(n, T::default());
+    let buf = pooled_vec(shape.size());
     Array::from_shape_vec(shape, buf).expect("a buffer of the shape's size")
 }
 

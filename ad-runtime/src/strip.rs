@@ -26,6 +26,9 @@ use std::borrow::Cow;
 /// How many indices of axis 0 one call of a lane closure computes.
 pub const LANES: usize = 32;
 
+// `LaneRows::new` fills its tile four lanes at a time.
+const _: () = assert!(LANES % 4 == 0);
+
 // `lanes_sum`'s balanced tree halves the lanes level by level.
 const _: () = assert!(LANES.is_power_of_two());
 
@@ -196,7 +199,8 @@ impl<'a, T: Pooled> LaneRows<'a, T> {
         let mut tile = Scratch::<T>::new();
         tile.reset_for_overwrite(w * LANES);
         // Four lanes at a time: each column gets four adjacent values
-        // instead of four stores a column apart.
+        // instead of four stores a column apart (`LANES` is a multiple of
+        // four, asserted below).
         for l in (0..LANES).step_by(4) {
             let (r0, r1, r2, r3) = (row(l), row(l + 1), row(l + 2), row(l + 3));
             let (r0, r1, r2, r3) = (&r0[..w], &r1[..w], &r2[..w], &r3[..w]);

@@ -21,7 +21,7 @@
 //! shapes are recorded when the closure is made).
 
 use super::func::R;
-use super::halves::{Halves, Set};
+use super::halves::Halves;
 use super::names::ident;
 use super::types::Repr;
 use super::wrappers::{
@@ -45,7 +45,7 @@ struct Forward {
     ys: Vec<(Ident, Repr)>,
 }
 
-fn forward(input: &Input, h: &Halves, set: Set) -> R<Forward> {
+fn forward(input: &Input, h: &Halves) -> R<Forward> {
     let sig = input.sig;
     let n_out = sig.out.ir_tys().len();
     check(h.n_out == n_out, || {
@@ -53,7 +53,7 @@ fn forward(input: &Input, h: &Halves, set: Set) -> R<Forward> {
     })?;
     let (pstmts, pargs) = primal_args(sig);
     let (ys, _) = temps("y", n_out);
-    let fwdres = set.block(&sig.ident, Block::FwdRes);
+    let fwdres = h.set.block(&sig.ident, Block::FwdRes);
     let stmts = text!(#pstmts let (#(#ys,)* __res) = #fwdres(#(#pargs),*););
     let ys = ys
         .into_iter()
@@ -72,17 +72,17 @@ fn primal_result(fw: &Forward, o: &Out) -> R<Code> {
 }
 
 /// `f_linearize(x..) -> (y, impl Fn(d_x..) -> dy)`.
-pub fn f_linearize(input: &Input, h: &Halves, set: Set) -> R<Code> {
+pub fn f_linearize(input: &Input, h: &Halves) -> R<Code> {
     let sig = input.sig;
     let wrt: Vec<&Param> = sig.wrt_params().collect();
     let n_out = sig.out.ir_tys().len();
     check(h.lin_reprs.len() == n_out, || {
         format!("`{}` does not return the signature's tangents", h.lin_at)
     })?;
-    let fw = forward(input, h, set)?;
+    let fw = forward(input, h)?;
     let dnames = tangent_names(sig);
     let (dstmts, dargs) = canonical_args(wrt.iter().zip(&dnames).map(|(p, d)| (d, &p.kind)), "dp");
-    let linres = set.block(&sig.ident, Block::LinRes);
+    let linres = h.set.block(&sig.ident, Block::LinRes);
     let lb = text!({ #dstmts #linres(&__res, #(#dargs),*) });
     let lreprs = &h.lin_reprs;
     let name = crate::names::linearize(&sig.ident);
@@ -145,17 +145,17 @@ pub fn f_linearize(input: &Input, h: &Halves, set: Set) -> R<Code> {
 }
 
 /// `f_pullback(x..) -> (y, impl Fn(ct) -> cotangents)`.
-pub fn f_pullback(input: &Input, h: &Halves, set: Set) -> R<Code> {
+pub fn f_pullback(input: &Input, h: &Halves) -> R<Code> {
     let sig = input.sig;
     let wrt: Vec<&Param> = sig.wrt_params().collect();
     check(h.lin_t_reprs.len() == wrt.len(), || {
         format!("`{}` does not match the signature", h.lin_t_at)
     })?;
-    let fw = forward(input, h, set)?;
+    let fw = forward(input, h)?;
     let mut leaves = vec![];
     let ct_pat = out_pattern(&sig.out, &mut leaves);
     let ctargs: Vec<Code> = ct_params(&leaves).into_iter().map(|(t, _)| t).collect();
-    let linres_t = set.block(&sig.ident, Block::LinResT);
+    let linres_t = h.set.block(&sig.ident, Block::LinResT);
     let tb = text!(#linres_t(&__res, #(#ctargs),*));
     let treprs = &h.lin_t_reprs;
     let name = crate::names::pullback(&sig.ident);

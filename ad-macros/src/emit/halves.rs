@@ -96,6 +96,9 @@ pub struct LinearHalf<'h> {
 
 /// The emitted halves of one set of derivatives and how to call them.
 pub struct Halves {
+    /// The set of derivatives they are (the names of its other blocks:
+    /// [`Set::block`]).
+    pub set: Set,
     /// `fwd`.
     pub fwd: Ident,
     /// `lin_at`.
@@ -273,6 +276,7 @@ pub fn halves(input: &Input, cx: &Ctx, set: Set) -> R<Halves> {
         ));
     }
     Ok(Halves {
+        set,
         fwd: fwd_name,
         lin_at: lin_name,
         lin_t_at: lin_t_name,

@@ -95,7 +95,8 @@ pub(super) fn residual_blocks(
     let held: Vec<Repr> = h.resid_tys.iter().map(owned_repr).collect();
     let rargs = h.resid_args_as(&fields, &held, true);
     for lh in h.linear_halves(cx, set.derivatives(input))? {
-        if !(if lh.transposed { lin_t } else { lin }) {
+        let wanted = if lh.transposed { lin_t } else { lin };
+        if !wanted {
             continue;
         }
         let (b, what) = if lh.transposed {

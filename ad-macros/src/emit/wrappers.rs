@@ -59,10 +59,12 @@ pub fn companions(input: &Input) -> R<Vec<Code>> {
     } else {
         None
     };
-    let (h, set, cx) = match (&hwrt, &hall) {
-        (Some(h), _) => (h, Set::Wrt, &user),
-        (None, Some(h)) => (h, Set::All, &all),
-        (None, None) => return Err("no set of derivatives for the public items".to_string()),
+    let Some(h) = hwrt.as_ref().or(hall.as_ref()) else {
+        return Err("no set of derivatives for the public items".to_string());
+    };
+    let cx = match h.set {
+        Set::Wrt => &user,
+        Set::All => &all,
     };
     let public = input.public;
     // `f_linearize` and `f_pullback` call the set's kept-residual blocks,
@@ -72,7 +74,7 @@ pub fn companions(input: &Input) -> R<Vec<Code>> {
             input,
             cx,
             h,
-            set,
+            h.set,
             (public.linearize, public.pullback),
         )?);
     }
@@ -80,13 +82,13 @@ pub fn companions(input: &Input) -> R<Vec<Code>> {
         out.extend(f_jvp(input, h)?);
     }
     if public.linearize {
-        out.extend(super::closures::f_linearize(input, h, set)?);
+        out.extend(super::closures::f_linearize(input, h)?);
     }
     if public.vjp {
         out.extend(f_vjp(input, h)?);
     }
     if public.pullback {
-        out.extend(super::closures::f_pullback(input, h, set)?);
+        out.extend(super::closures::f_pullback(input, h)?);
     }
     out.extend(hall.map(|h| h.items));
     out.extend(hwrt.map(|h| h.items));
