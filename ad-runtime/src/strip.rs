@@ -27,7 +27,7 @@ use std::borrow::Cow;
 pub const LANES: usize = 32;
 
 // `LaneRows::new` fills its tile four lanes at a time.
-const _: () = assert!(LANES % 4 == 0);
+const _: () = assert!(LANES.is_multiple_of(4));
 
 // `lanes_sum`'s balanced tree halves the lanes level by level.
 const _: () = assert!(LANES.is_power_of_two());
