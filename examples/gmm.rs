@@ -303,10 +303,18 @@ pub fn gmm_gradient_hand(
         }
         let valid = (n - b * P).min(P);
         let inv: Lanes = std::array::from_fn(|p| 1.0 / se[p]);
+        // Subnormal weights are flushed to zero, as linad's derivative of
+        // exp and XLA do: their terms are below any gradient entry's half
+        // ulp, and every operation on a subnormal costs a microcode assist.
         for j in 0..k {
             let wj = &mut beta[j * blocks + b];
             for p in 0..P {
-                wj[p] = if p < valid { wj[p] * inv[p] } else { 0.0 };
+                let w = wj[p] * inv[p];
+                wj[p] = if p >= valid || w < f64::MIN_POSITIVE {
+                    0.0
+                } else {
+                    w
+                };
             }
         }
         for p in 0..valid {
