@@ -738,13 +738,25 @@ pub fn f64_lit(x: f64) -> Code {
     } else if x == f64::NEG_INFINITY {
         text!(f64::NEG_INFINITY)
     } else {
-        let l = Literal::f64_suffixed(x.abs());
+        let l = f64_literal(x.abs());
         if x.is_sign_negative() {
             text!(-#l)
         } else {
             text!(#l)
         }
     }
+}
+
+/// A finite non-negative `f64` literal, in exponent form where the decimal
+/// one is long (`2.2250738585072014e-308f64`, not 300 zeros and the digits):
+/// both are the shortest form that reads back as `x`.
+fn f64_literal(x: f64) -> Literal {
+    if x != 0.0 && !(1e-5..1e16).contains(&x) {
+        if let Ok(l) = format!("{x:e}f64").parse::<Literal>() {
+            return l;
+        }
+    }
+    Literal::f64_suffixed(x)
 }
 
 /// An `i64` literal.

@@ -959,6 +959,33 @@ def f(t_0: [[[f64]]], p_1: (f64, f64)) -> (f64, [[f64]]) {
     ]
 }
 
+/// Every finite `f64` literal reads back as the same bits, in a few tokens:
+/// exponent form at the extremes, decimal form in between.
+#[test]
+fn f64_literals_round_trip() {
+    let xs = [
+        0.0,
+        -0.0,
+        0.1,
+        -2.5,
+        123.0,
+        1e-5,
+        9.999e-6,
+        1e16,
+        f64::MIN_POSITIVE,
+        5e-324,
+        -1e300,
+        f64::MAX,
+        std::f64::consts::PI,
+    ];
+    for x in xs {
+        let text = f64_tok(x).to_string().replace(' ', "");
+        assert!(text.len() <= 28, "{x:e}: {text}");
+        let back: f64 = text.trim_end_matches("f64").parse().unwrap();
+        assert_eq!(back.to_bits(), x.to_bits(), "{x:e}: {text}");
+    }
+}
+
 #[test]
 fn companions_parse_as_rust() {
     for c in cases()
