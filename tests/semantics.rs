@@ -697,3 +697,57 @@ fn atan2_at_the_origin_is_finite_in_both_modes() {
     let (_, g) = atan2_origin_vjp(0.5, 0.5, 1.0);
     assert_eq!(g, (0.0, 0.0));
 }
+
+// --- subnormal derivative coefficients --------------------------------------------
+
+#[differentiable]
+fn exp_of(x: f64) -> f64 {
+    x.exp()
+}
+
+#[differentiable]
+fn exp2_of(x: f64) -> f64 {
+    x.exp2()
+}
+
+/// `ln(e^a + e^b)` max-shifted, as a softmax's normaliser is written.
+#[differentiable]
+fn logsumexp2(a: f64, b: f64) -> f64 {
+    let m = a.max(b);
+    m + ((a - m).exp() + (b - m).exp()).ln()
+}
+
+/// `exp`'s (and `exp2`'s) derivative is its result, flushed to zero where
+/// that result is subnormal (README, "Correct derivatives"); the primal keeps
+/// the subnormal result, bit for bit.
+#[test]
+fn exp_derivative_is_flushed_only_where_exp_is_subnormal() {
+    for x in [-720.0f64, -708.5, -745.0, -1000.0, f64::NEG_INFINITY] {
+        let y = exp_of(x);
+        assert!(y < f64::MIN_POSITIVE, "{x}");
+        let (v, d) = exp_of_jvp(x, 1.0);
+        assert_eq!((v.to_bits(), d), (y.to_bits(), 0.0), "jvp at {x}");
+        let (v, g) = exp_of_vjp(x, 1.0);
+        assert_eq!((v.to_bits(), g), (y.to_bits(), 0.0), "vjp at {x}");
+    }
+    // From the smallest normal result on, the derivative is exp(x) exactly.
+    for x in [-708.39f64, -700.0, -1.5, 0.0, 3.0, 709.0] {
+        let y = x.exp();
+        assert!(y >= f64::MIN_POSITIVE, "{x}");
+        assert_eq!(exp_of_jvp(x, 1.0), (y, y), "jvp at {x}");
+        assert_eq!(exp_of_vjp(x, 2.0), (y, 2.0 * y), "vjp at {x}");
+    }
+    let ln2 = std::f64::consts::LN_2;
+    assert_eq!(exp2_of_vjp(-1030.0, 1.0), (exp2_of(-1030.0), 0.0));
+    let y = (-1000.0f64).exp2();
+    assert_eq!(exp2_of_vjp(-1000.0, 1.0), (y, y * ln2));
+    // A log-sum-exp over values 800 apart: the far one's weight underflows
+    // to a subnormal (its derivative term to zero), the near ones are exact.
+    let (v, (ga, gb)) = logsumexp2_vjp(0.0, -800.0, 1.0);
+    assert_eq!(v.to_bits(), logsumexp2(0.0, -800.0).to_bits());
+    assert_eq!((ga, gb), (1.0, 0.0));
+    let (_, (ga, gb)) = logsumexp2_vjp(0.0, -700.0, 1.0);
+    let w = (-700.0f64).exp();
+    assert!(gb > 0.0 && (gb - w / (1.0 + w)).abs() <= 1e-15 * gb, "{gb}");
+    assert!((ga - 1.0 / (1.0 + w)).abs() <= 1e-15, "{ga}");
+}
