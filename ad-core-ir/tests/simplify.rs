@@ -14,8 +14,8 @@ use ad_core_ir::interp::{run, run_counted, Value};
 use ad_core_ir::ir::*;
 use ad_core_ir::pretty::func_to_string;
 use ad_core_ir::simplify::{
-    self, algebra, apply_rules, copy_prop, cse, dce, fold_const, fuse_into_loop, fusion, licm,
-    shape, sum_invariant, sum_through, tabulate, zeros, Options, Rule, Stats,
+    self, algebra, apply_rules, copy_prop, cse, dce, fold_const, fuse_into_loop, fusion, in_place,
+    licm, shape, sum_invariant, sum_through, tabulate, zeros, Options, Rule, Stats,
 };
 use ad_core_ir::types::{Scalar, Ty};
 use ad_core_ir::visit::{blocks, size_func};
@@ -2389,6 +2389,84 @@ fn sums_move_past_factors_invariant_along_them() {
 ";
     let mut g = fixture_func(mixed);
     assert!(!sum_invariant::sum_invariant_factors(&mut g));
+}
+
+/// The reverse of a per-row reduction: a zero row filled by a loop (and an
+/// `if`) and then added into the matrix's row is filled in the matrix's row
+/// itself: no `lzero` of a row and no row addition left, the chain's
+/// updates index the matrix, the same values; a chain that copies the row
+/// (`dup`) or whose accumulator is bound after it starts stays.
+#[test]
+fn zero_rows_accumulate_in_place() {
+    let chain = |tail: &str, acc: &str, row: &str| {
+        format!(
+            "def f(w_0: [[f64]] ; ct_3: [f64] @ [shape(w_0, 0)]) -> (; [[f64]]) {{
+  let n_4: i64 = shape w_0, 0
+  let m_5: i64 = shape w_0, 1
+  let ; z_6: [[f64]] = lzero [n_4, m_5]
+  let ; acc_7: [[f64]] = loop n_4 (; s_8: [[f64]] = z_6) |i_9: i64| {{
+    let ; d_10: f64 = lindex ct_3[i_9]
+    let ; d_40: f64, d_41: f64 = dup d_10
+    let ; r_13: [f64] = lzero [m_5]
+    let ; r_14: [f64], t_15: f64 = loop m_5 rev (; a_16: [f64] = r_13, b_17: f64 = d_40) |j_18: i64| {{
+      let x_19: f64 = index w_0[i_9, j_18]
+      let ; b_20: f64, b_21: f64 = dup b_17
+      let ; e_22: f64 = lscale x_19, b_20
+      let ; a_23: [f64] = lupdate a_16[j_18] += e_22
+      yield ; a_23, b_21
+    }}
+    let c_24: bool = lt i_9, 1
+    let ; r_25: [f64] = if c_24 @ [m_5] {{
+      let ; r_26: [f64] = lupdate r_14[0] += t_15
+      yield ; r_26
+    }} else {{
+      drop t_15
+      yield ; r_14
+    }}
+{tail}
+    let ; s_27: [[f64]] = lupdate {acc}[i_9] += {row}
+    yield ; s_27
+  }}
+  return ; acc_7
+}}
+"
+        )
+    };
+    let f = fixture_func(&chain("    drop d_41", "s_8", "r_25"));
+    let g = pass(&f, in_place::accumulate_in_place);
+    let rows = |g: &Func| {
+        let zero = count(
+            g,
+            &|e| matches!(e, Expr::Lin(LinOp::Zero(ShapeTree::Array(d))) if d.len() == 1),
+        );
+        let adds = count(
+            g,
+            &|e| matches!(e, Expr::Lin(LinOp::Update { idx, add: true, .. }) if idx.len() == 1),
+        );
+        (zero, adds)
+    };
+    assert_eq!(rows(&f), (1, 3));
+    assert_eq!(rows(&g), (0, 0));
+    let ins: Inputs = vec![(
+        vec![mat_f(3, 2, &[0.5, -1.25, 3.0, 0.75, 2.0, -0.5])],
+        vec![vec_f(&[1.5, -2.0, 0.25])],
+    )];
+    verify(&f, &g, Mode::LinearB, &ins, 0.0);
+    assert!(!in_place::accumulate_in_place(&mut g.clone()));
+    // A copy of the row on the way, and an accumulator bound after the
+    // chain starts: left alone.
+    let copied = chain(
+        "    drop d_41\n    let ; r_30: [f64], r_32: [f64] = dup r_25\n    drop r_32",
+        "s_8",
+        "r_30",
+    );
+    assert!(!in_place::accumulate_in_place(&mut fixture_func(&copied)));
+    let late = chain(
+        "    let ; s_31: [[f64]] = lupdate s_8[i_9, 0] += d_41",
+        "s_31",
+        "r_25",
+    );
+    assert!(!in_place::accumulate_in_place(&mut fixture_func(&late)));
 }
 
 /// A map given one array twice reads it once: the later parameter reads

@@ -16,7 +16,8 @@
 //! 2. linear DCE through explicit drops ([`dce::drop_dead_linear`]), dead
 //!    linear loop state ([`dead_state`]), invariant linear loop state made a
 //!    capture ([`invariant_state`]: the reverse of a reducing loop becomes an
-//!    accumulation loop), nests of accumulation loops interchanged so that
+//!    accumulation loop), a zero row accumulated and then added into an
+//!    outer accumulator accumulated in that row instead ([`in_place`]), nests of accumulation loops interchanged so that
 //!    the outer index owns the rows they add into ([`interchange`]);
 //! 3. CSE ([`cse`]); 4. fusion ([`fusion`], [`fuse_into_loop`]) and linear
 //!    sums moved through the linear maps that make their operands
@@ -31,12 +32,13 @@
 //!   error, the interpreter gives the same results, to the bit for non-linear
 //!   values (the sign of a zero included: `x + 0.0` is not `x`); rules that reassociate — [`algebra::lscale_lscale`],
 //!   [`fusion::dot_of_map`], [`fusion::sum_to_loop`], [`interchange`],
-//!   [`sum_through`] — may change rounding).
+//!   [`in_place`], [`sum_through`] — may change rounding).
 //!   No rule changes NaN/infinity behaviour of non-linear values (`x * 0` is
 //!   not folded). Failures may disappear (dead code, fusion), never appear:
 //!   nothing that can fail is hoisted out of a body that may run zero times.
 //! - *Typing and scoping.* Every statement stays well typed (binders keep
-//!   their types), in A-normal form, and every variable is bound once in the
+//!   their types, but for [`in_place`]'s chain of linear variables, which
+//!   take the accumulator's array type), in A-normal form, and every variable is bound once in the
 //!   whole function: code is moved rather than copied, and copied code gets
 //!   fresh binders.
 //! - *Linearity.* Every linear variable is still used exactly once; linear
@@ -56,6 +58,7 @@ pub mod facts;
 pub mod fold_const;
 pub mod fuse_into_loop;
 pub mod fusion;
+pub mod in_place;
 pub mod interchange;
 pub mod invariant_state;
 pub mod licm;
@@ -168,6 +171,7 @@ enum Pass {
     DropDeadLinear,
     DeadLinState,
     InvariantLinState,
+    InPlace,
     Interchange,
     Cse,
     MapMap,
@@ -187,11 +191,12 @@ enum Pass {
 }
 
 /// A sweep's passes in order.
-const PASSES: [Pass; 20] = [
+const PASSES: [Pass; 21] = [
     Pass::Rewrite,
     Pass::DropDeadLinear,
     Pass::DeadLinState,
     Pass::InvariantLinState,
+    Pass::InPlace,
     Pass::Interchange,
     Pass::Cse,
     Pass::MapMap,
@@ -220,6 +225,7 @@ impl Pass {
             | Pass::InvariantLinState
             | Pass::Dce => true,
             Pass::Interchange => opts.interchange,
+            Pass::InPlace => opts.fuse,
             Pass::Cse => opts.cse,
             Pass::MapMap
             | Pass::LinElementwise
@@ -244,6 +250,7 @@ impl Pass {
             Pass::DropDeadLinear => dce::drop_dead_linear(f),
             Pass::DeadLinState => dead_state::dead_lin_state(f),
             Pass::InvariantLinState => invariant_state::invariant_lin_state(f),
+            Pass::InPlace => in_place::accumulate_in_place(f),
             Pass::Interchange => interchange::interchange(f),
             Pass::Cse => cse::cse(f),
             Pass::MapMap => fusion::map_map(f, memo),
