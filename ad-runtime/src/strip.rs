@@ -196,19 +196,32 @@ impl<'a, T: Pooled> LaneRows<'a, T> {
             }
             return LaneRows::Slices(slices);
         }
-        let mut tile = Scratch::<T>::new();
-        tile.reset_for_overwrite(w * LANES);
-        // Four lanes at a time: each column gets four adjacent values
-        // instead of four stores a column apart (`LANES` is a multiple of
-        // four, asserted below).
-        for l in (0..LANES).step_by(4) {
-            let (r0, r1, r2, r3) = (row(l), row(l + 1), row(l + 2), row(l + 3));
-            let (r0, r1, r2, r3) = (&r0[..w], &r1[..w], &r2[..w], &r3[..w]);
-            for (k, col) in tile.chunks_exact_mut(LANES).enumerate() {
-                col[l..l + 4].copy_from_slice(&[r0[k], r1[k], r2[k], r3[k]]);
-            }
+        LaneRows::Tile(tile_of(w, row))
+    }
+
+    /// [`LaneRows::new`] for rows of a matrix, `row(l) = lane2(a, index(l))`:
+    /// the same lanes, the rows sliced out of `a`'s buffer when `a` is in
+    /// standard layout and every index is in range (else through
+    /// [`crate::lane2`], as `new` takes them). A tile is made for each block
+    /// of a strip-mined build or loop: taking each row twice through a view
+    /// (to measure it, then to copy it) cost more than copying a short row
+    /// (HAND's rest positions: 3 values a row).
+    pub fn of_matrix<S: ndarray::Data<Elem = T>>(
+        a: &'a ndarray::ArrayBase<S, ndarray::Ix2>,
+        index: impl Fn(usize) -> usize,
+        trip: usize,
+    ) -> Self {
+        let rows: [usize; LANES] = std::array::from_fn(&index);
+        let (n, w) = a.dim();
+        let buf = a.as_slice().filter(|_| rows.iter().all(|&r| r < n));
+        let Some(buf) = buf else {
+            return Self::new(|l| crate::lane2(a, rows[l]), trip);
+        };
+        let row = |l: usize| &buf[rows[l] * w..][..w];
+        if w > 4 * trip.max(16) || w > TILE_MAX_COLUMNS {
+            return LaneRows::Slices(std::array::from_fn(row));
         }
-        LaneRows::Tile(tile)
+        LaneRows::Tile(tile_of(w, row))
     }
 
     /// Column `k` of every lane: `[rows[0][k], .., rows[LANES - 1][k]]`.
@@ -220,6 +233,26 @@ impl<'a, T: Pooled> LaneRows<'a, T> {
             LaneRows::Slices(r) => std::array::from_fn(|l| r[l][k]),
         }
     }
+}
+
+/// The column-major tile of the lanes' rows cut to `w` elements:
+/// `tile[k · LANES + l] = row(l)[k]`, each row taken once. Four lanes at a
+/// time: each column gets four adjacent values instead of four stores a
+/// column apart (`LANES` is a multiple of four, asserted below).
+fn tile_of<T: Pooled, R: std::ops::Deref<Target = [T]>>(
+    w: usize,
+    row: impl Fn(usize) -> R,
+) -> Scratch<T> {
+    let mut tile = Scratch::<T>::new();
+    tile.reset_for_overwrite(w * LANES);
+    for l in (0..LANES).step_by(4) {
+        let (r0, r1, r2, r3) = (row(l), row(l + 1), row(l + 2), row(l + 3));
+        let (r0, r1, r2, r3) = (&r0[..w], &r1[..w], &r2[..w], &r3[..w]);
+        for (k, col) in tile.chunks_exact_mut(LANES).enumerate() {
+            col[l..l + 4].copy_from_slice(&[r0[k], r1[k], r2[k], r3[k]]);
+        }
+    }
+    tile
 }
 
 /// The columns of a matrix held as contiguous rows (`column k` of `a` at
@@ -546,6 +579,40 @@ mod tests {
             assert_eq!(tile.at(k), want);
         }
         assert!(std::panic::catch_unwind(|| tile.at(20)).is_err());
+    }
+
+    /// The rows of a matrix give the lanes `new` gives through `lane2`: in
+    /// a tile, in place, from a matrix not in standard layout, and with an
+    /// index past the last row (empty lanes: no column).
+    #[test]
+    fn matrix_rows_are_the_lanes_of_lane2() {
+        let a = ndarray::Array2::from_shape_fn((2 * LANES + 3, 7), |(i, k)| (i * 100 + k) as f64);
+        let same = |x: &LaneRows<f64>, y: &LaneRows<f64>, w: usize| {
+            for k in 0..w {
+                assert_eq!(x.at(k), y.at(k), "column {k}");
+            }
+            assert!(std::panic::catch_unwind(|| x.at(w)).is_err());
+            assert!(std::panic::catch_unwind(|| y.at(w)).is_err());
+        };
+        let rows = |l: usize| (3 * l + 1) % a.nrows();
+        for trip in [1, 30] {
+            let want = LaneRows::new(|l| crate::lane2(&a, rows(l)), trip);
+            let got = LaneRows::of_matrix(&a, rows, trip);
+            assert_eq!(
+                matches!(got, LaneRows::Tile(_)),
+                matches!(want, LaneRows::Tile(_))
+            );
+            same(&got, &want, 7);
+            let t = a.t();
+            let want = LaneRows::new(|l| crate::lane2(&t, l % 7), trip);
+            same(&LaneRows::of_matrix(&t, |l| l % 7, trip), &want, a.nrows());
+        }
+        let past = LaneRows::of_matrix(&a, |l| l + a.nrows() - 1, 30);
+        same(
+            &past,
+            &LaneRows::new(|l| crate::lane2(&a, l + a.nrows() - 1), 30),
+            0,
+        );
     }
 
     /// The guard on a build's lane closure: rows (the last axis) of at most

@@ -188,6 +188,19 @@ pub(super) fn lane_fn(leads: usize) -> Code {
     }
 }
 
+/// An `ad_runtime::LaneRows` of element type `t` over the rows of `a` at
+/// the per-lane leading indices `ix` (expressions of `__l`), read by a
+/// loop of `trip` iterations: a matrix's rows are sliced out of its buffer
+/// (`LaneRows::of_matrix`), other arrays' taken through `lane1`/`lane3`.
+pub(super) fn lane_rows(t: &Code, a: &Code, ix: &[Code], trip: &Code) -> Code {
+    let rt = super::types::rt();
+    if let [i] = ix {
+        return text!(#rt::LaneRows::<#t>::of_matrix(#a, |__l: usize| #i, #trip));
+    }
+    let f = lane_fn(ix.len());
+    text!(#rt::LaneRows::<#t>::new(|__l: usize| #rt::#f(#a #(, #ix)*), #trip))
+}
+
 /// The element reads of `b` and its nested blocks: `(array, indices,
 /// linear)`.
 pub(super) fn element_reads(b: &Block, out: &mut Vec<(Var, Vec<Atom>, bool)>) {

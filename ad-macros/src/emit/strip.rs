@@ -65,7 +65,7 @@
 //! rounding than the scalar loop's, the same for any number of threads.
 
 use super::func::{Emitter, R};
-use super::lanes::{lane_fn, LaneKey, Lead};
+use super::lanes::{LaneKey, Lead};
 use super::scalar::prim_tokens;
 use super::types::{elem_ty, flat, owned_repr, owned_ty, rt};
 use crate::text::{text, Code};
@@ -939,14 +939,8 @@ impl Emitter<'_> {
             }
             let (t, lane, a) = (&r.elem, self.fresh("lane"), self.var_ref(r.key.0));
             let ix = self.lane_indices(r.leads(), st);
-            let f = lane_fn(ix.len());
-            let rt = rt();
-            out.extend(text!(
-                let #lane = #rt::LaneRows::<#t>::new(
-                    |__l: usize| #rt::#f(#a #(, #ix)*),
-                    #trip,
-                );
-            ));
+            let rows = super::lanes::lane_rows(&text!(#t), &a, &ix, &text!(#trip));
+            out.extend(text!(let #lane = #rows;));
             self.strip_lanes.insert(r.key.clone(), lane);
             self.lane_row_arrays.push(r.key.0);
             keys.push(r.key);
@@ -1003,16 +997,11 @@ impl Emitter<'_> {
         if keys.is_empty() {
             return None;
         }
-        let rt = rt();
         let (mut rows, mut prologue, mut taken) = (vec![], Code::new(), vec![]);
         for (k, (key, leads, elem)) in keys.into_iter().enumerate() {
             let (t, lane, a) = (elem_ty(elem), self.fresh("lane"), self.var_ref(key.0));
             let ix = self.lane_indices(&leads, st);
-            let f = lane_fn(ix.len());
-            rows.push(text!(#rt::LaneRows::<#t>::new(
-                |__l: usize| #rt::#f(#a #(, #ix)*),
-                #calls,
-            )));
+            rows.push(super::lanes::lane_rows(&t, &a, &ix, calls));
             let field = syn::Index::from(k);
             prologue.extend(text!(let #lane = &__ctx.#field;));
             self.strip_lanes.insert(key.clone(), lane);
