@@ -939,7 +939,7 @@ pub fn pe(e: &E) -> String {
     }
 }
 
-fn ps(s: &S, ind: usize, out: &mut String) {
+pub(crate) fn ps(s: &S, ind: usize, out: &mut String) {
     let pad = "    ".repeat(ind);
     match s {
         S::Let {

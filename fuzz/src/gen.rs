@@ -1004,7 +1004,18 @@ impl<'a> Gen<'a> {
         let named_b = !annot && self.rng.chance(0.5);
         let (b, bv) = branch(self, named_b);
         self.in_loop = outer;
-        let var = self.fresh("d");
+        // An odd name is not in scope, but a branch may bind it with a
+        // `let` of its own (it was not in scope there either): the branch's
+        // assignment would then reach that binding (invalid Rust, seed
+        // 19026008345). Such a name gives way to a plain one.
+        let mut var = self.fresh("d");
+        let mut text = String::new();
+        for s in a.iter().chain(&b) {
+            ps(s, 0, &mut text);
+        }
+        if text.contains(var.as_str()) {
+            var = format!("d{}", self.counter);
+        }
         self.push(&var, Ty::F, false);
         S::Deferred {
             var,
