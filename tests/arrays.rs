@@ -1202,3 +1202,74 @@ fn row_sums_of_reverse_maps_in_one_pass() {
     let (_, gf) = centred_weighted_vjp(&xf, &mu, 1.0);
     assert_eq!(g, gf);
 }
+
+// --- per-row reductions --------------------------------------------------------
+
+/// A log-sum-exp per row, max-shifted, written as examples/gmm.rs writes
+/// it: the reverse spreads each row's cotangent over a zero row (and its
+/// arg-max) and adds that row into the matrix's cotangent, which the
+/// simplifier turns into updates of the matrix's row (`simplify::in_place`,
+/// seen in `#[differentiable(dump)]`).
+#[differentiable]
+fn row_logsumexp(x: &Array2<f64>) -> f64 {
+    let lse = Array1::from_shape_fn(x.nrows(), |i| {
+        let row = x.row(i);
+        let m = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        m + row.iter().map(|b| (b - m).exp()).sum::<f64>().ln()
+    });
+    lse.sum()
+}
+
+/// A softmax per row, written as loops, dotted with `w`.
+#[differentiable]
+fn row_softmax_dot(x: &Array2<f64>, w: &Array1<f64>) -> f64 {
+    let mut total = 0.0;
+    for i in 0..x.nrows() {
+        let mut m = f64::NEG_INFINITY;
+        for k in 0..x.ncols() {
+            m = m.max(x[[i, k]]);
+        }
+        let mut s = 0.0;
+        let mut t = 0.0;
+        for k in 0..x.ncols() {
+            let e = (x[[i, k]] - m).exp();
+            s += e;
+            t += e * w[k];
+        }
+        total += t / s;
+    }
+    total
+}
+
+#[test]
+fn per_row_reductions() {
+    let mut rng = rng("per_row_reductions");
+    for (r, c) in [(1, 1), (3, 4), (40, 7)] {
+        let x = rng.array2(r, c, -3.0, 3.0);
+        let w = rng.array1(c, -1.0, 1.0);
+        assert_same_bits(&row_logsumexp_vjp(&x, 1.0).0, &row_logsumexp(&x));
+        assert_same_bits(
+            &row_softmax_dot_vjp(&x, &w, 1.0).0,
+            &row_softmax_dot(&x, &w),
+        );
+        check_derivatives(&x, row_logsumexp, row_logsumexp_jvp, |x, ct| {
+            row_logsumexp_vjp(x, *ct)
+        });
+        check_derivatives(
+            &(x.clone(), w.clone()),
+            |(x, w)| row_softmax_dot(x, w),
+            |(x, w), (dx, dw)| row_softmax_dot_jvp(x, w, dx, dw),
+            |(x, w), ct| row_softmax_dot_vjp(x, w, *ct),
+        );
+        // The gradient of a log-sum-exp per row: each row's softmax.
+        let (_, g) = row_logsumexp_vjp(&x, 1.0);
+        for i in 0..r {
+            let m = x.row(i).fold(f64::NEG_INFINITY, |a: f64, b| a.max(*b));
+            let e = x.row(i).mapv(|b| (b - m).exp());
+            let s = e.sum();
+            for k in 0..c {
+                assert!((g[[i, k]] - e[k] / s).abs() <= 1e-14, "{i} {k}");
+            }
+        }
+    }
+}
