@@ -2469,6 +2469,52 @@ fn zero_rows_accumulate_in_place() {
     assert!(!in_place::accumulate_in_place(&mut fixture_func(&late)));
 }
 
+/// More chains `in_place` follows: two loop levels with the row in the
+/// inner loop's second state slot, into a rank-3 accumulator's row at two
+/// leading indices (`acc[i, j] += row`); the same values, no zero row left.
+#[test]
+fn zero_rows_accumulate_in_place_through_nested_loops() {
+    let text = "def f(w_0: [[[f64]]] ; ct_1: f64) -> (; [[[f64]]]) {
+  let n_2: i64 = shape w_0, 0
+  let m_3: i64 = shape w_0, 1
+  let k_4: i64 = shape w_0, 2
+  let ; z_5: [[[f64]]] = lzero [n_2, m_3, k_4]
+  let ; acc_6: [[[f64]]] = loop n_2 (; s_7: [[[f64]]] = z_5) |i_8: i64| {
+    let ; s_9: [[[f64]]] = loop m_3 (; t_10: [[[f64]]] = s_7) |j_11: i64| {
+      let ; r_12: [f64] = lzero [k_4]
+      let ; c_13: f64, r_14: [f64] = loop 2 (; c_15: f64 = ct_1, a_16: [f64] = r_12) |h_17: i64| {
+        let ; c_25: f64, c_26: f64 = dup c_15
+        let ; a_18: [f64] = loop k_4 (; a_19: [f64] = a_16) |q_20: i64| {
+          let x_21: f64 = index w_0[i_8, j_11, q_20]
+          let ; c_22: f64 = lscale x_21, c_25
+          let ; a_23: [f64] = lupdate a_19[q_20] += c_22
+          yield ; a_23
+        }
+        yield ; c_26, a_18
+      }
+      drop c_13
+      let ; t_24: [[[f64]]] = lupdate t_10[i_8, j_11] += r_14
+      yield ; t_24
+    }
+    yield ; s_9
+  }
+  return ; acc_6
+}
+";
+    let f = fixture_func(text);
+    let g = pass(&f, in_place::accumulate_in_place);
+    let zero_rows = |g: &Func| {
+        count(
+            g,
+            &|e| matches!(e, Expr::Lin(LinOp::Zero(ShapeTree::Array(d))) if d.len() == 1),
+        )
+    };
+    assert_eq!((zero_rows(&f), zero_rows(&g)), (1, 0));
+    let w: Vec<f64> = (0..12).map(|v| 0.25 * v as f64 - 1.0).collect();
+    let ins: Inputs = vec![(vec![Value::f64s(&[2, 3, 2], w)], vec![Value::F64(-1.5)])];
+    verify(&f, &g, Mode::LinearB, &ins, 0.0);
+}
+
 /// A map given one array twice reads it once: the later parameter reads
 /// the earlier one and goes with its array (the NumPy-style GMM's reverse
 /// read `z` twice for `z * z`'s cotangent).
