@@ -26,7 +26,7 @@ use std::borrow::Cow;
 /// How many indices of axis 0 one call of a lane closure computes.
 pub const LANES: usize = 32;
 
-// `LaneRows::new` fills its tile four lanes at a time.
+// `tile_of` fills a lane tile four lanes at a time.
 const _: () = assert!(LANES.is_multiple_of(4));
 
 // `lanes_sum`'s balanced tree halves the lanes level by level.
@@ -185,7 +185,7 @@ impl<'a, T: Pooled> LaneRows<'a, T> {
     /// strided row (copied by `lane2`) is copied twice.
     pub fn new(row: impl Fn(usize) -> Cow<'a, [T]>, trip: usize) -> Self {
         let w = (0..LANES).map(|l| row(l).len()).min().unwrap_or(0);
-        if w > 4 * trip.max(16) || w > TILE_MAX_COLUMNS {
+        if !tiled(w, trip) {
             let rows: [Cow<'a, [T]>; LANES] = std::array::from_fn(row);
             let mut slices: [&'a [T]; LANES] = [&[]; LANES];
             for (l, s) in slices.iter_mut().enumerate() {
@@ -218,7 +218,7 @@ impl<'a, T: Pooled> LaneRows<'a, T> {
             return Self::new(|l| crate::lane2(a, rows[l]), trip);
         };
         let row = |l: usize| &buf[rows[l] * w..][..w];
-        if w > 4 * trip.max(16) || w > TILE_MAX_COLUMNS {
+        if !tiled(w, trip) {
             return LaneRows::Slices(std::array::from_fn(row));
         }
         LaneRows::Tile(tile_of(w, row))
@@ -235,10 +235,17 @@ impl<'a, T: Pooled> LaneRows<'a, T> {
     }
 }
 
+/// Whether rows of `w` elements read by a loop of `trip` iterations are
+/// copied into a tile (short next to the loop's work, and at most
+/// [`TILE_MAX_COLUMNS`]) rather than read in place.
+fn tiled(w: usize, trip: usize) -> bool {
+    w <= 4 * trip.max(16) && w <= TILE_MAX_COLUMNS
+}
+
 /// The column-major tile of the lanes' rows cut to `w` elements:
 /// `tile[k · LANES + l] = row(l)[k]`, each row taken once. Four lanes at a
 /// time: each column gets four adjacent values instead of four stores a
-/// column apart (`LANES` is a multiple of four, asserted below).
+/// column apart (`LANES` is a multiple of four, asserted beside it).
 fn tile_of<T: Pooled, R: std::ops::Deref<Target = [T]>>(
     w: usize,
     row: impl Fn(usize) -> R,

@@ -58,14 +58,13 @@ pub fn accumulate_in_place(f: &mut Func) -> bool {
         if done {
             return None;
         }
-        let (flow, term) = plan(b, j)?;
-        let (acc, idx) = terminal(&b.stmts[term])?;
-        let acc_shape = if flow_has_if(&flow) {
-            Some(shapes.shape_of(vars, acc).ok()?)
+        let p = plan(b, j)?;
+        let acc_shape = if flow_has_if(&p.flow) {
+            Some(shapes.shape_of(vars, p.acc).ok()?)
         } else {
             None
         };
-        apply(b, j, &flow, term, acc, &idx, acc_shape.as_ref(), vars);
+        apply(b, j, &p, acc_shape.as_ref(), vars);
         done = true;
         // Statement `j` is gone: the next one moved to `j` (visited by the
         // next sweep if this one skips it).
@@ -75,10 +74,23 @@ pub fn accumulate_in_place(f: &mut Func) -> bool {
 
 /// Whether some statement of `b` (nested blocks included) is an array `lzero`.
 fn has_zero_array(b: &Block) -> bool {
-    b.stmts.iter().any(|s| {
-        matches!(&s.expr, Expr::Lin(LinOp::Zero(ShapeTree::Array(_))))
-            || crate::visit::blocks(&s.expr).any(has_zero_array)
-    })
+    b.stmts
+        .iter()
+        .any(|s| zero_array(s) || crate::visit::blocks(&s.expr).any(has_zero_array))
+}
+
+/// Whether `s` is `let ; r0 = lzero [..]` (an array).
+fn zero_array(s: &Stmt) -> bool {
+    matches!(&s.expr, Expr::Lin(LinOp::Zero(ShapeTree::Array(_)))) && s.lin_binds.len() == 1
+}
+
+/// A chain to rewrite: how it flows, and the update `acc[idx] += ..` (at
+/// statement `term` of the block) that ends it.
+struct Plan {
+    flow: Flow,
+    term: usize,
+    acc: Var,
+    idx: Vec<Atom>,
 }
 
 /// How the chain's value flows through one block.
@@ -112,32 +124,31 @@ fn flow_has_if(f: &Flow) -> bool {
 }
 
 /// The chain from statement `j` (`let ; r0 = lzero [..]`) to the update
-/// of an outer accumulator that ends it, and that update's index; `None`
-/// when `j` starts no such chain or the accumulator or its indices are
-/// bound after the chain starts.
-fn plan(b: &Block, j: usize) -> Option<(Flow, usize)> {
+/// of an outer accumulator that ends it; `None` when `j` starts no such
+/// chain or the accumulator or its indices are bound after the chain
+/// starts.
+fn plan(b: &Block, j: usize) -> Option<Plan> {
     let s = &b.stmts[j];
-    if !matches!(&s.expr, Expr::Lin(LinOp::Zero(ShapeTree::Array(_)))) || s.lin_binds.len() != 1 {
+    if !zero_array(s) {
         return None;
     }
-    let (flow, end) = follow(b, j + 1, s.lin_binds[0], false)?;
-    let (acc, idx) = terminal(&b.stmts[end])?;
-    let late = binders(&b.stmts[flow.first..end]);
-    let in_idx = |v: &Var| idx.contains(&Atom::Var(*v));
-    if late.iter().any(|v| *v == acc || in_idx(v)) {
+    let (flow, term) = follow(b, j + 1, s.lin_binds[0], false)?;
+    let Expr::Lin(LinOp::Update { x: acc, idx, .. }) = &b.stmts[term].expr else {
+        return None;
+    };
+    let late = binders(&b.stmts[flow.first..term]);
+    if late
+        .iter()
+        .any(|v| v == acc || idx.contains(&Atom::Var(*v)))
+    {
         return None;
     }
-    Some((flow, end))
-}
-
-/// The accumulator and index of a terminal `lupdate acc[idx] += r`.
-fn terminal(s: &Stmt) -> Option<(Var, Vec<Atom>)> {
-    match &s.expr {
-        Expr::Lin(LinOp::Update {
-            x, idx, add: true, ..
-        }) => Some((*x, idx.clone())),
-        _ => None,
-    }
+    Some(Plan {
+        flow,
+        term,
+        acc: *acc,
+        idx: idx.clone(),
+    })
 }
 
 /// Follows the chain variable `v` through `b` from statement `from`:
@@ -210,25 +221,16 @@ fn follow(b: &Block, from: usize, v: Var, nested: bool) -> Option<(Flow, usize)>
     }
 }
 
-/// Rewrites the chain planned from statement `j` to the terminal update
-/// `term` of `acc[idx]`: the chain starts from `acc`, its updates index
-/// `acc`'s row, its variables take `acc`'s type, the terminal's result is
-/// the chain's last value, and the `lzero` goes.
-#[allow(clippy::too_many_arguments)]
-fn apply(
-    b: &mut Block,
-    j: usize,
-    flow: &Flow,
-    term: usize,
-    acc: Var,
-    idx: &[Atom],
-    acc_shape: Option<&ShapeTree>,
-    vars: &mut VarTable,
-) {
+/// Rewrites the chain planned from statement `j`: it starts from the
+/// accumulator, its updates index the accumulator's row, its variables
+/// take the accumulator's type, the terminal update's result is the
+/// chain's last value, and the `lzero` goes.
+fn apply(b: &mut Block, j: usize, p: &Plan, acc_shape: Option<&ShapeTree>, vars: &mut VarTable) {
+    let (flow, term, acc) = (&p.flow, p.term, p.acc);
     let r0 = b.stmts[j].lin_binds[0];
     let ty = vars.ty(acc).clone();
     let edit = Edit {
-        idx,
+        idx: &p.idx,
         acc_shape,
         ty: &ty,
     };

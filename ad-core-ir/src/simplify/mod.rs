@@ -17,8 +17,9 @@
 //!    linear loop state ([`dead_state`]), invariant linear loop state made a
 //!    capture ([`invariant_state`]: the reverse of a reducing loop becomes an
 //!    accumulation loop), a zero row accumulated and then added into an
-//!    outer accumulator accumulated in that row instead ([`in_place`]), nests of accumulation loops interchanged so that
-//!    the outer index owns the rows they add into ([`interchange`]);
+//!    outer accumulator accumulated in that row instead ([`in_place`]),
+//!    nests of accumulation loops interchanged so that the outer index owns
+//!    the rows they add into ([`interchange`]);
 //! 3. CSE ([`cse`]); 4. fusion ([`fusion`], [`fuse_into_loop`]) and linear
 //!    sums moved through the linear maps that make their operands
 //!    ([`sum_through`]: `Σ_i A(x_i) = A(Σ_i x_i)`), past factors invariant
@@ -38,9 +39,9 @@
 //!   nothing that can fail is hoisted out of a body that may run zero times.
 //! - *Typing and scoping.* Every statement stays well typed (binders keep
 //!   their types, but for [`in_place`]'s chain of linear variables, which
-//!   take the accumulator's array type), in A-normal form, and every variable is bound once in the
-//!   whole function: code is moved rather than copied, and copied code gets
-//!   fresh binders.
+//!   take the accumulator's array type), in A-normal form, and every
+//!   variable is bound once in the whole function: code is moved rather
+//!   than copied, and copied code gets fresh binders.
 //! - *Linearity.* Every linear variable is still used exactly once; linear
 //!   statements are never merged or duplicated; a rule that stops reading a
 //!   linear producer's result deletes the producer (see the note in

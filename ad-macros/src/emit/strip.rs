@@ -937,9 +937,9 @@ impl Emitter<'_> {
             if !held || !varying_lead || self.strip_lanes.contains_key(&r.key) {
                 continue;
             }
-            let (t, lane, a) = (&r.elem, self.fresh("lane"), self.var_ref(r.key.0));
+            let (lane, a) = (self.fresh("lane"), self.var_ref(r.key.0));
             let ix = self.lane_indices(r.leads(), st);
-            let rows = super::lanes::lane_rows(&text!(#t), &a, &ix, &text!(#trip));
+            let rows = super::lanes::lane_rows(&r.elem, &a, &ix, &text!(#trip));
             out.extend(text!(let #lane = #rows;));
             self.strip_lanes.insert(r.key.clone(), lane);
             self.lane_row_arrays.push(r.key.0);
