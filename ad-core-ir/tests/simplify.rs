@@ -15,7 +15,7 @@ use ad_core_ir::ir::*;
 use ad_core_ir::pretty::func_to_string;
 use ad_core_ir::simplify::{
     self, algebra, apply_rules, copy_prop, cse, dce, fold_const, fuse_into_loop, fusion, in_place,
-    licm, shape, sum_invariant, sum_through, tabulate, zeros, Options, Rule, Stats,
+    licm, shape, stack_in_place, sum_invariant, sum_through, tabulate, zeros, Options, Rule, Stats,
 };
 use ad_core_ir::types::{Scalar, Ty};
 use ad_core_ir::visit::{blocks, size_func};
@@ -2467,6 +2467,99 @@ fn zero_rows_accumulate_in_place() {
         "r_25",
     );
     assert!(!in_place::accumulate_in_place(&mut fixture_func(&late)));
+}
+
+/// A three-deep loop nest stacking scalar outputs (the residuals an LSTM's
+/// forward half keeps: per step, per layer, per unit): the middle loop's
+/// stack of the inner loop's outputs becomes its state, written in place,
+/// and the outer loop's stack of the middle loop's bools likewise; the same
+/// values and shapes, for empty loops too (a stack of a loop that runs no
+/// iteration has all sizes 0). A trip count bound inside the loop around
+/// the inner one, or a stack read where it is made, keeps its stack.
+#[test]
+fn nested_stacks_written_in_place() {
+    // `{t}` and `{i}`: lines in the outer and the middle loop's bodies.
+    let nest = |t: &str, i: &str| {
+        format!(
+            "def f(w_0: [[f64]], n_1: i64) -> ([[[f64]]], [[bool]], f64) {{
+  let m_2: i64 = shape w_0, 0
+  let s_4: f64, y_5: [[[f64]]], c_6: [[bool]] = loop n_1 (a_7: f64 = 0.0) |t_8: i64| {{
+{t}
+    let a_9: f64, z_10: [[f64]], c_11: [bool] = loop m_2 (b_12: f64 = a_7) |i_13: i64| {{
+{i}
+      let b_14: f64, q_15: [f64] = loop k_3 rev (e_16: f64 = b_12) |j_17: i64| {{
+        let x_18: f64 = index w_0[i_13, j_17]
+        let p_19: f64 = mul x_18, e_16
+        let e_20: f64 = add p_19, 0.5
+        yield e_20, p_19
+      }}
+      let g_21: bool = gt b_14, 1.0
+      yield b_14, q_15, g_21
+    }}
+    yield a_9, z_10, c_11
+  }}
+  return y_5, c_6, s_4
+}}
+"
+        )
+    };
+    let k = "    let k_3: i64 = shape w_0, 1";
+    let stacked = |g: &Func| {
+        fn go(b: &Block) -> usize {
+            b.stmts
+                .iter()
+                .map(|s| {
+                    let own = match &s.expr {
+                        Expr::Loop(l) => l.body.body.results.len() - l.init.len(),
+                        _ => 0,
+                    };
+                    own + blocks(&s.expr).map(go).sum::<usize>()
+                })
+                .sum()
+        }
+        go(&g.body)
+    };
+    let ins = |rows: usize, cols: usize, n: i64| -> (Vec<Value>, Vec<Value>) {
+        let xs: Vec<f64> = (0..rows * cols).map(|k| 0.25 * k as f64 - 0.5).collect();
+        (vec![mat_f(rows, cols, &xs), Value::I64(n)], vec![])
+    };
+    let inputs: Inputs = vec![
+        ins(2, 3, 3),
+        ins(2, 3, 0),
+        ins(2, 0, 2),
+        ins(0, 3, 2),
+        ins(2, 3, -1),
+    ];
+    let in_place_updates = |g: &Func| {
+        count(
+            g,
+            &|e| matches!(e, Expr::Array(ArrayOp::Update { idx, add: false, .. }) if idx.len() == 2),
+        )
+    };
+    // The inner trip count bound in the outer loop: 5 stacked outputs, 1
+    // left (the outer loop's stack of the middle loop's state).
+    let f = fixture_func(&nest(k, ""));
+    assert_eq!(stacked(&f), 5);
+    let g = pass(&f, stack_in_place::stacks_in_place);
+    assert_eq!(stacked(&g), 1, "{}", func_to_string(&g));
+    assert_eq!(in_place_updates(&g), 2);
+    verify(&f, &g, Mode::LinearB, &inputs, 0.0);
+    assert!(!stack_in_place::stacks_in_place(&mut g.clone()));
+    // Bound in the middle loop: the inner loop's stack and the middle
+    // loop's stack of it stay; the bools still become state.
+    let f = fixture_func(&nest("", &format!("  {k}")));
+    let g = pass(&f, stack_in_place::stacks_in_place);
+    assert_eq!(stacked(&g), 3, "{}", func_to_string(&g));
+    assert_eq!(in_place_updates(&g), 1);
+    verify(&f, &g, Mode::LinearB, &inputs, 0.0);
+    // The inner loop's stack read in the middle loop's body: the same.
+    let f = fixture_func(&nest(k, "").replace(
+        "      let g_21: bool = gt b_14, 1.0\n",
+        "      let g_21: bool = gt b_14, 1.0\n      let u_31: f64 = reduce_sum q_15\n",
+    ));
+    let g = pass(&f, stack_in_place::stacks_in_place);
+    assert_eq!(stacked(&g), 3, "{}", func_to_string(&g));
+    verify(&f, &g, Mode::LinearB, &inputs, 0.0);
 }
 
 /// More chains `in_place` follows: two loop levels with the row in the

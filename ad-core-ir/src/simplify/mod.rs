@@ -19,7 +19,9 @@
 //!    accumulation loop), a zero row accumulated and then added into an
 //!    outer accumulator accumulated in that row instead ([`in_place`]),
 //!    nests of accumulation loops interchanged so that the outer index owns
-//!    the rows they add into ([`interchange`]);
+//!    the rows they add into ([`interchange`]), the stacked scalar outputs
+//!    of a loop nest written in place into one array made before it
+//!    ([`stack_in_place`]);
 //! 3. CSE ([`cse`]); 4. fusion ([`fusion`], [`fuse_into_loop`]) and linear
 //!    sums moved through the linear maps that make their operands
 //!    ([`sum_through`]: `Σ_i A(x_i) = A(Σ_i x_i)`), past factors invariant
@@ -64,6 +66,7 @@ pub mod interchange;
 pub mod invariant_state;
 pub mod licm;
 pub mod shape;
+pub mod stack_in_place;
 pub mod sum_invariant;
 pub mod sum_through;
 pub mod tabulate;
@@ -173,6 +176,7 @@ enum Pass {
     DeadLinState,
     InvariantLinState,
     InPlace,
+    StackInPlace,
     Interchange,
     Cse,
     MapMap,
@@ -192,12 +196,13 @@ enum Pass {
 }
 
 /// A sweep's passes in order.
-const PASSES: [Pass; 21] = [
+const PASSES: [Pass; 22] = [
     Pass::Rewrite,
     Pass::DropDeadLinear,
     Pass::DeadLinState,
     Pass::InvariantLinState,
     Pass::InPlace,
+    Pass::StackInPlace,
     Pass::Interchange,
     Pass::Cse,
     Pass::MapMap,
@@ -226,7 +231,7 @@ impl Pass {
             | Pass::InvariantLinState
             | Pass::Dce => true,
             Pass::Interchange => opts.interchange,
-            Pass::InPlace => opts.fuse,
+            Pass::InPlace | Pass::StackInPlace => opts.fuse,
             Pass::Cse => opts.cse,
             Pass::MapMap
             | Pass::LinElementwise
@@ -252,6 +257,7 @@ impl Pass {
             Pass::DeadLinState => dead_state::dead_lin_state(f),
             Pass::InvariantLinState => invariant_state::invariant_lin_state(f),
             Pass::InPlace => in_place::accumulate_in_place(f),
+            Pass::StackInPlace => stack_in_place::stacks_in_place(f),
             Pass::Interchange => interchange::interchange(f),
             Pass::Cse => cse::cse(f),
             Pass::MapMap => fusion::map_map(f, memo),
