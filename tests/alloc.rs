@@ -517,3 +517,55 @@ fn numpy_style_gmm_vjp_allocations_do_not_grow_with_n() {
             }
         });
 }
+
+/// A recurrent nest shaped like ADBench's LSTM: per step, per layer, per
+/// unit, libm calls whose results the reverse pass needs.
+#[differentiable(wrt(w))]
+fn recurrent(w: &Array2<f64>, seq: &Array2<f64>) -> f64 {
+    let (layers, units) = (w.nrows(), w.ncols());
+    let mut h: Array2<f64> = Array2::zeros((layers, units));
+    let mut total = 0.0;
+    for t in 0..seq.nrows() {
+        for l in 0..layers {
+            for j in 0..units {
+                let input = if l == 0 { seq[[t, j]] } else { h[[l - 1, j]] };
+                let g = 1.0 / (1.0 + (-(input * w[[l, j]] + h[[l, j]])).exp());
+                h[[l, j]] = (g * input).tanh();
+            }
+        }
+        for j in 0..units {
+            total += h[[layers - 1, j]] * seq[[t, j]];
+        }
+    }
+    total
+}
+
+/// The reverse pass of a loop nest three deep keeps its per-unit residuals
+/// in arrays made a number of times independent of the number of steps
+/// (`simplify/stack_in_place.rs` writes the inner stacks in place): no
+/// allocation per step once the pool is warm.
+#[test]
+fn recurrent_nest_allocates_independently_of_steps() {
+    let mut rng = rng("recurrent_nest");
+    let (w, seq) = (rng.array2(2, 5, -1.0, 1.0), rng.array2(4, 5, -1.0, 1.0));
+    check_derivatives(
+        &w,
+        |w| recurrent(w, &seq),
+        |w, dw| recurrent_jvp(w, &seq, dw),
+        |w, ct| recurrent_vjp(w, &seq, *ct),
+    );
+    let measure = |steps: usize| {
+        let w = Array2::from_shape_fn((2, 5), |(l, j)| 0.3 * (l as f64 - j as f64).sin());
+        let seq = Array2::from_shape_fn((steps, 5), |(t, j)| ((t * 5 + j) as f64 * 0.37).cos());
+        recurrent_vjp(&w, &seq, 1.0);
+        allocations(|| {
+            recurrent_vjp(&w, &seq, 1.0);
+        })
+        .0
+    };
+    let (short, long) = (measure(10), measure(1000));
+    assert!(
+        long <= short,
+        "allocations of one recurrent_vjp call: {short} for 10 steps, {long} for 1000"
+    );
+}

@@ -8,7 +8,9 @@
 //! Linear statements are never merged (a linear value is used once).
 //!
 //! A merged statement that could fail (an index) is dominated by an identical
-//! one that ran first, so no failure is introduced.
+//! one that ran first, so no failure is introduced. Arrays filled with one
+//! value (`broadcast 0.0, [n]`) are not merged: their users take them as
+//! their own, so a shared fill would be copied for each.
 
 use super::facts::Subst;
 use crate::fast_hash::FastMap;
@@ -62,6 +64,10 @@ fn key(s: &Stmt) -> Option<Key> {
             }
             Some(Key::Prim(*p, xs))
         }
+        // An array filled with one value is left unmerged: its users take
+        // it as their own (an accumulator, a loop's state written in
+        // place), so one fill each costs less than copies of a shared one.
+        Expr::Array(ArrayOp::Broadcast { axes, .. }) if axes.is_empty() => None,
         Expr::Array(op) => Some(array_key(op)),
         Expr::Tuple(xs) => Some(Key::Tuple(xs.clone())),
         Expr::Untuple(a) => Some(Key::Untuple(*a)),

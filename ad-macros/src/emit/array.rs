@@ -467,6 +467,9 @@ impl Emitter<'_> {
         if axes.is_empty() {
             let rt = rt();
             let e = text!({ let __b: #out_ty = #rt::pooled_full(#sh, #x); __b });
+            if let Some(v) = bind {
+                self.fills.insert(v, e.clone());
+            }
             return Ok(Out::one(e, Repr::Owned));
         }
         let var = arr.var().ok_or("broadcast of a literal array")?;

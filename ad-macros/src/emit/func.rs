@@ -110,6 +110,11 @@ pub struct Emitter<'a> {
     pub col_diffs: FastMap<Var, (Ident, Atom)>,
     /// The element reads those differences replace (not emitted there).
     pub col_skip: ad_core_ir::fast_hash::FastSet<Var>,
+    /// Arrays filled with one value (a broadcast scalar), by binder: the
+    /// expression that makes one, which an owned copy repeats instead of
+    /// copying the array (a pooled buffer filled, where `clone` would
+    /// allocate: in a loop, once per iteration).
+    pub fills: FastMap<Var, Code>,
     /// Views that borrow a binding of this body (a broadcast's, and views
     /// taken of those): never returned as views.
     local_views: ad_core_ir::fast_hash::FastSet<Var>,
@@ -166,6 +171,7 @@ pub fn body(
         row_shifts: FastMap::default(),
         col_diffs: FastMap::default(),
         col_skip: Default::default(),
+        fills: Default::default(),
         local_views: Default::default(),
         viewed: Default::default(),
     };
@@ -350,7 +356,10 @@ impl<'a> Emitter<'a> {
         match self.repr(v) {
             Repr::Val => text!(#n),
             Repr::Owned if movable => text!(#n),
-            Repr::Owned => text!(#n.clone()),
+            Repr::Owned => match self.fills.get(&v) {
+                Some(fill) => fill.clone(),
+                None => text!(#n.clone()),
+            },
             Repr::View => text!(#n.to_owned()),
         }
     }
