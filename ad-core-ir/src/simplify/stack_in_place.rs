@@ -38,6 +38,7 @@
 //! `max(n_k, 0)` if every axis before it is positive, else 0.
 
 use super::facts::{count, counts_of, stmt};
+use crate::fast_hash::FastSet;
 use crate::ir::*;
 use crate::types::{Scalar, Ty};
 use crate::visit::binders;
@@ -91,8 +92,8 @@ fn chain_of(s: &Stmt, o: usize, vars: &VarTable) -> Option<Chain> {
     let Expr::Loop(outer) = &s.expr else {
         return None;
     };
-    let inside = binders(std::slice::from_ref(s));
-    let invariant = |a: &Atom| a.var().is_none_or(|v| !inside.contains(&v));
+    // The variables bound in the outer loop, found once a level needs them.
+    let mut inside: Option<FastSet<Var>> = None;
     let mut levels = vec![];
     let (mut l, mut out) = (outer, o);
     loop {
@@ -114,8 +115,15 @@ fn chain_of(s: &Stmt, o: usize, vars: &VarTable) -> Option<Chain> {
         };
         let states = inner.init.len();
         let at = body.stmts[k].binds.iter().position(|v| *v == y)?;
-        if at < states || !invariant(&inner.n) || count(&counts_of(body), y) != 1 {
+        if at < states || count(&counts_of(body), y) != 1 {
             return None;
+        }
+        if let Atom::Var(n) = inner.n {
+            let inside = inside
+                .get_or_insert_with(|| binders(std::slice::from_ref(s)).into_iter().collect());
+            if inside.contains(&n) {
+                return None;
+            }
         }
         levels.push(Level {
             stmt: k,
