@@ -136,6 +136,15 @@ impl std::hash::Hash for Atom {
 }
 
 impl Atom {
+    /// The literal zero of a scalar type (`0.0`, `0`, `false`).
+    pub fn zero(elem: crate::types::Scalar) -> Atom {
+        match elem {
+            crate::types::Scalar::F64 => Atom::F64(0.0),
+            crate::types::Scalar::I64 => Atom::I64(0),
+            crate::types::Scalar::Bool => Atom::Bool(false),
+        }
+    }
+
     /// The variable, if the atom is one.
     pub fn var(&self) -> Option<Var> {
         match self {

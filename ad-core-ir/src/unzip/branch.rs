@@ -26,15 +26,9 @@ impl<'p> Unzip<'p> {
     /// `stmts`.
     fn placeholder(&mut self, ty: &Ty, stmts: &mut Vec<Stmt>) -> Result<Atom, UnzipError> {
         Ok(match ty {
-            Ty::Scalar(crate::types::Scalar::F64) => Atom::F64(0.0),
-            Ty::Scalar(crate::types::Scalar::I64) => Atom::I64(0),
-            Ty::Scalar(crate::types::Scalar::Bool) => Atom::Bool(false),
+            Ty::Scalar(elem) => Atom::zero(*elem),
             Ty::Array { elem, rank } => {
-                let zero = match elem {
-                    crate::types::Scalar::F64 => Atom::F64(0.0),
-                    crate::types::Scalar::I64 => Atom::I64(0),
-                    crate::types::Scalar::Bool => Atom::Bool(false),
-                };
+                let zero = Atom::zero(*elem);
                 let v = self.vars.fresh("empty", ty.clone(), false);
                 stmts.push(Stmt {
                     binds: vec![v],
