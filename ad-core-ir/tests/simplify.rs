@@ -15,7 +15,8 @@ use ad_core_ir::ir::*;
 use ad_core_ir::pretty::func_to_string;
 use ad_core_ir::simplify::{
     self, algebra, apply_rules, copy_prop, cse, dce, fold_const, fuse_into_loop, fusion, in_place,
-    licm, shape, stack_in_place, sum_invariant, sum_through, tabulate, zeros, Options, Rule, Stats,
+    licm, lin_broadcast, shape, stack_in_place, sum_invariant, sum_through, tabulate, zeros,
+    Options, Rule, Stats,
 };
 use ad_core_ir::types::{Scalar, Ty};
 use ad_core_ir::visit::{blocks, size_func};
@@ -2817,4 +2818,133 @@ def f(x_0: [f64], m_1: i64) -> ([f64], i64) {
         })
         .collect();
     verify(&f, &g, Mode::LinearA, &ins, 0.0);
+}
+
+/// Linear broadcasts moved past the linear operations reading them
+/// (`lin_broadcast`): a map's linear results computed from broadcast rows
+/// (and from a non-linear broadcast with the same sizes) become maps over
+/// the rows, a `dup` copies the row, products with a matrix of equal rows
+/// (or columns) become vector products, and nested broadcasts compose. The
+/// same values, including where a row of length 1 is stretched (NumPy
+/// broadcasting) and where a non-linear result of the map stays.
+#[test]
+fn linear_broadcasts_move_to_their_sources() {
+    let text = "def f(x_0: [[f64]], b_1: [f64], l_2: [[f64]], r_3: [[f64]], s_4: [f64] ; dw_5: [f64], dv_6: [f64], dz_7: [f64], dy_8: [f64]) -> ([[f64]] ; [[f64]], [[f64]], [[f64]], [[f64]], [f64]) {
+  let n_9: i64 = shape x_0, 0
+  let m_10: i64 = shape x_0, 1
+  let bb_11: [[f64]] = broadcast b_1, [n_9, m_10], axes=[1]
+  let ; d_12: [[f64]] = lbroadcast dw_5, [n_9, m_10], axes=[1]
+  let ; e_13: [[f64]] = lbroadcast dv_6, [n_9, m_10], axes=[1]
+  let c_14: [[f64]] ; dc_15: [[f64]], dq_16: [[f64]] = map(x_0, bb_11 ; d_12, e_13) |p_17: f64, q_18: f64 ; dx_19: f64, dy_20: f64| {
+    let r_21: f64 = sub p_17, q_18
+    let ; t_22: f64 = lneg dx_19
+    let ; u_23: f64 = lscale q_18, dy_20
+    yield r_21 ; t_22, u_23
+  }
+  let ; a_24: [[f64]], g_25: [[f64]] = dup dc_15
+  let ; k_26: [[f64]] = lbroadcast a_24, [n_9, m_10], axes=[0, 1]
+  let ; h_27: [[f64]] = lmatmul g_25, l_2 lin_left
+  let ; cz_28: [[f64]] = lbroadcast dz_7, [m_10, n_9], axes=[0]
+  let ; hz_29: [[f64]] = lmatmul r_3, cz_28
+  let ; cy_30: [[f64]] = lbroadcast dy_8, [m_10, n_9], axes=[0]
+  let ; hy_31: [f64] = lmatmul s_4, cy_30
+  return c_14 ; k_26, h_27, dq_16, hz_29, hy_31
+}
+";
+    let f = fixture_func(text);
+    let rules = [
+        Rule {
+            name: "map_lbroadcast",
+            apply: lin_broadcast::map_lbroadcast,
+        },
+        Rule {
+            name: "dup_lbroadcast",
+            apply: lin_broadcast::dup_lbroadcast,
+        },
+        Rule {
+            name: "lbroadcast_lbroadcast",
+            apply: lin_broadcast::lbroadcast_lbroadcast,
+        },
+        Rule {
+            name: "lmatmul_lbroadcast",
+            apply: lin_broadcast::lmatmul_lbroadcast,
+        },
+    ];
+    let mut g = f.clone();
+    let mut fired = Stats::default();
+    loop {
+        let st = apply_rules(&mut g, &prog_of(&f), &rules);
+        if st.total() == 0 {
+            break;
+        }
+        fired.merge(&st);
+    }
+    for r in &rules {
+        assert!(
+            fired.get(r.name) > 0,
+            "{} never fired:\n{}",
+            r.name,
+            func_to_string(&g)
+        );
+    }
+    assert_eq!(fired.get("map_lbroadcast"), 2);
+    assert_eq!(fired.get("lmatmul_lbroadcast"), 3, "{}", func_to_string(&g));
+    // Every product and every linear map now runs on vectors; the map
+    // keeps its non-linear result.
+    let linear_ranks = |g: &Func, pick: &dyn Fn(&Expr) -> Option<Var>| {
+        fn go(b: &Block, g: &Func, pick: &dyn Fn(&Expr) -> Option<Var>, out: &mut Vec<usize>) {
+            for s in &b.stmts {
+                if let Some(v) = pick(&s.expr) {
+                    out.push(g.vars.ty(v).rank().unwrap_or(0));
+                }
+                for nb in blocks(&s.expr) {
+                    go(nb, g, pick, out);
+                }
+            }
+        }
+        let mut out = vec![];
+        go(&g.body, g, pick, &mut out);
+        out
+    };
+    let lmatmul_operand = |e: &Expr| match e {
+        Expr::Lin(LinOp::MatMul { x, .. }) => Some(*x),
+        _ => None,
+    };
+    let map_operand = |e: &Expr| match e {
+        Expr::Map(m) => m.lin_arrs.first().copied(),
+        _ => None,
+    };
+    assert_eq!(linear_ranks(&g, &lmatmul_operand), vec![1, 1, 1]);
+    assert_eq!(linear_ranks(&g, &map_operand), vec![1, 1]);
+    assert_eq!(
+        count(&g, &|e| matches!(e, Expr::Map(m) if m.lin_arrs.is_empty())),
+        1
+    );
+    let ins = |m: usize, b: &[f64], dw: &[f64], dz: &[f64]| -> (Vec<Value>, Vec<Value>) {
+        let xs: Vec<f64> = (0..3 * m).map(|k| 0.5 * k as f64 - 1.0).collect();
+        let ls: Vec<f64> = (0..m * 4).map(|k| 0.25 * k as f64 - 0.75).collect();
+        let rs: Vec<f64> = (0..2 * m).map(|k| 1.5 - 0.5 * k as f64).collect();
+        let ss: Vec<f64> = (0..m).map(|k| 0.125 * k as f64 + 1.0).collect();
+        let dv: Vec<f64> = (0..m).map(|k| 2.0 - k as f64).collect();
+        let dy: Vec<f64> = (0..m).map(|k| 0.75 * k as f64 - 0.5).collect();
+        (
+            vec![
+                mat_f(3, m, &xs),
+                vec_f(b),
+                mat_f(m, 4, &ls),
+                mat_f(2, m, &rs),
+                vec_f(&ss),
+            ],
+            vec![vec_f(dw), vec_f(&dv), vec_f(dz), vec_f(&dy)],
+        )
+    };
+    let inputs: Inputs = vec![
+        ins(2, &[0.5, -2.0], &[1.0, -3.0], &[0.25, 4.0]),
+        // Rows of length 1 stretched (NumPy broadcasting).
+        ins(2, &[0.5], &[1.5], &[-2.0]),
+        ins(3, &[0.5, 1.0, -1.0], &[-0.5], &[1.0, 2.0, 3.0]),
+        // No columns.
+        ins(0, &[], &[], &[]),
+    ];
+    verify(&f, &g, Mode::LinearA, &inputs, 0.0);
 }

@@ -11,8 +11,9 @@
 //!    copy propagation ([`copy_prop`]), constant folding ([`fold_const`]),
 //!    algebra ([`algebra`]), symbolic zeros ([`zeros`]), shape folding
 //!    ([`shape`]), build-of-index and map identity ([`fusion::build_of_index`],
-//!    [`fusion::map_identity`]) — chosen per statement by the exhaustive
-//!    dispatch [`rules_for`];
+//!    [`fusion::map_identity`]), linear broadcasts moved past the maps,
+//!    `dup`s and products that read them ([`lin_broadcast`]) — chosen per
+//!    statement by the exhaustive dispatch [`rules_for`];
 //! 2. linear DCE through explicit drops ([`dce::drop_dead_linear`]), dead
 //!    linear loop state ([`dead_state`]), invariant linear loop state made a
 //!    capture ([`invariant_state`]: the reverse of a reducing loop becomes an
@@ -65,6 +66,7 @@ pub mod in_place;
 pub mod interchange;
 pub mod invariant_state;
 pub mod licm;
+pub mod lin_broadcast;
 pub mod shape;
 pub mod stack_in_place;
 pub mod sum_invariant;
@@ -392,7 +394,7 @@ pub fn rules_for(e: &Expr, fuse: bool) -> &'static [Rule] {
                 algebra::lscale_one,
                 algebra::lscale_lscale,
             ],
-            LinOp::Dup(_) => rules![zeros::dup_zero],
+            LinOp::Dup(_) => rules![zeros::dup_zero, lin_broadcast::dup_lbroadcast],
             LinOp::Drop(_) => rules![zeros::drop_zero],
             LinOp::Tuple(_) => rules![zeros::ltuple_zero],
             LinOp::Untuple(_) => rules![zeros::luntuple_zero, copy_prop::untuple_tuple],
@@ -402,10 +404,12 @@ pub fn rules_for(e: &Expr, fuse: bool) -> &'static [Rule] {
             LinOp::Gather { .. } => rules![zeros::lgather_zero],
             LinOp::ScatterAdd { .. } => rules![zeros::lscatter_add_zero],
             LinOp::Sum { .. } => rules![zeros::lsum_zero],
-            LinOp::Broadcast { .. } => rules![zeros::lbroadcast_zero],
+            LinOp::Broadcast { .. } => {
+                rules![zeros::lbroadcast_zero, lin_broadcast::lbroadcast_lbroadcast]
+            }
             LinOp::SumTo { .. } => rules![zeros::lsum_to_zero],
             LinOp::Transpose(_) => rules![zeros::ltranspose_zero],
-            LinOp::MatMul { .. } => rules![zeros::lmatmul_zero],
+            LinOp::MatMul { .. } => rules![zeros::lmatmul_zero, lin_broadcast::lmatmul_lbroadcast],
             LinOp::Outer { .. } => rules![zeros::louter_zero],
             LinOp::Scan { .. } => rules![zeros::lscan_zero],
         },
@@ -421,9 +425,18 @@ pub fn rules_for(e: &Expr, fuse: bool) -> &'static [Rule] {
         }
         Expr::Map(_) => {
             if fuse {
-                rules![zeros::lmap_zero_arg, algebra::map_dup, fusion::map_identity]
+                rules![
+                    zeros::lmap_zero_arg,
+                    algebra::map_dup,
+                    fusion::map_identity,
+                    lin_broadcast::map_lbroadcast
+                ]
             } else {
-                rules![zeros::lmap_zero_arg, algebra::map_dup]
+                rules![
+                    zeros::lmap_zero_arg,
+                    algebra::map_dup,
+                    lin_broadcast::map_lbroadcast
+                ]
             }
         }
     }
