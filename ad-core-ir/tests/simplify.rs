@@ -2948,3 +2948,66 @@ fn linear_broadcasts_move_to_their_sources() {
     ];
     verify(&f, &g, Mode::LinearA, &inputs, 0.0);
 }
+
+/// A map reading both copies of one `dup`, each through a broadcast with
+/// the same spread (in either order), reads one broadcast and duplicates
+/// each element (`lin_broadcast::map_dup_halves`); the copies of a whole
+/// array read directly are left alone.
+#[test]
+fn map_of_both_dup_halves_reads_once() {
+    let text = "def g(x_0: [[f64]] ; dw_1: [f64], dv_2: [[f64]], dw_35: [f64]) -> (; [[f64]], [[f64]], [[f64]]) {
+  let n_3: i64 = shape x_0, 0
+  let m_4: i64 = shape x_0, 1
+  let ; w_5: [f64], w_6: [f64] = dup dw_1
+  let ; a_7: [[f64]] = lbroadcast w_5, [n_3, m_4], axes=[1]
+  let ; b_8: [[f64]] = lbroadcast w_6, [n_3, m_4], axes=[1]
+  let ; c_9: [[f64]] = map(x_0 ; a_7, b_8) |p_10: f64 ; e_11: f64, f_12: f64| {
+    let ; s_13: f64 = lscale p_10, e_11
+    let ; t_14: f64 = ladd s_13, f_12
+    yield ; t_14
+  }
+  let ; u_15: [[f64]], v_16: [[f64]] = dup dv_2
+  let ; c_17: [[f64]] = map(x_0 ; v_16, u_15) |p_18: f64 ; g_19: f64, h_20: f64| {
+    let ; k_21: f64 = lscale p_18, h_20
+    let ; l_22: f64 = lneg g_19
+    let ; o_23: f64 = ladd k_21, l_22
+    yield ; o_23
+  }
+  let ; w_24: [f64], w_25: [f64] = dup dw_35
+  let ; a_26: [[f64]] = lbroadcast w_25, [n_3, m_4], axes=[1]
+  let ; b_27: [[f64]] = lbroadcast w_24, [n_3, m_4], axes=[1]
+  let ; c_28: [[f64]] = map(x_0 ; a_26, b_27) |p_29: f64 ; g_30: f64, h_31: f64| {
+    let ; k_32: f64 = lscale p_29, h_31
+    let ; l_33: f64 = lneg g_30
+    let ; o_34: f64 = ladd k_32, l_33
+    yield ; o_34
+  }
+  return ; c_9, c_17, c_28
+}
+";
+    let f = fixture_func(text);
+    let g = apply(&f, "map_dup_halves", lin_broadcast::map_dup_halves);
+    assert_eq!(
+        count(&g, &|e| matches!(e, Expr::Map(m) if m.lin_arrs.len() == 1)),
+        2,
+        "{}",
+        func_to_string(&g)
+    );
+    let xs: Vec<f64> = (0..6).map(|k| 0.5 * k as f64 - 1.25).collect();
+    let vs: Vec<f64> = (0..6).map(|k| 2.0 - 0.75 * k as f64).collect();
+    let inputs: Inputs = vec![
+        (
+            vec![mat_f(2, 3, &xs)],
+            vec![
+                vec_f(&[1.0, -2.0, 0.5]),
+                mat_f(2, 3, &vs),
+                vec_f(&[0.25, 3.0, -1.0]),
+            ],
+        ),
+        (
+            vec![mat_f(3, 2, &xs)],
+            vec![vec_f(&[4.0]), mat_f(3, 2, &vs), vec_f(&[-0.5, 2.0])],
+        ),
+    ];
+    verify(&f, &g, Mode::LinearB, &inputs, 0.0);
+}

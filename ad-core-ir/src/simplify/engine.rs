@@ -214,6 +214,18 @@ impl<'a> Cx<'a> {
         }
     }
 
+    /// `(x, k)` when `v` is result `k` of `dup x`, read once, and may be
+    /// bypassed (killing `v` deletes the `dup`, both its results).
+    pub fn dup_half(&self, v: Var) -> Option<(Var, usize)> {
+        if !self.single_use(v) || self.killed.contains(&v) {
+            return None;
+        }
+        match self.facts.def(v) {
+            Some((Expr::Lin(LinOp::Dup(x)), k)) => Some((*x, k)),
+            _ => None,
+        }
+    }
+
     /// Deletes the statement binding `v` at the end of the walk (see the note
     /// on bypassing linear producers).
     pub fn kill(&mut self, v: Var) {

@@ -13,6 +13,7 @@
 //! lbroadcast (lbroadcast w, S1, A1), S2, A2           =  lbroadcast w, S2, A2 ∘ A1
 //! lmatmul a, (lbroadcast w, [n, m], [1]) lin_left     =  lbroadcast (lmatmul a, w' lin_left), [n, shape(a, 1)], [1]
 //! lmatmul a, (lbroadcast w, [m, n], [0])              =  lbroadcast (lmatmul a, w'), [shape(a, 0), n], [0]
+//! map(..; lbroadcast w1, S, A, lbroadcast w2, S, A)   =  map(..; lbroadcast w, S, A) with `dup` per element   (w1, w2 = dup w)
 //! ```
 //!
 //! Before / after (`map_lbroadcast`, then `dup_lbroadcast` and
@@ -198,6 +199,74 @@ pub fn lmatmul_lbroadcast(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
         },
     ));
     Some(out)
+}
+
+/// A map reading both results of one `dup`, each through a linear
+/// broadcast with the same sizes and axes, reads one broadcast of the
+/// duplicated array and duplicates each element instead:
+///
+/// ```text
+/// let ; w1, w2 = dup w                          let ; b = lbroadcast w, S, A
+/// let ; a1 = lbroadcast w1, S, A                map(..; b) |..; e| {
+/// let ; a2 = lbroadcast w2, S, A        =         let ; e1, e2 = dup e
+/// map(..; a1, a2) |..; e1, e2| { .. }             ..
+///                                               }
+/// ```
+///
+/// It undoes [`dup_lbroadcast`] where both copies meet again in one map
+/// (`(x - mu) * (x - mu)` with `mu` broadcast): the map's transpose then
+/// sums one cotangent per element, in the map, instead of making two arrays
+/// and summing each. A map reading the two results of a `dup` of a whole
+/// array is left alone: merging those changes what unzip keeps for the
+/// reverse pass (on NumPy-style GMM it kept two arrays for one).
+pub fn map_dup_halves(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
+    let Expr::Map(m) = &s.expr else {
+        return None;
+    };
+    // Each linear operand's broadcast and the `dup` result it spreads.
+    let through = |x: Var| -> Option<(Var, usize, Spread)> {
+        let LinOp::Broadcast { x: w, shape, axes } = cx.lin_producer(x)? else {
+            return None;
+        };
+        let (v, k) = cx.dup_half(w)?;
+        Some((v, k, (shape, axes)))
+    };
+    let srcs: Vec<_> = m.lin_arrs.iter().map(|&x| through(x)).collect();
+    let (i, j) = (0..srcs.len()).find_map(|i| {
+        let (v, k, sp) = srcs[i].as_ref()?;
+        let j = (i + 1..srcs.len()).find(
+            |&j| matches!(&srcs[j], Some((v2, k2, sp2)) if v2 == v && k2 != k && sp2 == sp),
+        )?;
+        Some((i, j))
+    })?;
+    let (v, k, (shape, axes)) = srcs[i].clone()?;
+    let (xi, xj) = (m.lin_arrs[i], m.lin_arrs[j]);
+    let LinOp::Broadcast { x: wi, .. } = cx.lin_producer(xi)? else {
+        return None;
+    };
+    // The broadcasts go, and the `dup` (killing one of its results deletes it).
+    cx.kill(xi);
+    cx.kill(xj);
+    cx.kill(wi);
+    let b = cx.fresh("bd", cx.ty(xi).clone(), true);
+    cx.set_uses(b, 1);
+    let spread = cx.lin_stmt(b, LinOp::Broadcast { x: v, shape, axes });
+    let mut new = s.clone();
+    let Expr::Map(nm) = &mut new.expr else {
+        return None;
+    };
+    let (pi, pj) = (nm.body.lin_params[i], nm.body.lin_params[j]);
+    let e = cx.fresh("e", cx.ty(pi).clone(), true);
+    cx.set_uses(e, 1);
+    nm.lin_arrs[i] = b;
+    nm.lin_arrs.remove(j);
+    nm.body.lin_params[i] = e;
+    nm.body.lin_params.remove(j);
+    // Result `k` of the original `dup` went to operand `i`.
+    let halves = if k == 0 { vec![pi, pj] } else { vec![pj, pi] };
+    let split = cx.stmt(vec![], halves, Expr::Lin(LinOp::Dup(e)));
+    nm.body.body.stmts.insert(0, split);
+    Some(vec![spread, new])
 }
 
 /// The spread of the non-linear broadcast binding `a`, with its source.

@@ -429,12 +429,14 @@ pub fn rules_for(e: &Expr, fuse: bool) -> &'static [Rule] {
                     zeros::lmap_zero_arg,
                     algebra::map_dup,
                     fusion::map_identity,
+                    lin_broadcast::map_dup_halves,
                     lin_broadcast::map_lbroadcast
                 ]
             } else {
                 rules![
                     zeros::lmap_zero_arg,
                     algebra::map_dup,
+                    lin_broadcast::map_dup_halves,
                     lin_broadcast::map_lbroadcast
                 ]
             }
