@@ -10,7 +10,10 @@
 //! Prints the objective, the norm of its gradient, a finite-difference check
 //! of sampled gradient components, the time of `gmm_objective_vjp` divided by
 //! the time of `gmm_objective` (median of several runs), and the time of the
-//! vjp divided by the time of a hand-written gradient.
+//! vjp divided by the time of a hand-written gradient; then forward mode:
+//! `gmm_objective_jvp` along a fixed direction, checked against the
+//! gradient's dot product with it, and timed against the primal, for both
+//! styles of the objective.
 //!
 //! The objective (ADBench `FORMATS.md` §1.2), for points `x_i`, components
 //! `j` with log-weights `alpha_j`, means `mu_j` and inverse-covariance
@@ -614,6 +617,42 @@ impl GmmInput {
         (f, flat3(&ga, &gm, &gi))
     }
 
+    /// A fixed direction in parameter space (every component nonzero, of
+    /// either sign), for timing forward mode.
+    pub fn direction(&self) -> (Array1<f64>, Array2<f64>, Array2<f64>) {
+        let wave = |i: usize| 0.5 * ((i as f64) * 0.37).sin() + 0.25;
+        (
+            Array1::from_shape_fn(self.alphas.len(), wave),
+            Array2::from_shape_fn(self.means.dim(), |(j, r)| wave(j * 31 + r)),
+            Array2::from_shape_fn(self.icf.dim(), |(j, s)| 0.1 * wave(j * 53 + s)),
+        )
+    }
+
+    /// The objective and its derivative along `dir` by linad's forward mode
+    /// (`gmm_objective_jvp`, or `gmm_objective_numpy_jvp` when `numpy`).
+    pub fn tangent(
+        &self,
+        dir: &(Array1<f64>, Array2<f64>, Array2<f64>),
+        numpy: bool,
+    ) -> (f64, f64) {
+        let jvp = if numpy {
+            gmm_objective_numpy_jvp
+        } else {
+            gmm_objective_jvp
+        };
+        jvp(
+            &self.alphas,
+            &self.means,
+            &self.icf,
+            &self.x,
+            self.gamma,
+            self.m,
+            &dir.0,
+            &dir.1,
+            &dir.2,
+        )
+    }
+
     /// The objective with parameter `idx` (ADBench order) moved by `delta`.
     pub fn objective_moved(&self, idx: usize, delta: f64) -> f64 {
         let (k, d) = self.means.dim();
@@ -809,7 +848,30 @@ fn main() {
         t_np.as_secs_f64() * 1e3,
         t_np.as_secs_f64() / t_vjp.as_secs_f64()
     );
-    if worst >= 1e-6 || vs_numpy >= 1e-9 {
+
+    // Forward mode along one direction: the tangent is the gradient's dot
+    // product with it (both styles).
+    let dir = input.direction();
+    let along = flat3(&dir.0, &dir.1, &dir.2);
+    let want: f64 = grad.iter().zip(&along).map(|(g, v)| g * v).sum();
+    let (_, tan) = input.tangent(&dir, false);
+    let (_, tan_np) = input.tangent(&dir, true);
+    let vs_jvp = rel_err(tan, want).max(rel_err(tan_np, want));
+    println!(
+        "jvp along a fixed direction: {tan:.10e} (NumPy style {tan_np:.10e}); gradient . direction {want:.10e}: max relative difference {vs_jvp:.1e}"
+    );
+    let t_jvp = median_time(runs, || input.tangent(&dir, false));
+    let t_primal_np = median_time(runs, || input.objective_numpy());
+    let t_jvp_np = median_time(runs, || input.tangent(&dir, true));
+    println!(
+        "jvp {:.3} ms = {:.2} x primal; NumPy style: primal {:.3} ms, jvp {:.3} ms = {:.2} x its primal",
+        t_jvp.as_secs_f64() * 1e3,
+        t_jvp.as_secs_f64() / t_primal.as_secs_f64(),
+        t_primal_np.as_secs_f64() * 1e3,
+        t_jvp_np.as_secs_f64() * 1e3,
+        t_jvp_np.as_secs_f64() / t_primal_np.as_secs_f64()
+    );
+    if worst >= 1e-6 || vs_numpy >= 1e-9 || vs_jvp >= 1e-9 {
         std::process::exit(2);
     }
 }
