@@ -1178,6 +1178,41 @@ fn centred_weighted(x: &Array2<f64>, mu: &Array1<f64>) -> f64 {
     (&xc * &xc * x).sum()
 }
 
+/// Forward mode of a product of centred points, `x` constant: the tangent
+/// of `x - mu` is one row repeated, and its product with `l` one
+/// vector-matrix product (`simplify/lin_broadcast.rs`): the JVP makes two
+/// matrix products, the primal's and `xc · dl`, not three.
+#[allow(clippy::op_ref)]
+#[differentiable(wrt(mu, l), dump)]
+fn centred_product(x: &Array2<f64>, mu: &Array1<f64>, l: &Array2<f64>) -> f64 {
+    let xc = x - mu;
+    xc.dot(l).mapv(|v| v * v).sum()
+}
+
+#[test]
+fn forward_mode_keeps_broadcast_rows() {
+    let dump = centred_product_linad_dump();
+    let start = dump
+        .find("fn __linadw_centred_product_jvp(")
+        .unwrap_or_else(|| panic!("no centred_product_jvp in\n{dump}"));
+    let jvp = &dump[start..start + dump[start..].find("\n}\n").expect("its end")];
+    let products = jvp.matches("ad_runtime::matmul(").count() + jvp.matches(".dot(").count();
+    assert_eq!(products, 2, "{jvp}");
+    assert!(jvp.contains("ad_runtime::vecmat("), "{jvp}");
+    let mut rng = rng("centred_product");
+    let x = rng.array2(7, 3, -1.0, 1.0);
+    // `mu` of the rows' length, and of length 1 (stretched to it).
+    for m in [3, 1] {
+        let p = (rng.array1(m, -1.0, 1.0), rng.array2(3, 4, -1.0, 1.0));
+        check_derivatives(
+            &p,
+            |(mu, l)| centred_product(&x, mu, l),
+            |(mu, l), (dmu, dl)| centred_product_jvp(&x, mu, l, dmu, dl),
+            |(mu, l), ct| centred_product_vjp(&x, mu, l, *ct),
+        );
+    }
+}
+
 #[test]
 fn row_sums_of_reverse_maps_in_one_pass() {
     assert!(centred_weighted_linad_dump().contains("ad_runtime::map_sum_rows"));
