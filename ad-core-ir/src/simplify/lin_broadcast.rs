@@ -224,24 +224,27 @@ pub fn map_dup_halves(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
         return None;
     };
     // Each linear operand's broadcast and the `dup` result it spreads.
-    let through = |x: Var| -> Option<(Var, usize, Spread)> {
+    // Per operand: the `dup` result `w` it spreads, the duplicated `v`,
+    // `w`'s position among the `dup`'s results, and the spread.
+    let through = |x: Var| -> Option<(Var, Var, usize, Spread)> {
         let LinOp::Broadcast { x: w, shape, axes } = cx.lin_producer(x)? else {
             return None;
         };
         let (v, k) = cx.dup_half(w)?;
-        Some((v, k, (shape, axes)))
+        Some((w, v, k, (shape, axes)))
     };
     let srcs: Vec<_> = m.lin_arrs.iter().map(|&x| through(x)).collect();
     let (i, j) = (0..srcs.len()).find_map(|i| {
-        let (v, k, sp) = srcs[i].as_ref()?;
+        let (_, v, k, sp) = srcs[i].as_ref()?;
         let j = (i + 1..srcs.len()).find(
-            |&j| matches!(&srcs[j], Some((v2, k2, sp2)) if v2 == v && k2 != k && sp2 == sp),
+            |&j| matches!(&srcs[j], Some((_, v2, k2, sp2)) if v2 == v && k2 != k && sp2 == sp),
         )?;
         Some((i, j))
     })?;
-    let (v, k, (shape, axes)) = srcs[i].clone()?;
+    let (wi, v, k, (shape, axes)) = srcs[i].clone()?;
     let (xi, xj) = (m.lin_arrs[i], m.lin_arrs[j]);
-    let LinOp::Broadcast { x: wi, .. } = cx.lin_producer(xi)? else {
+    let mut new = s.clone();
+    let Expr::Map(nm) = &mut new.expr else {
         return None;
     };
     // The broadcasts go, and the `dup` (killing one of its results deletes it).
@@ -251,10 +254,6 @@ pub fn map_dup_halves(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
     let b = cx.fresh("bd", cx.ty(xi).clone(), true);
     cx.set_uses(b, 1);
     let spread = cx.lin_stmt(b, LinOp::Broadcast { x: v, shape, axes });
-    let mut new = s.clone();
-    let Expr::Map(nm) = &mut new.expr else {
-        return None;
-    };
     let (pi, pj) = (nm.body.lin_params[i], nm.body.lin_params[j]);
     let e = cx.fresh("e", cx.ty(pi).clone(), true);
     cx.set_uses(e, 1);
@@ -406,6 +405,10 @@ fn split_result(s: &Stmt, m: &Map, k: usize, cx: &mut Cx<'_>) -> Option<Vec<Stmt
     let (shape, axes) = spread?;
     let rank = axes.len();
     let elem = cx.ty(s.lin_binds[k]).elem()?;
+    let mut rest = s.clone();
+    let Expr::Map(rm) = &mut rest.expr else {
+        return None;
+    };
     // Committed: the operands' broadcasts go, their sources are stretched
     // to the sizes along the broadcast axes.
     let mut out = vec![];
@@ -466,10 +469,6 @@ fn split_result(s: &Stmt, m: &Map, k: usize, cx: &mut Cx<'_>) -> Option<Vec<Stmt
     );
     out.push(cx.stmt(vec![], vec![o], Expr::Map(small)));
     // What stays of the original map.
-    let mut rest = s.clone();
-    let Expr::Map(rm) = &mut rest.expr else {
-        return None;
-    };
     for &j in lin_ps.iter().rev() {
         rm.lin_arrs.remove(j);
         rm.body.lin_params.remove(j);

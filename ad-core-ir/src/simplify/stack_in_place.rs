@@ -131,20 +131,9 @@ fn apply(b: &mut Block, j: usize, pair: &Pair, vars: &mut VarTable) -> usize {
         pre.push(stmt(vec![v], vec![], Expr::Prim(p, args), src));
         Atom::Var(v)
     };
-    let d1 = prim(
-        "ntrip",
-        Ty::I64,
-        Prim::Max,
-        vec![pair.trips[0], Atom::I64(0)],
-        &mut pre,
-    );
-    let e2 = prim(
-        "ntrip",
-        Ty::I64,
-        Prim::Max,
-        vec![pair.trips[1], Atom::I64(0)],
-        &mut pre,
-    );
+    let [d1, e2] = pair
+        .trips
+        .map(|n| prim("ntrip", Ty::I64, Prim::Max, vec![n, Atom::I64(0)], &mut pre));
     let g = prim("pos", Ty::BOOL, Prim::Gt, vec![d1, Atom::I64(0)], &mut pre);
     let d2 = prim(
         "ntrip",
