@@ -61,6 +61,46 @@ fn unary_minus() {
     );
 }
 
+/// Groupings that Rust's precedence would read otherwise without their
+/// parentheses, where floating-point rounding tells them apart: the
+/// derivatives write a scalar formula as one expression
+/// (`ad-macros/src/emit/inline_exprs.rs`), parenthesised where needed.
+#[differentiable]
+fn groupings(x: f64, y: f64) -> f64 {
+    let a = x - (y - x * 0.5);
+    let b = x / (y * (1.0 + x * x));
+    let c = x / (y / (2.0 + y * y));
+    let d = -(x + y) * -(x - y);
+    let big = x * 1e16;
+    let f = ((big + 1.0) - big + (1.0 - (big - big * 0.5))) * 1e-16;
+    let k = (x * 3.0) as i64;
+    let g = (k as f64) * y + if (k as f64) < y { 0.5 } else { 1.5 };
+    let e = if (x < y) == (y < 2.0 * x) {
+        a - (b - c)
+    } else {
+        a - b - c
+    };
+    e * d - (f - (a + (b + c))) + g / (x - (y - (x - y)))
+}
+
+#[test]
+fn groupings_keep_their_roundings() {
+    for p in [
+        (0.7, 1.3),
+        (-1.1, 0.4),
+        (2.1, -3.0),
+        (1.3, 0.9),
+        (-1.05, -1.6),
+    ] {
+        check_derivatives(
+            &p,
+            |(x, y)| groupings(*x, *y),
+            |(x, y), (dx, dy)| groupings_jvp(*x, *y, *dx, *dy),
+            |(x, y), ct| groupings_vjp(*x, *y, *ct),
+        );
+    }
+}
+
 // --- bindings ---------------------------------------------------------------
 
 /// `let`, `let mut` with and without annotations, reassignment, shadowing,

@@ -118,6 +118,53 @@ fn typical_expansion_is_compact() {
     );
 }
 
+/// The text of the generated function `name` among the expansions.
+fn generated_fn(es: &[Expansion], name: &str) -> String {
+    es.iter()
+        .flat_map(|e| {
+            syn::parse2::<syn::File>(e.expanded.clone())
+                .expect("parses")
+                .items
+        })
+        .find_map(|it| match it {
+            syn::Item::Fn(f) if f.sig.ident == name => Some(quote::quote!(#f).to_string()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no generated function `{name}`"))
+}
+
+/// A scalar formula is written as expressions, not a chain of `let`s
+/// (`emit/inline_exprs.rs`): the primal of a one-line formula binds one
+/// variable, its result, and forward mode only the values read twice (by
+/// the formula and its tangent) and the tangent; a scalar computed outside a
+/// build and read inside it stays a `let` before the build (the closure
+/// runs once per element).
+#[test]
+fn scalar_formulas_are_expressions() {
+    let es = expansions(
+        r#"
+        #[differentiable]
+        pub fn f(x: f64, y: f64) -> f64 {
+            (x * y + x.sin()) * (x - y) / (1.0 + y * y)
+        }
+        #[differentiable]
+        pub fn g(x: &Array1<f64>, a: f64) -> Array1<f64> {
+            let s = (a * 2.0).sin() + a;
+            Array1::from_shape_fn(x.len(), |i| x[i] * s)
+        }
+    "#,
+    );
+    let lets = |t: &str| t.split_whitespace().filter(|w| *w == "let").count();
+    let primal = generated_fn(&es, "__linad_f_primal");
+    assert_eq!(lets(&primal), 1, "{primal}");
+    let jvp = generated_fn(&es, "__linad_f_jvp");
+    assert!(lets(&jvp) <= 5, "{jvp}");
+    let g = generated_fn(&es, "__linad_g_primal");
+    let sin = g.find("f64 :: sin").expect("the sine");
+    assert_eq!(g.matches("f64 :: sin").count(), 1, "{g}");
+    assert!(sin < g.find('|').expect("the build's closure"), "{g}");
+}
+
 /// A function of `n` straight-line statements (formulas, a branch and a
 /// reducing loop every few lines, each reading the previous line) in the
 /// shape of issue 12's "30-line function".

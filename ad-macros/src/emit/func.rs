@@ -121,6 +121,10 @@ pub struct Emitter<'a> {
     /// Variables some view may borrow (read by a statement with a view
     /// result): never released early (see [`Emitter::release_dead`]).
     viewed: ad_core_ir::fast_hash::FastSet<Var>,
+    /// Scalar statements written into their one use instead of a `let`
+    /// (`inline_exprs.rs`), by binder, until the block holding them is emitted:
+    /// the expression and how tightly it binds.
+    pub inlined: FastMap<Var, (Code, super::inline_exprs::Prec)>,
 }
 
 /// A function body as a block expression evaluating to its results (flat:
@@ -174,6 +178,7 @@ pub fn body(
         fills: Default::default(),
         local_views: Default::default(),
         viewed: Default::default(),
+        inlined: Default::default(),
     };
     let mut pats = vec![];
     let mut tys = vec![];
@@ -285,13 +290,25 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    /// A scalar (or `Copy` tuple) operand by value.
+    /// A scalar (or `Copy` tuple) operand by value: its name, or the
+    /// expression of an inlined statement (`inline_exprs.rs`), in
+    /// parentheses unless it is a call.
     pub fn scalar(&self, a: &Atom) -> Code {
+        self.scalar_at(a, super::inline_exprs::Pos::Other)
+    }
+
+    /// [`Emitter::scalar`] written at `pos`: an inlined expression in
+    /// parentheses only where Rust's precedence needs them.
+    pub fn scalar_at(&self, a: &Atom, pos: super::inline_exprs::Pos) -> Code {
         match a {
-            Atom::Var(v) => {
-                let n = self.name(*v);
-                text!(#n)
-            }
+            Atom::Var(v) => match self.inlined.get(&self.uses.root(*v)) {
+                Some((e, prec)) if prec.bare_in(pos) => e.clone(),
+                Some((e, _)) => text!((#e)),
+                None => {
+                    let n = self.name(*v);
+                    text!(#n)
+                }
+            },
             _ => Self::lit(a),
         }
     }
@@ -403,18 +420,42 @@ impl<'a> Emitter<'a> {
     }
 
     fn stmts(&mut self, b: &Block) -> R<Code> {
+        let inline = self.inlinable(b);
         let mut stmts = Code::new();
         let mut k = 0;
+        let mut out = Ok(());
         while let Some(s) = b.stmts.get(k) {
-            if let Some(t) = self.map_then_row_sum(s, b.stmts.get(k + 1))? {
-                stmts.extend(t);
-                k += 2;
-            } else {
-                stmts.extend(self.stmt(s)?);
+            let r = if inline[k] {
                 k += 1;
+                self.inline_expr(s)
+            } else {
+                match self.map_then_row_sum(s, b.stmts.get(k + 1)) {
+                    Ok(Some(t)) => {
+                        stmts.extend(t);
+                        k += 2;
+                        Ok(())
+                    }
+                    Ok(None) => {
+                        k += 1;
+                        self.stmt(s).map(|t| stmts.extend(t))
+                    }
+                    Err(e) => Err(e),
+                }
+            };
+            if r.is_err() {
+                out = r;
+                break;
             }
         }
-        Ok(stmts)
+        // An inlined expression is written at its one use, in this block.
+        for (s, f) in b.stmts.iter().zip(inline) {
+            if f {
+                for v in s.binds.iter().chain(&s.lin_binds) {
+                    self.inlined.remove(v);
+                }
+            }
+        }
+        out.map(|()| stmts)
     }
 
     /// A map of matrices whose one (linear) result the next statement sums

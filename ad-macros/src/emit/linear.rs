@@ -4,6 +4,7 @@
 //! index) instead of allocating; views and captured variables are read.
 
 use super::func::{Emitter, Out, R};
+use super::inline_exprs::{Pos, Prec};
 use super::types::{owned_repr, rt, tuple, Repr};
 use crate::text::{text, Code};
 use ad_core_ir::ir::{Atom, Dim, LinOp, ReduceOp, ShapeTree, Var};
@@ -112,6 +113,16 @@ impl Emitter<'_> {
                 // given back at its end, and the next iteration takes it
                 // again; at the top level it is reused from calls before.
                 Ok(Out::one(self.zeros(st)?, owned_repr(&ty)))
+            }
+            // Scalars by value: an inlined operand is its expression (`inline_exprs.rs`).
+            LinOp::Add(x, y) if *self.ty(*x) == Ty::Scalar(Scalar::F64) => {
+                let a = self.scalar_at(&var(x), Pos::Left(Prec::Add));
+                let b = self.scalar_at(&var(y), Pos::Right(Prec::Add));
+                Ok(Out::one(text!(#a + #b), Repr::Val))
+            }
+            LinOp::Neg(x) if *self.ty(*x) == Ty::Scalar(Scalar::F64) => {
+                let a = self.scalar(&var(x));
+                Ok(Out::one(text!(-#a), Repr::Val))
             }
             LinOp::Add(x, y) => {
                 let ty = self.ty(*x).clone();
@@ -423,7 +434,11 @@ impl Emitter<'_> {
         let x_ty = self.ty(x).clone();
         let x_arr = matches!(x_ty, Ty::Array { .. });
         let e = match (s_arr, x_arr) {
-            (false, false) => text!(#sv * #n),
+            (false, false) => {
+                let sv = self.scalar_at(s, Pos::Left(Prec::Mul));
+                let n = self.scalar_at(&Atom::Var(x), Pos::Right(Prec::Mul));
+                text!(#sv * #n)
+            }
             (false, true) if a.in_place() => {
                 let t = self.fresh("sc");
                 text!({ let mut #t = #n; #t.mapv_inplace(|__v: f64| #sv * __v); #t })

@@ -26,6 +26,7 @@ mod control;
 mod func;
 mod halves;
 mod headers;
+mod inline_exprs;
 mod lanes;
 mod linear;
 mod names;

@@ -23,7 +23,9 @@ impl Emitter<'_> {
             }
             _ => {}
         }
-        let x: Vec<_> = args.iter().map(|a| self.scalar(a)).collect();
+        let x: Vec<_> = (args.iter().enumerate())
+            .map(|(k, a)| self.scalar_at(a, super::inline_exprs::operand_pos(p, k)))
+            .collect();
         let int = self.atom_ty(&args[0]) == Ty::Scalar(Scalar::I64);
         Ok(Out::one(prim_tokens(p, &x, int), Repr::Val))
     }

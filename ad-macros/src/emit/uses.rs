@@ -49,6 +49,8 @@ pub struct Uses {
     alias: VarMap<Var>,
     bind_depth: VarMap<u32>,
     last: VarMap<usize>,
+    /// How many times each variable (with its copies) is read, over all sites.
+    total: VarMap<u32>,
     /// Per site, how many times each variable is used there.
     count: Vec<Vec<(Var, u32)>>,
     stmt_site: FastMap<*const Stmt, usize>,
@@ -194,6 +196,15 @@ impl Uses {
         self.last.get(&self.root(v)).copied()
     }
 
+    /// The site of the one read of `v` (with its copies), when it is read
+    /// exactly once in the whole function.
+    pub fn single_use(&self, v: Var) -> Option<usize> {
+        let v = self.root(v);
+        (self.total.get(&v).copied() == Some(1))
+            .then(|| self.last.get(&v).copied())
+            .flatten()
+    }
+
     /// Whether the linear array `v`, a result of a `dup` or an `lsum_to`,
     /// is emitted as a view of that statement's operand ([`lent_views`]):
     /// the operand then lives until the last use of its views.
@@ -243,6 +254,8 @@ impl Uses {
     fn use_var(&mut self, v: Var, site: usize) {
         let v = self.root(v);
         self.last.insert(v, site);
+        let n = self.total.get(&v).copied().unwrap_or(0);
+        self.total.insert(v, n + 1);
         self.touched.push(v);
         let here = &mut self.count[site];
         match here.iter_mut().find(|(u, _)| *u == v) {
