@@ -120,6 +120,15 @@ where
     R: Send,
     F: Fn(usize) -> R + Sync + Send,
 {
+    map_tasks_dyn(n, parallel, &f)
+}
+
+/// [`map_tasks`] for every closure: `f` runs behind a vtable, once per task
+/// (a block of work), so a kernel's body is compiled once per call site,
+/// not once for each path here (issue 12: each copy is LLVM's work in the
+/// user's crate).
+#[inline(never)]
+fn map_tasks_dyn<R: Send>(n: usize, parallel: bool, f: &(dyn Fn(usize) -> R + Sync)) -> Vec<R> {
     if parallel && n > 1 {
         let slots: Vec<Mutex<Option<R>>> = (0..n).map(|_| Mutex::new(None)).collect();
         run_tasks(n, &|t| {
@@ -155,6 +164,16 @@ where
     R: Send,
     F: Fn(I) -> R + Sync + Send,
 {
+    map_items_dyn(items, parallel, &f)
+}
+
+/// [`map_items`] for every closure, as [`map_tasks_dyn`].
+#[inline(never)]
+fn map_items_dyn<I: Send, R: Send>(
+    items: Vec<I>,
+    parallel: bool,
+    f: &(dyn Fn(I) -> R + Sync),
+) -> Vec<R> {
     // In order on this thread: no slots to hand the items over.
     if !parallel || items.len() <= 1 {
         return items.into_iter().map(f).collect();
