@@ -231,6 +231,46 @@ pub fn lscale_lscale(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
     ])
 }
 
+/// `ladd(lscale(s, a), lscale(s, b)) = lscale(s, ladd(a, b))` for one
+/// non-linear `s` (a scalar or an array) scaling two linear values of one
+/// type: one scaling where there were two, as in the transpose of a value
+/// read twice (`x · x`, `v * v`: `x * c + x * c` becomes `x * (c + c)`,
+/// one pass over `x` instead of two and no array for the second term).
+///
+/// Reassociates: `s * (a + b)` may round differently from `s * a + s * b`.
+pub fn ladd_lscale(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
+    let Expr::Lin(LinOp::Add(p, q)) = &s.expr else {
+        return None;
+    };
+    let y = lin_result(s)?;
+    if p == q {
+        return None;
+    }
+    let LinOp::Scale { s: f, x: a } = cx.lin_producer(*p)? else {
+        return None;
+    };
+    let LinOp::Scale { s: g, x: b } = cx.lin_producer(*q)? else {
+        return None;
+    };
+    let ty = cx.ty(a).clone();
+    // The same factor: one variable, or literals of the same bits (`0.0`
+    // and `-0.0` are equal as numbers, not as factors).
+    let same = match (f, g) {
+        (Atom::F64(x), Atom::F64(z)) => x.to_bits() == z.to_bits(),
+        _ => f == g,
+    };
+    if !same || *cx.ty(b) != ty {
+        return None;
+    }
+    let sum = cx.fresh("d", ty, true);
+    cx.kill(*p);
+    cx.kill(*q);
+    Some(vec![
+        cx.lin_stmt(sum, LinOp::Add(a, b)),
+        cx.lin_stmt(y, LinOp::Scale { s: f, x: sum }),
+    ])
+}
+
 /// `lneg(lneg x) = x`.
 pub fn lneg_lneg(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
     let Expr::Lin(LinOp::Neg(inner)) = &s.expr else {
@@ -320,6 +360,10 @@ pub const RULES: &[Rule] = &[
     Rule {
         name: "lscale_lscale",
         apply: lscale_lscale,
+    },
+    Rule {
+        name: "ladd_lscale",
+        apply: ladd_lscale,
     },
     Rule {
         name: "lneg_lneg",

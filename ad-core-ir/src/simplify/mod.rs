@@ -34,7 +34,7 @@
 //!
 //! - *Values.* For every input on which the original function runs without
 //!   error, the interpreter gives the same results, to the bit for non-linear
-//!   values (the sign of a zero included: `x + 0.0` is not `x`); rules that reassociate — [`algebra::lscale_lscale`],
+//!   values (the sign of a zero included: `x + 0.0` is not `x`); rules that reassociate — [`algebra::lscale_lscale`], [`algebra::ladd_lscale`],
 //!   [`fusion::dot_of_map`], [`fusion::sum_to_loop`], [`interchange`],
 //!   [`in_place`], [`sum_through`] — may change rounding).
 //!   No rule changes NaN/infinity behaviour of non-linear values (`x * 0` is
@@ -387,7 +387,7 @@ pub fn rules_for(e: &Expr, fuse: bool) -> &'static [Rule] {
         Expr::Untuple(_) => rules![copy_prop::untuple_tuple],
         Expr::Lin(op) => match op {
             LinOp::Zero(_) => rules![shape::zero_dims],
-            LinOp::Add(..) => rules![zeros::ladd_zero],
+            LinOp::Add(..) => rules![zeros::ladd_zero, algebra::ladd_lscale],
             LinOp::Neg(_) => rules![zeros::lneg_zero, algebra::lneg_lneg],
             LinOp::Scale { .. } => rules![
                 zeros::lscale_zero,
