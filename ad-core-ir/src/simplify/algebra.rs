@@ -263,12 +263,39 @@ pub fn ladd_lscale(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
         return None;
     }
     let sum = cx.fresh("d", ty, true);
+    cx.set_uses(sum, 1);
     cx.kill(*p);
     cx.kill(*q);
     Some(vec![
         cx.lin_stmt(sum, LinOp::Add(a, b)),
         cx.lin_stmt(y, LinOp::Scale { s: f, x: sum }),
     ])
+}
+
+/// `ladd(a, b) = lscale(2, x)` where `a` and `b` are the two copies of
+/// one `dup x`: exact (`x + x` and `2 * x` are the same number, signed
+/// zeros, infinities and NaN included), and for an array one pass instead
+/// of a copy and a sum (the transpose of `v * v` after [`ladd_lscale`]).
+pub fn ladd_dup(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
+    let Expr::Lin(LinOp::Add(p, q)) = &s.expr else {
+        return None;
+    };
+    let y = lin_result(s)?;
+    let (x, i) = cx.dup_half(*p)?;
+    let (x2, j) = cx.dup_half(*q)?;
+    if x != x2 || i == j {
+        return None;
+    }
+    // Killing a copy deletes the `dup`, both its results.
+    cx.kill(*p);
+    cx.kill(*q);
+    Some(vec![cx.lin_stmt(
+        y,
+        LinOp::Scale {
+            s: Atom::F64(2.0),
+            x,
+        },
+    )])
 }
 
 /// `lneg(lneg x) = x`.
@@ -364,6 +391,10 @@ pub const RULES: &[Rule] = &[
     Rule {
         name: "ladd_lscale",
         apply: ladd_lscale,
+    },
+    Rule {
+        name: "ladd_dup",
+        apply: ladd_dup,
     },
     Rule {
         name: "lneg_lneg",

@@ -387,7 +387,7 @@ pub fn rules_for(e: &Expr, fuse: bool) -> &'static [Rule] {
         Expr::Untuple(_) => rules![copy_prop::untuple_tuple],
         Expr::Lin(op) => match op {
             LinOp::Zero(_) => rules![shape::zero_dims],
-            LinOp::Add(..) => rules![zeros::ladd_zero, algebra::ladd_lscale],
+            LinOp::Add(..) => rules![zeros::ladd_zero, algebra::ladd_lscale, algebra::ladd_dup],
             LinOp::Neg(_) => rules![zeros::lneg_zero, algebra::lneg_lneg],
             LinOp::Scale { .. } => rules![
                 zeros::lscale_zero,
