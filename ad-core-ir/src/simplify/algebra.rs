@@ -243,9 +243,6 @@ pub fn ladd_lscale(s: &Stmt, cx: &mut Cx<'_>) -> Option<Vec<Stmt>> {
         return None;
     };
     let y = lin_result(s)?;
-    if p == q {
-        return None;
-    }
     let LinOp::Scale { s: f, x: a } = cx.lin_producer(*p)? else {
         return None;
     };

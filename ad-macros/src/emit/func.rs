@@ -421,41 +421,34 @@ impl<'a> Emitter<'a> {
 
     fn stmts(&mut self, b: &Block) -> R<Code> {
         let inline = self.inlinable(b);
+        let out = self.stmts_inlining(b, &inline);
+        // An inlined expression is written at its one use, in this block.
+        for (s, _) in b.stmts.iter().zip(inline).filter(|(_, f)| *f) {
+            for v in s.binds.iter().chain(&s.lin_binds) {
+                self.inlined.remove(v);
+            }
+        }
+        out
+    }
+
+    /// The statements of `b`, those marked in `inline` kept for their one
+    /// use instead of emitted (`inline_exprs.rs`).
+    fn stmts_inlining(&mut self, b: &Block, inline: &[bool]) -> R<Code> {
         let mut stmts = Code::new();
         let mut k = 0;
-        let mut out = Ok(());
         while let Some(s) = b.stmts.get(k) {
-            let r = if inline[k] {
+            if inline[k] {
+                self.inline_expr(s)?;
                 k += 1;
-                self.inline_expr(s)
+            } else if let Some(t) = self.map_then_row_sum(s, b.stmts.get(k + 1))? {
+                stmts.extend(t);
+                k += 2;
             } else {
-                match self.map_then_row_sum(s, b.stmts.get(k + 1)) {
-                    Ok(Some(t)) => {
-                        stmts.extend(t);
-                        k += 2;
-                        Ok(())
-                    }
-                    Ok(None) => {
-                        k += 1;
-                        self.stmt(s).map(|t| stmts.extend(t))
-                    }
-                    Err(e) => Err(e),
-                }
-            };
-            if r.is_err() {
-                out = r;
-                break;
+                stmts.extend(self.stmt(s)?);
+                k += 1;
             }
         }
-        // An inlined expression is written at its one use, in this block.
-        for (s, f) in b.stmts.iter().zip(inline) {
-            if f {
-                for v in s.binds.iter().chain(&s.lin_binds) {
-                    self.inlined.remove(v);
-                }
-            }
-        }
-        out.map(|()| stmts)
+        Ok(stmts)
     }
 
     /// A map of matrices whose one (linear) result the next statement sums

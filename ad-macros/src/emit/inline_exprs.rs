@@ -35,19 +35,14 @@
 
 use super::func::{Emitter, R};
 use super::types::Repr;
-use ad_core_ir::fast_hash::FastMap;
 use ad_core_ir::ir::{Block, Expr, Func, LinOp, Prim, Stmt, Var};
 use ad_core_ir::types::{Scalar, Ty};
 
 impl Emitter<'_> {
     /// Per statement of `b`, whether it is inlined into its one use.
     pub(super) fn inlinable(&self, b: &Block) -> Vec<bool> {
-        let at: FastMap<usize, usize> = b
-            .stmts
-            .iter()
-            .enumerate()
-            .map(|(k, s)| (self.uses.stmt(s), k))
-            .collect();
+        // The statements' sites, ascending (sites are numbered in order).
+        let sites: Vec<usize> = b.stmts.iter().map(|s| self.uses.stmt(s)).collect();
         b.stmts
             .iter()
             .enumerate()
@@ -55,10 +50,14 @@ impl Emitter<'_> {
                 let Some(v) = scalar_binder(s, self.f) else {
                     return false;
                 };
-                let Some(j) = self.uses.single_use(v).and_then(|site| at.get(&site)) else {
+                let Some(j) = self
+                    .uses
+                    .single_use(v)
+                    .and_then(|u| sites.binary_search(&u).ok())
+                else {
                     return false;
                 };
-                *j > k && scalar_binder(&b.stmts[*j], self.f).is_some()
+                j > k && scalar_binder(&b.stmts[j], self.f).is_some()
             })
             .collect()
     }
