@@ -116,6 +116,13 @@ pub struct FileFns {
     /// Every name that follows the keyword `fn` anywhere in the file's
     /// tokens (functions nested in bodies, in `impl`s, in macro bodies).
     fn_words: Vec<String>,
+    /// Functions marked `#[differentiable]` in an `impl` block that is
+    /// not (their attribute cannot work there: [`associated_only`]), and
+    /// whether that block implements a trait (or is a trait's default
+    /// method).
+    assoc: Vec<(String, bool)>,
+    /// Functions declared in traits without `#[differentiable]`.
+    trait_fns: Vec<String>,
 }
 
 /// The variants of a field-less enum: names and discriminants.
@@ -384,6 +391,36 @@ pub fn import_path(name: &str, caller: &str) -> Option<String> {
             .map(|(_, p, _)| p);
         let first = paths.next()?;
         paths.all(|p| p == first).then(|| first.clone())
+    })
+}
+
+/// Whether the function `name` being expanded is certainly an associated
+/// function of a plain `impl` block (not `#[differentiable]` itself), and
+/// then whether that block implements a trait: the expanding file marks
+/// `name` `#[differentiable]` inside such blocks, and every function of
+/// that name in the file (`fn name` anywhere in its tokens, but for the
+/// declarations of traits) is one of those. Its expansion could not compile there (a block's items must be
+/// associated ones), so the macro says what to do instead. `None`: no
+/// index (the unit tests), or not certain.
+pub fn associated_only(name: &str) -> Option<bool> {
+    with_index(|cache, files| {
+        let here = fns_of(cache, &files[0])?;
+        let marked: Vec<bool> = here
+            .assoc
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, t)| *t)
+            .collect();
+        let declared = here.trait_fns.iter().filter(|n| *n == name).count();
+        let all = here
+            .fn_words
+            .iter()
+            .filter(|n| *n == name)
+            .count()
+            .saturating_sub(declared);
+        let certain =
+            !marked.is_empty() && marked.len() == all && !here.fns.iter().any(|(n, _)| n == name);
+        certain.then(|| marked.iter().any(|t| *t))
     })
 }
 
@@ -694,6 +731,34 @@ fn collect(
                     collect_fn(&f, out, ruled);
                 }
             }
+            syn::Item::Impl(imp) => {
+                for it in &imp.items {
+                    if let syn::ImplItem::Fn(m) = it {
+                        if m.attrs
+                            .iter()
+                            .any(|a| attr_name(a).as_deref() == Some("differentiable"))
+                        {
+                            let name = syn::ext::IdentExt::unraw(&m.sig.ident).to_string();
+                            out.assoc.push((name, imp.trait_.is_some()));
+                        }
+                    }
+                }
+            }
+            syn::Item::Trait(t) => {
+                for it in &t.items {
+                    if let syn::TraitItem::Fn(m) = it {
+                        let name = syn::ext::IdentExt::unraw(&m.sig.ident).to_string();
+                        if m.attrs
+                            .iter()
+                            .any(|a| attr_name(a).as_deref() == Some("differentiable"))
+                        {
+                            out.assoc.push((name, true));
+                        } else {
+                            out.trait_fns.push(name);
+                        }
+                    }
+                }
+            }
             syn::Item::Use(u) => {
                 foreign_names(&u.tree, true, &mut out.foreign);
                 let mut paths = vec![];
@@ -952,6 +1017,26 @@ mod tests {
         let inner = parse_fns("#![allow(dead_code)]\nfn c() {}").expect("the file parses");
         assert!(inner.fns.iter().any(|(n, _)| n == "c"));
         assert!(parse_fns("fn d( {").is_none());
+    }
+
+    /// Functions marked `#[differentiable]` inside `impl` blocks that are
+    /// not, with whether the block implements a trait; a
+    /// `#[differentiable] impl`'s methods are free functions instead.
+    #[test]
+    fn marked_functions_of_plain_impls() {
+        let fns = parse_fns(
+            "impl A { #[differentiable] fn f(x: f64) -> f64 { x } fn g() {} }
+             trait T { fn h(x: f64) -> f64; }
+             impl T for A { #[differentiable] fn h(x: f64) -> f64 { x } }
+             #[differentiable] impl B { #[differentiable] fn k(x: f64) -> f64 { x } }",
+        )
+        .expect("the file parses");
+        assert_eq!(
+            fns.assoc,
+            [("f".to_string(), false), ("h".to_string(), true)]
+        );
+        assert_eq!(fns.trait_fns, ["h"]);
+        assert!(fns.fns.iter().all(|(n, _)| n != "f" && n != "h"));
     }
 
     /// What a bare name may resolve to: `use` leaves with their paths and

@@ -25,12 +25,23 @@ const IR_STACK: usize = 256 << 20;
 /// A panic inside (a compiler bug) becomes one error at the attribute, with
 /// the panic message, instead of a crash of the compiler.
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let paths = crate::emit::PathScope::enter(&item, 'f');
     let run = std::panic::AssertUnwindSafe(|| try_expand(attr.clone(), item.clone()));
     let errs = match std::panic::catch_unwind(run) {
-        Ok(Ok(ts)) => return ts,
+        Ok(Ok(ts)) => {
+            let mut out = paths.import();
+            // One stream appended (tree by tree, each would cross the proc
+            // macro bridge: 1% of a `cargo check` of 50 functions).
+            out.extend([ts]);
+            return out;
+        }
         Ok(Err(errs)) => errs,
         Err(payload) => vec![internal_error(Span::call_site(), &panic_message(&*payload))],
     };
+    // No import on this path: the refused item may sit where only
+    // associated items may (a method in an `impl`), so the stubs name
+    // ndarray by its full path.
+    drop(paths);
     let stubs = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| stubs(&attr, &item)));
     let mut out = fallback(item, errs);
     out.extend(stubs.ok().flatten());
@@ -50,6 +61,11 @@ fn stubs(attr: &TokenStream, item: &TokenStream) -> Option<TokenStream> {
     let args = Args::parse(attr.clone()).ok()?;
     let func: syn::ItemFn = syn::parse2(item.clone()).ok()?;
     depth::syntax(&func).ok()?;
+    // A trait's `impl` may hold only the trait's items.
+    let name = syn::ext::IdentExt::unraw(&func.sig.ident).to_string();
+    if crate::crate_fns::associated_only(&name) == Some(true) {
+        return None;
+    }
     if crate::structs::expand(&args, &func).is_some()
         || crate::f32s::expand(&args, attr, &func).is_some()
     {
@@ -175,6 +191,16 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Vec<s
         )]
     })?;
     depth::syntax(&func).map_err(|e| vec![e])?;
+    let name = syn::ext::IdentExt::unraw(&func.sig.ident).to_string();
+    let method = matches!(func.sig.inputs.first(), Some(syn::FnArg::Receiver(_)));
+    if let Some(in_trait_impl) = crate::crate_fns::associated_only(&name).filter(|_| !method) {
+        let msg = if in_trait_impl {
+            "a trait's associated function cannot be #[differentiable] (its derivatives are not the trait's items): write a free function, differentiate it, and call it from the `impl`"
+        } else {
+            "an associated function is differentiated through its `impl` block: put `#[differentiable]` on the `impl` too (`#[differentiable] impl Model { #[differentiable] fn f(x: f64) -> f64 { .. } }`, giving `Model::f_vjp`; the attribute on a function in a block cannot add the free building blocks its derivatives need), or write a free function"
+        };
+        return Err(vec![syn::Error::new(func.sig.ident.span(), msg)]);
+    }
     #[cfg(test)]
     if func.sig.ident == "__linad_test_panic" {
         panic!("test panic");

@@ -19,43 +19,51 @@ use quote::ToTokens;
 
 /// `vis fn f_jvp(x.., d_x..) -> (y, dy)`.
 pub fn jvp(sig: &Signature) -> Code {
-    let (vis, name) = (&sig.vis, crate::names::jvp(&sig.ident));
-    let tangents = sig.wrt_params().zip(tangent_names(sig)).map(|(p, d)| {
-        let t = &p.ty;
-        text!(#d: #t)
-    });
-    let decls = user_decls(sig).into_iter().chain(tangents);
-    let o = out_ty(&sig.out);
-    text!(#vis fn #name(#(#decls),*) -> (#o, #o))
+    super::paths::public(|| {
+        let (vis, name) = (&sig.vis, crate::names::jvp(&sig.ident));
+        let tangents = sig.wrt_params().zip(tangent_names(sig)).map(|(p, d)| {
+            let t = &p.ty;
+            text!(#d: #t)
+        });
+        let decls = user_decls(sig).into_iter().chain(tangents);
+        let o = out_ty(&sig.out);
+        text!(#vis fn #name(#(#decls),*) -> (#o, #o))
+    })
 }
 
 /// `vis fn f_vjp(x.., ct) -> (y, cotangents)`.
 pub fn vjp(sig: &Signature) -> Code {
-    let (vis, name) = (&sig.vis, crate::names::vjp(&sig.ident));
-    let (ct, t) = (ct_name(sig), ct_ty(&sig.out));
-    let decls = user_decls(sig).into_iter().chain([text!(#ct: #t)]);
-    let o = out_ty(&sig.out);
-    let ct_ret = cotangents_ty(sig);
-    text!(#vis fn #name(#(#decls),*) -> (#o, #ct_ret))
+    super::paths::public(|| {
+        let (vis, name) = (&sig.vis, crate::names::vjp(&sig.ident));
+        let (ct, t) = (ct_name(sig), ct_ty(&sig.out));
+        let decls = user_decls(sig).into_iter().chain([text!(#ct: #t)]);
+        let o = out_ty(&sig.out);
+        let ct_ret = cotangents_ty(sig);
+        text!(#vis fn #name(#(#decls),*) -> (#o, #ct_ret))
+    })
 }
 
 /// `vis fn f_linearize(x..) -> (y, impl Fn(d_x..) -> dy)`.
 pub fn linearize(sig: &Signature) -> Code {
-    let (vis, name) = (&sig.vis, crate::names::linearize(&sig.ident));
-    let decls = user_decls(sig);
-    let dtys = sig.wrt_params().map(|p| &p.ty);
-    let o = out_ty(&sig.out);
-    text!(#vis fn #name(#(#decls),*)
-        -> (#o, impl Fn(#(#dtys),*) -> #o + ::core::marker::Send + ::core::marker::Sync + use<>))
+    super::paths::public(|| {
+        let (vis, name) = (&sig.vis, crate::names::linearize(&sig.ident));
+        let decls = user_decls(sig);
+        let dtys = sig.wrt_params().map(|p| &p.ty);
+        let o = out_ty(&sig.out);
+        text!(#vis fn #name(#(#decls),*)
+            -> (#o, impl Fn(#(#dtys),*) -> #o + ::core::marker::Send + ::core::marker::Sync + use<>))
+    })
 }
 
 /// `vis fn f_pullback(x..) -> (y, impl Fn(ct) -> cotangents)`.
 pub fn pullback(sig: &Signature) -> Code {
-    let (vis, name) = (&sig.vis, crate::names::pullback(&sig.ident));
-    let decls = user_decls(sig);
-    let (o, ct_t, ct_ret) = (out_ty(&sig.out), ct_ty(&sig.out), cotangents_ty(sig));
-    text!(#vis fn #name(#(#decls),*)
-        -> (#o, impl Fn(#ct_t) -> #ct_ret + ::core::marker::Send + ::core::marker::Sync + use<>))
+    super::paths::public(|| {
+        let (vis, name) = (&sig.vis, crate::names::pullback(&sig.ident));
+        let decls = user_decls(sig);
+        let (o, ct_t, ct_ret) = (out_ty(&sig.out), ct_ty(&sig.out), cotangents_ty(sig));
+        text!(#vis fn #name(#(#decls),*)
+            -> (#o, impl Fn(#ct_t) -> #ct_ret + ::core::marker::Send + ::core::marker::Sync + use<>))
+    })
 }
 
 /// The cotangents' type: one per `wrt` parameter (a bare value for one).

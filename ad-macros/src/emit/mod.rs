@@ -31,6 +31,7 @@ mod lanes;
 mod linear;
 mod names;
 mod nest;
+mod paths;
 mod residuals;
 mod scalar;
 mod slice_view;
@@ -48,6 +49,7 @@ use crate::sig::Signature;
 use crate::text::Code;
 use ad_core_ir::driver::Derivatives;
 pub(crate) use calls::hidden_path;
+pub use paths::Scope as PathScope;
 use proc_macro2::TokenStream;
 pub use transpose_fn::Sizes;
 

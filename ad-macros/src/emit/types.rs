@@ -10,8 +10,8 @@
 //! | opaque (a callee's kept residuals) | `Owned` | the type the IR names (`m::__linad_g_res`) |
 //! | opaque | `View` | a reference to it (parameters of linear halves) |
 //!
-//! Generated code names ndarray and the runtime only through the facade:
-//! `::linad::ndarray` and `::linad::__private::ad_runtime`.
+//! Generated code names ndarray and the runtime only through the facade,
+//! by the short names of [`super::paths`].
 
 use crate::text::{text, Code};
 use ad_core_ir::types::{Scalar, Ty};
@@ -30,15 +30,7 @@ pub enum Repr {
 /// Largest array rank the emitter supports (ndarray's static dimensions).
 pub const MAX_RANK: usize = 6;
 
-/// `::linad::ndarray`.
-pub fn nd() -> Code {
-    text!(::linad::ndarray)
-}
-
-/// `::linad::__private::ad_runtime`.
-pub fn rt() -> Code {
-    text!(::linad::__private::ad_runtime)
-}
+pub use super::paths::{nd, rt};
 
 /// Whether values of the type are `Copy` in generated code.
 pub fn is_copy(ty: &Ty) -> bool {
