@@ -79,7 +79,7 @@ pub struct FieldInfo {
 /// The functions of one file: `(name, info)` in source order (a rule's
 /// target is marked differentiable once the whole file is read), and the
 /// names of the modules it declares (`mod m;` and `mod m { .. }`).
-#[derive(Default)]
+#[derive(Default, Debug, PartialEq)]
 pub struct FileFns {
     fns: Vec<(String, FnInfo)>,
     mods: Vec<String>,
@@ -113,8 +113,9 @@ pub struct FileFns {
     /// The file has an item-level macro (`macro_rules!`, an invocation):
     /// it may define functions the index does not see.
     item_macros: bool,
-    /// Every name that follows the keyword `fn` anywhere in the file's
-    /// tokens (functions nested in bodies, in `impl`s, in macro bodies).
+    /// Every name that follows the word `fn` anywhere in the file's text
+    /// (functions nested in bodies, in `impl`s, in macro bodies; also in
+    /// comments: [`fn_words`]).
     fn_words: Vec<String>,
     /// Functions marked `#[differentiable]` in an `impl` block that is
     /// not (their attribute cannot work there: [`associated_only`]), and
@@ -644,7 +645,14 @@ pub fn parse_fns(text: &str) -> Option<FileFns> {
         _ => body,
     };
     let tokens: proc_macro2::TokenStream = body.parse().ok()?;
-    let file: syn::File = syn::parse2(tokens.clone()).ok()?;
+    let file: syn::File = syn::parse2(without_plain_bodies(tokens.clone(), text.contains("f32")))
+        .or_else(|_| syn::parse2(tokens))
+        .ok()?;
+    Some(index(text, &file))
+}
+
+/// The index of the file `text`, parsed as `file`.
+fn index(text: &str, file: &syn::File) -> FileFns {
     let mut fns = FileFns {
         words: words(text),
         includes: text.contains("include!"),
@@ -652,7 +660,7 @@ pub fn parse_fns(text: &str) -> Option<FileFns> {
     };
     let mut ruled = vec![];
     collect(&file.items, &mut fns, &mut ruled, &mut vec![]);
-    fn_words(tokens, &mut fns.fn_words);
+    fn_words(text, &mut fns.fn_words);
     for (name, info) in &mut fns.fns {
         if ruled.contains(name) {
             info.differentiable = true;
@@ -662,7 +670,68 @@ pub fn parse_fns(text: &str) -> Option<FileFns> {
             info.residuals = false;
         }
     }
-    Some(fns)
+    fns
+}
+
+/// `tokens` with the body of every function that no attribute of linad's
+/// marks (`differentiable`, `linear`, `custom_jvp`, anywhere in one of its
+/// attributes) and that does not mention `f32` (`f32s`: the file's text
+/// does somewhere) replaced by `{}`. The index
+/// reads a plain function's attributes and signature only (its body
+/// matters for `#[differentiable]` functions: inlining, the `f32` path), and
+/// bodies are most of a crate: parsing them with `syn` in the unoptimised
+/// macro made the index's cost grow with all the code of the crate, not
+/// with its differentiable functions. Functions nested in a plain body are
+/// gone with it (the index does not record them; `fn_words` reads the
+/// text).
+fn without_plain_bodies(tokens: proc_macro2::TokenStream, f32s: bool) -> proc_macro2::TokenStream {
+    use proc_macro2::{Delimiter, Group, TokenTree};
+    fn names_linad_attr(ts: proc_macro2::TokenStream) -> bool {
+        ts.into_iter().any(|t| match t {
+            TokenTree::Ident(i) => i == "differentiable" || i == "linear" || i == "custom_jvp",
+            TokenTree::Group(g) => names_linad_attr(g.stream()),
+            _ => false,
+        })
+    }
+    let toks: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut out = Vec::with_capacity(toks.len());
+    // A linad attribute since the last item's end; `fn` seen, body to come.
+    let (mut marked, mut in_fn) = (false, false);
+    for (k, t) in toks.iter().enumerate() {
+        match t {
+            TokenTree::Group(g) if g.delimiter() == Delimiter::Bracket && k > 0 => {
+                let attr = matches!(&toks[k - 1], TokenTree::Punct(p) if p.as_char() == '#' || p.as_char() == '!');
+                if attr && names_linad_attr(g.stream()) {
+                    marked = true;
+                }
+                out.push(t.clone());
+            }
+            TokenTree::Ident(i) if i == "fn" => {
+                in_fn = true;
+                out.push(t.clone());
+            }
+            TokenTree::Group(g) if g.delimiter() == Delimiter::Brace => {
+                let body = if in_fn && !marked && !(f32s && crate::f32s::mentions_f32(g.stream())) {
+                    proc_macro2::TokenStream::new()
+                } else if in_fn {
+                    g.stream()
+                } else {
+                    // A module's, an `impl`'s or a trait's items.
+                    without_plain_bodies(g.stream(), f32s)
+                };
+                let mut ng = Group::new(Delimiter::Brace, body);
+                ng.set_span(g.span());
+                out.push(TokenTree::Group(ng));
+                (marked, in_fn) = (false, false);
+            }
+            TokenTree::Punct(p) if p.as_char() == ';' => {
+                (marked, in_fn) = (false, false);
+                out.push(t.clone());
+            }
+            _ => out.push(t.clone()),
+        }
+    }
+    out.into_iter().collect()
 }
 
 /// The positions of the parameters `#[differentiable(.., wrt(x, y), ..)]`
@@ -898,25 +967,30 @@ fn foreign_names(t: &syn::UseTree, root: bool, out: &mut Vec<String>) {
     }
 }
 
-/// The identifiers right after a `fn` keyword in `tokens`, at any depth.
-fn fn_words(tokens: proc_macro2::TokenStream, out: &mut Vec<String>) {
-    let mut after_fn = false;
-    for t in tokens {
-        match t {
-            proc_macro2::TokenTree::Ident(i) => {
-                let name = i.to_string();
-                if after_fn {
-                    out.push(name.trim_start_matches("r#").to_string());
-                }
-                after_fn = name == "fn";
-            }
-            proc_macro2::TokenTree::Group(g) => {
-                fn_words(g.stream(), out);
-                after_fn = false;
-            }
-            proc_macro2::TokenTree::Punct(_) | proc_macro2::TokenTree::Literal(_) => {
-                after_fn = false
-            }
+/// The words right after a word `fn` in `text`, across white space (a raw
+/// identifier without its `r#`): the names of all functions, nested ones
+/// and those in macros included, and of any such pair in a comment or a
+/// string (an over-count, which the index's users take as doubt). Read from
+/// the text rather than the tokens: walking a file's tokens crosses the
+/// proc-macro bridge once per token.
+fn fn_words(text: &str, out: &mut Vec<String>) {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut at = 0;
+    while let Some(k) = text[at..].find("fn") {
+        let start = at + k;
+        at = start + 2;
+        if text[..start].chars().next_back().is_some_and(is_word) {
+            continue;
+        }
+        let after = &text[at..];
+        let trimmed = after.trim_start();
+        if trimmed.len() == after.len() {
+            continue;
+        }
+        let trimmed = trimmed.strip_prefix("r#").unwrap_or(trimmed);
+        let name: String = trimmed.chars().take_while(|c| is_word(*c)).collect();
+        if name.chars().next().is_some_and(|c| !c.is_ascii_digit()) {
+            out.push(name);
         }
     }
 }
@@ -1017,6 +1091,64 @@ mod tests {
         let inner = parse_fns("#![allow(dead_code)]\nfn c() {}").expect("the file parses");
         assert!(inner.fns.iter().any(|(n, _)| n == "c"));
         assert!(parse_fns("fn d( {").is_none());
+    }
+
+    /// The index of a file is the same whether plain functions' bodies are
+    /// parsed or skipped ([`without_plain_bodies`]): on the sources of this
+    /// repository (the compiler, the runtime, the examples and tests with
+    /// their `#[differentiable]` functions, rules, `f32` and methods) and on
+    /// a file of edge cases.
+    #[test]
+    fn skipping_plain_bodies_keeps_the_index() {
+        let full = |text: &str| index(text, &syn::parse_file(text).expect("a file"));
+        let edge = "type F = fn(f64) -> f64;
+            fn make() -> fn(f64) -> f64 { fn inner(x: f64) -> f64 { x } inner }
+            pub fn plain(x: f64) -> f64 { let v = x as f32; v as f64 }
+            #[linad::differentiable(wrt(x))] fn d(x: f64, y: f64) -> f64 { x * y }
+            #[cfg_attr(all(), differentiable)] fn c(x: f64) -> f64 { x }
+            struct S { f: fn(f64) -> f64 }
+            impl S { fn m(&self) -> f64 { 1.0 } #[differentiable] fn a(x: f64) -> f64 { x } }
+            trait T { fn t(&self) -> f64 { 2.0 } }
+            macro_rules! mk { () => { fn made() -> f64 { 1.0 } } }
+            extern \"C\" { fn ext(x: f64) -> f64; }
+            mod inner { #[differentiable] pub fn sq(x: f64) -> f64 { x * x } fn h() {} }
+            fn g<const N: usize>() -> [f64; N] { [0.0; N] }";
+        let mut texts = vec![edge.to_string()];
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        for dir in [
+            "ad-core-ir/src",
+            "ad-macros/src",
+            "ad-runtime/src",
+            "examples",
+            "tests",
+        ] {
+            let mut files = vec![];
+            rs_files(&root.join(dir), &mut files, 0);
+            texts.extend(files.iter().filter_map(|f| std::fs::read_to_string(f).ok()));
+        }
+        // (Deeply nested test inputs need more than a test thread's stack.)
+        let compare = move || {
+            let mut compared = 0;
+            for text in &texts {
+                if syn::parse_file(text).is_err() {
+                    continue;
+                }
+                let tokens: proc_macro2::TokenStream = text.parse().expect("tokens");
+                let rewritten = without_plain_bodies(tokens, true);
+                assert!(syn::parse2::<syn::File>(rewritten).is_ok(), "{text}");
+                let skipped = parse_fns(text).expect("the file parses");
+                assert_eq!(skipped, full(text));
+                compared += 1;
+            }
+            compared
+        };
+        let compared = std::thread::Builder::new()
+            .stack_size(1 << 30)
+            .spawn(compare)
+            .expect("a thread")
+            .join()
+            .expect("the comparison");
+        assert!(compared > 100, "{compared} files");
     }
 
     /// Functions marked `#[differentiable]` inside `impl` blocks that are
