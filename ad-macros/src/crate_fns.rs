@@ -93,6 +93,8 @@ pub struct FileFns {
     enums: Vec<(String, Variants)>,
     /// `const` and (not `mut`) `static` items: name and written type.
     consts: Vec<(String, String)>,
+    /// Type aliases without generic parameters: name and aliased type.
+    aliases: Vec<(String, String)>,
     /// How often each word (a run of letters, digits and `_`) occurs in
     /// the text, comments and strings included: an over-count, never an
     /// under-count, of the identifiers (see [`callers_possible`]).
@@ -144,6 +146,7 @@ thread_local! {
     static STRUCTS: RefCell<FastMap<String, Option<Vec<FieldInfo>>>> = RefCell::new(FastMap::default());
     static ENUMS: RefCell<FastMap<String, Option<Variants>>> = RefCell::new(FastMap::default());
     static CONSTS: RefCell<FastMap<String, Option<String>>> = RefCell::new(FastMap::default());
+    static ALIASES: RefCell<FastMap<String, Option<String>>> = RefCell::new(FastMap::default());
 }
 
 /// While alive, lookups see the crate around `file` (the expanding item's
@@ -166,6 +169,7 @@ impl Drop for Scope {
         STRUCTS.with(|m| m.borrow_mut().clear());
         ENUMS.with(|m| m.borrow_mut().clear());
         CONSTS.with(|m| m.borrow_mut().clear());
+        ALIASES.with(|m| m.borrow_mut().clear());
     }
 }
 
@@ -461,6 +465,12 @@ pub fn lookup_enum(name: &str) -> Option<Variants> {
 /// expanding file, else the one type all other files agree on).
 pub fn lookup_const(name: &str) -> Option<String> {
     memoised(&CONSTS, name, |ff| named(&ff.consts, name))
+}
+
+/// The type the alias `name` stands for (`type V = Array1<f64>;` gives
+/// `"Array1 < f64 >"`; the same rules as [`lookup`]).
+pub fn lookup_alias(name: &str) -> Option<String> {
+    memoised(&ALIASES, name, |ff| named(&ff.aliases, name))
 }
 
 /// [`find_item`]`(of)`, answered once per expansion for `name` (`memo`).
@@ -837,6 +847,10 @@ fn collect(
             }
             // (An `extern { fn g(..); }` block's names are in `fn_words`.)
             syn::Item::Macro(_) => out.item_macros = true,
+            syn::Item::Type(t) if t.generics.params.is_empty() => {
+                let ty = quote::ToTokens::to_token_stream(&t.ty).to_string();
+                out.aliases.push((t.ident.to_string(), ty));
+            }
             syn::Item::Const(c) => {
                 let ty = quote::ToTokens::to_token_stream(&c.ty).to_string();
                 out.consts.push((c.ident.to_string(), ty));

@@ -370,6 +370,11 @@ fn one_dimensional(
     }
 }
 
+thread_local! {
+    /// Type aliases being read, one inside another ([`classify`]).
+    static ALIAS_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
 /// Reads a written type.
 pub fn classify(ty: &syn::Type) -> Result<TyDesc, syn::Error> {
     let shown = show(ty);
@@ -521,6 +526,21 @@ pub fn classify(ty: &syn::Type) -> Result<TyDesc, syn::Error> {
                 (None, Passing::Owned)
             };
             let Some(rank) = rank else {
+                // A type alias of the crate (`type V = Array1<f64>;`) is
+                // the type it stands for (a chain of at most 8).
+                if args.is_empty() && p.path.segments.len() == 1 {
+                    if let Some(t) = crate::crate_fns::lookup_alias(&name)
+                        .and_then(|t| syn::parse_str::<syn::Type>(&t).ok())
+                    {
+                        let depth = ALIAS_DEPTH.with(|d| d.get());
+                        if depth < 8 {
+                            ALIAS_DEPTH.with(|d| d.set(depth + 1));
+                            let aliased = classify(&t);
+                            ALIAS_DEPTH.with(|d| d.set(depth));
+                            return aliased.map_err(|_| unsupported());
+                        }
+                    }
+                }
                 return Err(unsupported());
             };
             if !(1..=3).contains(&rank) {
