@@ -800,12 +800,7 @@ fn collect(
             }
             // The marked methods of a `#[differentiable] impl`, as the free
             // functions its expansion makes (`crate::impls`).
-            syn::Item::Impl(imp)
-                if imp
-                    .attrs
-                    .iter()
-                    .any(|a| attr_name(a).as_deref() == Some("differentiable")) =>
-            {
+            syn::Item::Impl(imp) if marked(&imp.attrs) => {
                 for f in crate::impls::free_functions(imp) {
                     collect_fn(&f, out, ruled);
                 }
@@ -813,10 +808,7 @@ fn collect(
             syn::Item::Impl(imp) => {
                 for it in &imp.items {
                     if let syn::ImplItem::Fn(m) = it {
-                        if m.attrs
-                            .iter()
-                            .any(|a| attr_name(a).as_deref() == Some("differentiable"))
-                        {
+                        if marked(&m.attrs) {
                             let name = syn::ext::IdentExt::unraw(&m.sig.ident).to_string();
                             out.assoc.push((name, imp.trait_.is_some()));
                         }
@@ -827,10 +819,7 @@ fn collect(
                 for it in &t.items {
                     if let syn::TraitItem::Fn(m) = it {
                         let name = syn::ext::IdentExt::unraw(&m.sig.ident).to_string();
-                        if m.attrs
-                            .iter()
-                            .any(|a| attr_name(a).as_deref() == Some("differentiable"))
-                        {
+                        if marked(&m.attrs) {
                             out.assoc.push((name, true));
                         } else {
                             out.trait_fns.push(name);
@@ -1088,6 +1077,13 @@ fn derives_differentiable(attrs: &[syn::Attribute]) -> bool {
 /// `differentiable`).
 fn attr_name(a: &syn::Attribute) -> Option<String> {
     a.path().segments.last().map(|s| s.ident.to_string())
+}
+
+/// Whether `attrs` hold `#[differentiable]` (any path ending in it).
+fn marked(attrs: &[syn::Attribute]) -> bool {
+    attrs
+        .iter()
+        .any(|a| attr_name(a).as_deref() == Some("differentiable"))
 }
 
 #[cfg(test)]

@@ -28,13 +28,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let paths = crate::emit::PathScope::enter(&item, 'f');
     let run = std::panic::AssertUnwindSafe(|| try_expand(attr.clone(), item.clone()));
     let errs = match std::panic::catch_unwind(run) {
-        Ok(Ok(ts)) => {
-            let mut out = paths.import();
-            // One stream appended (tree by tree, each would cross the proc
-            // macro bridge: 1% of a `cargo check` of 50 functions).
-            out.extend([ts]);
-            return out;
-        }
+        Ok(Ok(ts)) => return paths.imported(ts),
         Ok(Err(errs)) => errs,
         Err(payload) => vec![internal_error(Span::call_site(), &panic_message(&*payload))],
     };

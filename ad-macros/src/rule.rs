@@ -29,13 +29,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let paths = crate::emit::PathScope::enter(&item, 'r');
     let run = std::panic::AssertUnwindSafe(|| try_expand(attr, item.clone()));
     match std::panic::catch_unwind(run) {
-        Ok(Ok(ts)) => {
-            let mut out = paths.import();
-            // One stream appended (tree by tree, each would cross the proc
-            // macro bridge: 1% of a `cargo check` of 50 functions).
-            out.extend([ts]);
-            out
-        }
+        Ok(Ok(ts)) => paths.imported(ts),
         Ok(Err(errs)) => fallback(item, errs),
         Err(_) => fallback(
             item,

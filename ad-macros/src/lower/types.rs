@@ -375,6 +375,26 @@ thread_local! {
     static ALIAS_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
+/// One more alias being read while alive (at most 8 at once: a cycle of
+/// aliases ends there, not in a stack overflow).
+struct AliasLevel;
+
+impl AliasLevel {
+    fn enter() -> Option<AliasLevel> {
+        let depth = ALIAS_DEPTH.with(|d| d.get());
+        (depth < 8).then(|| {
+            ALIAS_DEPTH.with(|d| d.set(depth + 1));
+            AliasLevel
+        })
+    }
+}
+
+impl Drop for AliasLevel {
+    fn drop(&mut self) {
+        ALIAS_DEPTH.with(|d| d.set(d.get() - 1));
+    }
+}
+
 /// Reads a written type.
 pub fn classify(ty: &syn::Type) -> Result<TyDesc, syn::Error> {
     let shown = show(ty);
@@ -532,12 +552,8 @@ pub fn classify(ty: &syn::Type) -> Result<TyDesc, syn::Error> {
                     if let Some(t) = crate::crate_fns::lookup_alias(&name)
                         .and_then(|t| syn::parse_str::<syn::Type>(&t).ok())
                     {
-                        let depth = ALIAS_DEPTH.with(|d| d.get());
-                        if depth < 8 {
-                            ALIAS_DEPTH.with(|d| d.set(depth + 1));
-                            let aliased = classify(&t);
-                            ALIAS_DEPTH.with(|d| d.set(depth));
-                            return aliased.map_err(|_| unsupported());
+                        if let Some(_level) = AliasLevel::enter() {
+                            return classify(&t).map_err(|_| unsupported());
                         }
                     }
                 }
