@@ -390,12 +390,18 @@ fn method_wrappers(
             });
         // A method compiled only in some configurations: its derivatives too.
         let cfgs = m.attrs.iter().filter(|a| a.path().is_ident("cfg"));
+        let mid = &m.sig.ident;
         let wrapper = quote! {
             #(#cfgs)*
             #(#docs)*
             #[allow(dead_code, clippy::all)]
             #[inline]
-            #vis #sig { #target(#(#args),*) }
+            #vis #sig {
+                // A private method called only through its derivatives
+                // is used (as `emit::wrappers::primal_use` does).
+                let _ = Self::#mid;
+                #target(#(#args),*)
+            }
         };
         if let Ok(w) = syn::parse2::<syn::ImplItem>(wrapper) {
             out.push(w);

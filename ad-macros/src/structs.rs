@@ -1589,13 +1589,14 @@ impl Wrappers<'_> {
 
     /// `let __linad_user_y = f(..);` when the output struct has constant
     /// fields (the flat function returns only the fields with a
-    /// derivative); nothing otherwise. Owned arguments are cloned: the flat
-    /// function takes them next.
+    /// derivative); `let _ = f;` otherwise (a private `f` called only
+    /// through its derivatives is used, as in `emit::wrappers`). Owned
+    /// arguments are cloned: the flat function takes them next.
     fn user_primal(&self) -> TokenStream {
-        if !self.out.is_some_and(|o| o.has_constants()) {
-            return TokenStream::new();
-        }
         let f = &self.func.sig.ident;
+        if !self.out.is_some_and(|o| o.has_constants()) {
+            return quote!(let _ = #f;);
+        }
         let args = self.params.iter().map(|p| {
             let (id, ty) = match p {
                 UserParam::Plain(pt, id) => (id, &*pt.ty),

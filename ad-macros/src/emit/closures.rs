@@ -126,12 +126,14 @@ pub fn f_linearize(input: &Input, h: &Halves) -> R<Code> {
     );
     let stmts = &fw.stmts;
     let allows = allows();
+    let keep = super::wrappers::primal_use(sig);
     Ok(text! {
         #[doc = #doc]
         #allows
         #[inline]
         #header
         {
+            #keep
             #shapes
             #stmts
             let __jvp = move |#(#decls),*| -> #o {
@@ -196,12 +198,14 @@ pub fn f_pullback(input: &Input, h: &Halves) -> R<Code> {
     );
     let stmts = &fw.stmts;
     let allows = allows();
+    let keep = super::wrappers::primal_use(sig);
     Ok(text! {
         #[doc = #doc]
         #allows
         #[inline]
         #header
         {
+            #keep
             #stmts
             #shapes
             let __vjp = move |#ct_use: #ct_t| -> #ct_ret {

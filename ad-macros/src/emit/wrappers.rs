@@ -517,11 +517,13 @@ fn f_jvp(input: &Input, h: &Halves) -> R<Code> {
     let allows = allows();
     let jvp = &h.jvp;
     let header = super::headers::jvp(sig);
+    let keep = primal_use(sig);
     Ok(text! {
         #[doc = #doc]
         #allows
         #[inline]
         #header {
+            #keep
             #(#checks)*
             #pstmts
             #dstmts
@@ -587,6 +589,7 @@ fn f_vjp(input: &Input, h: &Halves) -> R<Code> {
          differentiated parameters, in order (a bare value for one parameter)."
     );
     let allows = allows();
+    let keep = primal_use(sig);
     // Reverse mode in one sweep, where the core fused a loop and no
     // cotangent's shape waits for the forward pass.
     if let Some((vjp, reprs)) = h.vjp.as_ref().filter(|_| ct_checks.is_empty()) {
@@ -606,6 +609,7 @@ fn f_vjp(input: &Input, h: &Halves) -> R<Code> {
             #allows
             #[inline]
             #header {
+                #keep
                 #pstmts
                 let #ct_pat = #ct_use;
                 let #pat = #vjp(#(#pargs,)* #(#ctargs),*);
@@ -620,6 +624,7 @@ fn f_vjp(input: &Input, h: &Halves) -> R<Code> {
         #allows
         #[inline]
         #header {
+            #keep
             #pstmts
             let #ypat = #fwd(#(#pargs),*);
             let #ct_pat = #ct_use;
@@ -629,6 +634,15 @@ fn f_vjp(input: &Input, h: &Halves) -> R<Code> {
             (#y, #c)
         }
     })
+}
+
+/// `let _ = f;`, the first statement of each public derivative: a private
+/// `f` called only through its derivatives is then used (rustc says
+/// "function `f` is never used" otherwise), and an `f` whose derivatives
+/// are never called stays dead with them.
+pub(super) fn primal_use(sig: &crate::sig::Signature) -> Code {
+    let f = &sig.ident;
+    text!(let _ = #f;)
 }
 
 /// A hidden building block: `#[doc(hidden)]`, `#[inline]` (machine code
