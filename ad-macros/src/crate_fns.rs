@@ -683,12 +683,14 @@ fn index(text: &str, file: &syn::File) -> FileFns {
     fns
 }
 
-/// `tokens` with the body of every function that no attribute of linad's
-/// marks (`differentiable`, `linear`, `custom_jvp`, anywhere in one of its
-/// attributes) and that does not mention `f32` (`f32s`: the file's text
-/// does somewhere) replaced by `{}`. The index
-/// reads a plain function's attributes and signature only (its body
-/// matters for `#[differentiable]` functions: inlining, the `f32` path), and
+/// `tokens` with the body of every function that does not mention `f32`
+/// (`f32s`: the file's text does somewhere) replaced by `{}`, unless an
+/// attribute of linad's marks it (`differentiable`, `linear`,
+/// `custom_jvp`, anywhere in one of its attributes) and the body is short
+/// enough to inline (`inline::short_enough`). The index
+/// reads a function's attributes and signature only (the body matters for
+/// a short `#[differentiable]` function, which may be inlined, and for the
+/// `f32` path), and
 /// bodies are most of a crate: parsing them with `syn` in the unoptimised
 /// macro made the index's cost grow with all the code of the crate, not
 /// with its differentiable functions. Functions nested in a plain body are
@@ -721,7 +723,8 @@ fn without_plain_bodies(tokens: proc_macro2::TokenStream, f32s: bool) -> proc_ma
                 out.push(t.clone());
             }
             TokenTree::Group(g) if g.delimiter() == Delimiter::Brace => {
-                let body = if in_fn && !marked && !(f32s && crate::f32s::mentions_f32(g.stream())) {
+                let kept = marked && crate::inline::short_enough(g.stream());
+                let body = if in_fn && !kept && !(f32s && crate::f32s::mentions_f32(g.stream())) {
                     proc_macro2::TokenStream::new()
                 } else if in_fn {
                     g.stream()

@@ -35,8 +35,11 @@ use std::collections::BTreeSet;
 pub const MAX_TOKENS: usize = 300;
 
 /// Whether `f`'s body can be inlined at its calls (see the module doc).
+/// An empty body never is (a function returning `f64` has a tail): the
+/// crate index empties the bodies it need not read ([`short_enough`]).
 pub fn inlinable(f: &syn::ItemFn) -> bool {
-    if !f.sig.generics.params.is_empty()
+    if f.block.stmts.is_empty()
+        || !f.sig.generics.params.is_empty()
         || f.sig.asyncness.is_some()
         || f.sig.unsafety.is_some()
         || f.sig.variadic.is_some()
@@ -62,6 +65,14 @@ pub fn inlinable(f: &syn::ItemFn) -> bool {
         syn::ReturnType::Default => false,
     };
     ret_ok && block_ok(&f.block, &mut names)
+}
+
+/// Whether a function body (`body`: the tokens inside its braces) is short
+/// enough for [`inlinable`]: a longer one is never inlined, so the crate
+/// index replaces it by `{}` unparsed (and [`inlinable`] refuses an empty
+/// body).
+pub(crate) fn short_enough(body: TokenStream) -> bool {
+    2 + count(body) <= MAX_TOKENS
 }
 
 /// `f` as a closure with typed parameters and result, to apply at a call.
